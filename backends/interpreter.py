@@ -1,0 +1,308 @@
+"""The reference interpreter: a NumPy implementation of every primitive.
+
+This module is the executable specification of the catalogue. Importing it
+registers each implementation as the primitive's eager ``impl``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.special
+
+from ir import primitives as P
+from ir.core import Graph, Lit
+
+IMPLS: dict = {}
+
+
+def _quiet(fn):
+    def run(*args, **params):
+        with np.errstate(all="ignore"):
+            return fn(*args, **params)
+    run.__name__ = getattr(fn, "__name__", "impl")
+    return run
+
+
+def _round_half_even(x):
+    return np.rint(x)
+
+
+def _floor_div(x, y):
+    return np.floor_divide(x, y)
+
+
+_UNARY = {
+    P.neg: np.negative, P.sign: np.sign, P.abs: np.abs, P.floor: np.floor, P.ceil: np.ceil,
+    P.round: _round_half_even, P.is_finite: np.isfinite, P.exp: np.exp, P.exp2: np.exp2,
+    P.expm1: np.expm1, P.log: np.log, P.log1p: np.log1p, P.sqrt: np.sqrt, P.cbrt: np.cbrt,
+    P.tanh: np.tanh, P.logistic: scipy.special.expit, P.sin: np.sin, P.cos: np.cos,
+    P.tan: np.tan, P.asin: np.arcsin, P.acos: np.arccos, P.atan: np.arctan, P.sinh: np.sinh,
+    P.cosh: np.cosh, P.asinh: np.arcsinh, P.acosh: np.arccosh, P.atanh: np.arctanh,
+    P.not_: np.invert, P.real: np.real, P.imag: np.imag, P.conj: np.conjugate,
+}
+_BINARY = {
+    P.add: np.add, P.sub: np.subtract, P.mul: np.multiply, P.div: np.true_divide,
+    P.floor_div: _floor_div, P.rem: np.remainder, P.pow: np.power, P.max: np.maximum,
+    P.min: np.minimum, P.atan2: np.arctan2, P.copysign: np.copysign, P.and_: np.bitwise_and,
+    P.or_: np.bitwise_or, P.xor: np.bitwise_xor, P.eq: np.equal, P.ne: np.not_equal,
+    P.lt: np.less, P.le: np.less_equal, P.gt: np.greater, P.ge: np.greater_equal,
+}
+for _p, _f in (_UNARY | _BINARY).items():
+    IMPLS[_p] = _quiet(_f)
+
+
+def _impl(prim):
+    def register(fn):
+        IMPLS[prim] = fn
+        return fn
+    return register
+
+
+@_impl(P.select)
+def _select(pred, on_true, on_false):
+    return np.where(pred, on_true, on_false)
+
+
+@_impl(P.convert)
+def _convert(x, *, new_dtype):
+    with np.errstate(all="ignore"):
+        if np.iscomplexobj(x) and new_dtype.kind != "c":
+            x = np.real(x)
+        return np.asarray(x).astype(new_dtype)
+
+
+@_impl(P.iota)
+def _iota(*, dtype, shape, dimension):
+    r = np.arange(shape[dimension], dtype=dtype)
+    return np.broadcast_to(r.reshape([-1 if i == dimension else 1 for i in range(len(shape))]),
+                           shape).copy()
+
+
+@_impl(P.broadcast_in_dim)
+def _broadcast_in_dim(x, *, shape, broadcast_dimensions):
+    expanded = np.reshape(x, [x.shape[broadcast_dimensions.index(i)]
+                              if i in broadcast_dimensions else 1 for i in range(len(shape))])
+    return np.broadcast_to(expanded, shape)
+
+
+@_impl(P.reshape)
+def _reshape(x, *, new_sizes):
+    return np.reshape(x, new_sizes)
+
+
+@_impl(P.transpose)
+def _transpose(x, *, permutation):
+    return np.transpose(x, permutation)
+
+
+@_impl(P.squeeze)
+def _squeeze(x, *, dimensions):
+    return np.squeeze(x, tuple(dimensions))
+
+
+@_impl(P.expand_dims)
+def _expand_dims(x, *, dimensions):
+    return np.expand_dims(x, tuple(dimensions))
+
+
+@_impl(P.rev)
+def _rev(x, *, dimensions):
+    return np.flip(x, tuple(dimensions)) if dimensions else x
+
+
+@_impl(P.concatenate)
+def _concatenate(*xs, dimension):
+    return np.concatenate(xs, axis=dimension)
+
+
+@_impl(P.pad)
+def _pad(x, padding_value, *, padding_config):
+    x = np.asarray(x)
+    full = [lo + hi + d + max(d - 1, 0) * it
+            for d, (lo, hi, it) in zip(x.shape, padding_config, strict=True)]
+    inner = [d + max(d - 1, 0) * it for d, (_, _, it) in zip(x.shape, padding_config, strict=True)]
+    body = np.full(inner, padding_value, dtype=x.dtype)
+    body[tuple(slice(None, None, it + 1) for _, _, it in padding_config)] = x
+    out = np.full([max(n, 0) for n in full], padding_value, dtype=x.dtype)
+    src, dst = [], []
+    for n, (lo, hi, _) in zip(inner, padding_config, strict=True):
+        s0, d0 = max(-lo, 0), max(lo, 0)
+        length = n - s0 - max(-hi, 0)
+        src.append(slice(s0, s0 + max(length, 0)))
+        dst.append(slice(d0, d0 + max(length, 0)))
+    out[tuple(dst)] = body[tuple(src)]
+    return out
+
+
+@_impl(P.slice)
+def _slice(x, *, start_indices, limit_indices, strides):
+    return x[tuple(slice(s, e, st) for s, e, st in zip(start_indices, limit_indices, strides,
+                                                         strict=True))]
+
+
+def _clamped_starts(x_shape, sizes, idx):
+    return [int(np.clip(int(i), 0, d - s)) for i, d, s in zip(idx, x_shape, sizes, strict=True)]
+
+
+@_impl(P.dynamic_slice)
+def _dynamic_slice(x, *idx, slice_sizes):
+    starts = _clamped_starts(x.shape, slice_sizes, idx)
+    return x[tuple(slice(s, s + n) for s, n in zip(starts, slice_sizes, strict=True))]
+
+
+@_impl(P.dynamic_update_slice)
+def _dynamic_update_slice(x, update, *idx):
+    starts = _clamped_starts(x.shape, update.shape, idx)
+    out = np.array(x, copy=True)
+    out[tuple(slice(s, s + n) for s, n in zip(starts, update.shape, strict=True))] = update
+    return out
+
+
+def _gather_index(x_shape, indices, axes):
+    """A NumPy advanced index equivalent to gather's indices (clamped into range)."""
+    nb = indices.ndim - 1
+    index = []
+    for ax, d in enumerate(x_shape):
+        if ax in axes:
+            col = np.clip(indices[..., axes.index(ax)], 0, d - 1)
+            index.append(col.reshape(col.shape + (1,) * (len(x_shape) - len(axes))))
+        else:
+            r = len(x_shape) - len(axes)
+            pos = [a for a in range(len(x_shape)) if a not in axes].index(ax)
+            shape = [1] * nb + [1] * r
+            shape[nb + pos] = d
+            index.append(np.arange(d).reshape(shape))
+    return tuple(index)
+
+
+@_impl(P.gather)
+def _gather(x, indices, *, axes):
+    return np.asarray(x)[_gather_index(x.shape, np.asarray(indices), axes)]
+
+
+@_impl(P.scatter_add)
+def _scatter_add(x, indices, updates, *, axes):
+    out = np.array(x, copy=True)
+    np.add.at(out, _gather_index(x.shape, np.asarray(indices), axes), updates)
+    return out
+
+
+@_impl(P.scatter)
+def _scatter(x, indices, updates, *, axes):
+    out = np.array(x, copy=True)
+    out[_gather_index(x.shape, np.asarray(indices), axes)] = updates
+    return out
+
+
+def _reduction(fn):
+    def run(x, *, axes):
+        with np.errstate(all="ignore"):
+            return fn(x, axis=tuple(axes))
+    return run
+
+
+IMPLS[P.reduce_sum] = _reduction(np.sum)
+IMPLS[P.reduce_prod] = _reduction(np.prod)
+IMPLS[P.reduce_max] = _reduction(np.max)
+IMPLS[P.reduce_min] = _reduction(np.min)
+
+
+@_impl(P.argmax)
+def _argmax(x, *, axis, index_dtype):
+    return np.argmax(x, axis=axis).astype(index_dtype)
+
+
+@_impl(P.argmin)
+def _argmin(x, *, axis, index_dtype):
+    return np.argmin(x, axis=axis).astype(index_dtype)
+
+
+def _cumulative(fn):
+    def run(x, *, axis, reverse):
+        with np.errstate(all="ignore"):
+            if reverse:
+                return np.flip(fn(np.flip(x, axis), axis=axis), axis)
+            return fn(x, axis=axis)
+    return run
+
+
+IMPLS[P.cumsum] = _cumulative(lambda x, axis: np.cumsum(x, axis=axis, dtype=x.dtype))
+IMPLS[P.cumprod] = _cumulative(lambda x, axis: np.cumprod(x, axis=axis, dtype=x.dtype))
+IMPLS[P.cummax] = _cumulative(lambda x, axis: np.maximum.accumulate(x, axis=axis))
+IMPLS[P.cummin] = _cumulative(lambda x, axis: np.minimum.accumulate(x, axis=axis))
+
+
+@_impl(P.dot_general)
+def _dot_general(lhs, rhs, *, dimension_numbers):
+    (lc, rc), (lb, rb) = dimension_numbers
+    lfree = [i for i in range(lhs.ndim) if i not in lc and i not in lb]
+    rfree = [i for i in range(rhs.ndim) if i not in rc and i not in rb]
+    lhs = np.transpose(lhs, list(lb) + lfree + list(lc))
+    rhs = np.transpose(rhs, list(rb) + list(rc) + rfree)
+    nb, k = len(lb), int(np.prod([lhs.shape[i] for i in range(lhs.ndim - len(lc), lhs.ndim)],
+                                 dtype=np.int64))
+    bshape = lhs.shape[:nb]
+    lf, rf = lhs.shape[nb:lhs.ndim - len(lc)], rhs.shape[nb + len(rc):]
+    m, n = int(np.prod(lf, dtype=np.int64)), int(np.prod(rf, dtype=np.int64))
+    out = np.matmul(lhs.reshape(bshape + (m, k)), rhs.reshape(bshape + (k, n)))
+    return out.reshape(bshape + tuple(lf) + tuple(rf))
+
+
+@_impl(P.sort)
+def _sort(*operands, dimension, num_keys):
+    keys = [np.moveaxis(o, dimension, -1) for o in operands[:num_keys]]
+    # np.lexsort sorts by the last key first; it is stable and puts NaN last.
+    order = np.lexsort(keys[::-1], axis=-1) if num_keys > 1 else \
+        np.argsort(keys[0], axis=-1, kind="stable")
+    return [np.moveaxis(np.take_along_axis(np.moveaxis(o, dimension, -1), order, -1), -1,
+                        dimension) for o in operands]
+
+
+@_impl(P.setitem)
+def _setitem(x, value, *index_arrays, indexer):
+    x[to_numpy_index(indexer, index_arrays)] = value
+    return []
+
+
+def to_numpy_index(indexer, arrays):
+    """Turn a normalized indexer back into a NumPy index tuple."""
+    out = []
+    for e in indexer:
+        kind = e[0]
+        if kind == "slice":
+            start, stop, step = e[1:]
+            out.append(slice(start, None if stop < 0 else stop, step))
+        elif kind == "int":
+            out.append(e[1])
+        elif kind == "newaxis":
+            out.append(None)
+        else:
+            out.append(np.asarray(arrays[e[1]]))
+    return tuple(out)
+
+
+@_impl(P.call)
+def _call(*args, graph, name):
+    return run_graph(graph, args)
+
+
+def run_graph(graph: Graph, args):
+    """Run a graph on concrete arrays, one NumPy call per equation."""
+    env = {id(v): a for v, a in zip(graph.inputs, args, strict=True)}
+
+    def read(atom):
+        return atom.value if isinstance(atom, Lit) else env[id(atom)]
+
+    for eqn in graph.eqns:
+        outs = IMPLS[eqn.prim](*map(read, eqn.inputs), **eqn.params)
+        if not eqn.prim.multiple_results:
+            outs = [outs]
+        for v, o in zip(eqn.outputs, outs, strict=True):
+            env[id(v)] = o if isinstance(o, np.ndarray) and o.dtype == v.aval.dtype \
+                else np.asarray(o, dtype=v.aval.dtype)
+    return [read(o) for o in graph.outputs]
+
+
+for _p, _f in IMPLS.items():
+    _p.impl = _f
+MISSING = sorted(p.name for p in P.ALL.values() if p not in IMPLS)

@@ -1,0 +1,42 @@
+"""The backends by name; ``compile(graph)`` returns ``run(list of arrays) -> list of arrays``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+DEFAULT = "interpreter"
+
+
+class InterpreterBackend:
+    name = "interpreter"
+
+    @staticmethod
+    def compile(graph):
+        from .interpreter import run_graph
+
+        def run(args):
+            outs = run_graph(graph, args)
+            return [_own(o, args) for o in outs]
+        return run
+
+
+def _own(out, args):
+    """A result the caller may keep and write: never a view of an input or a constant."""
+    if out.base is not None or not out.flags.writeable or any(out is a for a in args):
+        return np.array(out, copy=True)
+    return out
+
+
+_BACKENDS = {"interpreter": InterpreterBackend}
+
+
+def get(name=None):
+    name = DEFAULT if name is None else name
+    try:
+        return _BACKENDS[name]
+    except KeyError:
+        raise ValueError(f"unknown backend {name!r}; available: {sorted(_BACKENDS)}") from None
+
+
+def default_backend() -> str:
+    return DEFAULT

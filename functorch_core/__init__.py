@@ -1,0 +1,26 @@
+"""functorch_core: composable function transforms for NumPy code.
+
+``jit`` compiles, ``make_graph`` shows the traced graph; transforms arrive in
+``functorch_core.transforms``. ``import functorch_core.numpy as fnp`` is the
+NumPy API that traces.
+"""
+
+import backends.interpreter  # noqa: F401  (registers the eager implementations)
+from backends.registry import default_backend
+from ir import Graph, TracerError, check_graph
+from ir.pytree import (pytree_dataclass, register_pytree_node, tree_flatten, tree_leaves,
+                       tree_map, tree_structure, tree_unflatten)
+
+from . import numpy
+from .api import jit, make_graph
+from .config import config
+from .numpy._methods import install as _install_tracer_methods
+
+_install_tracer_methods()
+
+__all__ = [
+    "Graph", "TracerError", "check_graph", "config", "default_backend", "jit", "make_graph",
+    "numpy", "pytree_dataclass", "register_pytree_node", "tree_flatten", "tree_leaves",
+    "tree_map", "tree_structure", "tree_unflatten",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,181 @@
+"""``make_graph`` and ``jit``."""
+
+from __future__ import annotations
+
+import functools
+import logging
+
+import numpy as np
+
+from backends import registry
+from ir import Graph, check_graph, current_trace, passes
+from ir import primitives as P
+from ir.pytree import tree_unflatten
+
+from ._tracing import fn_name, flat_args, leaf_aval, normalize_argnums, trace_call
+from .config import config
+
+log = logging.getLogger("functorch_core.jit")
+
+
+def make_graph(func, *, static_argnums=()):
+    """Return a function that traces ``func`` and returns its :class:`ir.Graph`.
+
+    The graph is the raw trace: one equation per primitive that ``func``
+    applies, mutations included, before any pass runs.
+
+    Args:
+        func: a Python function of arrays (pytrees of arrays) written with NumPy
+            or ``functorch_core.numpy``.
+        static_argnums (int or tuple of ints, default ``()``): positional
+            arguments that are configuration rather than data; their values are
+            baked into the graph.
+
+    Returns:
+        A function with the signature of ``func`` that returns a ``Graph``.
+
+    Example::
+
+        >>> g = make_graph(lambda x, w: np.sum(np.tanh(x @ w)))(np.ones((2, 3)), np.ones(3))
+        >>> print(g)
+        graph(a:f64[2,3], b:f64[3]) {
+          c:f64[2] = dot_general[dimension_numbers=(((1,), (0,)), ((), ()))] a b
+          d:f64[2] = tanh c
+          e:f64[] = reduce_sum[axes=(0,)] d
+          return e
+        }
+    """
+    @functools.wraps(func)
+    def graph_of(*args, **kwargs) -> Graph:
+        nums = normalize_argnums(static_argnums, len(args), fn_name(func))
+        return trace_call(func, args, kwargs, nums).graph
+    return graph_of
+
+
+def _mutation_error(graph, fname):
+    for eqn in graph.eqns:
+        if eqn.prim.mutates:
+            return NotImplementedError(
+                f"jit({fname}): the function mutates an array in place ({eqn.prim.name} at "
+                f"{eqn.source}); functionalize is not available yet, so write it without "
+                "in-place updates")
+    return None
+
+
+class _Compiled:
+    __slots__ = ("graph", "run", "out_tree", "captured")
+
+    def __init__(self, graph, run, out_tree, captured):
+        self.graph, self.run, self.out_tree, self.captured = graph, run, out_tree, captured
+
+
+def _signature(leaves, in_tree, static, fname):
+    avals = tuple(leaf_aval(x, f"an argument leaf of {fname}") for x in leaves)
+    for i, v in static:
+        try:
+            hash(v)
+        except TypeError:
+            raise TypeError(
+                f"jit({fname}): static argument {i} is a {type(v).__name__}, which is not "
+                "hashable; static arguments key the compilation cache, so pass a hashable "
+                "value (a tuple instead of a list, say) or make the argument dynamic") from None
+    return (in_tree, avals, static)
+
+
+def _describe_change(old, new) -> str:
+    (old_tree, old_avals, old_static), (new_tree, new_avals, new_static) = old, new
+    if old_tree != new_tree:
+        return f"the argument structure changed from {old_tree} to {new_tree}"
+    for i, (a, b) in enumerate(zip(old_avals, new_avals, strict=True)):
+        if a != b:
+            return f"argument leaf {i} changed from {a} to {b}"
+    for (i, a), (_, b) in zip(old_static, new_static, strict=True):
+        if a != b:
+            return f"static argument {i} changed from {a!r} to {b!r}"
+    return "the signature was evicted"
+
+
+class Jitted:
+    """A function compiled per input signature; see :func:`jit`."""
+
+    def __init__(self, func, static_argnums, backend):
+        functools.update_wrapper(self, func)
+        self.func = func
+        self.static_argnums = static_argnums
+        self.backend = backend
+        self.cache: dict = {}
+        self._last_key = None
+
+    def _compile(self, args, kwargs, nums, key):
+        fname = fn_name(self.func)
+        traced = trace_call(self.func, args, kwargs, nums)
+        graph = traced.graph
+        err = _mutation_error(graph, fname)
+        if err is not None:
+            raise err
+        graph = check_graph(passes.simplify(graph))
+        backend = registry.get(self.backend)
+        run = backend.compile(graph) if not traced.captured else None
+        return _Compiled(graph, run, traced.out_tree, traced.captured)
+
+    def __call__(self, *args, **kwargs):
+        fname = fn_name(self.func)
+        nums = normalize_argnums(self.static_argnums, len(args), fname)
+        leaves, in_tree = flat_args(args, kwargs, nums)
+        key = _signature(leaves, in_tree, tuple((i, args[i]) for i in nums), fname)
+        entry = self.cache.get(key)
+        if entry is None:
+            if config.log_retraces and self._last_key is not None:
+                log.warning("jit(%s) is tracing again: %s", fname,
+                            _describe_change(self._last_key, key))
+            entry = self._compile(args, kwargs, nums, key)
+            if not entry.captured:
+                self.cache[key] = entry
+        self._last_key = key
+        if current_trace() is not None or entry.captured:
+            outs = P.call.bind(*leaves, *entry.captured, graph=entry.graph, name=fname)
+        else:
+            outs = entry.run([np.asarray(x) if not isinstance(x, np.ndarray) else x
+                              for x in leaves])
+        return tree_unflatten(entry.out_tree, outs)
+
+
+def jit(func=None, *, static_argnums=(), backend=None):
+    """Compile ``func`` once per input signature and run the compiled graph.
+
+    The function is traced with abstract arguments the first time it sees a
+    signature (the pytree structure of the arguments, the shape, dtype and
+    weak-typedness of every leaf, and the values of static arguments); the
+    graph is simplified (inlining, constant folding, CSE, DCE), compiled by
+    the backend and cached. Later calls with the same signature skip Python
+    entirely except for flattening the arguments.
+
+    Args:
+        func: the function to compile; its arguments and results are arrays,
+            Python scalars or pytrees of them. Closed-over arrays become
+            constants of the graph.
+        static_argnums (int or tuple of ints, default ``()``): positional
+            arguments treated as compile-time constants. They must be hashable;
+            a new value triggers a new trace.
+        backend (str, default ``None``): ``'interpreter'`` (the NumPy
+            reference). ``None`` picks the default backend.
+
+    Returns:
+        A callable with ``func``'s signature. Under another transform it
+        records one ``call`` equation instead of running.
+
+    Set ``functorch_core.config.log_retraces = True`` (or the environment
+    variable ``FUNCTORCH_CORE_LOG_RETRACES=1``) to log why each retrace happened.
+
+    Example::
+
+        >>> f = jit(lambda x, y: np.tanh(x) * y)
+        >>> f(np.ones(3, np.float32), 2.0)       # traced and compiled for f32[3], f64~[]
+        array([1.5231884, 1.5231884, 1.5231884], dtype=float32)
+        >>> f(np.zeros(3, np.float32), 3.0)      # same signature: cached
+        array([0., 0., 0.], dtype=float32)
+    """
+    if func is None:
+        return functools.partial(jit, static_argnums=static_argnums, backend=backend)
+    registry.get(backend)  # reject an unknown backend now, not at the first call
+    return Jitted(func, static_argnums, backend)

@@ -1,0 +1,21 @@
+"""The NumPy API over primitives: ``import functorch_core.numpy as fnp``.
+
+On concrete arrays outside any transform, each function returns what NumPy
+returns (values and dtype); inside ``jit``/``grad``/``vmap`` it records
+primitives. Importing this module also installs the NumPy surface of tracers,
+so that unmodified NumPy code (``np.tanh(x @ w)``) traces.
+"""
+
+import numpy as _np
+
+from . import _elementwise
+from ._elementwise import *  # noqa: F401,F403
+
+bool_, int8, int16, int32, int64, uint8 = (_np.bool_, _np.int8, _np.int16, _np.int32,
+                                           _np.int64, _np.uint8)
+float16, float32, float64, complex64, complex128 = (_np.float16, _np.float32, _np.float64,
+                                                    _np.complex64, _np.complex128)
+pi, e, inf, nan, newaxis = _np.pi, _np.e, _np.inf, _np.nan, None
+ndarray = _np.ndarray
+
+__all__ = list(_elementwise.__all__)

@@ -1,0 +1,299 @@
+"""Elementwise functions (NumPy's ufuncs and a few friends), built from primitives.
+
+Each public function resolves its dtypes exactly as the NumPy ufunc of the same
+name does (``ufunc.resolve_dtypes``, NEP 50 included), casts and broadcasts
+its operands, then applies a small builder of primitives.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ir import primitives as P
+
+from ._core import (aval, broadcast_all, cast, constant, implements, operand, to_result,
+                    weak_marker)
+
+__all__: list[str] = []
+
+
+def _resolve(name, ufunc, ops, dtype):
+    if dtype is not None:
+        dt = np.dtype(dtype)
+        return ufunc.resolve_dtypes((None,) * ufunc.nin + (None,) * ufunc.nout,
+                                    signature=(dt,) * ufunc.nin + (None,) * ufunc.nout)
+    try:
+        return ufunc.resolve_dtypes(tuple(weak_marker(o) for o in ops) + (None,) * ufunc.nout)
+    except TypeError:
+        types = ", ".join(str(aval(o).dtype) for o in ops)
+        raise TypeError(f"{name}: no implementation for operand dtypes ({types}); "
+                        f"NumPy's {ufunc.__name__} rejects them too") from None
+
+
+def apply_ufunc(name, ufunc, build, args, dtype=None):
+    ops = [operand(a) for a in args]
+    resolved = _resolve(name, ufunc, ops, dtype)
+    in_dts, out_dt = resolved[:ufunc.nin], resolved[ufunc.nin]
+    casted = [cast(o, dt, weak=aval(o).weak_type) for o, dt in zip(ops, in_dts, strict=True)]
+    result = build(*broadcast_all(name, *casted))
+    return to_result(cast(result, out_dt), scalar=True)
+
+
+def _public(name, ufunc, build, *aliases):
+    def fn(*args, out=None, dtype=None):
+        if len(args) != ufunc.nin:
+            raise TypeError(f"{name}() takes {ufunc.nin} positional arguments, got {len(args)}")
+        if out is not None:
+            raise NotImplementedError(f"{name}(..., out=...) is not supported yet")
+        return apply_ufunc(name, ufunc, build, args, dtype)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise ``numpy.{ufunc.__name__}``, traceable; same dtypes and values."
+    implements(ufunc)(fn)
+    for n in (name, *aliases):
+        globals()[n] = fn
+        __all__.append(n)
+    UFUNCS[ufunc] = fn
+    return fn
+
+
+UFUNCS: dict = {}
+
+
+def _prim(prim):
+    return lambda *xs: prim.bind(*xs)
+
+
+def _float_only(prim):
+    """Rounding ops: identity on integers and bools, as NumPy 2 does."""
+    return lambda x: prim.bind(x) if aval(x).dtype.kind == "f" else x
+
+
+def _isnan(x):
+    if aval(x).dtype.kind not in "fc":
+        return constant(False, np.bool_, aval(x).shape)
+    return P.ne.bind(x, x)
+
+
+def _isinf(x):
+    dt = aval(x).dtype
+    if dt.kind == "c":
+        return P.or_.bind(_isinf(P.real.bind(x)), _isinf(P.imag.bind(x)))
+    if dt.kind != "f":
+        return constant(False, np.bool_, aval(x).shape)
+    return P.eq.bind(P.abs.bind(x), constant(np.inf, dt))
+
+
+def _isfinite(x):
+    if aval(x).dtype.kind not in "fc":
+        return constant(True, np.bool_, aval(x).shape)
+    return P.is_finite.bind(x)
+
+
+def _conj(x):
+    return P.conj.bind(x) if aval(x).dtype.kind == "c" else x
+
+
+def _scaled(prim, factor):
+    return lambda x: P.mul.bind(prim.bind(x), constant(factor, aval(x).dtype))
+
+
+def _square(x):
+    return P.mul.bind(x, x)
+
+
+def _reciprocal(x):
+    dt = aval(x).dtype
+    if dt.kind in "fc":
+        return P.div.bind(constant(1, dt), x)
+    # NumPy's integer reciprocal truncates: only 1 and -1 survive.
+    one = P.eq.bind(P.abs.bind(x), constant(1, dt))
+    return P.select.bind(one, x, constant(0, dt))
+
+
+def _trunc(x):
+    if aval(x).dtype.kind != "f":
+        return x
+    neg = P.lt.bind(x, constant(0, aval(x).dtype))
+    return P.select.bind(neg, P.ceil.bind(x), P.floor.bind(x))
+
+
+def _not(x):
+    return P.not_.bind(_to_bool(x))
+
+
+def _to_bool(x):
+    dt = aval(x).dtype
+    return x if dt == np.bool_ else P.ne.bind(x, constant(0, dt))
+
+
+def _logical(prim):
+    return lambda x, y: prim.bind(_to_bool(x), _to_bool(y))
+
+
+def _fmax_fmin(prim):
+    def build(x, y):
+        if aval(x).dtype.kind not in "fc":
+            return prim.bind(x, y)
+        return P.select.bind(_isnan(y), x, P.select.bind(_isnan(x), y, prim.bind(x, y)))
+    return build
+
+
+def _hypot(x, y):
+    ax, ay = P.abs.bind(x), P.abs.bind(y)
+    big, small = P.max.bind(ax, ay), P.min.bind(ax, ay)
+    dt = aval(x).dtype
+    zero = P.eq.bind(big, constant(0, dt))
+    safe = P.select.bind(zero, constant(1, dt), big)
+    ratio = P.div.bind(small, safe)
+    scaled = P.mul.bind(big, P.sqrt.bind(P.add.bind(constant(1, dt), P.mul.bind(ratio, ratio))))
+    inf = P.or_.bind(_isinf(x), _isinf(y))
+    return P.select.bind(inf, constant(np.inf, dt), scaled)
+
+
+def _logaddexp(log1p_exp, shift):
+    def build(x, y):
+        dt = aval(x).dtype
+        d = P.sub.bind(x, y)
+        hi = P.max.bind(x, y)
+        tail = log1p_exp(P.neg.bind(P.abs.bind(d)), dt)
+        same = P.eq.bind(x, y)          # also true for equal infinities, where d is NaN
+        return P.select.bind(same, P.add.bind(x, constant(shift, dt)), P.add.bind(hi, tail))
+    return build
+
+
+def _log1p_exp(t, dt):
+    return P.log1p.bind(P.exp.bind(t))
+
+
+def _log2_1p_exp2(t, dt):
+    return P.mul.bind(P.log1p.bind(P.exp2.bind(t)), constant(1 / math.log(2), dt))
+
+
+_public("negative", np.negative, _prim(P.neg))
+_public("positive", np.positive, lambda x: x)
+_public("absolute", np.absolute, _prim(P.abs), "abs")
+_public("sign", np.sign, _prim(P.sign))
+_public("exp", np.exp, _prim(P.exp))
+_public("exp2", np.exp2, _prim(P.exp2))
+_public("expm1", np.expm1, _prim(P.expm1))
+_public("log", np.log, _prim(P.log))
+_public("log2", np.log2, _scaled(P.log, 1 / math.log(2)))
+_public("log10", np.log10, _scaled(P.log, 1 / math.log(10)))
+_public("log1p", np.log1p, _prim(P.log1p))
+_public("sqrt", np.sqrt, _prim(P.sqrt))
+_public("cbrt", np.cbrt, _prim(P.cbrt))
+_public("square", np.square, _square)
+_public("reciprocal", np.reciprocal, _reciprocal)
+_public("sin", np.sin, _prim(P.sin))
+_public("cos", np.cos, _prim(P.cos))
+_public("tan", np.tan, _prim(P.tan))
+_public("arcsin", np.arcsin, _prim(P.asin))
+_public("arccos", np.arccos, _prim(P.acos))
+_public("arctan", np.arctan, _prim(P.atan))
+_public("sinh", np.sinh, _prim(P.sinh))
+_public("cosh", np.cosh, _prim(P.cosh))
+_public("tanh", np.tanh, _prim(P.tanh))
+_public("arcsinh", np.arcsinh, _prim(P.asinh))
+_public("arccosh", np.arccosh, _prim(P.acosh))
+_public("arctanh", np.arctanh, _prim(P.atanh))
+_public("deg2rad", np.deg2rad, lambda x: P.mul.bind(x, constant(math.pi / 180, aval(x).dtype)),
+        "radians")
+_public("rad2deg", np.rad2deg, lambda x: P.mul.bind(x, constant(180 / math.pi, aval(x).dtype)),
+        "degrees")
+_public("floor", np.floor, _float_only(P.floor))
+_public("ceil", np.ceil, _float_only(P.ceil))
+_public("trunc", np.trunc, _trunc, "fix")
+_public("rint", np.rint, _float_only(P.round))
+_public("isnan", np.isnan, _isnan)
+_public("isinf", np.isinf, _isinf)
+_public("isfinite", np.isfinite, _isfinite)
+_public("logical_not", np.logical_not, _not)
+_public("invert", np.invert, _prim(P.not_), "bitwise_not", "bitwise_invert")
+_public("conjugate", np.conjugate, _conj, "conj")
+
+_public("add", np.add, _prim(P.add))
+_public("subtract", np.subtract, _prim(P.sub))
+_public("multiply", np.multiply, _prim(P.mul))
+_public("true_divide", np.true_divide, _prim(P.div), "divide")
+_public("floor_divide", np.floor_divide, _prim(P.floor_div))
+_public("remainder", np.remainder, _prim(P.rem), "mod")
+_public("power", np.power, _prim(P.pow), "pow")
+_public("maximum", np.maximum, _prim(P.max))
+_public("minimum", np.minimum, _prim(P.min))
+_public("fmax", np.fmax, _fmax_fmin(P.max))
+_public("fmin", np.fmin, _fmax_fmin(P.min))
+_public("arctan2", np.arctan2, _prim(P.atan2), "atan2")
+_public("hypot", np.hypot, _hypot)
+_public("logaddexp", np.logaddexp, _logaddexp(_log1p_exp, math.log(2)))
+_public("logaddexp2", np.logaddexp2, _logaddexp(_log2_1p_exp2, 1.0))
+_public("copysign", np.copysign, _prim(P.copysign))
+_public("equal", np.equal, _prim(P.eq))
+_public("not_equal", np.not_equal, _prim(P.ne))
+_public("less", np.less, _prim(P.lt))
+_public("less_equal", np.less_equal, _prim(P.le))
+_public("greater", np.greater, _prim(P.gt))
+_public("greater_equal", np.greater_equal, _prim(P.ge))
+_public("logical_and", np.logical_and, _logical(P.and_))
+_public("logical_or", np.logical_or, _logical(P.or_))
+_public("logical_xor", np.logical_xor, _logical(P.xor))
+_public("bitwise_and", np.bitwise_and, _prim(P.and_))
+_public("bitwise_or", np.bitwise_or, _prim(P.or_))
+_public("bitwise_xor", np.bitwise_xor, _prim(P.xor))
+
+
+@implements(np.real)
+def real(x):
+    """The real part of ``x``, as ``numpy.real``."""
+    x = operand(x)
+    return to_result(P.real.bind(x) if aval(x).dtype.kind == "c" else x)
+
+
+@implements(np.imag)
+def imag(x):
+    """The imaginary part of ``x``, as ``numpy.imag`` (zeros for real input)."""
+    x = operand(x)
+    if aval(x).dtype.kind == "c":
+        return to_result(P.imag.bind(x))
+    return to_result(constant(0, aval(x).dtype, aval(x).shape))
+
+
+@implements(np.where)
+def where(condition, x=None, y=None):
+    """Choose elementwise from ``x`` where ``condition`` holds, else from ``y``.
+
+    The one-argument form (``nonzero``) has a data-dependent shape and is not traceable.
+    """
+    if x is None or y is None:
+        raise TypeError("where(condition) without x and y returns indices of data-dependent "
+                        "size; it is not supported under tracing. Pass x and y.")
+    c, x, y = operand(condition), operand(x), operand(y)
+    from ._core import result_type
+    dt = result_type(x, y)
+    weak = aval(x).weak_type and aval(y).weak_type
+    c = _to_bool(c)
+    c, x, y = broadcast_all("where", c, cast(x, dt, weak), cast(y, dt, weak))
+    return to_result(P.select.bind(c, x, y))
+
+
+@implements(np.clip)
+def clip(a, a_min=None, a_max=None, out=None, **kwargs):
+    """Clip ``a`` into ``[a_min, a_max]``, as ``numpy.clip`` (either bound may be None)."""
+    a_min = kwargs.pop("min", a_min)
+    a_max = kwargs.pop("max", a_max)
+    if kwargs:
+        raise TypeError(f"clip() got unexpected keyword arguments {sorted(kwargs)}")
+    if out is not None:
+        raise NotImplementedError("clip(..., out=...) is not supported yet")
+    result = a
+    if a_min is not None:
+        result = UFUNCS[np.maximum](result, a_min)
+    if a_max is not None:
+        result = UFUNCS[np.minimum](result, a_max)
+    if a_min is None and a_max is None:
+        result = UFUNCS[np.positive](a)
+    return result
+
+
+__all__ += ["real", "imag", "where", "clip"]

@@ -1,0 +1,114 @@
+"""The NumPy surface of tracers: operators, ndarray methods, NEP 13/18 dispatch.
+
+``install()`` puts these on ``ir.Tracer`` once, when ``functorch_core.numpy``
+is imported. Names resolve through the ``fnp`` module at call time.
+"""
+
+from __future__ import annotations
+
+from ir import Tracer
+
+from ._core import HANDLED_FUNCTIONS
+
+
+def _fnp():
+    import functorch_core.numpy as fnp
+    return fnp
+
+
+def _binary(name, reflected=False):
+    def op(self, other):
+        fn = getattr(_fnp(), name)
+        return fn(other, self) if reflected else fn(self, other)
+    return op
+
+
+def _unary(name):
+    return lambda self: getattr(_fnp(), name)(self)
+
+
+def _method(name):
+    def method(self, *args, **kwargs):
+        return getattr(_fnp(), name)(self, *args, **kwargs)
+    method.__name__ = name
+    return method
+
+
+def _inplace(name):
+    def op(self, other):
+        _fnp().inplace_update(self, name, other)
+        return self
+    return op
+
+
+def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    from ._elementwise import UFUNCS
+    if method == "__call__" and ufunc in UFUNCS:
+        return UFUNCS[ufunc](*inputs, **kwargs)
+    if method == "reduce" and ufunc in _fnp().UFUNC_REDUCTIONS:
+        return _fnp().UFUNC_REDUCTIONS[ufunc](*inputs, **kwargs)
+    if method == "at" and ufunc in UFUNCS:
+        return _fnp().ufunc_at(ufunc, *inputs, **kwargs)
+    what = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+    raise NotImplementedError(f"{what} is not supported on traced arrays; "
+                              "see functorch_core.numpy for what is")
+
+
+def _array_function(self, func, types, args, kwargs):
+    impl = HANDLED_FUNCTIONS.get(func)
+    if impl is None:
+        mod = getattr(func, "__module__", "numpy") or "numpy"
+        mod = "numpy" if mod.startswith("numpy._core") or mod == "numpy" else mod
+        raise NotImplementedError(f"{mod}.{func.__name__} is not supported on traced arrays; "
+                                  "see functorch_core.numpy for the supported functions")
+    return impl(*args, **kwargs)
+
+
+def _iter(self):
+    if not self.ndim:
+        raise TypeError("iteration over a 0-d array")
+    return (self[i] for i in range(self.shape[0]))
+
+
+METHODS = {
+    "__array_ufunc__": _array_ufunc,
+    "__array_function__": _array_function,
+    "__iter__": _iter,
+    "__getitem__": lambda self, idx: _fnp().getitem(self, idx),
+    "__setitem__": lambda self, idx, value: _fnp().setitem(self, idx, value),
+    "__neg__": _unary("negative"),
+    "__pos__": _unary("positive"),
+    "__abs__": _unary("absolute"),
+    "__invert__": _unary("invert"),
+    "T": property(lambda self: _fnp().transpose(self)),
+    "mT": property(lambda self: _fnp().swapaxes(self, -1, -2)),
+    "real": property(lambda self: _fnp().real(self)),
+    "imag": property(lambda self: _fnp().imag(self)),
+    "flat": property(lambda self: _fnp().ravel(self)),
+    "itemsize": property(lambda self: self.dtype.itemsize),
+    "nbytes": property(lambda self: self.dtype.itemsize * self.size),
+}
+for _name, _fn in [("add", "add"), ("sub", "subtract"), ("mul", "multiply"),
+                   ("truediv", "true_divide"), ("floordiv", "floor_divide"),
+                   ("mod", "remainder"), ("pow", "power"), ("matmul", "matmul"),
+                   ("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "bitwise_xor")]:
+    METHODS[f"__{_name}__"] = _binary(_fn)
+    METHODS[f"__r{_name}__"] = _binary(_fn, reflected=True)
+    METHODS[f"__i{_name}__"] = _inplace(_fn)
+for _name, _fn in [("eq", "equal"), ("ne", "not_equal"), ("lt", "less"), ("le", "less_equal"),
+                   ("gt", "greater"), ("ge", "greater_equal")]:
+    METHODS[f"__{_name}__"] = _binary(_fn)
+METHODS["__divmod__"] = lambda self, other: (_fnp().floor_divide(self, other),
+                                             _fnp().remainder(self, other))
+for _name in ["sum", "mean", "max", "min", "prod", "var", "std", "argmax", "argmin", "all",
+              "any", "cumsum", "cumprod", "reshape", "transpose", "astype", "ravel", "flatten",
+              "squeeze", "swapaxes", "clip", "dot", "conj", "conjugate", "round", "copy",
+              "repeat", "take", "diagonal", "trace", "nonzero", "argsort"]:
+    METHODS[_name] = _method(_name)
+
+
+def install():
+    Tracer.install_methods(METHODS)
+
+
+__all__: list[str] = []

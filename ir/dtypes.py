@@ -1,0 +1,77 @@
+"""Dtypes of the type system and NumPy 2 promotion (NEP 50 weak scalars)."""
+
+import numpy as np
+
+bool_ = np.dtype(np.bool_)
+int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
+uint8 = np.dtype(np.uint8)
+float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
+complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
+
+SUPPORTED = (bool_, int8, int16, int32, int64, uint8,
+             float16, float32, float64, complex64, complex128)
+SHORT_NAMES = {bool_: "bool", int8: "i8", int16: "i16", int32: "i32", int64: "i64",
+               uint8: "u8", float16: "f16", float32: "f32", float64: "f64",
+               complex64: "c64", complex128: "c128"}
+
+# The dtype a Python scalar takes when nothing else decides it, and the Python
+# type NumPy's `resolve_dtypes` reads as "weak" for that kind.
+_WEAK_PY_TYPE = {"b": bool, "i": int, "u": int, "f": float, "c": complex}
+
+
+def canonical(dtype) -> np.dtype:
+    """Return `dtype` as a supported `np.dtype`, or raise TypeError."""
+    dt = np.dtype(dtype)
+    if dt not in SUPPORTED:
+        names = ", ".join(str(d) for d in SUPPORTED)
+        raise TypeError(f"dtype {dt} is not supported; supported dtypes are {names}")
+    return dt
+
+
+def is_float(dt) -> bool:
+    return np.dtype(dt).kind == "f"
+
+
+def is_complex(dt) -> bool:
+    return np.dtype(dt).kind == "c"
+
+
+def is_inexact(dt) -> bool:
+    return np.dtype(dt).kind in "fc"
+
+
+def is_integer(dt) -> bool:
+    return np.dtype(dt).kind in "iu"
+
+
+def is_bool(dt) -> bool:
+    return np.dtype(dt).kind == "b"
+
+
+def python_scalar_dtype(value) -> np.dtype:
+    """The dtype NumPy gives a bare Python scalar: bool, int64, float64 or complex128."""
+    if isinstance(value, bool):
+        return bool_
+    if isinstance(value, int):
+        return int64
+    if isinstance(value, float):
+        return float64
+    if isinstance(value, complex):
+        return complex128
+    raise TypeError(f"not a Python scalar: {value!r}")
+
+
+def weak_marker(dtype, weak: bool):
+    """What `np.ufunc.resolve_dtypes` should see for an operand of this dtype."""
+    return _WEAK_PY_TYPE[np.dtype(dtype).kind] if weak else np.dtype(dtype)
+
+
+def result_type(*operands) -> tuple[np.dtype, bool]:
+    """NEP 50 promotion of (dtype, weak) pairs; returns (dtype, weak)."""
+    strong = [np.dtype(d) for d, w in operands if not w]
+    weak = [d for d, w in operands if w]
+    if not strong:
+        reps = [_WEAK_PY_TYPE[np.dtype(d).kind](0) for d in weak]
+        return np.result_type(*reps), True
+    reps = [_WEAK_PY_TYPE[np.dtype(d).kind](0) for d in weak]
+    return np.result_type(*strong, *reps), False

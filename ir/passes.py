@@ -1,0 +1,138 @@
+"""Generic graph passes: dead-code elimination, CSE, constant folding, inlining.
+
+Each pass returns a new Graph and leaves its input untouched.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .core import Eqn, Graph, Lit, Var
+from .primitives import call
+
+FOLD_MAX_ELEMENTS = 64
+
+
+def _has_effect(eqn: Eqn) -> bool:
+    return eqn.prim.mutates
+
+
+def dce(graph: Graph) -> Graph:
+    """Drop equations whose outputs are never used (mutations are always kept)."""
+    live = {id(o) for o in graph.outputs if isinstance(o, Var)}
+    kept = []
+    for eqn in reversed(graph.eqns):
+        if _has_effect(eqn) or any(id(v) in live for v in eqn.outputs):
+            kept.append(eqn)
+            live.update(id(a) for a in eqn.inputs if isinstance(a, Var))
+    return Graph(list(graph.inputs), kept[::-1], list(graph.outputs))
+
+
+def _lit_key(lit: Lit):
+    if lit.value.size <= FOLD_MAX_ELEMENTS:
+        return ("lit", lit.aval, lit.value.tobytes())
+    return ("lit", id(lit))
+
+
+def _rename(env, a):
+    return env.get(id(a), a) if isinstance(a, Var) else a
+
+
+def cse(graph: Graph) -> Graph:
+    """Merge equations that apply the same primitive to the same inputs and params."""
+    env: dict[int, Var | Lit] = {}
+    seen: dict[tuple, Eqn] = {}
+    eqns = []
+    for eqn in graph.eqns:
+        inputs = tuple(_rename(env, a) for a in eqn.inputs)
+        if _has_effect(eqn):
+            eqns.append(Eqn(eqn.prim, inputs, eqn.outputs, eqn.params, eqn.source))
+            seen.clear()   # a mutation may change what later reads see
+            continue
+        try:
+            key = (eqn.prim, tuple(id(a) if isinstance(a, Var) else _lit_key(a) for a in inputs),
+                   tuple(sorted(eqn.params.items())))
+            hash(key)
+        except TypeError:
+            key = None
+        if key is not None and key in seen:
+            for old, new in zip(eqn.outputs, seen[key].outputs, strict=True):
+                env[id(old)] = new
+            continue
+        new_eqn = Eqn(eqn.prim, inputs, eqn.outputs, eqn.params, eqn.source)
+        if key is not None:
+            seen[key] = new_eqn
+        eqns.append(new_eqn)
+    return Graph(list(graph.inputs), eqns, [_rename(env, o) for o in graph.outputs])
+
+
+def fold_constants(graph: Graph) -> Graph:
+    """Evaluate equations whose inputs are all literals and whose outputs are small."""
+    env: dict[int, Var | Lit] = {}
+    eqns = []
+    for eqn in graph.eqns:
+        inputs = tuple(_rename(env, a) for a in eqn.inputs)
+        foldable = (eqn.prim.impl is not None and not _has_effect(eqn)
+                    and all(isinstance(a, Lit) for a in inputs)
+                    and all(v.aval.size <= FOLD_MAX_ELEMENTS for v in eqn.outputs))
+        if foldable:
+            with np.errstate(all="ignore"):
+                outs = eqn.prim.impl(*(a.value for a in inputs), **eqn.params)
+            outs = outs if eqn.prim.multiple_results else [outs]
+            for v, o in zip(eqn.outputs, outs, strict=True):
+                env[id(v)] = Lit(np.asarray(o, dtype=v.aval.dtype), v.aval)
+            continue
+        eqns.append(Eqn(eqn.prim, inputs, eqn.outputs, eqn.params, eqn.source))
+    return Graph(list(graph.inputs), eqns, [_rename(env, o) for o in graph.outputs])
+
+
+def inline(graph: Graph) -> Graph:
+    """Replace every ``call`` equation by the equations of its graph (recursively)."""
+    env: dict[int, Var | Lit] = {}
+    eqns: list[Eqn] = []
+    _inline_into(graph, env, eqns)
+    return Graph(list(graph.inputs), eqns, [_rename(env, o) for o in graph.outputs])
+
+
+def _inline_into(graph, env, eqns):
+    # An explicit work stack keeps deep nesting off the Python call stack. Equations
+    # copied out of a called graph get fresh outputs: one graph may be called twice.
+    stack = [(graph.eqns, 0, env, False)]
+    while stack:
+        body, i, scope, fresh = stack.pop()
+        if i == len(body):
+            continue
+        eqn = body[i]
+        stack.append((body, i + 1, scope, fresh))
+        if isinstance(eqn, _Bind):
+            eqn.run()
+            continue
+        inputs = tuple(_rename(scope, a) for a in eqn.inputs)
+        if eqn.prim is call:
+            sub = eqn.params["graph"]
+            inner = {id(v): a for v, a in zip(sub.inputs, inputs, strict=True)}
+            stack.append(([_Bind(sub.outputs, eqn.outputs, inner, scope)], 0, inner, True))
+            stack.append((sub.eqns, 0, inner, True))
+            continue
+        outputs = eqn.outputs
+        if fresh:
+            outputs = tuple(Var(v.aval, v.hint) for v in eqn.outputs)
+            scope.update({id(v): n for v, n in zip(eqn.outputs, outputs, strict=True)})
+        eqns.append(Eqn(eqn.prim, inputs, outputs, eqn.params, eqn.source))
+
+
+class _Bind:
+    """Stack marker: after a call's body, map the call's outputs to the body's results."""
+
+    def __init__(self, sub_outputs, call_outputs, inner, outer):
+        self.sub_outputs, self.call_outputs = sub_outputs, call_outputs
+        self.inner, self.outer = inner, outer
+
+    def run(self):
+        for o, v in zip(self.sub_outputs, self.call_outputs, strict=True):
+            self.outer[id(v)] = _rename(self.inner, o)
+
+
+def simplify(graph: Graph) -> Graph:
+    """inline, then fold constants, CSE and DCE."""
+    return dce(cse(fold_constants(inline(graph))))

@@ -1,0 +1,472 @@
+"""The primitive catalogue: a small, closed, lax-like set with shape/dtype rules.
+
+Families make registration one line: every elementwise op shares one rule,
+every reduction another. ``ALL`` lists the whole catalogue; tests walk it to
+make sure every transform and backend covers every primitive.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from . import dtypes
+from .core import AbstractArray, Primitive
+
+ALL: dict[str, Primitive] = {}
+
+
+def _register(name, rule, family, **kw) -> Primitive:
+    prim = Primitive(name, rule, family=family, **kw)
+    ALL[name] = prim
+    return prim
+
+
+def _fail(msg):
+    raise ValueError(msg)
+
+
+def _kinds_check(name, avals, kinds):
+    for a in avals:
+        if a.dtype.kind not in kinds:
+            raise TypeError(f"{name} does not accept dtype {a.dtype}")
+
+
+def _elementwise_shape(name, avals):
+    shapes = {a.shape for a in avals if a.ndim}
+    if len(shapes) > 1:
+        _fail(f"{name}: operand shapes {' and '.join(str(a.shape) for a in avals)} differ "
+              "(elementwise primitives take equal shapes or rank-0 operands)")
+    return shapes.pop() if shapes else ()
+
+
+def _same_dtype(name, avals):
+    if len({a.dtype for a in avals}) > 1:
+        raise TypeError(f"{name}: operand dtypes {', '.join(str(a.dtype) for a in avals)} "
+                        "differ; convert them first")
+    return avals[0].dtype
+
+
+# --- elementwise -----------------------------------------------------------
+
+NUMERIC = "biufc"
+INEXACT = "fc"
+REAL = "biuf"
+INT_BOOL = "biu"
+
+
+def _unary(name, kinds, out_dtype=None):
+    def rule(x):
+        _kinds_check(name, [x], kinds)
+        dt = out_dtype(x.dtype) if out_dtype else x.dtype
+        return [AbstractArray(x.shape, dt, x.weak_type and dt == x.dtype)]
+    return _register(name, rule, "unary")
+
+
+def _binary(name, kinds, out_dtype=None):
+    def rule(x, y):
+        _kinds_check(name, [x, y], kinds)
+        dt = _same_dtype(name, [x, y])
+        shape = _elementwise_shape(name, [x, y])
+        out = out_dtype(dt) if out_dtype else dt
+        return [AbstractArray(shape, out, x.weak_type and y.weak_type and out == dt)]
+    return _register(name, rule, "binary")
+
+
+def _real_of(dt):
+    return np.dtype(np.finfo(dt).dtype) if dt.kind == "c" else dt
+
+
+def _to_bool(_):
+    return dtypes.bool_
+
+
+neg = _unary("neg", NUMERIC)
+sign = _unary("sign", NUMERIC)
+abs = _unary("abs", NUMERIC, _real_of)
+floor = _unary("floor", "f")
+ceil = _unary("ceil", "f")
+round = _unary("round", "f")          # half to even, as np.rint
+is_finite = _unary("is_finite", INEXACT, _to_bool)
+exp = _unary("exp", INEXACT)
+exp2 = _unary("exp2", INEXACT)
+expm1 = _unary("expm1", INEXACT)
+log = _unary("log", INEXACT)
+log1p = _unary("log1p", INEXACT)
+sqrt = _unary("sqrt", INEXACT)
+cbrt = _unary("cbrt", "f")
+tanh = _unary("tanh", INEXACT)
+logistic = _unary("logistic", INEXACT)
+sin = _unary("sin", INEXACT)
+cos = _unary("cos", INEXACT)
+tan = _unary("tan", INEXACT)
+asin = _unary("asin", INEXACT)
+acos = _unary("acos", INEXACT)
+atan = _unary("atan", INEXACT)
+sinh = _unary("sinh", INEXACT)
+cosh = _unary("cosh", INEXACT)
+asinh = _unary("asinh", INEXACT)
+acosh = _unary("acosh", INEXACT)
+atanh = _unary("atanh", INEXACT)
+not_ = _unary("not", INT_BOOL)        # logical not on bool, bitwise invert on ints
+real = _unary("real", "c", _real_of)
+imag = _unary("imag", "c", _real_of)
+conj = _unary("conj", "c")
+
+add = _binary("add", NUMERIC)
+sub = _binary("sub", "iufc")
+mul = _binary("mul", NUMERIC)
+div = _binary("div", INEXACT)         # true division
+floor_div = _binary("floor_div", "iuf")   # np.floor_divide, x // 0 == 0 for ints
+rem = _binary("rem", "iuf")           # np.remainder: the sign follows the divisor
+pow = _binary("pow", "iufc")
+max = _binary("max", NUMERIC)         # NaN-propagating, as np.maximum
+min = _binary("min", NUMERIC)
+atan2 = _binary("atan2", "f")
+copysign = _binary("copysign", "f")
+and_ = _binary("and", INT_BOOL)
+or_ = _binary("or", INT_BOOL)
+xor = _binary("xor", INT_BOOL)
+eq = _binary("eq", NUMERIC, _to_bool)
+ne = _binary("ne", NUMERIC, _to_bool)
+lt = _binary("lt", REAL, _to_bool)
+le = _binary("le", REAL, _to_bool)
+gt = _binary("gt", REAL, _to_bool)
+ge = _binary("ge", REAL, _to_bool)
+
+UNARY = [p for p in ALL.values() if p.family == "unary"]
+BINARY = [p for p in ALL.values() if p.family == "binary"]
+COMPARISONS = [eq, ne, lt, le, gt, ge]
+
+
+def _select_rule(pred, on_true, on_false):
+    if pred.dtype != dtypes.bool_:
+        raise TypeError(f"select: predicate must be bool, got {pred.dtype}")
+    dt = _same_dtype("select", [on_true, on_false])
+    shape = _elementwise_shape("select", [pred, on_true, on_false])
+    return [AbstractArray(shape, dt, on_true.weak_type and on_false.weak_type)]
+
+
+select = _register("select", _select_rule, "select")
+
+
+def _convert_rule(x, *, new_dtype):
+    return [AbstractArray(x.shape, new_dtype)]
+
+
+convert = _register("convert", _convert_rule, "convert")
+
+
+# --- creation and layout ---------------------------------------------------
+
+def _iota_rule(*, dtype, shape, dimension):
+    if not 0 <= dimension < len(shape):
+        _fail(f"iota: dimension {dimension} out of range for shape {shape}")
+    return [AbstractArray(shape, dtype)]
+
+
+iota = _register("iota", _iota_rule, "creation")
+
+
+def _check_axes(name, axes, ndim, unique=True):
+    for a in axes:
+        if not 0 <= a < ndim:
+            _fail(f"{name}: axis {a} out of range for rank {ndim}")
+    if unique and len(set(axes)) != len(axes):
+        _fail(f"{name}: repeated axis in {axes}")
+
+
+def _broadcast_in_dim_rule(x, *, shape, broadcast_dimensions):
+    bd = broadcast_dimensions
+    if len(bd) != x.ndim or list(bd) != sorted(set(bd)):
+        _fail(f"broadcast_in_dim: broadcast_dimensions {bd} do not fit operand shape {x.shape}")
+    _check_axes("broadcast_in_dim", bd, len(shape))
+    for d, od in zip(x.shape, bd, strict=True):
+        if d not in (1, shape[od]):
+            _fail(f"broadcast_in_dim: cannot broadcast shape {x.shape} to {shape}")
+    return [x.update(shape=shape)]
+
+
+broadcast_in_dim = _register("broadcast_in_dim", _broadcast_in_dim_rule, "layout")
+
+
+def _reshape_rule(x, *, new_sizes):
+    if int(np.prod(new_sizes, dtype=np.int64)) != x.size:
+        _fail(f"reshape: cannot reshape array of shape {x.shape} into shape {new_sizes}")
+    return [x.update(shape=new_sizes)]
+
+
+reshape = _register("reshape", _reshape_rule, "layout")
+
+
+def _transpose_rule(x, *, permutation):
+    if sorted(permutation) != list(range(x.ndim)):
+        _fail(f"transpose: permutation {permutation} does not fit shape {x.shape}")
+    return [x.update(shape=tuple(x.shape[p] for p in permutation))]
+
+
+transpose = _register("transpose", _transpose_rule, "layout")
+
+
+def _squeeze_rule(x, *, dimensions):
+    _check_axes("squeeze", dimensions, x.ndim)
+    if any(x.shape[d] != 1 for d in dimensions):
+        _fail(f"squeeze: dimensions {dimensions} of shape {x.shape} are not all 1")
+    return [x.update(shape=tuple(s for i, s in enumerate(x.shape) if i not in dimensions))]
+
+
+squeeze = _register("squeeze", _squeeze_rule, "layout")
+
+
+def _expand_dims_rule(x, *, dimensions):
+    ndim = x.ndim + len(dimensions)
+    _check_axes("expand_dims", dimensions, ndim)
+    it = iter(x.shape)
+    return [x.update(shape=tuple(1 if i in dimensions else next(it) for i in range(ndim)))]
+
+
+expand_dims = _register("expand_dims", _expand_dims_rule, "layout")
+
+
+def _rev_rule(x, *, dimensions):
+    _check_axes("rev", dimensions, x.ndim)
+    return [x]
+
+
+rev = _register("rev", _rev_rule, "layout")
+
+
+def _concatenate_rule(*xs, dimension):
+    if not xs:
+        _fail("concatenate: needs at least one operand")
+    dt = _same_dtype("concatenate", xs)
+    ndim = xs[0].ndim
+    _check_axes("concatenate", (dimension,), ndim)
+    for x in xs:
+        if x.ndim != ndim or any(a != b for i, (a, b) in enumerate(zip(x.shape, xs[0].shape,
+                                                                      strict=True)) if i != dimension):
+            _fail("concatenate: shapes " + ", ".join(str(x.shape) for x in xs)
+                  + f" do not match outside dimension {dimension}")
+    shape = list(xs[0].shape)
+    shape[dimension] = sum(x.shape[dimension] for x in xs)
+    return [AbstractArray(shape, dt, all(x.weak_type for x in xs))]
+
+
+concatenate = _register("concatenate", _concatenate_rule, "layout")
+
+
+def _pad_rule(x, padding_value, *, padding_config):
+    _same_dtype("pad", [x, padding_value])
+    if padding_value.ndim:
+        _fail("pad: padding value must be a scalar")
+    if len(padding_config) != x.ndim:
+        _fail(f"pad: padding_config {padding_config} does not fit shape {x.shape}")
+    shape = []
+    for d, (lo, hi, interior) in zip(x.shape, padding_config, strict=True):
+        if interior < 0:
+            _fail("pad: interior padding must be >= 0")
+        n = lo + hi + d + builtins.max(d - 1, 0) * interior
+        if n < 0:
+            _fail(f"pad: padding_config {padding_config} gives a negative size for shape {x.shape}")
+        shape.append(n)
+    return [x.update(shape=shape)]
+
+
+pad = _register("pad", _pad_rule, "layout")
+
+
+def _slice_rule(x, *, start_indices, limit_indices, strides):
+    if not len(start_indices) == len(limit_indices) == len(strides) == x.ndim:
+        _fail(f"slice: indices do not fit shape {x.shape}")
+    shape = []
+    for d, s, e, st in zip(x.shape, start_indices, limit_indices, strides, strict=True):
+        if not (0 <= s <= e <= d) or st < 1:
+            _fail(f"slice: start {start_indices}, limit {limit_indices}, strides {strides} "
+                  f"out of range for shape {x.shape}")
+        shape.append((e - s + st - 1) // st)
+    return [x.update(shape=shape)]
+
+
+slice = _register("slice", _slice_rule, "layout")
+
+
+def _check_scalar_ints(name, idx, ndim):
+    if len(idx) != ndim:
+        _fail(f"{name}: needs {ndim} start indices, got {len(idx)}")
+    for i in idx:
+        if i.ndim or not dtypes.is_integer(i.dtype):
+            _fail(f"{name}: start indices must be integer scalars, got {i}")
+
+
+def _dynamic_slice_rule(x, *idx, slice_sizes):
+    _check_scalar_ints("dynamic_slice", idx, x.ndim)
+    if len(slice_sizes) != x.ndim or any(not 0 <= s <= d for s, d in
+                                         zip(slice_sizes, x.shape, strict=True)):
+        _fail(f"dynamic_slice: slice_sizes {slice_sizes} do not fit shape {x.shape}")
+    return [x.update(shape=slice_sizes)]
+
+
+dynamic_slice = _register("dynamic_slice", _dynamic_slice_rule, "layout")
+
+
+def _dynamic_update_slice_rule(x, update, *idx):
+    _same_dtype("dynamic_update_slice", [x, update])
+    _check_scalar_ints("dynamic_update_slice", idx, x.ndim)
+    if update.ndim != x.ndim or any(u > d for u, d in zip(update.shape, x.shape, strict=True)):
+        _fail(f"dynamic_update_slice: update shape {update.shape} does not fit in {x.shape}")
+    return [x.strong()]
+
+
+dynamic_update_slice = _register("dynamic_update_slice", _dynamic_update_slice_rule, "layout")
+
+
+def _gather_out_shape(name, x, indices, axes):
+    if not dtypes.is_integer(indices.dtype):
+        raise TypeError(f"{name}: indices must be integers, got {indices.dtype}")
+    _check_axes(name, axes, x.ndim)
+    if indices.ndim < 1 or indices.shape[-1] != len(axes):
+        _fail(f"{name}: indices of shape {indices.shape} must end in a dimension of "
+              f"size {len(axes)} (one column per indexed axis {axes})")
+    rest = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+    return indices.shape[:-1] + rest
+
+
+def _gather_rule(x, indices, *, axes):
+    """out[b..., r...] = x[with indices[b..., k] on axis axes[k], r... on the other axes]."""
+    return [x.update(shape=_gather_out_shape("gather", x, indices, axes))]
+
+
+gather = _register("gather", _gather_rule, "indexing")
+
+
+def _scatter_rule(name):
+    def rule(x, indices, updates, *, axes):
+        _same_dtype(name, [x, updates])
+        shape = _gather_out_shape(name, x, indices, axes)
+        if updates.shape != shape:
+            _fail(f"{name}: updates of shape {updates.shape} should have shape {shape}")
+        return [x.strong()]
+    return rule
+
+
+scatter_add = _register("scatter_add", _scatter_rule("scatter_add"), "indexing")
+scatter = _register("scatter", _scatter_rule("scatter"), "indexing")   # last write wins
+
+
+# --- reductions and scans --------------------------------------------------
+
+def _reduce(name, kinds):
+    def rule(x, *, axes):
+        _kinds_check(name, [x], kinds)
+        _check_axes(name, axes, x.ndim)
+        return [x.update(shape=tuple(d for i, d in enumerate(x.shape) if i not in axes))]
+    return _register(name, rule, "reduction")
+
+
+reduce_sum = _reduce("reduce_sum", NUMERIC)
+reduce_prod = _reduce("reduce_prod", NUMERIC)
+reduce_max = _reduce("reduce_max", NUMERIC)
+reduce_min = _reduce("reduce_min", NUMERIC)
+REDUCTIONS = [reduce_sum, reduce_prod, reduce_max, reduce_min]
+
+
+def _arg_reduce(name):
+    def rule(x, *, axis, index_dtype):
+        _kinds_check(name, [x], REAL)
+        _check_axes(name, (axis,), x.ndim)
+        if x.shape[axis] == 0:
+            _fail(f"{name}: attempt to get {name} of an empty sequence (axis {axis} of {x.shape})")
+        return [AbstractArray(tuple(d for i, d in enumerate(x.shape) if i != axis), index_dtype)]
+    return _register(name, rule, "arg_reduction")
+
+
+argmax = _arg_reduce("argmax")
+argmin = _arg_reduce("argmin")
+
+
+def _cumulative(name, kinds):
+    def rule(x, *, axis, reverse):
+        _kinds_check(name, [x], kinds)
+        _check_axes(name, (axis,), x.ndim)
+        return [x.strong()]
+    return _register(name, rule, "cumulative")
+
+
+cumsum = _cumulative("cumsum", NUMERIC)
+cumprod = _cumulative("cumprod", NUMERIC)
+cummax = _cumulative("cummax", REAL)
+cummin = _cumulative("cummin", REAL)
+
+
+# --- contraction and sorting ------------------------------------------------
+
+def _dot_general_rule(lhs, rhs, *, dimension_numbers):
+    (lc, rc), (lb, rb) = dimension_numbers
+    dt = _same_dtype("dot_general", [lhs, rhs])
+    if len(lc) != len(rc) or len(lb) != len(rb):
+        _fail(f"dot_general: dimension_numbers {dimension_numbers} are unbalanced")
+    _check_axes("dot_general", tuple(lc) + tuple(lb), lhs.ndim)
+    _check_axes("dot_general", tuple(rc) + tuple(rb), rhs.ndim)
+    for a, b in zip(tuple(lc) + tuple(lb), tuple(rc) + tuple(rb), strict=True):
+        if lhs.shape[a] != rhs.shape[b]:
+            _fail(f"dot_general: shapes {lhs.shape} and {rhs.shape} do not match on "
+                  f"dimension {a} ({lhs.shape[a]}) and {b} ({rhs.shape[b]})")
+    lfree = [d for i, d in enumerate(lhs.shape) if i not in lc and i not in lb]
+    rfree = [d for i, d in enumerate(rhs.shape) if i not in rc and i not in rb]
+    shape = [lhs.shape[i] for i in lb] + lfree + rfree
+    return [AbstractArray(shape, dt, lhs.weak_type and rhs.weak_type)]
+
+
+dot_general = _register("dot_general", _dot_general_rule, "contraction")
+
+
+def _sort_rule(*operands, dimension, num_keys):
+    if not operands or not 1 <= num_keys <= len(operands):
+        _fail(f"sort: num_keys {num_keys} does not fit {len(operands)} operands")
+    shape = operands[0].shape
+    if any(o.shape != shape for o in operands):
+        _fail("sort: operand shapes " + ", ".join(str(o.shape) for o in operands) + " differ")
+    _check_axes("sort", (dimension,), len(shape))
+    _kinds_check("sort", operands[:num_keys], REAL)
+    return [o.strong() for o in operands]
+
+
+sort = _register("sort", _sort_rule, "sort", multiple_results=True)
+
+
+# --- mutation (present only before functionalize) --------------------------
+
+def _setitem_rule(x, value, *index_operands, indexer):
+    from .indexing import indexed_shape
+    target = indexed_shape(x.shape, indexer, [a.shape for a in index_operands])
+    if not _broadcastable(value.shape, target):
+        _fail(f"setitem: could not broadcast value of shape {value.shape} into "
+              f"indexed result of shape {target}")
+    return []
+
+
+def _broadcastable(src, dst):
+    if len(src) > len(dst):
+        src = src[len(src) - len(dst):] if all(d == 1 for d in src[:len(src) - len(dst)]) else None
+        if src is None:
+            return False
+    return all(s in (1, d) for s, d in zip(src[::-1], dst[::-1], strict=False))
+
+
+setitem = _register("setitem", _setitem_rule, "mutation", mutates=True, multiple_results=True)
+MUTATIONS = [p for p in ALL.values() if p.mutates]
+
+
+# --- structure --------------------------------------------------------------
+
+def _call_rule(*avals, graph, name):
+    want = graph.in_avals
+    if len(avals) != len(want) or any(a.shape != w.shape or a.dtype != w.dtype
+                                      for a, w in zip(avals, want, strict=True)):
+        _fail(f"call {name}: arguments {[str(a) for a in avals]} do not match the graph's "
+              f"inputs {[str(w) for w in want]}")
+    return graph.out_avals
+
+
+call = _register("call", _call_rule, "call", multiple_results=True)

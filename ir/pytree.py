@@ -1,0 +1,182 @@
+"""Pytrees: nested containers of arrays, flattened to leaves and a hashable structure.
+
+Containers: tuple, list, dict (keys sorted), namedtuple, None (no leaves), and
+any class registered with ``register_pytree_node`` or ``pytree_dataclass``.
+Everything else is a leaf.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, NamedTuple
+
+
+class _NodeType(NamedTuple):
+    flatten: Callable[[Any], tuple[list, Any]]
+    unflatten: Callable[[Any, list], Any]
+
+
+_registry: dict[type, _NodeType] = {}
+
+
+def register_pytree_node(cls, flatten, unflatten):
+    """Register ``cls`` as a container.
+
+    Args:
+        cls: the class.
+        flatten: ``obj -> (children, aux)``; ``aux`` must be hashable and comparable.
+        unflatten: ``(aux, children) -> obj``.
+    """
+    if cls in _registry:
+        raise ValueError(f"{cls.__name__} is already registered as a pytree node")
+    _registry[cls] = _NodeType(flatten, unflatten)
+    return cls
+
+
+register_pytree_node(tuple, lambda t: (list(t), None), lambda _, c: tuple(c))
+register_pytree_node(list, lambda t: (list(t), None), lambda _, c: list(c))
+register_pytree_node(type(None), lambda _: ([], None), lambda _, c: None)
+
+
+def _dict_keys(d):
+    try:
+        return sorted(d)
+    except TypeError:
+        return list(d)
+
+
+register_pytree_node(dict, lambda d: ([d[k] for k in _dict_keys(d)], tuple(_dict_keys(d))),
+                     lambda keys, c: dict(zip(keys, c, strict=True)))
+
+
+def _node_type(x):
+    nt = _registry.get(type(x))
+    if nt is None and isinstance(x, tuple) and hasattr(type(x), "_fields"):
+        return _NodeType(lambda t: (list(t), None), lambda _, c, cls=type(x): cls(*c))
+    return nt
+
+
+class PyTreeDef:
+    """The structure of a pytree: hashable, comparable, printable."""
+
+    __slots__ = ("node", "aux", "children", "num_leaves")
+
+    def __init__(self, node, aux, children):
+        self.node, self.aux, self.children = node, aux, tuple(children)
+        self.num_leaves = 1 if node is None else sum(c.num_leaves for c in self.children)
+
+    def _key(self):
+        return (self.node, self.aux, self.children)
+
+    def __eq__(self, other):
+        return isinstance(other, PyTreeDef) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self):
+        if self.node is None:
+            return "*"
+        inner = ", ".join(map(repr, self.children))
+        if self.node is dict:
+            inner = ", ".join(f"{k!r}: {c!r}" for k, c in zip(self.aux, self.children,
+                                                                 strict=True))
+            return "{" + inner + "}"
+        if self.node is tuple:
+            return f"({inner}{',' if len(self.children) == 1 else ''})"
+        if self.node is list:
+            return f"[{inner}]"
+        if self.node is type(None):
+            return "None"
+        return f"{self.node.__name__}({inner})"
+
+
+_LEAF = None
+
+
+def tree_flatten(tree, is_leaf: Callable[[Any], bool] | None = None):
+    """Return ``(leaves, treedef)``; ``is_leaf`` may stop the descent early."""
+    leaves: list = []
+    return leaves, _flatten(tree, leaves, is_leaf)
+
+
+def _flatten(x, leaves, is_leaf):
+    nt = None if (is_leaf is not None and is_leaf(x)) else _node_type(x)
+    if nt is None:
+        leaves.append(x)
+        return PyTreeDef(_LEAF, None, ())
+    children, aux = nt.flatten(x)
+    return PyTreeDef(type(x), aux, [_flatten(c, leaves, is_leaf) for c in children])
+
+
+def tree_unflatten(treedef: PyTreeDef, leaves):
+    """Rebuild a pytree of structure ``treedef`` from ``leaves``."""
+    leaves = list(leaves)
+    if len(leaves) != treedef.num_leaves:
+        raise ValueError(f"tree structure {treedef} has {treedef.num_leaves} leaves, "
+                         f"got {len(leaves)}")
+    it = iter(leaves)
+    return _unflatten(treedef, it)
+
+
+def _unflatten(td, it):
+    if td.node is _LEAF:
+        return next(it)
+    children = [_unflatten(c, it) for c in td.children]
+    nt = _registry.get(td.node)
+    if nt is None:     # a namedtuple
+        return td.node(*children)
+    return nt.unflatten(td.aux, children)
+
+
+def tree_leaves(tree, is_leaf=None) -> list:
+    return tree_flatten(tree, is_leaf)[0]
+
+
+def tree_structure(tree, is_leaf=None) -> PyTreeDef:
+    return tree_flatten(tree, is_leaf)[1]
+
+
+def tree_map(fn, tree, *rest, is_leaf=None):
+    """Apply ``fn`` to the leaves of ``tree`` (and the matching leaves of ``rest``)."""
+    leaves, td = tree_flatten(tree, is_leaf)
+    others = []
+    for r in rest:
+        rl, rtd = tree_flatten(r, is_leaf)
+        if rtd != td:
+            raise ValueError(f"tree_map: structures differ: {td} and {rtd}")
+        others.append(rl)
+    return tree_unflatten(td, [fn(*xs) for xs in zip(leaves, *others, strict=True)])
+
+
+def pytree_dataclass(cls=None, *, static: tuple[str, ...] = ()):
+    """Make a dataclass a pytree node; fields named in ``static`` go in the structure.
+
+    Example::
+
+        @pytree_dataclass(static=("activation",))
+        class Layer:
+            w: np.ndarray
+            b: np.ndarray
+            activation: str = "tanh"
+    """
+    def wrap(c):
+        if not dataclasses.is_dataclass(c):
+            c = dataclasses.dataclass(c)
+        names = [f.name for f in dataclasses.fields(c)]
+        unknown = set(static) - set(names)
+        if unknown:
+            raise ValueError(f"pytree_dataclass: static fields {sorted(unknown)} are not fields "
+                             f"of {c.__name__}")
+        dynamic = [n for n in names if n not in static]
+
+        def flatten(obj):
+            return ([getattr(obj, n) for n in dynamic],
+                    tuple((n, getattr(obj, n)) for n in static))
+
+        def unflatten(aux, children):
+            return c(**dict(zip(dynamic, children, strict=True)), **dict(aux))
+
+        register_pytree_node(c, flatten, unflatten)
+        return c
+    return wrap if cls is None else wrap(cls)
