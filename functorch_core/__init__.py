@@ -8,8 +8,15 @@ NumPy API that traces.
 import backends.interpreter  # noqa: F401  (registers the eager implementations)
 from backends.registry import default_backend
 from ir import Graph, TracerError, check_graph
-from ir.pytree import (pytree_dataclass, register_pytree_node, tree_flatten, tree_leaves,
-                       tree_map, tree_structure, tree_unflatten)
+from ir.pytree import (
+                       pytree_dataclass,
+                       register_pytree_node,
+                       tree_flatten,
+                       tree_leaves,
+                       tree_map,
+                       tree_structure,
+                       tree_unflatten,
+)
 
 from . import numpy
 from .api import jit, make_graph

@@ -5,7 +5,6 @@ from __future__ import annotations
 import operator
 from dataclasses import dataclass
 
-
 import numpy as np
 
 from ir import AbstractArray, Graph, Tracer, aval_of, check_graph, dtypes, trace_flat

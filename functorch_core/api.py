@@ -12,7 +12,7 @@ from ir import Graph, check_graph, current_trace, passes
 from ir import primitives as P
 from ir.pytree import tree_unflatten
 
-from ._tracing import fn_name, flat_args, leaf_aval, normalize_argnums, trace_call
+from ._tracing import flat_args, fn_name, leaf_aval, normalize_argnums, trace_call
 from .config import config
 
 log = logging.getLogger("functorch_core.jit")
@@ -63,7 +63,7 @@ def _mutation_error(graph, fname):
 
 
 class _Compiled:
-    __slots__ = ("graph", "run", "out_tree", "captured")
+    __slots__ = ("captured", "graph", "out_tree", "run")
 
     def __init__(self, graph, run, out_tree, captured):
         self.graph, self.run, self.out_tree, self.captured = graph, run, out_tree, captured

@@ -7,8 +7,7 @@ from . import dtypes, indexing, passes, primitives, pytree
 from .check import GraphError, check_graph
 from .core import AbstractArray, Eqn, Graph, Lit, Primitive, Var, aval_of
 from .printer import format_graph
-from .trace import (GraphTrace, Tracer, TracerError, bind, current_trace, eval_graph,
-                    trace_flat)
+from .trace import GraphTrace, Tracer, TracerError, bind, current_trace, eval_graph, trace_flat
 
 __all__ = [
     "AbstractArray", "Eqn", "Graph", "GraphError", "GraphTrace", "Lit", "Primitive",

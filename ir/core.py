@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -75,7 +76,7 @@ class Var:
 class Lit:
     """A constant folded into the graph (a scalar, or a closed-over array)."""
 
-    __slots__ = ("value", "aval")
+    __slots__ = ("aval", "value")
 
     def __init__(self, value, aval: AbstractArray | None = None):
         if aval is None:
@@ -122,7 +123,8 @@ class Graph:
         return format_graph(self)
 
     def __repr__(self):
-        return f"<Graph: {len(self.inputs)} inputs, {len(self.eqns)} eqns, {len(self.outputs)} outputs>"
+        return (f"<Graph: {len(self.inputs)} inputs, {len(self.eqns)} eqns, "
+                f"{len(self.outputs)} outputs>")
 
 
 @dataclass(eq=False)

@@ -244,8 +244,8 @@ def _concatenate_rule(*xs, dimension):
     ndim = xs[0].ndim
     _check_axes("concatenate", (dimension,), ndim)
     for x in xs:
-        if x.ndim != ndim or any(a != b for i, (a, b) in enumerate(zip(x.shape, xs[0].shape,
-                                                                      strict=True)) if i != dimension):
+        others = [d for i, d in enumerate(x.shape) if i != dimension]
+        if x.ndim != ndim or others != [d for i, d in enumerate(xs[0].shape) if i != dimension]:
             _fail("concatenate: shapes " + ", ".join(str(x.shape) for x in xs)
                   + f" do not match outside dimension {dimension}")
     shape = list(xs[0].shape)

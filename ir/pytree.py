@@ -8,7 +8,8 @@ Everything else is a leaf.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 
 class _NodeType(NamedTuple):
@@ -49,17 +50,20 @@ register_pytree_node(dict, lambda d: ([d[k] for k in _dict_keys(d)], tuple(_dict
                      lambda keys, c: dict(zip(keys, c, strict=True)))
 
 
+_NAMEDTUPLE = _NodeType(lambda t: (list(t), None), lambda _, c: c)   # rebuilt in _unflatten
+
+
 def _node_type(x):
     nt = _registry.get(type(x))
     if nt is None and isinstance(x, tuple) and hasattr(type(x), "_fields"):
-        return _NodeType(lambda t: (list(t), None), lambda _, c, cls=type(x): cls(*c))
+        return _NAMEDTUPLE
     return nt
 
 
 class PyTreeDef:
     """The structure of a pytree: hashable, comparable, printable."""
 
-    __slots__ = ("node", "aux", "children", "num_leaves")
+    __slots__ = ("aux", "children", "node", "num_leaves")
 
     def __init__(self, node, aux, children):
         self.node, self.aux, self.children = node, aux, tuple(children)

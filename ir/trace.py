@@ -68,7 +68,7 @@ class Tracer:
     by ``functorch_core.numpy``; this class keeps only what is not NumPy's.
     """
 
-    __slots__ = ("_trace", "_var", "_source", "__weakref__")
+    __slots__ = ("__weakref__", "_source", "_trace", "_var")
     __array_priority__ = 1000
 
     def __init__(self, trace: GraphTrace, var: Var):

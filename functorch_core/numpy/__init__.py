@@ -9,7 +9,7 @@ so that unmodified NumPy code (``np.tanh(x @ w)``) traces.
 import numpy as _np
 
 from . import _elementwise
-from ._elementwise import *  # noqa: F401,F403
+from ._elementwise import *  # noqa: F403
 
 bool_, int8, int16, int32, int64, uint8 = (_np.bool_, _np.int8, _np.int16, _np.int32,
                                            _np.int64, _np.uint8)

@@ -119,7 +119,7 @@ def broadcast_to_shape(x, shape):
     """Broadcast ``x`` to ``shape`` with NumPy's rules (rank-0 stays rank-0)."""
     shape = tuple(shape)
     xs = aval(x).shape
-    if xs == shape or not xs and not isinstance(x, np.ndarray):
+    if xs == shape or (not xs and not isinstance(x, np.ndarray)):
         return x
     if len(xs) > len(shape) or any(a not in (1, b) for a, b in zip(xs[::-1], shape[::-1],
                                                                      strict=False)):

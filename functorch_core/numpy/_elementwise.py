@@ -13,8 +13,7 @@ import numpy as np
 
 from ir import primitives as P
 
-from ._core import (aval, broadcast_all, cast, constant, implements, operand, to_result,
-                    weak_marker)
+from ._core import aval, broadcast_all, cast, constant, implements, operand, to_result, weak_marker
 
 __all__: list[str] = []
 
