@@ -1,0 +1,93 @@
+"""Plumbing shared by the transforms: trace once per signature, cache, replay.
+
+A transform wraps ``func``; each call flattens the arguments, looks up the
+transformed graph for (func, transform, options, input signature), builds it
+on a miss (trace ``func``, rewrite the graph), and replays it on the actual
+leaves with ``ir.eval_graph``: eagerly on arrays, or into an enclosing trace.
+
+The cache lives beside the function object (weakly), so a training loop that
+writes ``grad(loss)(params, batch)`` every step traces ``loss`` once.
+Closed-over arrays are part of the key by identity: rebinding a global or a
+closure cell to a new array traces again instead of reusing a stale constant.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ir import Graph, eval_graph, passes
+from ir.pytree import PyTreeDef
+
+from .._tracing import Traced, flat_args, leaf_aval, trace_call
+
+_CACHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_UNCACHEABLE: dict = {}   # functions that cannot be weakly referenced: never cached
+
+
+@dataclass
+class Transformed:
+    """A transformed graph and what replaying it needs."""
+
+    graph: Graph
+    out_tree: PyTreeDef
+    captured: list = field(default_factory=list)   # outer tracers, extra graph inputs
+    extra: object = None                           # anything else the transform keeps
+
+
+def _closure_arrays(fn) -> tuple:
+    fn = getattr(fn, "__func__", fn)
+    cells = getattr(fn, "__closure__", None) or ()
+    values = [c.cell_contents for c in cells if _cell_filled(c)]
+    code, glob = getattr(fn, "__code__", None), getattr(fn, "__globals__", None)
+    if code is not None and glob is not None:
+        values += [glob[n] for n in code.co_names if n in glob]
+    return tuple(id(v) for v in values if isinstance(v, np.ndarray))
+
+
+def _cell_filled(cell) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018
+    except ValueError:
+        return False
+    return True
+
+
+def _cache_for(fn) -> dict:
+    try:
+        return _CACHES.setdefault(fn, {})
+    except TypeError:
+        return _UNCACHEABLE
+
+
+def signature(fn, args, kwargs, what) -> tuple[list, PyTreeDef, tuple]:
+    """(leaves, in_tree, key) of a call; the key identifies its input signature."""
+    leaves, in_tree = flat_args(args, kwargs, ())
+    avals = tuple(leaf_aval(x, f"an argument leaf of {what}") for x in leaves)
+    return leaves, in_tree, (in_tree, avals, _closure_arrays(fn))
+
+
+def cached(fn, transform_key, sig_key, build) -> Transformed:
+    """The Transformed for (fn, transform_key, sig_key), built on a miss by ``build()``."""
+    cache = _cache_for(fn)
+    key = (transform_key, sig_key)
+    entry = cache.get(key) if cache is not _UNCACHEABLE else None
+    if entry is None:
+        entry = build()
+        if not entry.captured and cache is not _UNCACHEABLE:
+            cache[key] = entry
+    return entry
+
+
+def trace_for_transform(fn, args, kwargs, name) -> Traced:
+    """Trace ``fn`` and prepare the graph for a transform (calls inlined)."""
+    traced = trace_call(fn, args, kwargs, (), name=name)
+    traced.graph = passes.inline(traced.graph)
+    return traced
+
+
+def replay(entry: Transformed, leaves):
+    """Run the transformed graph on the actual leaves (or record it into a trace)."""
+    return eval_graph(entry.graph, list(leaves) + list(entry.captured))
