@@ -1,0 +1,36 @@
+"""Timing helpers shared by the benchmark scripts: medians over repeats, ratio tables."""
+
+import time
+
+import numpy as np
+
+
+def median_time(fn, repeats=7, warmup=1, min_time=0.0):
+    """Median seconds per call of ``fn()`` after ``warmup`` calls."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    while len(times) < repeats or sum(times) < min_time:
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def report(title, rows, baseline):
+    """Print ``rows`` (name -> seconds or None) with ratios to the ``baseline`` row."""
+    print(f"\n{title}")
+    base = rows.get(baseline)
+    for name, t in rows.items():
+        if t is None:
+            print(f"  {name:<38} {'not installed':>12}")
+            continue
+        ratio = f"{t / base:8.2f}x" if base else ""
+        print(f"  {name:<38} {1e3 * t:10.3f} ms {ratio}")
+
+
+def optional_import(name):
+    try:
+        return __import__(name)
+    except ImportError:
+        return None

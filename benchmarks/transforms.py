@@ -1,0 +1,210 @@
+"""Transform workloads through functorch_core, NumPy, and (when installed) JAX and torch.func.
+
+Same process, same inputs; medians over repeats; ratios against functorch_core's jit.
+    python benchmarks/transforms.py [--quick]
+"""
+
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import itertools
+
+from _timing import median_time, optional_import, report
+
+import functorch_core as fc
+
+QUICK = "--quick" in sys.argv
+REPEATS = 3 if QUICK else 7
+
+
+# --- per-sample gradients of an MLP 784-512-512-10, batch 256, float32 ---------------------
+
+def mlp_params(rng, sizes=(784, 512, 512, 10)):
+    return [(rng.normal(0, 1 / np.sqrt(m), (m, n)).astype(np.float32), np.zeros(n, np.float32))
+            for m, n in itertools.pairwise(sizes)]
+
+
+def mlp_loss(params, x, y):
+    for w, b in params[:-1]:
+        x = np.tanh(x @ w + b)
+    w, b = params[-1]
+    logits = x @ w + b
+    m = np.max(logits)
+    return np.log(np.sum(np.exp(logits - m))) + m - np.sum(logits * y)
+
+
+def numpy_per_sample_loop(params, xs, ys):
+    """Hand-written backprop, one example at a time."""
+    out = []
+    for x, y in zip(xs, ys):
+        acts, h = [x], x
+        for w, b in params[:-1]:
+            h = np.tanh(h @ w + b)
+            acts.append(h)
+        w, b = params[-1]
+        logits = h @ w + b
+        p = np.exp(logits - logits.max())
+        delta = p / p.sum() - y
+        grads = []
+        for i in range(len(params) - 1, -1, -1):
+            w, _ = params[i]
+            grads.append((np.outer(acts[i], delta), delta))
+            if i:
+                delta = (w @ delta) * (1 - acts[i] ** 2)
+        out.append(grads[::-1])
+    return out
+
+
+def bench_per_sample(rng):
+    batch = 32 if QUICK else 256
+    params = mlp_params(rng)
+    xs = rng.normal(size=(batch, 784)).astype(np.float32)
+    ys = np.eye(10, dtype=np.float32)[rng.integers(0, 10, batch)]
+    eager = fc.vmap(fc.grad(mlp_loss), in_dims=(None, 0, 0))
+    jitted = fc.jit(eager)
+    rows = {
+        "functorch_core jit(vmap(grad))": median_time(lambda: jitted(params, xs, ys), REPEATS),
+        "functorch_core vmap(grad) (eager)": median_time(lambda: eager(params, xs, ys), REPEATS),
+        "NumPy per-example loop": median_time(lambda: numpy_per_sample_loop(params, xs, ys),
+                                              max(1, REPEATS // 2)),
+        "JAX jit(vmap(grad))": _jax_per_sample(params, xs, ys),
+        "torch.func vmap(grad)": _torch_per_sample(params, xs, ys),
+    }
+    ref = numpy_per_sample_loop(params, xs[:4], ys[:4])
+    got = jitted(params, xs, ys)
+    err = max(float(np.max(np.abs(got[k][j][:4] - np.stack([r[k][j] for r in ref]))))
+              for k in range(3) for j in range(2))
+    report(f"per-sample gradients, MLP 784-512-512-10, batch {batch}, float32 "
+           f"(max |error| vs loop {err:.1e})", rows, "functorch_core jit(vmap(grad))")
+
+
+def _jax_per_sample(params, xs, ys):
+    jax = optional_import("jax")
+    if jax is None:
+        return None
+    import jax.numpy as jnp
+
+    def loss(params, x, y):
+        for w, b in params[:-1]:
+            x = jnp.tanh(x @ w + b)
+        w, b = params[-1]
+        logits = x @ w + b
+        return jax.nn.logsumexp(logits) - jnp.sum(logits * y)
+    f = jax.jit(jax.vmap(jax.grad(loss), in_axes=(None, 0, 0)))
+    jp = jax.tree_util.tree_map(jnp.asarray, params)
+    return median_time(lambda: jax.block_until_ready(f(jp, xs, ys)), REPEATS)
+
+
+def _torch_per_sample(params, xs, ys):
+    torch = optional_import("torch")
+    if torch is None:
+        return None
+    from torch.func import grad, vmap
+
+    def loss(params, x, y):
+        for w, b in params[:-1]:
+            x = torch.tanh(x @ w + b)
+        w, b = params[-1]
+        logits = x @ w + b
+        return torch.logsumexp(logits, 0) - torch.sum(logits * y)
+    tp = [(torch.from_numpy(w), torch.from_numpy(b)) for w, b in params]
+    tx, ty = torch.from_numpy(xs), torch.from_numpy(ys)
+    f = vmap(grad(loss), in_dims=(None, 0, 0))
+    return median_time(lambda: f(tp, tx, ty), REPEATS)
+
+
+# --- jacrev / jacfwd of tanh(W x + b), D = 256 -----------------------------------------------
+
+def bench_jacobians(rng):
+    d = 64 if QUICK else 256
+    w, b, x = rng.normal(size=(d, d)) / np.sqrt(d), rng.normal(size=d), rng.normal(size=d)
+
+    def f(w, b, x):
+        return np.tanh(w @ x + b)
+    rev, fwd = fc.jacrev(f, argnums=2), fc.jacfwd(f, argnums=2)
+    jrev, jfwd = fc.jit(rev), fc.jit(fwd)
+    analytic = (1 - f(w, b, x) ** 2)[:, None] * w
+    err = float(np.max(np.abs(jrev(w, b, x) - analytic)))
+    rows = {
+        "functorch_core jit(jacrev)": median_time(lambda: jrev(w, b, x), REPEATS),
+        "functorch_core jit(jacfwd)": median_time(lambda: jfwd(w, b, x), REPEATS),
+        "functorch_core jacrev (eager)": median_time(lambda: rev(w, b, x), REPEATS),
+        "functorch_core jacfwd (eager)": median_time(lambda: fwd(w, b, x), REPEATS),
+        "NumPy analytic (1 - y^2)[:, None] * W": median_time(
+            lambda: (1 - f(w, b, x) ** 2)[:, None] * w, REPEATS),
+    }
+    jax = optional_import("jax")
+    if jax is not None:
+        import jax.numpy as jnp
+
+        def jf(w, b, x):
+            return jnp.tanh(w @ x + b)
+        jr, jfw = jax.jit(jax.jacrev(jf, argnums=2)), jax.jit(jax.jacfwd(jf, argnums=2))
+        rows["JAX jit(jacrev)"] = median_time(lambda: jax.block_until_ready(jr(w, b, x)), REPEATS)
+        rows["JAX jit(jacfwd)"] = median_time(lambda: jax.block_until_ready(jfw(w, b, x)),
+                                              REPEATS)
+    torch = optional_import("torch")
+    if torch is not None:
+        from torch.func import jacfwd, jacrev
+        tw, tb, tx = (torch.from_numpy(a) for a in (w, b, x))
+
+        def tf(w, b, x):
+            return torch.tanh(w @ x + b)
+        rows["torch.func jacrev"] = median_time(lambda: jacrev(tf, argnums=2)(tw, tb, tx),
+                                                REPEATS)
+        rows["torch.func jacfwd"] = median_time(lambda: jacfwd(tf, argnums=2)(tw, tb, tx),
+                                                REPEATS)
+    report(f"Jacobian of tanh(W x + b), D={d}, float64 (max |error| {err:.1e})", rows,
+           "functorch_core jit(jacrev)")
+
+
+# --- hessian of a 512-dimensional scalar function ---------------------------------------------
+
+def bench_hessian(rng):
+    d = 128 if QUICK else 512
+    a = rng.normal(size=(d, d)) / np.sqrt(d)
+    q = a @ a.T
+    z = rng.normal(size=d)
+
+    def f(z):
+        m = np.max(z)
+        return np.log(np.sum(np.exp(z - m))) + m + 0.5 * z @ q @ z
+    h, jh = fc.hessian(f), fc.jit(fc.hessian(f))
+    p = np.exp(z - z.max())
+    p /= p.sum()
+    exact = np.diag(p) - np.outer(p, p) + q
+    err = float(np.max(np.abs(jh(z) - exact)))
+    rows = {
+        "functorch_core jit(hessian)": median_time(lambda: jh(z), REPEATS),
+        "functorch_core hessian (eager)": median_time(lambda: h(z), REPEATS),
+        "NumPy analytic": median_time(lambda: np.diag(p) - np.outer(p, p) + q, REPEATS),
+    }
+    jax = optional_import("jax")
+    if jax is not None:
+        import jax.numpy as jnp
+        jq = jnp.asarray(q)
+        hj = jax.jit(jax.hessian(lambda z: jax.nn.logsumexp(z) + 0.5 * z @ jq @ z))
+        rows["JAX jit(hessian)"] = median_time(lambda: jax.block_until_ready(hj(z)), REPEATS)
+    torch = optional_import("torch")
+    if torch is not None:
+        from torch.func import hessian
+        tq, tz = torch.from_numpy(q), torch.from_numpy(z)
+        ht = hessian(lambda z: torch.logsumexp(z, 0) + 0.5 * z @ tq @ z)
+        rows["torch.func hessian"] = median_time(lambda: ht(tz), REPEATS)
+    report(f"Hessian of log-sum-exp + quadratic, d={d}, float64 (max |error| {err:.1e})", rows,
+           "functorch_core jit(hessian)")
+
+
+def main():
+    rng = np.random.default_rng(0)
+    print(f"backend: {fc.default_backend()}; numpy {np.__version__}")
+    bench_per_sample(rng)
+    bench_jacobians(rng)
+    bench_hessian(rng)
+
+
+if __name__ == "__main__":
+    main()
