@@ -286,6 +286,19 @@ def _call(*args, graph, name):
     return run_graph(graph, args)
 
 
+@_impl(P.custom_jvp_call)
+@_impl(P.custom_vjp_call)
+def _custom_call(*args, graph, name, **rules):
+    return run_graph(graph, args)
+
+
+@_impl(P.custom_lin)
+def _custom_lin(*args, n_res, bwd, out_avals):
+    raise TypeError(f"cannot run forward-mode differentiation (jvp, linearize, jacfwd, "
+                    f"hessian) through {bwd}: it defines only a reverse-mode rule "
+                    "(custom_vjp); use vjp, grad or jacrev, or define a custom_jvp")
+
+
 def run_graph(graph: Graph, args):
     """Run a graph on concrete arrays, one NumPy call per equation."""
     env = {id(v): a for v, a in zip(graph.inputs, args, strict=True)}

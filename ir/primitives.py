@@ -470,3 +470,24 @@ def _call_rule(*avals, graph, name):
 
 
 call = _register("call", _call_rule, "call", multiple_results=True)
+
+
+# --- user-defined differentiation rules (functorch_core.transforms.custom) --------
+
+def _custom_call_rule(*avals, graph, name, **rules):
+    return _call_rule(*avals, graph=graph, name=name)
+
+
+def _custom_lin_rule(*avals, n_res, bwd, out_avals):
+    return list(out_avals)
+
+
+# custom_jvp_call(*args, graph, jvp, name) / custom_vjp_call(*args, graph, fwd, bwd, name):
+# run ``graph``; the differentiation passes use the user's rules instead of its equations.
+custom_jvp_call = _register("custom_jvp_call", _custom_call_rule, "custom",
+                            multiple_results=True)
+custom_vjp_call = _register("custom_vjp_call", _custom_call_rule, "custom",
+                            multiple_results=True)
+# custom_lin(*residuals, *tangents, n_res, bwd, out_avals): the tangent of a custom_vjp
+# function; only its transpose (the user's bwd) is defined.
+custom_lin = _register("custom_lin", _custom_lin_rule, "custom", multiple_results=True)

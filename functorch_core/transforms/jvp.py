@@ -1,0 +1,490 @@
+"""Forward mode: the jvp rule table and the jvp graph pass.
+
+``jvp_graph(graph, diff)`` turns a graph of primals into a graph of
+``(primals, tangents) -> (outputs, output tangents)``. It is built by tracing
+a walk over the equations that calls ``JVP[eqn.prim](primals, tangents, **params)``.
+
+A rule returns ``(out, tangent_out)`` (lists for multiple-result primitives).
+A tangent is a traced array or ``Zero(aval)``, a symbolic zero that is never
+materialised unless an operation needs an operand; the walk skips equations
+whose tangents are all zero. Integer and bool values always have zero tangents.
+
+Conventions at the non-smooth points:
+  - ``max``/``min`` split the tangent half/half on ties; ``reduce_max``,
+    ``reduce_min``, ``cummax`` and ``cummin`` split it evenly among all tied
+    elements (so ``reduce_max`` agrees with the last element of ``cummax``).
+  - ``abs`` has derivative ``sign(x)`` (0 at 0; for complex ``x``, 0 at 0).
+  - ``sqrt``/``cbrt`` at 0 give an infinite derivative, as NumPy's limits do.
+  - ``pow(x, y)``: d/dx is 0 where ``y == 0``; d/dy is 0 where ``x == 0``.
+  - Complex values: tangents are complex and rules are holomorphic where the
+    function is; ``real``, ``imag``, ``conj`` and ``abs`` are handled as R-linear maps.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ir import AbstractArray, Graph, Lit, passes, trace_flat
+from ir import primitives as P
+
+
+class Zero:
+    """A symbolic zero tangent of type ``aval``."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: AbstractArray):
+        self.aval = aval
+
+    def __repr__(self):
+        return f"Zero({self.aval})"
+
+
+def is_zero(t) -> bool:
+    return isinstance(t, Zero)
+
+
+def differentiable(aval: AbstractArray) -> bool:
+    return aval.dtype.kind in "fc"
+
+
+def tangent_aval(aval: AbstractArray) -> AbstractArray:
+    return AbstractArray(aval.shape, aval.dtype)
+
+
+def zeros(aval: AbstractArray):
+    """A materialised zero array of ``aval``'s shape and dtype."""
+    lit = Lit(np.zeros((), aval.dtype))
+    if not aval.shape:
+        return lit
+    return P.broadcast_in_dim.bind(lit, shape=tuple(aval.shape), broadcast_dimensions=())
+
+
+def instantiate(t):
+    return zeros(t.aval) if is_zero(t) else t
+
+
+def _c(value, like):
+    """A rank-0 constant of ``like``'s dtype."""
+    return Lit(np.asarray(value, dtype=like.aval.dtype))
+
+
+def _av(x) -> AbstractArray:
+    return x.aval
+
+
+def mul(a, b):
+    return P.mul.bind(a, b)
+
+
+def div(a, b):
+    return P.div.bind(a, b)
+
+
+def add(a, b):
+    return P.add.bind(a, b)
+
+
+def sub(a, b):
+    return P.sub.bind(a, b)
+
+
+def add_tangents(a, b):
+    if is_zero(a):
+        return b
+    if is_zero(b):
+        return a
+    return add(a, b)
+
+
+JVP: dict = {}
+
+
+# --- families -----------------------------------------------------------------
+
+def _zero_rule(prim):
+    def rule(primals, tangents, **params):
+        out = prim.bind(*primals, **params)
+        outs = out if prim.multiple_results else [out]
+        touts = [Zero(tangent_aval(_av(o))) for o in outs]
+        return out, touts if prim.multiple_results else touts[0]
+    JVP[prim] = rule
+
+
+def _linear(prim, positions=None):
+    """A primitive linear in the operands at ``positions`` (all by default), jointly."""
+    def rule(primals, tangents, **params):
+        pos = range(len(primals)) if positions is None else positions
+        targs = [instantiate(tangents[i]) if i in pos else p for i, p in enumerate(primals)]
+        return prim.bind(*primals, **params), prim.bind(*targs, **params)
+    JVP[prim] = rule
+
+
+def _unary(prim, tangent):
+    """``tangent(t, x, y)``: the output tangent given the input tangent, input, output."""
+    def rule(primals, tangents):
+        (x,), (t,) = primals, tangents
+        y = prim.bind(x)
+        return y, tangent(t, x, y)
+    JVP[prim] = rule
+
+
+def _sq(x):
+    return mul(x, x)
+
+
+def _abs_tangent(t, x, y):
+    if _av(x).dtype.kind != "c":
+        return mul(t, P.sign.bind(x))
+    unit = div(P.conj.bind(x), P.convert.bind(y, new_dtype=_av(x).dtype))
+    unit = P.select.bind(P.eq.bind(y, _c(0, y)), _c(0, x), unit)
+    return P.real.bind(mul(t, unit))
+
+
+for _p in (P.sign, P.floor, P.ceil, P.round, P.is_finite, P.not_, P.iota, P.argmax, P.argmin,
+           *P.COMPARISONS, P.floor_div, P.and_, P.or_, P.xor):
+    _zero_rule(_p)
+for _p in (P.neg, P.real, P.imag, P.conj, P.convert, P.broadcast_in_dim, P.reshape,
+           P.transpose, P.squeeze, P.expand_dims, P.rev, P.slice, P.reduce_sum, P.cumsum,
+           P.concatenate, P.pad):
+    _linear(_p)
+_linear(P.select, (1, 2))
+_linear(P.dynamic_slice, (0,))
+_linear(P.dynamic_update_slice, (0, 1))
+_linear(P.gather, (0,))
+_linear(P.scatter_add, (0, 2))
+_linear(P.scatter, (0, 2))      # for fixed indices, overwriting is linear in (x, updates)
+
+_unary(P.abs, _abs_tangent)
+_unary(P.exp, lambda t, x, y: mul(t, y))
+_unary(P.exp2, lambda t, x, y: mul(t, mul(y, _c(math.log(2), y))))
+_unary(P.expm1, lambda t, x, y: mul(t, add(y, _c(1, y))))
+_unary(P.log, lambda t, x, y: div(t, x))
+_unary(P.log1p, lambda t, x, y: div(t, add(x, _c(1, x))))
+_unary(P.sqrt, lambda t, x, y: mul(t, div(_c(0.5, y), y)))
+_unary(P.cbrt, lambda t, x, y: mul(t, div(_c(1 / 3, y), _sq(y))))
+_unary(P.tanh, lambda t, x, y: mul(t, sub(_c(1, y), _sq(y))))
+_unary(P.logistic, lambda t, x, y: mul(t, mul(y, sub(_c(1, y), y))))
+_unary(P.sin, lambda t, x, y: mul(t, P.cos.bind(x)))
+_unary(P.cos, lambda t, x, y: P.neg.bind(mul(t, P.sin.bind(x))))
+_unary(P.tan, lambda t, x, y: mul(t, add(_c(1, y), _sq(y))))
+_unary(P.asin, lambda t, x, y: div(t, P.sqrt.bind(sub(_c(1, x), _sq(x)))))
+_unary(P.acos, lambda t, x, y: P.neg.bind(div(t, P.sqrt.bind(sub(_c(1, x), _sq(x))))))
+_unary(P.atan, lambda t, x, y: div(t, add(_c(1, x), _sq(x))))
+_unary(P.sinh, lambda t, x, y: mul(t, P.cosh.bind(x)))
+_unary(P.cosh, lambda t, x, y: mul(t, P.sinh.bind(x)))
+_unary(P.asinh, lambda t, x, y: div(t, P.sqrt.bind(add(_sq(x), _c(1, x)))))
+_unary(P.acosh, lambda t, x, y: div(t, mul(P.sqrt.bind(sub(x, _c(1, x))),
+                                           P.sqrt.bind(add(x, _c(1, x))))))
+_unary(P.atanh, lambda t, x, y: div(t, sub(_c(1, x), _sq(x))))
+
+
+def _binary(prim, dx, dy):
+    """``dx(x, y, out)``/``dy(...)``: the partial derivatives (``None``: not differentiable)."""
+    def rule(primals, tangents):
+        (x, y), (tx, ty) = primals, tangents
+        out = prim.bind(x, y)
+        tout = Zero(tangent_aval(_av(out)))
+        for t, d in ((tx, dx), (ty, dy)):
+            if not is_zero(t) and d is not None:
+                tout = add_tangents(tout, mul(t, d(x, y, out)))
+        return out, tout
+    JVP[prim] = rule
+
+
+def _add_sub_rule(prim):
+    def rule(primals, tangents):
+        (tx, ty) = tangents
+        if not is_zero(ty) and prim is P.sub:
+            ty = P.neg.bind(ty)
+        return prim.bind(*primals), add_tangents(tx, ty)
+    JVP[prim] = rule
+
+
+_add_sub_rule(P.add)
+_add_sub_rule(P.sub)
+
+
+def _mul_rule(primals, tangents):
+    (x, y), (tx, ty) = primals, tangents
+    tout = Zero(tangent_aval(_av(x)))
+    if not is_zero(tx):
+        tout = mul(tx, y)
+    if not is_zero(ty):
+        tout = add_tangents(tout, mul(x, ty))
+    return mul(x, y), tout
+
+
+def _div_rule(primals, tangents):
+    (x, y), (tx, ty) = primals, tangents
+    out = div(x, y)
+    tout = Zero(tangent_aval(_av(out)))
+    if not is_zero(tx):
+        tout = div(tx, y)
+    if not is_zero(ty):
+        tout = add_tangents(tout, P.neg.bind(mul(ty, div(out, y))))
+    return out, tout
+
+
+JVP[P.mul] = _mul_rule
+JVP[P.div] = _div_rule
+
+
+def _pow_dx(x, y, out):
+    full = mul(y, P.pow.bind(x, sub(y, _c(1, y))))
+    return P.select.bind(P.eq.bind(y, _c(0, y)), _c(0, x), full)
+
+
+def _pow_dy(x, y, out):
+    full = mul(P.log.bind(x), out)
+    return P.select.bind(P.eq.bind(x, _c(0, x)), _c(0, x), full)
+
+
+def _chooser_coef(mine):
+    """max/min: 1 where the operand was chosen, 1/2 on ties, 0 elsewhere."""
+    def coef(x, y, out):
+        tie = P.eq.bind(x, y)
+        chosen = P.select.bind(P.eq.bind(out, mine(x, y)), _c(1, out), _c(0, out))
+        return P.select.bind(tie, _c(0.5, out), chosen)
+    return coef
+
+
+def _atan2_denom(x, y):
+    return add(_sq(x), _sq(y))
+
+
+_binary(P.pow, _pow_dx, _pow_dy)
+_binary(P.max, _chooser_coef(lambda x, y: x), _chooser_coef(lambda x, y: y))
+_binary(P.min, _chooser_coef(lambda x, y: x), _chooser_coef(lambda x, y: y))
+_binary(P.rem, lambda x, y, out: _c(1, out),
+        lambda x, y, out: P.neg.bind(P.floor_div.bind(x, y)))
+_binary(P.atan2, lambda x, y, out: div(y, _atan2_denom(x, y)),
+        lambda x, y, out: P.neg.bind(div(x, _atan2_denom(x, y))))
+_binary(P.copysign, lambda x, y, out: mul(P.copysign.bind(_c(1, x), x),
+                                          P.copysign.bind(_c(1, y), y)), None)
+
+
+# --- contraction ----------------------------------------------------------------
+
+def _dot_general_rule(primals, tangents, *, dimension_numbers):
+    (lhs, rhs), (tl, tr) = primals, tangents
+    out = P.dot_general.bind(lhs, rhs, dimension_numbers=dimension_numbers)
+    tout = Zero(tangent_aval(_av(out)))
+    if not is_zero(tl):
+        tout = P.dot_general.bind(tl, rhs, dimension_numbers=dimension_numbers)
+    if not is_zero(tr):
+        tout = add_tangents(tout, P.dot_general.bind(lhs, tr,
+                                                     dimension_numbers=dimension_numbers))
+    return out, tout
+
+
+JVP[P.dot_general] = _dot_general_rule
+
+
+# --- reductions ---------------------------------------------------------------------
+
+def _kept(ndim, axes):
+    return tuple(i for i in range(ndim) if i not in axes)
+
+
+def _tie_split(t, x, out_b, reduce_axes):
+    """Sum of ``t`` over the elements of ``x`` equal to ``out_b``, divided by their count."""
+    mask = P.convert.bind(P.eq.bind(x, out_b), new_dtype=_av(x).dtype)
+    count = P.reduce_sum.bind(mask, axes=reduce_axes)
+    return div(P.reduce_sum.bind(mul(t, mask), axes=reduce_axes), count)
+
+
+def _reduce_chooser_rule(prim):
+    def rule(primals, tangents, *, axes):
+        (x,), (t,) = primals, tangents
+        out = prim.bind(x, axes=axes)
+        out_b = P.broadcast_in_dim.bind(out, shape=_av(x).shape,
+                                        broadcast_dimensions=_kept(_av(x).ndim, axes))
+        return out, _tie_split(t, x, out_b, axes)
+    JVP[prim] = rule
+
+
+_reduce_chooser_rule(P.reduce_max)
+_reduce_chooser_rule(P.reduce_min)
+
+
+def _to_last(x, axes):
+    """Move ``axes`` to the end and flatten them into one axis."""
+    shape = _av(x).shape
+    kept = _kept(len(shape), axes)
+    x = P.transpose.bind(x, permutation=kept + tuple(axes))
+    n = math.prod(shape[a] for a in axes)
+    return P.reshape.bind(x, new_sizes=tuple(shape[k] for k in kept) + (n,))
+
+
+def _exclusive_cumprod(x, reverse):
+    """Products of the elements strictly before (after, if reverse) each one on the last axis."""
+    nd = _av(x).ndim
+    c = P.cumprod.bind(x, axis=nd - 1, reverse=reverse)
+    shift = (-1, 1, 0) if reverse else (1, -1, 0)
+    return P.pad.bind(c, _c(1, x), padding_config=((0, 0, 0),) * (nd - 1) + (shift,))
+
+
+def _reduce_prod_rule(primals, tangents, *, axes):
+    (x,), (t,) = primals, tangents
+    out = P.reduce_prod.bind(x, axes=axes)
+    xf, tf = _to_last(x, axes), _to_last(t, axes)
+    # d out / d x_i = product of all the other elements: exact with zeros in the input.
+    others = mul(_exclusive_cumprod(xf, False), _exclusive_cumprod(xf, True))
+    return out, P.reduce_sum.bind(mul(tf, others), axes=(_av(xf).ndim - 1,))
+
+
+JVP[P.reduce_prod] = _reduce_prod_rule
+
+
+# --- cumulative ---------------------------------------------------------------------
+
+def _scan_layout(prim):
+    """Wrap ``core(x, t, out)`` (scan along the last axis, forward) into a cumulative rule."""
+    def wrap(core):
+        def rule(primals, tangents, *, axis, reverse):
+            (x,), (t,) = primals, tangents
+            out = prim.bind(x, axis=axis, reverse=reverse)
+            nd = _av(x).ndim
+            perm = tuple(i for i in range(nd) if i != axis) + (axis,)
+            inv = tuple(int(i) for i in np.argsort(perm))
+            xs, ts, os = (P.transpose.bind(v, permutation=perm) for v in (x, t, out))
+            if reverse:
+                xs, ts, os = (P.rev.bind(v, dimensions=(nd - 1,)) for v in (xs, ts, os))
+            tout = core(xs, ts, os)
+            if reverse:
+                tout = P.rev.bind(tout, dimensions=(nd - 1,))
+            return out, P.transpose.bind(tout, permutation=inv)
+        JVP[prim] = rule
+    return wrap
+
+
+def _pairs(x, which):
+    """(..., n) -> (..., n, n) holding x[..., i] (which=0) or x[..., k] (which=1) at [i, k]."""
+    shape = _av(x).shape
+    lead = tuple(range(len(shape) - 1))
+    return P.broadcast_in_dim.bind(x, shape=shape + (shape[-1],),
+                                   broadcast_dimensions=lead + (len(shape) - 1 + which,))
+
+
+def _index_grid(shape, test):
+    """A bool (..., n, n) mask with ``test(i, k)`` at [..., i, k]."""
+    n = shape[-1]
+    i = P.iota.bind(dtype=np.dtype(np.int64), shape=(n, n), dimension=0)
+    k = P.iota.bind(dtype=np.dtype(np.int64), shape=(n, n), dimension=1)
+    nd = len(shape) + 1
+    return P.broadcast_in_dim.bind(test(i, k), shape=shape + (n,),
+                                   broadcast_dimensions=(nd - 2, nd - 1))
+
+
+@_scan_layout(P.cumprod)
+def _cumprod_core(x, t, out):
+    # out_k = prod_{j<=k} x_j, so d out_k / d x_i = prod_{j<i} x_j * prod_{i<j<=k} x_j (i <= k).
+    # Built as an (n, n) matrix per row: exact with zeros, O(n^2) memory along the axis.
+    shape = _av(x).shape
+    one, zero = _c(1, x), _c(0, x)
+    after = P.select.bind(_index_grid(shape, lambda i, k: P.gt.bind(k, i)), _pairs(x, 1),
+                          one)
+    span = P.cumprod.bind(after, axis=len(shape), reverse=False)
+    span = P.select.bind(_index_grid(shape, P.le.bind), span, zero)
+    scaled = mul(t, _exclusive_cumprod(x, False))
+    return P.reduce_sum.bind(mul(_pairs(scaled, 0), span), axes=(len(shape) - 1,))
+
+
+def _cum_chooser_core(x, t, out):
+    shape = _av(x).shape
+    hit = P.and_.bind(P.eq.bind(_pairs(x, 0), _pairs(out, 1)), _index_grid(shape, P.le.bind))
+    mask = P.convert.bind(hit, new_dtype=_av(x).dtype)
+    count = P.reduce_sum.bind(mask, axes=(len(shape) - 1,))
+    return div(P.reduce_sum.bind(mul(_pairs(t, 0), mask), axes=(len(shape) - 1,)), count)
+
+
+_scan_layout(P.cummax)(_cum_chooser_core)
+_scan_layout(P.cummin)(_cum_chooser_core)
+
+
+# --- sort -----------------------------------------------------------------------------
+
+def _sort_rule(primals, tangents, *, dimension, num_keys):
+    shape = _av(primals[0]).shape
+    i64 = np.dtype(np.int64)
+    position = P.iota.bind(dtype=i64, shape=shape, dimension=dimension)
+    *outs, perm = P.sort.bind(*primals, position, dimension=dimension, num_keys=num_keys)
+    columns = [perm if a == dimension else P.iota.bind(dtype=i64, shape=shape, dimension=a)
+               for a in range(len(shape))]
+    index = P.concatenate.bind(*(P.expand_dims.bind(c, dimensions=(len(shape),))
+                                 for c in columns), dimension=len(shape))
+    axes = tuple(range(len(shape)))
+    touts = [t if is_zero(t) else P.gather.bind(t, index, axes=axes) for t in tangents]
+    return outs, touts
+
+
+JVP[P.sort] = _sort_rule
+
+
+# --- the pass -------------------------------------------------------------------------
+
+class MissingRuleError(NotImplementedError):
+    """A primitive has no rule in a transform's table."""
+
+
+def _fit(t, aval: AbstractArray):
+    """The tangent as the output's type: zero for integer outputs, rank-0 broadcast."""
+    if is_zero(t) or not differentiable(aval):
+        return Zero(tangent_aval(aval))
+    if _av(t).shape != aval.shape:
+        t = P.broadcast_in_dim.bind(t, shape=aval.shape, broadcast_dimensions=())
+    return t
+
+
+def jvp_eval(graph: Graph, primals, tangents):
+    """Walk ``graph`` on (primals, tangents); returns (outputs, output tangents)."""
+    env = {id(v): (p, t if differentiable(v.aval) else Zero(tangent_aval(v.aval)))
+           for v, p, t in zip(graph.inputs, primals, tangents, strict=True)}
+
+    def read(atom):
+        if isinstance(atom, Lit):
+            return atom, Zero(tangent_aval(atom.aval))
+        return env[id(atom)]
+
+    for eqn in graph.eqns:
+        xs, ts = zip(*map(read, eqn.inputs), strict=True) if eqn.inputs else ((), ())
+        if all(map(is_zero, ts)):
+            out = eqn.prim.bind(*xs, **eqn.params)
+            outs = out if eqn.prim.multiple_results else [out]
+            touts = [Zero(tangent_aval(v.aval)) for v in eqn.outputs]
+        else:
+            rule = JVP.get(eqn.prim)
+            if rule is None:
+                raise MissingRuleError(
+                    f"jvp: primitive '{eqn.prim.name}' (at {eqn.source}) has no "
+                    "differentiation rule")
+            out, tout = rule(list(xs), list(ts), **eqn.params)
+            outs, touts = (out, tout) if eqn.prim.multiple_results else ([out], [tout])
+        for v, o, t in zip(eqn.outputs, outs, touts, strict=True):
+            env[id(v)] = (o, _fit(t, v.aval))
+    results = [read(o) for o in graph.outputs]
+    return [r[0] for r in results], [r[1] for r in results]
+
+
+def jvp_graph(graph: Graph, diff) -> Graph:
+    """``(inputs, tangents of the inputs marked in diff) -> (outputs, output tangents)``.
+
+    Every output gets a tangent; zeros are materialised there (of the output's
+    dtype for integer outputs).
+    """
+    n = len(graph.inputs)
+    tan_avals = [tangent_aval(v.aval) for v, d in zip(graph.inputs, diff, strict=True) if d]
+
+    def body(*args):
+        it = iter(args[n:])
+        tangents = [next(it) if d else Zero(tangent_aval(v.aval))
+                    for v, d in zip(graph.inputs, diff, strict=True)]
+        outs, touts = jvp_eval(graph, args[:n], tangents)
+        return list(outs) + [instantiate(t) for t in touts]
+
+    jgraph, captured = trace_flat(body, graph.in_avals + tan_avals, name="jvp")
+    assert not captured, "a closed graph cannot capture"
+    return passes.dce(jgraph)
