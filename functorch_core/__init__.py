@@ -22,12 +22,13 @@ from . import numpy
 from .api import jit, make_graph
 from .config import config
 from .numpy._methods import install as _install_tracer_methods
+from .transforms import vmap
 
 _install_tracer_methods()
 
 __all__ = [
     "Graph", "TracerError", "check_graph", "config", "default_backend", "jit", "make_graph",
     "numpy", "pytree_dataclass", "register_pytree_node", "tree_flatten", "tree_leaves",
-    "tree_map", "tree_structure", "tree_unflatten",
+    "tree_map", "tree_structure", "tree_unflatten", "vmap",
 ]
 __version__ = "0.1.0"

@@ -1,0 +1,21 @@
+"""Composable function transforms: ``vmap`` (and, with autodiff, ``grad``, ``jvp``, ``vjp``)."""
+
+from .autodiff import (
+    grad,
+    grad_and_value,
+    hessian,
+    jacfwd,
+    jacrev,
+    jvp,
+    linearize,
+    value_and_grad,
+    vjp,
+)
+from .custom import custom_jvp, custom_vjp, stop_gradient
+from .vmap import vmap
+
+__all__ = [
+    "custom_jvp", "custom_vjp",
+    "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
+    "linearize", "stop_gradient", "value_and_grad", "vjp", "vmap",
+]

@@ -1,0 +1,288 @@
+"""``vmap``: vectorize a per-example function over a batch axis of its arguments."""
+
+from __future__ import annotations
+
+import functools
+import operator
+
+import numpy as np
+
+from ir import dtypes
+from ir import primitives as P
+from ir.pytree import tree_flatten, tree_unflatten
+
+from .._tracing import fn_name, leaf_aval
+from ._common import Transformed, cached, replay, signature, trace_for_transform
+from .batching import BatchedOutputError, batch_graph
+
+_UNSET = object()
+_RANDOMNESS = ("error", "different", "same")
+
+
+def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None,
+         in_axes=_UNSET, out_axes=_UNSET):
+    """Vectorize ``func`` over a batch axis of its inputs.
+
+    ``vmap(func)(xs)`` computes ``func`` on every slice of ``xs`` along the batch
+    axis and stacks the results, as ``np.stack([func(x) for x in xs])`` would,
+    but with one traced program over the whole batch instead of a Python loop.
+    ``func`` is traced once per input signature with the batch axis removed;
+    the batching pass rewrites its graph; the result runs on the arguments (or
+    records into an enclosing transform: ``vmap`` composes with ``grad``,
+    ``jit`` and itself).
+
+    Args:
+        func: a function of arrays (pytrees of arrays and Python scalars),
+            written with NumPy or ``functorch_core.numpy``, returning arrays or
+            pytrees of arrays (or scalars).
+        in_dims (int, None or pytree, default ``0``): the batch axis of each
+            positional argument. An int (negative counts from the end) or None
+            applies to every argument; a tuple gives one entry per positional
+            argument, and each entry may itself be a pytree prefix of that
+            argument (an entry applies to a whole subtree). ``None`` marks an
+            argument that is the same for every example. Keyword arguments are
+            never batched.
+        out_dims (int, None or pytree, default ``0``): where the batch axis goes
+            in each output, with the same prefix rules. ``None`` requires the
+            output not to depend on the batched inputs; an output that does not
+            depend on them but has an int out_dim is broadcast along the batch.
+        randomness (str, default ``'error'``): ``'error'``, ``'different'`` or
+            ``'same'``, the torch.func choices for random operations inside
+            ``func``. No random primitives exist yet, so it is only validated.
+        chunk_size (int or None, default ``None``): with an int, the batch is
+            split into chunks of this many examples (the last may be smaller),
+            run one after the other, and the results are concatenated; this
+            bounds memory (of jacobians, for instance). ``None`` runs the whole
+            batch at once.
+        in_axes, out_axes: keyword aliases of ``in_dims``/``out_dims`` (JAX spelling).
+
+    Returns:
+        A function with ``func``'s signature that takes batched arguments and
+        returns batched outputs.
+
+    Example::
+
+        >>> dot = lambda a, b: np.sum(a * b)
+        >>> vmap(dot)(np.ones((3, 4)), np.ones((3, 4)))           # 3 dot products
+        array([4., 4., 4.])
+        >>> vmap(dot, in_dims=(0, None))(np.ones((3, 4)), np.ones(4))
+        array([4., 4., 4.])
+        >>> vmap(lambda x: {"twice": 2 * x}, out_dims={"twice": 1})(np.ones((3, 2)))["twice"].shape
+        (2, 3)
+        >>> vmap(vmap(np.outer))(np.ones((5, 2, 3)), np.ones((5, 2, 4))).shape
+        (5, 2, 3, 4)
+    """
+    in_dims = _alias(in_dims, in_axes, "in_dims", "in_axes")
+    out_dims = _alias(out_dims, out_axes, "out_dims", "out_axes")
+    fname = fn_name(func)
+    if randomness not in _RANDOMNESS:
+        raise ValueError(f"vmap({fname}): randomness must be one of {_RANDOMNESS}, "
+                         f"got {randomness!r}")
+    if chunk_size is not None and (isinstance(chunk_size, bool) or _as_int(chunk_size) is None
+                                   or chunk_size < 1):
+        raise ValueError(f"vmap({fname}): chunk_size must be None or a positive int, "
+                         f"got {chunk_size!r}")
+    if isinstance(in_dims, list):
+        in_dims = tuple(in_dims)
+    spec = _Spec(fname, in_dims, out_dims, chunk_size)
+
+    @functools.wraps(func)
+    def batched(*args, **kwargs):
+        return _call(func, spec, args, kwargs)
+    return batched
+
+
+def _alias(value, alias, name, alias_name):
+    if alias is _UNSET:
+        return value
+    if value != 0:
+        raise TypeError(f"vmap: pass {name} or {alias_name}, not both")
+    return alias
+
+
+def _as_int(d):
+    if isinstance(d, bool):
+        return None
+    try:
+        return operator.index(d)
+    except TypeError:
+        return None
+
+
+class _Spec:
+    """The validated options of one ``vmap(func, ...)``."""
+
+    def __init__(self, fname, in_dims, out_dims, chunk_size):
+        self.fname, self.call = fname, f"vmap({fname})"
+        self.in_dims, self.out_dims, self.chunk_size = in_dims, out_dims, chunk_size
+        self.out_key = _dims_key(out_dims, "out_dims", self.call)
+        _dims_key(in_dims, "in_dims", self.call)
+
+
+def _dims_key(dims, what, call):
+    leaves, tree = tree_flatten(dims, is_leaf=lambda x: x is None)
+    for d in leaves:
+        if d is not None and _as_int(d) is None:
+            raise TypeError(f"{call}: {what} must be an int, None, or a pytree of ints and "
+                            f"None matching the {'arguments' if what == 'in_dims' else 'outputs'}"
+                            f", got {what}={dims!r} (with a {type(d).__name__} in it)")
+    return tree, tuple(d if d is None else _as_int(d) for d in leaves)
+
+
+# --- matching dims to leaves -----------------------------------------------------------
+
+def _leaf_keys(treedef):
+    """The key path of every leaf of ``treedef``, in leaf order."""
+    out, stack = [], [(treedef, ())]
+    while stack:
+        t, keys = stack.pop()
+        if t.node is None:
+            out.append(keys)
+            continue
+        names = t.aux if t.node is dict else range(len(t.children))
+        stack.extend((c, (*keys, k)) for k, c in reversed(list(zip(names, t.children,
+                                                                    strict=True))))
+    return out
+
+
+def _broadcast_prefix(prefix, tree, what, whose, call):
+    """``[(entry of prefix, key path)]``, one per leaf of ``tree``."""
+    pleaves, pdef = tree_flatten(prefix, is_leaf=lambda x: x is None)
+    tdef = tree_flatten(tree)[1]
+    entries = iter(pleaves)
+    out, stack = [], [(pdef, tdef, ())]
+    while stack:
+        p, t, keys = stack.pop()
+        if p.node is None:
+            d = next(entries)
+            out.extend((d, (*keys, *sub)) for sub in _leaf_keys(t))
+            continue
+        if (p.node, p.aux, len(p.children)) != (t.node, t.aux, len(t.children)):
+            raise ValueError(f"{call}: {what}={prefix!r} does not match the structure of "
+                             f"{whose}: {what} has structure {pdef} but {whose} have "
+                             f"structure {tdef}")
+        names = t.aux if t.node is dict else range(len(t.children))
+        stack.extend((pc, tc, (*keys, k)) for k, pc, tc in reversed(list(zip(
+            names, p.children, t.children, strict=True))))
+    return out
+
+
+def _path(kind, keys):
+    if kind == "argument":
+        return f"argument {keys[0]}" + "".join(f"[{k!r}]" for k in keys[1:])
+    return "output" + "".join(f"[{k!r}]" for k in keys)
+
+
+def _normalize(d, ndim, call, what, spec_value, where, shape):
+    if d is None:
+        return None
+    d = _as_int(d)
+    if not -ndim <= d < ndim:
+        if ndim == 0:
+            raise ValueError(f"{call}: {what}={spec_value!r} asks to batch {where}, which is a "
+                             "scalar (shape ()); give it a None entry")
+        raise ValueError(f"{call}: {what}={spec_value!r} gives axis {d} for {where} of "
+                         f"rank {ndim} (shape {shape}); it must be in [{-ndim}, {ndim - 1}]")
+    return d % ndim
+
+
+def _in_dims(spec, args):
+    """Per leaf of ``args``: (batch axis or None, aval, path), and the batch size."""
+    call = spec.call
+    matched = _broadcast_prefix(spec.in_dims, tuple(args), "in_dims",
+                                "the positional arguments", call)
+    leaves = tree_flatten(tuple(args))[0]
+    out = []
+    for x, (d, keys) in zip(leaves, matched, strict=True):
+        where = _path("argument", keys)
+        aval = leaf_aval(x, f"{where} of {call}")
+        out.append((_normalize(d, aval.ndim, call, "in_dims", spec.in_dims, where, aval.shape),
+                    aval, where))
+    batched = [(d, aval, where) for d, aval, where in out if d is not None]
+    if not batched:
+        raise ValueError(f"{call}: at least one argument must be batched (in_dims are all "
+                         f"None{'' if leaves else '; no array arguments were passed'})")
+    d0, a0, w0 = batched[0]
+    for d, aval, where in batched[1:]:
+        if aval.shape[d] != a0.shape[d0]:
+            raise ValueError(f"{call}: in_dims={spec.in_dims!r} gives batch sizes "
+                             f"{a0.shape[d0]} for {w0} (shape {a0.shape}) and "
+                             f"{aval.shape[d]} for {where} (shape {aval.shape})")
+    return out, a0.shape[d0]
+
+
+# --- running ----------------------------------------------------------------------------
+
+def _call(func, spec, args, kwargs):
+    dims, size = _in_dims(spec, args)
+    chunk = spec.chunk_size
+    if chunk is None or chunk >= size:
+        outs, out_tree, _ = _run(func, spec, args, kwargs, dims, size)
+        return tree_unflatten(out_tree, outs)
+    arg_leaves, arg_tree = tree_flatten(tuple(args))
+    pieces = []
+    for start in range(0, size, chunk):
+        stop = min(start + chunk, size)
+        leaves = [x if d is None else _take(x, d, start, stop)
+                  for x, (d, _, _) in zip(arg_leaves, dims, strict=True)]
+        pieces.append(_run(func, spec, tree_unflatten(arg_tree, leaves), kwargs, dims,
+                           stop - start))
+    _, out_tree, out_dims = pieces[0]
+    outs = [pieces[0][0][i] if od is None else
+            P.concatenate.bind(*(p[0][i] for p in pieces), dimension=od)
+            for i, od in enumerate(out_dims)]
+    return tree_unflatten(out_tree, outs)
+
+
+def _take(x, d, start, stop):
+    shape = leaf_aval(x, "").shape
+    return P.slice.bind(x, start_indices=tuple(start if i == d else 0 for i in range(len(shape))),
+                        limit_indices=tuple(stop if i == d else n for i, n in enumerate(shape)),
+                        strides=(1,) * len(shape))
+
+
+def _run(func, spec, args, kwargs, dims, size):
+    """Batch ``func`` (cached per signature) and run it: (out leaves, out tree, out dims)."""
+    leaves, _, sig_key = signature(func, args, kwargs, spec.call)
+    flat_dims = tuple(d for d, _, _ in dims) + (None,) * (len(leaves) - len(dims))
+    entry = cached(func, ("vmap", flat_dims, spec.out_key), sig_key,
+                   lambda: _build(func, spec, args, kwargs, dims, flat_dims, size))
+    return replay(entry, leaves), entry.out_tree, entry.extra
+
+
+def _example(x, d, aval):
+    """A stand-in for one example of ``x`` (batched at ``d``): its type matters, and for
+    arrays how it overlaps the other arguments (what writes into it mean); no value is read.
+    """
+    if d is None:
+        return x
+    shape = aval.shape[:d] + aval.shape[d + 1:]
+    if isinstance(x, np.ndarray) and x.shape[d]:
+        return x[(slice(None),) * d + (0,)]
+    if not shape and aval.weak_type:   # keep a weak scalar weak: pass a Python scalar
+        py = {"b": bool, "i": int, "f": float, "c": complex}[aval.dtype.kind](0)
+        if dtypes.python_scalar_dtype(py) == aval.dtype:
+            return py
+    return np.zeros(shape, aval.dtype)
+
+
+def _build(func, spec, args, kwargs, dims, flat_dims, size) -> Transformed:
+    arg_leaves, arg_tree = tree_flatten(tuple(args))
+    examples = [_example(x, d, aval) for x, (d, aval, _) in zip(arg_leaves, dims, strict=True)]
+    traced = trace_for_transform(func, tree_unflatten(arg_tree, examples), kwargs,
+                                 spec.fname)
+    out_avals = traced.graph.out_avals
+    matched = _broadcast_prefix(spec.out_dims, tree_unflatten(traced.out_tree, out_avals),
+                                "out_dims", "the outputs", spec.call)
+    out_dims = [_normalize(d, av.ndim + 1, spec.call, "out_dims", spec.out_dims,
+                           _path("output", keys), (size, *av.shape))
+                for (d, keys), av in zip(matched, out_avals, strict=True)]
+    in_dims = list(flat_dims) + [None] * len(traced.captured)
+    try:
+        graph, captured = batch_graph(traced.graph, in_dims, size, out_dims, name=spec.call)
+    except BatchedOutputError as err:
+        keys = matched[err.index][1]
+        raise ValueError(f"{spec.call}: out_dims={spec.out_dims!r} gives None for "
+                         f"{_path('output', keys)} (shape {err.shape} with the batch), but it "
+                         "depends on the batched inputs; give it an int out_dim") from None
+    return Transformed(graph, traced.out_tree, traced.captured + captured, extra=out_dims)

@@ -1,0 +1,589 @@
+"""Forward and reverse mode: rules against finite differences, laws, API, errors, caching."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import functorch_core as fc
+import functorch_core.numpy as fnp
+from functorch_core.testing import check_grads
+from ir import primitives as P
+
+F64 = np.dtype(np.float64)
+I64 = np.dtype(np.int64)
+
+
+def _sum(x):
+    return P.reduce_sum.bind(x, axes=tuple(range(np.ndim(x) if not hasattr(x, "ndim")
+                                                 else x.ndim)))
+
+
+def _axis(shape, k):
+    return k % len(shape)
+
+
+# --- the op table: name -> make(rng, shape) -> (f, args) ------------------------------------
+
+def _u(rng, shape, lo=-2.0, hi=2.0):
+    return rng.uniform(lo, hi, shape)
+
+
+def _distinct(rng, shape):
+    """Values with no ties (max/min/sort/cummax are smooth there)."""
+    n = int(np.prod(shape))
+    return (rng.permutation(n) * 0.37 + rng.uniform(0, 0.1, n) - n * 0.2).reshape(shape)
+
+
+def _unary(prim, lo=-2.0, hi=2.0):
+    return lambda rng, shape: (prim.bind, (_u(rng, shape, lo, hi),))
+
+
+def _binary(prim, x_range=(-2, 2), y_range=(-2, 2)):
+    return lambda rng, shape: (prim.bind, (_u(rng, shape, *x_range), _u(rng, shape, *y_range)))
+
+
+def _away_from_zero(rng, shape):
+    return rng.uniform(0.3, 2.0, shape) * rng.choice([-1.0, 1.0], shape)
+
+
+def _make_gather(rng, shape):
+    idx = rng.integers(0, shape[0], (3, 1))      # repeats accumulate in the transpose
+    return (lambda x: P.gather.bind(x, idx, axes=(0,))), (_u(rng, shape),)
+
+
+def _make_scatter(prim):
+    def make(rng, shape):
+        idx = np.array([[0], [shape[0] - 1], [0]])   # a repeated index: last write wins
+        upd = _u(rng, (3,) + shape[1:])
+        return (lambda x, u: prim.bind(x, idx, u, axes=(0,))), (_u(rng, shape), upd)
+    return make
+
+
+def _make_dot(rng, shape):
+    # batch dim 0, contract the last lhs dim with rhs dim 1.
+    b, k = 2, shape[-1]
+    lhs, rhs = _u(rng, (b, 3, k)), _u(rng, (b, k, 2))
+    dn = (((2,), (1,)), ((0,), (0,)))
+    return (lambda x, y: P.dot_general.bind(x, y, dimension_numbers=dn)), (lhs, rhs)
+
+
+def _make_pad(rng, shape):
+    cfg = tuple((1, -1 if d > 1 else 0, 1) for d in shape)
+    return (lambda x, v: P.pad.bind(x, v, padding_config=cfg)), (_u(rng, shape), 0.5)
+
+
+def _make_slice(rng, shape):
+    return (lambda x: P.slice.bind(x, start_indices=(0,) * len(shape), limit_indices=shape,
+                                   strides=(2,) * len(shape))), (_u(rng, shape),)
+
+
+def _make_dynamic_slice(rng, shape):
+    sizes = tuple(max(d - 1, 1) for d in shape)
+    idx = [np.int64(1)] * len(shape)
+    return (lambda x: P.dynamic_slice.bind(x, *idx, slice_sizes=sizes)), (_u(rng, shape),)
+
+
+def _make_dus(rng, shape):
+    upd = _u(rng, tuple(max(d - 1, 1) for d in shape))
+    idx = [np.int64(1)] * len(shape)
+    return (lambda x, u: P.dynamic_update_slice.bind(x, u, *idx)), (_u(rng, shape), upd)
+
+
+def _make_layout(kind):
+    def make(rng, shape):
+        nd = len(shape)
+        fns = {
+            "broadcast_in_dim": lambda x: P.broadcast_in_dim.bind(
+                x, shape=(2,) + shape, broadcast_dimensions=tuple(range(1, nd + 1))),
+            "reshape": lambda x: P.reshape.bind(x, new_sizes=(int(np.prod(shape)),)),
+            "transpose": lambda x: P.transpose.bind(x, permutation=tuple(range(nd))[::-1]),
+            "expand_dims": lambda x: P.expand_dims.bind(x, dimensions=(0, nd + 1)),
+            "squeeze": lambda x: P.squeeze.bind(P.expand_dims.bind(x, dimensions=(1,)),
+                                                dimensions=(1,)),
+            "rev": lambda x: P.rev.bind(x, dimensions=(0,)),
+            "concatenate": lambda x: P.concatenate.bind(x, P.neg.bind(x), x, dimension=nd - 1),
+        }
+        return fns[kind], (_u(rng, shape),)
+    return make
+
+
+def _make_reduction(prim, distinct=False):
+    def make(rng, shape):
+        axes = (0,) if len(shape) == 1 else (0, len(shape) - 1)
+        x = _distinct(rng, shape) if distinct else _u(rng, shape, 0.5, 1.5)
+        return (lambda x: prim.bind(x, axes=axes)), (x,)
+    return make
+
+
+def _make_cumulative(prim, distinct=False):
+    def make(rng, shape):
+        axis, rev = _axis(shape, -1), bool(rng.integers(2))
+        x = _distinct(rng, shape) if distinct else _u(rng, shape, 0.5, 1.5)
+        return (lambda x: prim.bind(x, axis=axis, reverse=rev)), (x,)
+    return make
+
+
+def _make_sort(rng, shape):
+    axis = _axis(shape, -1)
+
+    def f(x, y):   # sort y along with the keys x
+        k, v = P.sort.bind(x, y, dimension=axis, num_keys=1)
+        return P.add.bind(k, P.mul.bind(v, v))
+    return f, (_distinct(rng, shape), _u(rng, shape))
+
+
+def _make_select(rng, shape):
+    pred = rng.uniform(size=shape) > 0.5
+    return (lambda x, y: P.select.bind(pred, x, y)), (_u(rng, shape), _u(rng, shape))
+
+
+def _make_argmax_weight(rng, shape):
+    # integer-valued intermediates have zero derivative but must not break anything
+    def f(x):
+        i = P.argmax.bind(x, axis=0, index_dtype=I64)
+        return P.mul.bind(x, P.convert.bind(_sum(i), new_dtype=F64))
+    return f, (_distinct(rng, shape),)
+
+
+def _make_complex(rng, shape):
+    def f(x):
+        z = P.mul.bind(P.convert.bind(x, new_dtype=np.dtype(np.complex128)),
+                       np.complex128(1 + 2j))
+        w = P.mul.bind(P.exp.bind(z), P.conj.bind(z))
+        return P.add.bind(P.real.bind(w), P.mul.bind(P.imag.bind(w), P.abs.bind(w)))
+    return f, (_u(rng, shape, -1, 1),)
+
+
+OPS = {
+    "neg": _unary(P.neg), "exp": _unary(P.exp), "exp2": _unary(P.exp2),
+    "expm1": _unary(P.expm1), "log": _unary(P.log, 0.2, 3), "log1p": _unary(P.log1p, -0.5, 2),
+    "sqrt": _unary(P.sqrt, 0.2, 3), "cbrt": _unary(P.cbrt, 0.2, 3), "tanh": _unary(P.tanh),
+    "logistic": _unary(P.logistic), "sin": _unary(P.sin), "cos": _unary(P.cos),
+    "tan": _unary(P.tan, -1, 1), "asin": _unary(P.asin, -0.8, 0.8),
+    "acos": _unary(P.acos, -0.8, 0.8), "atan": _unary(P.atan), "sinh": _unary(P.sinh),
+    "cosh": _unary(P.cosh), "asinh": _unary(P.asinh), "acosh": _unary(P.acosh, 1.2, 3),
+    "atanh": _unary(P.atanh, -0.8, 0.8),
+    "abs": lambda rng, shape: (P.abs.bind, (_away_from_zero(rng, shape),)),
+    "add": _binary(P.add), "sub": _binary(P.sub), "mul": _binary(P.mul),
+    "div": lambda rng, shape: (P.div.bind, (_u(rng, shape), _away_from_zero(rng, shape))),
+    "pow": _binary(P.pow, (0.3, 2), (-2, 2)),
+    "max": lambda rng, shape: (P.max.bind, tuple(np.split(_distinct(rng, (2,) + shape), 2)[k][0]
+                                                 for k in range(2))),
+    "min": lambda rng, shape: (P.min.bind, tuple(np.split(_distinct(rng, (2,) + shape), 2)[k][0]
+                                                 for k in range(2))),
+    "atan2": _binary(P.atan2, (0.3, 2), (0.3, 2)),
+    "copysign": lambda rng, shape: (P.copysign.bind, (_away_from_zero(rng, shape),
+                                                      _away_from_zero(rng, shape))),
+    "rem": _binary(P.rem, (0.2, 2.8), (3, 3)),
+    "select": _make_select,
+    "scalar_operand": lambda rng, shape: (lambda x, s: P.mul.bind(P.sin.bind(x), s),
+                                          (_u(rng, shape), np.float64(1.5))),
+    "reduce_sum": _make_reduction(P.reduce_sum), "reduce_prod": _make_reduction(P.reduce_prod),
+    "reduce_max": _make_reduction(P.reduce_max, True),
+    "reduce_min": _make_reduction(P.reduce_min, True),
+    "cumsum": _make_cumulative(P.cumsum), "cumprod": _make_cumulative(P.cumprod),
+    "cummax": _make_cumulative(P.cummax, True), "cummin": _make_cumulative(P.cummin, True),
+    "sort": _make_sort, "argmax": _make_argmax_weight,
+    "gather": _make_gather, "scatter_add": _make_scatter(P.scatter_add),
+    "scatter": _make_scatter(P.scatter), "dot_general": _make_dot, "pad": _make_pad,
+    "slice": _make_slice, "dynamic_slice": _make_dynamic_slice, "dynamic_update_slice": _make_dus,
+    **{k: _make_layout(k) for k in ("broadcast_in_dim", "reshape", "transpose", "expand_dims",
+                                    "squeeze", "rev", "concatenate")},
+    "complex": _make_complex,
+}
+
+shapes = st.lists(st.integers(1, 3), min_size=1, max_size=2).map(tuple)
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+@settings(max_examples=4)
+@given(shape=shapes, seed=st.integers(0, 2**16))
+def test_check_grads_op_table(name, shape, seed):
+    f, args = OPS[name](np.random.default_rng(seed), shape)
+    check_grads(f, args, order=2, modes=("fwd", "rev"))
+
+
+def test_check_grads_catches_a_wrong_rule():
+    @fc.custom_jvp
+    def f(x):
+        return P.sin.bind(x)
+
+    @f.defjvp
+    def _(primals, tangents):
+        return f(primals[0]), P.mul.bind(tangents[0], 2.0)   # wrong on purpose
+
+    with pytest.raises(AssertionError, match="finite differences"):
+        check_grads(f, (np.array([0.3, 1.0]),), order=1, modes=("fwd",))
+
+
+# --- laws ----------------------------------------------------------------------------------
+
+def _mlp(params, x):
+    h = P.tanh.bind(P.dot_general.bind(x, params["w"], dimension_numbers=(((1,), (0,)),
+                                                                           ((), ()))))
+    return P.mul.bind(h, P.broadcast_in_dim.bind(params["b"], shape=(4, 3),
+                                                 broadcast_dimensions=(1,)))
+
+
+def _params(rng):
+    return {"w": rng.normal(size=(2, 3)), "b": rng.normal(size=(3,))}
+
+
+@settings(max_examples=10)
+@given(seed=st.integers(0, 2**16))
+def test_dot_product_law(seed):
+    rng = np.random.default_rng(seed)
+    params, x = _params(rng), rng.normal(size=(4, 2))
+    v = {"w": rng.normal(size=(2, 3)), "b": rng.normal(size=(3,))}
+    u = rng.normal(size=(4, 3))
+    _, jv = fc.jvp(lambda p: _mlp(p, x), (params,), (v,))
+    _, vjp_fn = fc.vjp(lambda p: _mlp(p, x), params)
+    (ju,) = vjp_fn(u)
+    lhs = np.sum(u * jv)
+    rhs = np.sum(ju["w"] * v["w"]) + np.sum(ju["b"] * v["b"])
+    np.testing.assert_allclose(lhs, rhs, rtol=1e-10)
+
+
+def _g(x, y):
+    return P.mul.bind(P.sin.bind(P.mul.bind(x, y)), P.exp.bind(x))
+
+
+def test_jacrev_equals_jacfwd():
+    x, y = np.array([0.3, -1.2, 2.0]), np.array([1.5, 0.5, -0.7])
+    for argnums in (0, 1, (0, 1)):
+        a = fc.jacrev(_g, argnums)(x, y)
+        b = fc.jacfwd(_g, argnums)(x, y)
+        for ja, jb in zip(np.atleast_1d(a) if isinstance(a, tuple) else [a],
+                          np.atleast_1d(b) if isinstance(b, tuple) else [b], strict=True):
+            np.testing.assert_allclose(ja, jb, rtol=1e-12)
+    j = fc.jacrev(_g)(x, y)
+    np.testing.assert_allclose(j, np.diag(y * np.cos(x * y) * np.exp(x) + np.sin(x * y)
+                                          * np.exp(x)), rtol=1e-12)
+
+
+def test_jacobian_pytree_structure():
+    params = {"w": np.ones((2, 3)), "b": np.ones(3)}
+    x = np.ones((4, 2))
+    jr = fc.jacrev(lambda p: {"out": _mlp(p, x)})(params)
+    jf = fc.jacfwd(lambda p: {"out": _mlp(p, x)})(params)
+    assert jr["out"]["w"].shape == (4, 3, 2, 3) and jr["out"]["b"].shape == (4, 3, 3)
+    for k in ("w", "b"):
+        np.testing.assert_allclose(jr["out"][k], jf["out"][k], rtol=1e-12)
+    chunked = fc.jacrev(lambda p: {"out": _mlp(p, x)}, chunk_size=5)(params)
+    np.testing.assert_allclose(chunked["out"]["w"], jr["out"]["w"], rtol=1e-12)
+
+
+def test_hessian_symmetric_and_right():
+    def f(x):
+        return _sum(P.mul.bind(P.sin.bind(x), P.cumprod.bind(x, axis=0, reverse=False)))
+    x = np.array([0.4, 1.1, -0.6])
+    h = fc.hessian(f)(x)
+    np.testing.assert_allclose(h, h.T, atol=1e-12)
+    e = 1e-5
+    fd = np.stack([(fc.grad(f)(x + e * d) - fc.grad(f)(x - e * d)) / (2 * e) for d in np.eye(3)])
+    np.testing.assert_allclose(h, fd, atol=1e-7)
+    hvp = fc.jvp(fc.grad(f), (x,), (np.array([1.0, 2.0, 3.0]),))[1]
+    np.testing.assert_allclose(hvp, h @ np.array([1.0, 2.0, 3.0]), atol=1e-12)
+
+
+def test_jit_of_transform_equals_transform():
+    x = np.array([0.3, -1.2, 2.0])
+    f = lambda x: _sum(P.mul.bind(P.tanh.bind(x), x))   # noqa: E731
+    for T in (fc.grad, fc.jacrev, fc.jacfwd, fc.hessian):
+        np.testing.assert_allclose(fc.jit(T(f))(x), T(f)(x), rtol=1e-12)
+        np.testing.assert_allclose(T(fc.jit(f))(x), T(f)(x), rtol=1e-12)
+    np.testing.assert_allclose(fc.jit(lambda x, t: fc.jvp(f, (x,), (t,)))(x, x)[1],
+                               fc.jvp(f, (x,), (x,))[1], rtol=1e-12)
+
+
+def test_vmap_of_grad_is_per_example_grads():
+    w = np.array([0.5, -1.0])
+    xs = np.random.default_rng(0).normal(size=(5, 2))
+    loss = lambda w, x: P.tanh.bind(_sum(P.mul.bind(w, x)))   # noqa: E731
+    per = fc.vmap(fc.grad(loss), in_dims=(None, 0))(w, xs)
+    np.testing.assert_allclose(per, np.stack([fc.grad(loss)(w, x) for x in xs]), rtol=1e-12)
+
+
+# --- perturbation confusion and composition ------------------------------------------------
+
+def test_perturbation_confusion():
+    assert fc.grad(lambda x: fc.grad(lambda y: P.mul.bind(x, y))(1.0))(2.0) == 1.0
+    # d/dx [x * d/dy (x + y)] = 1, not 2
+    assert fc.grad(lambda x: P.mul.bind(x, fc.grad(lambda y: P.add.bind(x, y))(1.0)))(3.0) == 1.0
+    out = fc.jvp(lambda x: fc.jvp(lambda y: P.mul.bind(x, y), (1.0,), (1.0,))[1], (2.0,),
+                 (1.0,))
+    assert out == (2.0, 1.0)
+
+
+def test_higher_order_derivatives():
+    f = lambda x: P.mul.bind(P.mul.bind(x, x), x)   # noqa: E731
+    assert fc.grad(fc.grad(f))(2.0) == 12.0
+    assert fc.grad(fc.grad(fc.grad(f)))(2.0) == 6.0
+    np.testing.assert_allclose(fc.grad(fc.grad(P.sin.bind))(0.7), -np.sin(0.7))
+
+
+# --- semantics at the awkward points -------------------------------------------------------
+
+def test_max_min_ties_split_evenly():
+    assert fc.grad(lambda x: P.max.bind(x, 1.0))(1.0) == 0.5
+    assert fc.grad(lambda x: P.min.bind(x, 1.0))(1.0) == 0.5
+    x = np.array([3.0, 1.0, 3.0])
+    np.testing.assert_array_equal(fc.grad(lambda x: P.reduce_max.bind(x, axes=(0,)))(x),
+                                  [0.5, 0, 0.5])
+    np.testing.assert_array_equal(fc.grad(lambda x: _sum(P.cummax.bind(x, axis=0,
+                                                                       reverse=False)))(x),
+                                  [2.5, 0, 0.5])
+
+
+def test_reduce_prod_and_cumprod_with_zeros():
+    x = np.array([2.0, 0.0, 3.0, 4.0])
+    np.testing.assert_array_equal(fc.grad(lambda x: P.reduce_prod.bind(x, axes=(0,)))(x),
+                                  [0, 24, 0, 0])
+    y = np.array([2.0, 0.0, 0.0])
+    np.testing.assert_array_equal(fc.grad(lambda x: P.reduce_prod.bind(x, axes=(0,)))(y),
+                                  [0, 0, 0])
+    j = fc.jacrev(lambda x: P.cumprod.bind(x, axis=0, reverse=False))(x)
+    np.testing.assert_array_equal(j, [[1, 0, 0, 0], [0, 2, 0, 0], [0, 6, 0, 0], [0, 24, 0, 0]])
+
+
+def test_sqrt_abs_pow_at_zero():
+    with np.errstate(all="ignore"):
+        assert fc.grad(P.sqrt.bind)(0.0) == np.inf
+        assert fc.grad(P.cbrt.bind)(0.0) == np.inf
+    assert fc.grad(P.abs.bind)(0.0) == 0.0
+    assert fc.grad(lambda x: P.pow.bind(x, 2.0))(0.0) == 0.0
+    assert fc.grad(lambda x: P.pow.bind(x, 0.0))(0.0) == 0.0
+    assert fc.grad(lambda y: P.pow.bind(0.0, y))(2.0) == 0.0
+    np.testing.assert_allclose(fc.grad(lambda y: P.pow.bind(2.0, y))(3.0), 8 * np.log(2))
+
+
+def test_complex_convention_is_jaxs():
+    z = np.complex128(1.0 + 2.0j)
+    # f(z) = |z|^2: the gradient is 2 * conj(z) (conjugate of the ascent direction)
+    assert fc.grad(lambda z: P.real.bind(P.mul.bind(z, P.conj.bind(z))))(z) == 2 * np.conj(z)
+    assert fc.grad(lambda z: P.abs.bind(z))(z) == np.conj(z) / abs(z)
+    assert fc.grad(lambda z: P.imag.bind(z))(z) == -1j
+    # holomorphic jvp: d/dz z^2 = 2z
+    assert fc.jvp(lambda z: P.mul.bind(z, z), (z,), (np.complex128(1.0),))[1] == 2 * z
+
+
+def test_sort_gradient_follows_the_permutation():
+    x = np.array([3.0, 1.0, 2.0])
+    w = np.array([1.0, 10.0, 100.0])
+    g = fc.grad(lambda x: _sum(P.mul.bind(P.sort.bind(x, dimension=0, num_keys=1)[0], w)))(x)
+    np.testing.assert_array_equal(g, [100.0, 1.0, 10.0])
+
+
+def test_integer_paths_have_zero_derivative():
+    def f(x):
+        i = P.convert.bind(P.floor.bind(x), new_dtype=I64)
+        return P.add.bind(P.convert.bind(i, new_dtype=F64), P.mul.bind(x, 2.0))
+    assert fc.grad(f)(1.5) == 2.0
+    _out, vjp_fn = fc.vjp(lambda x, n: P.mul.bind(x, P.convert.bind(n, new_dtype=F64)),
+                         np.ones(2), np.array([3, 4]))
+    gx, gn = vjp_fn(np.ones(2))
+    np.testing.assert_array_equal(gx, [3.0, 4.0])
+    assert gn.dtype == I64 and not gn.any()
+
+
+# --- API -----------------------------------------------------------------------------------
+
+def test_argnums_has_aux_and_value_variants():
+    f = lambda x, y: (P.mul.bind(x, y), {"aux": P.add.bind(x, y)})   # noqa: E731
+    gx, gy = fc.grad(lambda x, y: f(x, y)[0], argnums=(0, 1))(2.0, 3.0)
+    assert (gx, gy) == (3.0, 2.0)
+    g, aux = fc.grad(f, argnums=1, has_aux=True)(2.0, 3.0)
+    assert g == 2.0 and aux["aux"] == 5.0
+    g, (v, aux) = fc.grad_and_value(f, has_aux=True)(2.0, 3.0)
+    assert (g, v, aux["aux"]) == (3.0, 6.0, 5.0)
+    (v, aux), g = fc.value_and_grad(f, has_aux=True)(2.0, 3.0)
+    assert (g, v) == (3.0, 6.0)
+    assert fc.value_and_grad(lambda x: P.mul.bind(x, x))(3.0) == (9.0, 6.0)
+    assert fc.grad(lambda x, y: P.mul.bind(x, y), argnums=-1)(2.0, 5.0) == 2.0
+
+
+def test_pytree_arguments():
+    params = {"w": np.array([1.0, 2.0]), "b": (np.float64(0.5), [np.array(3.0)])}
+
+    def loss(p):
+        return P.add.bind(_sum(P.mul.bind(p["w"], p["w"])),
+                          P.mul.bind(p["b"][0], p["b"][1][0]))
+    g = fc.grad(loss)(params)
+    np.testing.assert_array_equal(g["w"], [2.0, 4.0])
+    assert g["b"][0] == 3.0 and g["b"][1][0] == 0.5
+
+
+def test_vjp_fn_reusable_and_vmappable():
+    x = np.array([0.1, 0.2, 0.3])
+    _out, vjp_fn = fc.vjp(lambda x: P.mul.bind(P.sin.bind(x), 2.0), x)
+    a = vjp_fn(np.ones(3))[0]
+    b = vjp_fn(np.array([1.0, 0.0, 0.0]))[0]
+    np.testing.assert_allclose(a, 2 * np.cos(x))
+    np.testing.assert_allclose(b, [2 * np.cos(0.1), 0, 0])
+    rows = fc.vmap(vjp_fn)(np.eye(3))[0]
+    np.testing.assert_allclose(rows, np.diag(2 * np.cos(x)))
+
+
+def test_linearize_and_jvp_has_aux():
+    x = np.array([0.1, 0.2])
+    _out, jvp_fn = fc.linearize(P.exp.bind, x)
+    np.testing.assert_allclose(jvp_fn(np.ones(2)), np.exp(x))
+    np.testing.assert_allclose(jvp_fn(np.array([2.0, 0.0])), [2 * np.exp(0.1), 0])
+    _y, t, aux = fc.jvp(lambda x: (P.sin.bind(x), P.cos.bind(x)), (x,), (np.ones(2),),
+                       has_aux=True)
+    np.testing.assert_allclose(t, np.cos(x))
+    np.testing.assert_allclose(aux, np.cos(x))
+
+
+def test_caller_arrays_untouched():
+    x = np.array([1.0, 2.0])
+    before = x.copy()
+    fc.grad(lambda x: _sum(P.mul.bind(x, x)))(x)
+    fc.jacrev(lambda x: P.mul.bind(x, x))(x)
+    np.testing.assert_array_equal(x, before)
+
+
+# --- errors --------------------------------------------------------------------------------
+
+def test_error_non_scalar_output():
+    def f(x):
+        return P.sin.bind(x)
+    msg = (r"grad\(.*f\): the function must return a scalar \(a 0-d array\), but it returned "
+           r"an array of shape \(3,\); use jacrev or vjp for non-scalar outputs")
+    with pytest.raises(ValueError, match=msg):
+        fc.grad(f)(np.ones(3))
+
+
+def test_error_argnums_out_of_range():
+    with pytest.raises(ValueError, match=r"argnums=2 is out of range for a call with 2 "
+                                         "positional arguments"):
+        fc.grad(lambda x, y: P.mul.bind(x, y), argnums=2)(1.0, 2.0)
+
+
+def test_error_has_aux_not_a_pair():
+    with pytest.raises(TypeError, match=r"has_aux=True the function must return a pair"):
+        fc.grad(lambda x: P.mul.bind(x, x), has_aux=True)(1.0)
+
+
+def test_error_integer_input():
+    with pytest.raises(TypeError, match=r"argument 0 \(argnums\) has dtype int64"):
+        fc.grad(lambda x: P.mul.bind(x, x))(np.array(3))
+    with pytest.raises(TypeError, match="int64"):
+        fc.jacrev(lambda x: x)(np.arange(3))
+
+
+def test_error_output_dtype_and_bad_cotangent():
+    with pytest.raises(TypeError, match="real floating-point scalar"):
+        fc.grad(lambda x: P.convert.bind(x, new_dtype=np.dtype(np.complex128)))(1.0)
+    _, vjp_fn = fc.vjp(P.sin.bind, np.ones(3))
+    with pytest.raises(ValueError, match="cotangent"):
+        vjp_fn(np.ones(4))
+    with pytest.raises(ValueError, match="tangent leaf 0"):
+        fc.jvp(P.sin.bind, (np.ones(3),), (np.ones(2),))
+
+
+# --- caching ---------------------------------------------------------------------------------
+
+def test_function_traced_once_per_signature():
+    calls = []
+
+    def loss(w, x):
+        calls.append(1)
+        return _sum(P.mul.bind(P.tanh.bind(P.mul.bind(w, x)), x))
+    w = np.ones(3)
+    for k in range(5):
+        fc.grad(loss)(w, np.full(3, float(k)))
+    assert len(calls) == 1
+    g = fc.grad(loss)
+    g(w, np.ones(3))
+    assert len(calls) == 1            # a new grad() of the same function shares the cache
+    g(np.ones(4), np.ones(4))
+    assert len(calls) == 2            # a new signature traces again
+    for _ in range(3):
+        fc.vjp(loss, w, w)[1](1.0)
+    assert len(calls) == 3
+
+
+# --- custom rules ------------------------------------------------------------------------------
+
+@fc.custom_jvp
+def _softplus(x):
+    return P.log1p.bind(P.exp.bind(x))
+
+
+@_softplus.defjvp
+def _softplus_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _softplus(x), P.mul.bind(t, P.logistic.bind(x))
+
+
+@fc.custom_vjp
+def _clip_grad(x):
+    return x
+
+
+_clip_grad.defvjp(lambda x: (x, None),
+                  lambda res, g: (P.max.bind(P.min.bind(g, 1.0), -1.0),))
+
+
+def test_custom_jvp_used_and_composes():
+    # the naive formula overflows at 1000; the custom rule does not
+    assert fc.grad(_softplus)(1000.0) == 1.0
+    x = np.array([-1.0, 0.5, 2.0])
+    sig = 1 / (1 + np.exp(-x))
+    total = lambda x: _sum(_softplus(x))   # noqa: E731
+    np.testing.assert_allclose(fc.grad(total)(x), sig)
+    np.testing.assert_allclose(fc.jit(fc.grad(total))(x), sig)
+    np.testing.assert_allclose(fc.grad(fc.jit(total))(x), sig)
+    np.testing.assert_allclose(fc.vmap(fc.grad(_softplus))(x), sig)
+    np.testing.assert_allclose(fc.grad(lambda x: _sum(fc.vmap(_softplus)(x)))(x), sig)
+    np.testing.assert_allclose(fc.vmap(_softplus)(x), np.log1p(np.exp(x)))
+    np.testing.assert_allclose(fc.grad(fc.grad(_softplus))(0.3),
+                               np.exp(-0.3) / (1 + np.exp(-0.3)) ** 2)
+    check_grads(total, (x,), order=2)
+
+
+def test_custom_vjp_used_and_composes():
+    x = np.array([1.0, -2.0])
+    f = lambda x: _sum(P.mul.bind(_clip_grad(x), 5.0))   # noqa: E731
+    np.testing.assert_array_equal(fc.grad(f)(x), [1.0, 1.0])
+    np.testing.assert_array_equal(fc.jit(fc.grad(f))(x), [1.0, 1.0])
+    np.testing.assert_array_equal(fc.grad(fc.jit(f))(x), [1.0, 1.0])
+    np.testing.assert_array_equal(fc.grad(lambda x: _sum(P.mul.bind(fc.vmap(_clip_grad)(x),
+                                                                    5.0)))(x), [1.0, 1.0])
+    np.testing.assert_array_equal(fc.jacrev(lambda x: P.mul.bind(_clip_grad(x), 0.5))(x),
+                                  np.diag([0.5, 0.5]))
+    with pytest.raises(TypeError, match="forward-mode"):
+        fc.jvp(_clip_grad, (x,), (x,))
+
+
+def test_custom_vjp_with_residuals_and_unbatched_argument():
+    @fc.custom_vjp
+    def scale(w, x):
+        return P.mul.bind(w, x)
+
+    def fwd(w, x):
+        return scale(w, x), (w, x)
+
+    def bwd(res, g):
+        w, x = res
+        return P.mul.bind(g, x), P.mul.bind(g, w)
+    scale.defvjp(fwd, bwd)
+    w, xs = np.array([2.0, 3.0]), np.arange(6.0).reshape(3, 2)
+    loss = lambda w: _sum(fc.vmap(scale, in_dims=(None, 0))(w, xs))   # noqa: E731
+    np.testing.assert_allclose(fc.grad(loss)(w), xs.sum(0))
+
+
+def test_stop_gradient():
+    assert fc.grad(lambda x: P.mul.bind(x, fc.stop_gradient(x)))(3.0) == 3.0
+    tree = fc.stop_gradient({"a": np.ones(2), "n": np.arange(2)})
+    assert tree["n"].dtype == I64
+    assert fc.grad(lambda x: _sum(fc.stop_gradient(P.mul.bind(x, x))))(np.ones(2)).tolist() \
+        == [0.0, 0.0]
+
+
+def test_fnp_functions_differentiate():
+    x = np.array([0.5, 1.5])
+    g = fc.grad(lambda x: _sum(fnp.sin(x) * fnp.exp(x) + fnp.maximum(x, 1.0)))(x)
+    np.testing.assert_allclose(g, np.cos(x) * np.exp(x) + np.sin(x) * np.exp(x) + [0, 1])

@@ -1,0 +1,407 @@
+"""vmap against loop-and-stack, the in_dims/out_dims API, composition and errors."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import functorch_core as fc
+import functorch_core.numpy as fnp
+from functorch_core import vmap
+from functorch_core.transforms.batching import batch_graph
+from ir import AbstractArray, check_graph, trace_flat
+from ir import primitives as P
+from ir.pytree import tree_flatten, tree_map
+
+F64, I64 = np.float64, np.int64
+
+# --- the op table: per-example functions of primitives --------------------------------
+# ``make(rng, m, n, k)`` draws one example's arguments; every argument is an
+# array, so any of them may be batched along any of its axes.
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    f: Any
+    make: Any
+
+
+def normal(*shape):
+    return lambda rng: rng.standard_normal(shape)
+
+
+def ints(lo, hi, *shape):
+    return lambda rng: rng.integers(lo, hi, shape)
+
+
+def case(name, f, *makers):
+    return Case(name, f, lambda rng, m, n, k: [mk(m, n, k)(rng) for mk in makers])
+
+
+def dn(lc, rc, lb=(), rb=()):
+    return ((lc, rc), (lb, rb))
+
+
+CASES = [
+    case("add_scalar", lambda x, s: P.add.bind(x, s), lambda m, n, k: normal(m, n),
+         lambda m, n, k: normal()),
+    case("mul_weak", lambda x: fnp.multiply(x, 2.5), lambda m, n, k: normal(m, n)),
+    case("tanh", lambda x: P.tanh.bind(x), lambda m, n, k: normal(m, n)),
+    case("select", lambda p, a, b: P.select.bind(P.gt.bind(p, np.float64(0)), a, b),
+         lambda m, n, k: normal(m, n), lambda m, n, k: normal(m, n), lambda m, n, k: normal()),
+    case("convert", lambda x: P.convert.bind(x, new_dtype=np.dtype(np.float32)),
+         lambda m, n, k: normal(m, n)),
+    case("reduce_sum", lambda x: P.reduce_sum.bind(x, axes=(1,)),
+         lambda m, n, k: normal(m, n, k)),
+    case("reduce_max", lambda x: P.reduce_max.bind(x, axes=(0, 2)),
+         lambda m, n, k: normal(m, n, k)),
+    case("argmax", lambda x: P.argmax.bind(x, axis=1, index_dtype=np.dtype(np.int32)),
+         lambda m, n, k: normal(m, n)),
+    case("cumsum", lambda x: P.cumsum.bind(x, axis=0, reverse=True),
+         lambda m, n, k: normal(m, n)),
+    case("cummax", lambda x: P.cummax.bind(x, axis=1, reverse=False),
+         lambda m, n, k: normal(m, n)),
+    case("broadcast_in_dim", lambda x: P.broadcast_in_dim.bind(
+        x, shape=(3, x.shape[0], 2, x.shape[1]), broadcast_dimensions=(1, 3)),
+        lambda m, n, k: normal(m, n)),
+    case("broadcast_ones", lambda x: P.broadcast_in_dim.bind(
+        x, shape=(x.shape[0], 4), broadcast_dimensions=(0, 1)), lambda m, n, k: normal(m, 1)),
+    case("reshape", lambda x: P.reshape.bind(x, new_sizes=(x.size,)),
+         lambda m, n, k: normal(m, n)),
+    case("transpose", lambda x: P.transpose.bind(x, permutation=(2, 0, 1)),
+         lambda m, n, k: normal(m, n, k)),
+    case("squeeze", lambda x: P.squeeze.bind(x, dimensions=(1,)),
+         lambda m, n, k: normal(m, 1, n)),
+    case("expand_dims", lambda x: P.expand_dims.bind(x, dimensions=(0, 2, 4)),
+         lambda m, n, k: normal(m, n)),
+    case("rev", lambda x: P.rev.bind(x, dimensions=(1,)), lambda m, n, k: normal(m, n)),
+    case("slice", lambda x: P.slice.bind(x, start_indices=(0, 1), limit_indices=(x.shape[0], 3),
+                                         strides=(2, 1)), lambda m, n, k: normal(m, n + 2)),
+    case("concatenate", lambda x, y: P.concatenate.bind(x, y, x, dimension=1),
+         lambda m, n, k: normal(m, n), lambda m, n, k: normal(m, k)),
+    case("pad", lambda x, v: P.pad.bind(x, v, padding_config=((1, -1, 1), (0, 2, 0))),
+         lambda m, n, k: normal(m + 1, n), lambda m, n, k: normal()),
+    case("dynamic_slice", lambda x, i, j: P.dynamic_slice.bind(x, i, j, slice_sizes=(2, 1)),
+         lambda m, n, k: normal(m + 1, n), lambda m, n, k: ints(-2, m + 3),
+         lambda m, n, k: ints(-1, n + 1)),
+    case("dynamic_slice_full", lambda x, i, j: P.dynamic_slice.bind(
+        x, i, j, slice_sizes=(x.shape[0], 2)), lambda m, n, k: normal(m, n + 1),
+        lambda m, n, k: ints(0, m), lambda m, n, k: ints(-1, n + 2)),
+    case("dynamic_update_slice", lambda x, u, i: P.dynamic_update_slice.bind(
+        x, u, i, np.int64(0)), lambda m, n, k: normal(m + 2, n),
+        lambda m, n, k: normal(2, n), lambda m, n, k: ints(-1, m + 4)),
+    case("gather", lambda x, idx: P.gather.bind(x, idx, axes=(0,)),
+         lambda m, n, k: normal(m, n), lambda m, n, k: ints(-1, m + 1, k, 1)),
+    case("gather_2d", lambda x, idx: P.gather.bind(x, idx, axes=(2, 0)),
+         lambda m, n, k: normal(m, n, 3), lambda m, n, k: ints(0, 3, k, 2, 2)),
+    case("scatter_add", lambda x, idx, u: P.scatter_add.bind(x, idx, u, axes=(1,)),
+         lambda m, n, k: normal(m, n), lambda m, n, k: ints(0, n, k, 1),
+         lambda m, n, k: normal(k, m)),
+    case("scatter", lambda x, idx, u: P.scatter.bind(x, idx, u, axes=(0,)),
+         lambda m, n, k: normal(m, n), lambda m, n, k: ints(0, m, 2, 1),
+         lambda m, n, k: normal(2, n)),
+    case("matmul", lambda a, b: P.dot_general.bind(a, b, dimension_numbers=dn((1,), (0,))),
+         lambda m, n, k: normal(m, k), lambda m, n, k: normal(k, n)),
+    case("batched_dot", lambda a, b: P.dot_general.bind(
+        a, b, dimension_numbers=dn((2,), (1,), (0,), (0,))),
+        lambda m, n, k: normal(2, m, k), lambda m, n, k: normal(2, k, n)),
+    case("vector_dot", lambda a, b: P.dot_general.bind(a, b, dimension_numbers=dn((0,), (0,))),
+         lambda m, n, k: normal(k), lambda m, n, k: normal(k)),
+    case("sort", lambda x, y: P.sort.bind(x, y, dimension=1, num_keys=1),
+         lambda m, n, k: ints(0, 3, m, n), lambda m, n, k: normal(m, n)),
+    case("iota_inside", lambda x: P.add.bind(x, P.convert.bind(
+        P.iota.bind(dtype=np.dtype(I64), shape=x.shape, dimension=0), new_dtype=np.dtype(F64))),
+        lambda m, n, k: normal(m, n)),
+    case("mixed_ops", lambda x, w: P.reduce_sum.bind(P.tanh.bind(P.dot_general.bind(
+        x, w, dimension_numbers=dn((1,), (0,)))), axes=(0,)),
+        lambda m, n, k: normal(m, k), lambda m, n, k: normal(k, n)),
+]
+
+
+def draw_batch(c, rng, size, dims, sizes):
+    """Batched arguments: ``size`` examples stacked along each argument's in_dim."""
+    examples = [c.make(rng, *sizes) for _ in range(size)]
+    args = []
+    for i, d in enumerate(dims):
+        if d is None:
+            args.append(examples[0][i])
+        else:
+            args.append(np.stack([np.asarray(e[i]) for e in examples], axis=d))
+    return args
+
+
+def loop_and_stack(f, in_dims, args, out_dim=0):
+    size = next(np.shape(a)[d] for a, d in zip(args, in_dims, strict=True) if d is not None)
+    outs = [f(*[a if d is None else np.take(a, i, axis=d)
+                for a, d in zip(args, in_dims, strict=True)]) for i in range(size)]
+    return tree_map(lambda *xs: np.stack(xs, axis=out_dim), *outs)
+
+
+def assert_tree_close(got, want):
+    g, gt = tree_flatten(got)
+    w, wt = tree_flatten(want)
+    assert gt == wt
+    for a, b in zip(g, w, strict=True):
+        a, b = np.asarray(a), np.asarray(b)
+        assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, a.dtype, b.shape, b.dtype)
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def dim_choices(c, sizes):
+    ranks = [np.ndim(a) for a in c.make(np.random.default_rng(0), *sizes)]
+    return [tuple(dims) for dims in itertools.product(*[[None, *range(r + 1)] for r in ranks])
+            if any(d is not None for d in dims)]
+
+
+@pytest.mark.parametrize("c", CASES, ids=lambda c: c.name)
+def test_every_in_dims_combination(c):
+    rng = np.random.default_rng(1)
+    sizes = (3, 2, 4)
+    for dims in dim_choices(c, sizes):   # a batch size unlike any other size
+        args = draw_batch(c, rng, 5, dims, sizes)
+        assert_tree_close(vmap(c.f, in_dims=dims)(*args), loop_and_stack(c.f, dims, args))
+
+
+@pytest.mark.parametrize("c", CASES, ids=lambda c: c.name)
+@given(data=st.data(), size=st.integers(1, 4), sizes=st.tuples(*[st.integers(1, 4)] * 3),
+       seed=st.integers(0, 2**31))
+def test_drawn_sizes_and_dims(c, data, size, sizes, seed):
+    dims = data.draw(st.sampled_from(dim_choices(c, sizes)), label="in_dims")
+    args = draw_batch(c, np.random.default_rng(seed), size, dims, sizes)
+    ref = loop_and_stack(c.f, dims, args)
+    out_dim = data.draw(st.integers(-1 - np.ndim(tree_flatten(ref)[0][0]) + 1, 0))
+    got = vmap(c.f, in_dims=dims, out_dims=out_dim)(*args)
+    assert_tree_close(got, loop_and_stack(c.f, dims, args, out_dim))
+
+
+@pytest.mark.parametrize("c", CASES, ids=lambda c: c.name)
+def test_batched_graph_checks(c):
+    sizes = (3, 2, 4)
+    examples = c.make(np.random.default_rng(0), *sizes)
+    graph = fc.make_graph(c.f)(*examples)
+    for dims in dim_choices(c, sizes):
+        in_avals_dims = list(dims)
+        out_dims = [0] * len(graph.outputs)
+        batched, captured = batch_graph(graph, in_avals_dims, 5, out_dims)
+        assert not captured
+        check_graph(batched)
+        for v, o in zip(batched.outputs, graph.outputs, strict=True):
+            assert v.aval.shape == (5, *o.aval.shape)
+
+
+def test_unbatched_equations_pass_through():
+    graph = fc.make_graph(lambda x, w: P.add.bind(x, P.tanh.bind(w)))(np.ones(3), np.ones(3))
+    batched, _ = batch_graph(graph, [0, None], 4, [0])
+    prims = [e.prim for e in batched.eqns]
+    assert prims == [P.tanh, P.broadcast_in_dim, P.add]
+    assert batched.eqns[0].inputs[0] is batched.inputs[1]
+
+
+def test_unbatched_scalars_are_not_broadcast():
+    graph = fc.make_graph(lambda x: P.mul.bind(x, np.float64(2)))(np.ones(3))
+    batched, _ = batch_graph(graph, [1], 4, [1])
+    assert [e.prim for e in batched.eqns] == [P.mul]
+
+
+# --- the API --------------------------------------------------------------------------
+
+def test_negative_in_and_out_dims():
+    x = np.arange(24.0).reshape(2, 3, 4)
+    got = vmap(lambda r: P.reduce_sum.bind(r, axes=(0,)), in_dims=-1, out_dims=-1)(x)
+    np.testing.assert_array_equal(got, x.sum(axis=0))
+    got = vmap(lambda r: P.tanh.bind(r), in_dims=-2, out_dims=-2)(x)
+    np.testing.assert_allclose(got, np.tanh(x))
+
+
+def test_pytree_in_dims_prefix_and_out_dims():
+    def f(p, xs):
+        return {"y": fnp.add(p["w"], xs[0]), "z": fnp.multiply(p["b"], xs[1])}
+
+    w, b = np.ones((5, 3)), np.arange(3.0)
+    xs = (np.arange(15.0).reshape(3, 5), np.arange(5.0))
+    got = vmap(f, in_dims=({"w": 0, "b": None}, (1, 0)), out_dims={"y": 1, "z": 0})(
+        {"w": w, "b": b}, xs)
+    assert got["y"].shape == (3, 5) and got["z"].shape == (5, 3)
+    np.testing.assert_allclose(got["y"], (w + xs[0].T).T)
+    np.testing.assert_allclose(got["z"], xs[1][:, None] * b)
+    got = vmap(f, out_dims=0, in_axes=(None, 1))(
+        {"w": w[0], "b": b}, (xs[0], np.ones((3, 5))))
+    assert got["y"].shape == (5, 3)
+
+
+def test_kwargs_and_python_scalars_are_unbatched():
+    f = vmap(lambda x, s, *, scale: fnp.multiply(fnp.add(x, s), scale), in_dims=(0, None))
+    got = f(np.ones((4, 2), np.float32), 2.0, scale=np.float32(3))
+    assert got.dtype == np.float32 and got.shape == (4, 2)
+    np.testing.assert_array_equal(got, np.full((4, 2), 9.0, np.float32))
+
+
+def test_outputs_pytrees_scalars_and_broadcast_unbatched():
+    def f(x, y):
+        return 1.5, (x, y), P.reduce_sum.bind(x, axes=(0,))
+
+    x, y = np.arange(6.0).reshape(2, 3), np.arange(3.0)
+    c, (xo, yo), s = vmap(f, in_dims=(0, None))(x, y)
+    np.testing.assert_array_equal(c, [1.5, 1.5])
+    np.testing.assert_array_equal(xo, x)
+    np.testing.assert_array_equal(yo, np.stack([y, y]))
+    np.testing.assert_array_equal(s, x.sum(1))
+    c, (xo, yo), s = vmap(f, in_dims=(0, None), out_dims=(None, (0, None), 0))(x, y)
+    assert c == 1.5 and yo is y
+
+
+def test_nested_vmap():
+    x, y = np.arange(6.0).reshape(2, 3), np.arange(12.0).reshape(3, 4)
+    outer = vmap(vmap(lambda a, b: fnp.multiply(a, b), in_dims=(None, 0)), in_dims=(0, None))
+    np.testing.assert_array_equal(outer(x[:, 0], y[:, 0]), np.outer(x[:, 0], y[:, 0]))
+    np.testing.assert_array_equal(outer(x[:, :1], y[:, 0]), x[:, None, :1] * y[None, :, :1])
+    mm = vmap(vmap(lambda a, b: P.reduce_sum.bind(fnp.multiply(a, b), axes=(0,)),
+                   in_dims=(None, 1)), in_dims=(0, None))
+    np.testing.assert_allclose(mm(x, y), x @ y)
+    closure = vmap(lambda a: vmap(lambda b: fnp.multiply(a, b))(y[0]))(x[0])
+    np.testing.assert_allclose(closure, np.outer(x[0], y[0]))
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5, 100])
+def test_chunk_size_gives_the_same_result(chunk):
+    def f(x, w):
+        return P.dot_general.bind(x, w, dimension_numbers=dn((0,), (0,))), 2.0
+
+    x, w = np.arange(15.0).reshape(5, 3), np.arange(6.0).reshape(3, 2)
+    want = vmap(f, in_dims=(0, None), out_dims=(1, None))(x, w)
+    got = vmap(f, in_dims=(0, None), out_dims=(1, None), chunk_size=chunk)(x, w)
+    assert_tree_close(got, want)
+
+
+def test_jit_of_vmap_and_vmap_of_jit():
+    def f(x, w):
+        return P.tanh.bind(P.dot_general.bind(x, w, dimension_numbers=dn((1,), (0,))))
+
+    x, w = np.random.default_rng(0).standard_normal((2, 4, 3)), np.ones((3, 2))
+    want = vmap(f, in_dims=(1, None))(x, w)
+    np.testing.assert_allclose(fc.jit(vmap(f, in_dims=(1, None)))(x, w), want)
+    np.testing.assert_allclose(vmap(fc.jit(f), in_dims=(1, None))(x, w), want)
+    g = fc.make_graph(vmap(f, in_dims=(1, None)))(x, w)
+    check_graph(g)
+    assert g.out_avals[0].shape == (4, 2, 2)
+
+
+def test_traces_once_per_signature():
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return fnp.sin(x)
+
+    g = vmap(f)
+    for _ in range(3):
+        g(np.ones((3, 2)))
+    g(np.ones((4, 2)))
+    vmap(f, out_dims=1)(np.ones((4, 2)))
+    assert len(calls) == 3
+
+
+def test_does_not_touch_the_callers_arrays():
+    x = np.arange(6.0).reshape(2, 3)
+    before = x.copy()
+    vmap(lambda r: P.dynamic_update_slice.bind(r, np.zeros(1), np.int64(1)))(x)
+    np.testing.assert_array_equal(x, before)
+
+
+# --- errors ---------------------------------------------------------------------------
+
+def f2(x, y):
+    return fnp.add(x, y)
+
+
+def test_error_batch_size_mismatch():
+    msg = ("vmap(f2): in_dims=(0, 0) gives batch sizes 3 for argument 0 (shape (3, 4)) "
+           "and 5 for argument 1 (shape (5,))")
+    with pytest.raises(ValueError, match=msg.replace("(", r"\(").replace(")", r"\)")):
+        vmap(f2, in_dims=(0, 0))(np.ones((3, 4)), np.ones(5))
+
+
+def test_error_all_unbatched():
+    with pytest.raises(ValueError, match=r"vmap\(f2\): at least one argument must be batched "
+                                         r"\(in_dims are all None"):
+        vmap(f2, in_dims=None)(np.ones(3), np.ones(3))
+
+
+def test_error_structure_mismatch():
+    with pytest.raises(ValueError, match=r"vmap\(f2\): in_dims=\(0, \(0, 0\)\) does not match"
+                                         r".*\(\*, \(\*, \*\)\).*\(\*, \*\)"):
+        vmap(f2, in_dims=(0, (0, 0)))(np.ones(3), np.ones(3))
+    with pytest.raises(ValueError, match=r"out_dims=\(0, 0\) does not match the structure of "
+                                         "the outputs"):
+        vmap(f2, out_dims=(0, 0))(np.ones(3), np.ones(3))
+
+
+def test_error_in_dim_out_of_range():
+    with pytest.raises(ValueError, match=r"gives axis 2 for argument 1 of rank 2 \(shape "
+                                         r"\(3, 3\)\); it must be in \[-2, 1\]"):
+        vmap(f2, in_dims=(0, 2))(np.ones((3, 3)), np.ones((3, 3)))
+    with pytest.raises(ValueError, match="argument 1, which is a scalar"):
+        vmap(f2)(np.ones(3), 2.0)
+    with pytest.raises(ValueError, match=r"out_dims=3 gives axis 3 for output of rank 2"):
+        vmap(f2, out_dims=3)(np.ones((3, 3)), np.ones((3, 3)))
+
+
+def test_error_out_dims_none_for_batched_output():
+    with pytest.raises(ValueError, match=r"out_dims=\(0, None\) gives None for output\[1\] "
+                                         r"\(shape \(3,\) with the batch\)"):
+        vmap(lambda x: (x, x), out_dims=(0, None))(np.ones(3))
+
+
+def test_error_bad_options():
+    with pytest.raises(ValueError, match="randomness"):
+        vmap(f2, randomness="maybe")
+    with pytest.raises(ValueError, match="chunk_size"):
+        vmap(f2, chunk_size=0)
+    with pytest.raises(TypeError, match="in_dims must be an int, None"):
+        vmap(f2, in_dims=(0, "a"))
+    with pytest.raises(TypeError, match="not both"):
+        vmap(f2, in_dims=1, in_axes=0)
+
+
+def test_in_place_updates_are_batched_and_stay_local():
+    def f(x, y):
+        x[0] = y          # functionalized before batching
+        x += 1.0
+        return x * 2.0
+
+    x, y = np.ones((4, 3)), np.arange(4.0)
+    before = x.copy()
+    got = vmap(f)(x, y)
+    want = loop_and_stack(lambda a, b: f(a.copy(), b), (0, 0), [x, y])
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(x, before)
+
+
+def test_in_place_update_through_an_aliasing_argument():
+    def f(a, b):
+        a[1] = 7.0
+        return b + 0.0    # b is a view of a: sees the write, as in the loop
+
+    x = np.zeros((3, 2))
+    want = np.array([[0.0, 7.0]] * 3)
+    np.testing.assert_array_equal(vmap(f)(x, x), want)
+
+
+def test_batch_graph_refuses_mutation():
+    graph = fc.make_graph(lambda x: P.setitem.bind(x, np.float64(0), indexer=(("int", 0),)))(
+        np.ones(3))
+    with pytest.raises(NotImplementedError, match="setitem"):
+        batch_graph(graph, [0], 2, [])
+
+
+def test_abstract_arrays_have_batch_axis():
+    graph, _ = trace_flat(lambda x: [P.neg.bind(x)], [AbstractArray((3,), np.float64)])
+    batched, _ = batch_graph(graph, [0], 7, [1])
+    assert batched.out_avals[0].shape == (3, 7)
