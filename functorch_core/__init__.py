@@ -22,7 +22,21 @@ from . import numpy
 from .api import jit, make_graph
 from .config import config
 from .numpy._methods import install as _install_tracer_methods
-from .transforms import vmap
+from .transforms import (
+    custom_jvp,
+    custom_vjp,
+    grad,
+    grad_and_value,
+    hessian,
+    jacfwd,
+    jacrev,
+    jvp,
+    linearize,
+    stop_gradient,
+    value_and_grad,
+    vjp,
+    vmap,
+)
 
 _install_tracer_methods()
 
@@ -30,5 +44,8 @@ __all__ = [
     "Graph", "TracerError", "check_graph", "config", "default_backend", "jit", "make_graph",
     "numpy", "pytree_dataclass", "register_pytree_node", "tree_flatten", "tree_leaves",
     "tree_map", "tree_structure", "tree_unflatten", "vmap",
+    "custom_jvp", "custom_vjp",
+    "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
+    "linearize", "stop_gradient", "value_and_grad", "vjp",
 ]
 __version__ = "0.1.0"
