@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .llvm import CpuBackend
+
 DEFAULT = "interpreter"
 
 
@@ -27,7 +29,7 @@ def _own(out, args):
     return out
 
 
-_BACKENDS = {"interpreter": InterpreterBackend}
+_BACKENDS = {"interpreter": InterpreterBackend, "cpu": CpuBackend}
 
 
 def get(name=None):

@@ -1,0 +1,386 @@
+"""Scalar lowering of elementwise primitives to LLVM IR, NumPy-exact for real dtypes.
+
+Values are held in a *compute type*: bool as ``i1``, integers as ``iN`` (signedness
+comes from the dtype, not the type), float16 and float32 as ``float``, float64 as
+``double``. A float16 value lives in a ``float`` that is always rounded to half
+precision, which is how NumPy computes float16 (in float, rounded after each op).
+
+``RULES`` maps a primitive to ``rule(e, dt, *args, **params)``: ``e`` is the
+:class:`Emitter`, ``dt`` the dtype of the (first value) operand, ``args`` compute
+values; it returns the compute value of the result. ``unsupported(eqn)`` says why
+an equation cannot lower natively (the reason goes into the fallback table).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+
+from ir import primitives as P
+
+I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
+F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
+_INT_TYPES = {1: I8, 2: I16, 4: I32, 8: I64}
+
+
+def compute_type(dt: np.dtype):
+    if dt.kind == "b":
+        return I1
+    if dt.kind in "iu":
+        return _INT_TYPES[dt.itemsize]
+    return F64 if dt.itemsize == 8 else F32
+
+
+def storage_type(dt: np.dtype):
+    if dt.kind == "b":
+        return I8
+    if dt.kind == "f":
+        return {2: F16, 4: F32, 8: F64}[dt.itemsize]
+    return _INT_TYPES[dt.itemsize]
+
+
+class Emitter:
+    """An IRBuilder plus the module-level declarations the scalar rules need."""
+
+    def __init__(self, builder: ir.IRBuilder):
+        self.b = builder
+        self.module = builder.module
+        self.libm_used: set[str] = set()
+
+    def const(self, dt, value):
+        ty = compute_type(dt)
+        if dt.kind == "b":
+            return ir.Constant(ty, int(bool(value)))
+        if dt.kind in "iu":
+            return ir.Constant(ty, int(value) & ((1 << ty.width) - 1))
+        return ir.Constant(ty, float(value))
+
+    def _declare(self, name, ret, args):
+        fn = self.module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(ret, args), name)
+        return fn
+
+    def intrinsic(self, name, *args):
+        ty = args[0].type
+        suffix = {"float": "f32", "double": "f64"}[str(ty)]
+        return self.b.call(self._declare(f"llvm.{name}.{suffix}", ty, [a.type for a in args]),
+                           args)
+
+    def libm(self, name, *args):
+        ty = args[0].type
+        sym = name + ("f" if ty == F32 else "")
+        self.libm_used.add(sym)
+        return self.b.call(self._declare(sym, ty, [ty] * len(args)), args)
+
+    def round16(self, dt, value):
+        """Round a float compute value to float16 precision when dt is float16."""
+        if dt.itemsize != 2 or dt.kind != "f":
+            return value
+        return self.b.fpext(self.b.fptrunc(value, F16), F32)
+
+    def load(self, dt, ptr):
+        v = self.b.load(ptr, typ=storage_type(dt))
+        if dt.kind == "b":
+            return self.b.icmp_unsigned("!=", v, ir.Constant(I8, 0))
+        if dt.kind == "f" and dt.itemsize == 2:
+            return self.b.fpext(v, F32)
+        return v
+
+    def store(self, dt, value, ptr):
+        if dt.kind == "b":
+            value = self.b.zext(value, I8)
+        elif dt.kind == "f" and dt.itemsize == 2:
+            value = self.b.fptrunc(value, F16)
+        self.b.store(value, ptr)
+
+    def isnan(self, x):
+        return self.b.fcmp_unordered("uno", x, x)
+
+
+# --- unary -----------------------------------------------------------------
+
+def _neg(e, dt, x):
+    return e.b.fneg(x) if dt.kind == "f" else e.b.sub(ir.Constant(x.type, 0), x)
+
+
+def _sign(e, dt, x):
+    b = e.b
+    if dt.kind == "f":
+        one, zero = ir.Constant(x.type, 1.0), ir.Constant(x.type, 0.0)
+        s = b.select(b.fcmp_ordered(">", x, zero), one,
+                     b.select(b.fcmp_ordered("<", x, zero), b.fneg(one), zero))
+        return b.select(e.isnan(x), x, s)
+    zero = ir.Constant(x.type, 0)
+    if dt.kind == "u":
+        return b.zext(b.icmp_unsigned("!=", x, zero), x.type)
+    return b.sub(b.zext(b.icmp_signed(">", x, zero), x.type),
+                 b.zext(b.icmp_signed("<", x, zero), x.type))
+
+
+def _abs(e, dt, x):
+    if dt.kind == "f":
+        return e.intrinsic("fabs", x)
+    if dt.kind != "i":
+        return x
+    neg = e.b.icmp_signed("<", x, ir.Constant(x.type, 0))
+    return e.b.select(neg, e.b.sub(ir.Constant(x.type, 0), x), x)
+
+
+def _is_finite(e, dt, x):
+    return e.b.fcmp_ordered("<", e.intrinsic("fabs", x), ir.Constant(x.type, float("inf")))
+
+
+def _not(e, dt, x):
+    return e.b.xor(x, ir.Constant(x.type, -1 if dt.kind != "b" else 1))
+
+
+def _exp_double(e, d):
+    """exp of a double in straight-line arithmetic (so loops over it vectorize), for
+    float32 results: |d| is clamped to 200, k = round(d/ln2), r = d - k*ln2 (two-part
+    ln2, exact products), e^r by its degree-10 Taylor polynomial (relative error below
+    1e-13 on |r| <= ln2/2), scaled by 2^k built from the exponent bits."""
+    b = e.b
+
+    def c(v):
+        return ir.Constant(F64, v)
+    d = b.select(b.fcmp_ordered(">", d, c(200.0)), c(200.0), d)
+    d = b.select(b.fcmp_ordered("<", d, c(-200.0)), c(-200.0), d)
+    kf = e.intrinsic("roundeven", b.fmul(d, c(1.4426950408889634)))
+    kf = b.select(e.isnan(kf), c(0.0), kf)
+    r = b.fsub(b.fsub(d, b.fmul(kf, c(0.6931471803691238))), b.fmul(kf, c(1.9082149292705877e-10)))
+    p = c(1.0 / 3628800.0)
+    for n in range(9, -1, -1):
+        p = b.fadd(b.fmul(p, r), c(1.0 / float(np.prod(np.arange(1, n + 1)))))
+    k = b.sext(b.fptosi(kf, I32), I64)
+    scale = b.bitcast(b.shl(b.add(k, ir.Constant(I64, 1023)), ir.Constant(I64, 52)), F64)
+    return b.fmul(p, scale)
+
+
+def _exp(e, dt, x):
+    if x.type == F64:
+        return e.libm("exp", x)
+    return e.b.fptrunc(_exp_double(e, e.b.fpext(x, F64)), F32)
+
+
+def _tanh(e, dt, x):
+    """float32/16: tanh in double, (e^2a - 1) / (e^2a + 1) for a = |x| >= 2^-12 and
+    a - a^3/3 below (no cancellation), then the sign of x: under an ulp after rounding."""
+    if x.type == F64:
+        return e.libm("tanh", x)
+    b = e.b
+    a = e.intrinsic("fabs", b.fpext(x, F64))
+    em = b.fsub(_exp_double(e, b.fmul(a, ir.Constant(F64, 2.0))), ir.Constant(F64, 1.0))
+    t = b.fdiv(em, b.fadd(em, ir.Constant(F64, 2.0)))
+    small = b.fsub(a, b.fmul(b.fmul(a, b.fmul(a, a)), ir.Constant(F64, 1.0 / 3.0)))
+    t = b.select(b.fcmp_ordered("<", a, ir.Constant(F64, 2.0 ** -12)), small, t)
+    t = b.select(b.fcmp_ordered(">", a, ir.Constant(F64, 9.5)), ir.Constant(F64, 1.0), t)
+    return e.intrinsic("copysign", b.fptrunc(t, F32), x)
+
+
+def _logistic(e, dt, x):
+    b = e.b
+    if x.type == F64:
+        one = ir.Constant(F64, 1.0)
+        return b.fdiv(one, b.fadd(one, e.libm("exp", b.fneg(x))))
+    one = ir.Constant(F64, 1.0)
+    ex = _exp_double(e, b.fneg(b.fpext(x, F64)))
+    # SciPy's float32 expit gives 0 once exp(-x) overflows float32; so do we.
+    overflow = b.fcmp_ordered("==", b.fptrunc(ex, F32), ir.Constant(F32, float("inf")))
+    return b.select(overflow, ir.Constant(F32, 0.0), b.fptrunc(b.fdiv(one, b.fadd(one, ex)), F32))
+
+
+def _intrinsic(name):
+    return lambda e, dt, x: e.intrinsic(name, x)
+
+
+def _libm(name):
+    return lambda e, dt, *xs: e.libm(name, *xs)
+
+
+_LIBM_UNARY = {P.exp2: "exp2", P.expm1: "expm1", P.log: "log", P.log1p: "log1p",
+               P.cbrt: "cbrt", P.sin: "sin", P.cos: "cos", P.tan: "tan",
+               P.asin: "asin", P.acos: "acos", P.atan: "atan", P.sinh: "sinh", P.cosh: "cosh",
+               P.asinh: "asinh", P.acosh: "acosh", P.atanh: "atanh"}
+
+# --- binary ----------------------------------------------------------------
+
+
+def _by_kind(boolean, integer, floating):
+    def rule(e, dt, x, y):
+        fn = boolean if dt.kind == "b" else floating if dt.kind == "f" else integer
+        return getattr(e.b, fn)(x, y)
+    return rule
+
+
+def _floor_div(e, dt, x, y):
+    b = e.b
+    if dt.kind == "f":
+        return _float_divmod(e, x, y)[0]
+    zero = ir.Constant(x.type, 0)
+    if dt.kind == "u":
+        safe = b.select(b.icmp_unsigned("==", y, zero), ir.Constant(x.type, 1), y)
+        return b.select(b.icmp_unsigned("==", y, zero), zero, b.udiv(x, safe))
+    d, q, r = _safe_sdivrem(e, x, y)
+    adjust = b.and_(b.icmp_signed("!=", r, zero), b.icmp_signed("<", b.xor(r, d), zero))
+    q = b.select(adjust, b.sub(q, ir.Constant(x.type, 1)), q)
+    minus_one = ir.Constant(x.type, -1)
+    return b.select(b.icmp_signed("==", y, zero), zero,
+                    b.select(b.icmp_signed("==", y, minus_one), b.sub(zero, x), q))
+
+
+def _safe_sdivrem(e, x, y):
+    """sdiv/srem with a divisor that can never trap (0 and -1 are replaced by 1)."""
+    b = e.b
+    bad = b.or_(b.icmp_signed("==", y, ir.Constant(y.type, 0)),
+                b.icmp_signed("==", y, ir.Constant(y.type, -1)))
+    d = b.select(bad, ir.Constant(y.type, 1), y)
+    return d, b.sdiv(x, d), b.srem(x, d)
+
+
+def _rem(e, dt, x, y):
+    b = e.b
+    if dt.kind == "f":
+        return _float_divmod(e, x, y)[1]
+    zero = ir.Constant(x.type, 0)
+    if dt.kind == "u":
+        safe = b.select(b.icmp_unsigned("==", y, zero), ir.Constant(x.type, 1), y)
+        return b.select(b.icmp_unsigned("==", y, zero), zero, b.urem(x, safe))
+    d, _, r = _safe_sdivrem(e, x, y)
+    adjust = b.and_(b.icmp_signed("!=", r, zero), b.icmp_signed("<", b.xor(r, d), zero))
+    return b.select(adjust, b.add(r, d), r)
+
+
+def _float_divmod(e, a, b_):
+    """NumPy's float floor_divide and remainder (Python's divmod convention)."""
+    b = e.b
+    ty = a.type
+    zero, one, half = (ir.Constant(ty, v) for v in (0.0, 1.0, 0.5))
+    mod = b.frem(a, b_)
+    div = b.fdiv(b.fsub(a, mod), b_)
+    mod_nz = b.fcmp_unordered("!=", mod, zero)
+    flip = b.and_(mod_nz, b.xor(b.fcmp_ordered("<", b_, zero), b.fcmp_ordered("<", mod, zero)))
+    mod = b.select(flip, b.fadd(mod, b_), mod)
+    div = b.select(flip, b.fsub(div, one), div)
+    mod = b.select(mod_nz, mod, e.intrinsic("copysign", zero, b_))
+    fl = e.intrinsic("floor", div)
+    fl = b.select(b.fcmp_ordered(">", b.fsub(div, fl), half), b.fadd(fl, one), fl)
+    quotient = b.fdiv(a, b_)
+    fl = b.select(b.fcmp_unordered("!=", div, zero), fl,
+                  e.intrinsic("copysign", zero, quotient))
+    by_zero = b.fcmp_ordered("==", b_, zero)
+    return b.select(by_zero, quotient, fl), b.select(by_zero, b.frem(a, b_), mod)
+
+
+def _minmax(is_max):
+    def rule(e, dt, x, y):
+        b = e.b
+        if dt.kind == "b":
+            return b.or_(x, y) if is_max else b.and_(x, y)
+        if dt.kind == "f":
+            better = b.fcmp_ordered(">" if is_max else "<", x, y)
+            return b.select(b.or_(e.isnan(x), better), x, y)
+        cmp = b.icmp_signed if dt.kind == "i" else b.icmp_unsigned
+        return b.select(cmp(">" if is_max else "<", x, y), x, y)
+    return rule
+
+
+def _compare(op, float_op):
+    def rule(e, dt, x, y):
+        if dt.kind == "f":
+            unordered = float_op.startswith("u")
+            return (e.b.fcmp_unordered if unordered else e.b.fcmp_ordered)(op, x, y)
+        cmp = e.b.icmp_signed if dt.kind == "i" else e.b.icmp_unsigned
+        return cmp(op, x, y)
+    return rule
+
+
+def _select(e, dt, pred, on_true, on_false):
+    return e.b.select(pred, on_true, on_false)
+
+
+# --- convert ----------------------------------------------------------------
+
+def convert(e, src, dst, x):
+    """NumPy ``astype`` between real dtypes; float->int follows x86 NumPy (never poison)."""
+    b = e.b
+    to = compute_type(dst)
+    if src == dst:
+        return x
+    if dst.kind == "b":
+        if src.kind == "f":
+            return b.fcmp_unordered("!=", x, ir.Constant(x.type, 0.0))
+        return b.icmp_unsigned("!=", x, ir.Constant(x.type, 0))
+    if src.kind in "bu" or src.kind == "i":
+        if dst.kind == "f":
+            conv = b.uitofp if src.kind in "bu" else b.sitofp
+            return e.round16(dst, conv(x, to))
+        if to.width == x.type.width:
+            return x
+        if to.width < x.type.width:
+            return b.trunc(x, to)
+        return (b.zext if src.kind in "bu" else b.sext)(x, to)
+    if dst.kind == "f":        # float -> float
+        if src.itemsize == 8 and dst.itemsize == 2:
+            return _f64_to_f16(e, x)
+        if to == x.type:
+            return e.round16(dst, x)
+        return b.fpext(x, to) if to == F64 else b.fptrunc(x, to)
+    wide = I64 if dst.itemsize == 8 else I32
+    bound = float(2 ** (wide.width - 1))
+    in_range = b.and_(b.fcmp_ordered(">=", x, ir.Constant(x.type, -bound)),
+                      b.fcmp_ordered("<", x, ir.Constant(x.type, bound)))
+    safe = b.select(in_range, x, ir.Constant(x.type, 0.0))
+    r = b.select(in_range, b.fptosi(safe, wide), ir.Constant(wide, -(1 << (wide.width - 1))))
+    return r if wide == to else b.trunc(r, to)
+
+
+def _f64_to_f16(e, x):
+    """Correctly rounded double -> half: round to odd into float, then to half."""
+    b = e.b
+    t = b.fptrunc(x, F32)
+    back = b.fpext(t, F64)
+    inexact = b.fcmp_ordered("!=", back, x)
+    too_big = b.fcmp_ordered(">", e.intrinsic("fabs", back), e.intrinsic("fabs", x))
+    bits = b.bitcast(t, I32)
+    bits = b.select(b.and_(inexact, too_big), b.sub(bits, ir.Constant(I32, 1)), bits)
+    bits = b.select(inexact, b.or_(bits, ir.Constant(I32, 1)), bits)
+    return b.fpext(b.fptrunc(b.bitcast(bits, F32), F16), F32)
+
+
+# --- the table ---------------------------------------------------------------
+
+RULES = {
+    P.neg: _neg, P.sign: _sign, P.abs: _abs, P.floor: _intrinsic("floor"),
+    P.ceil: _intrinsic("ceil"), P.round: _intrinsic("roundeven"), P.is_finite: _is_finite,
+    P.sqrt: _intrinsic("sqrt"), P.logistic: _logistic, P.tanh: _tanh,
+    P.exp: _exp, P.not_: _not,
+    P.add: _by_kind("or_", "add", "fadd"), P.sub: _by_kind("sub", "sub", "fsub"),
+    P.mul: _by_kind("and_", "mul", "fmul"), P.div: lambda e, dt, x, y: e.b.fdiv(x, y),
+    P.floor_div: _floor_div, P.rem: _rem, P.pow: _libm("pow"), P.atan2: _libm("atan2"),
+    P.max: _minmax(True), P.min: _minmax(False),
+    P.copysign: lambda e, dt, x, y: e.intrinsic("copysign", x, y),
+    P.and_: _by_kind("and_", "and_", None), P.or_: _by_kind("or_", "or_", None),
+    P.xor: _by_kind("xor", "xor", None),
+    P.eq: _compare("==", "oeq"), P.ne: _compare("!=", "une"), P.lt: _compare("<", "olt"),
+    P.le: _compare("<=", "ole"), P.gt: _compare(">", "ogt"), P.ge: _compare(">=", "oge"),
+    P.select: _select,
+} | {p: _libm(name) for p, name in _LIBM_UNARY.items()}
+
+# Primitive-specific dtype limits, on top of "no complex dtypes" (see unsupported()).
+_DTYPE_LIMITS = {
+    P.pow: ("iu", "integer power raises on negative exponents in NumPy (data dependent)"),
+    P.neg: ("b", "NumPy rejects boolean negative"),
+    P.sign: ("b", "NumPy has no boolean sign loop"),
+}
+
+
+def unsupported(eqn) -> str | None:
+    """Why ``eqn`` cannot be lowered to a native scalar loop body (None: it can)."""
+    avals = [a.aval for a in eqn.inputs] + [v.aval for v in eqn.outputs]
+    if any(a.dtype.kind == "c" for a in avals):
+        return "complex dtypes are not lowered natively yet"
+    limit = _DTYPE_LIMITS.get(eqn.prim)
+    if limit is not None and eqn.inputs[0].aval.dtype.kind in limit[0]:
+        return limit[1]
+    return None

@@ -1,0 +1,421 @@
+"""Split a functional graph into steps: fused loop kernels, BLAS calls, interpreter fallbacks.
+
+A *kernel* is a loop nest over one iteration space (its shape). It reads external
+arrays through affine views (offset + strides, so broadcasting, transposes, slices,
+reversals, squeezes and contiguous reshapes of inputs cost nothing), computes a chain
+of elementwise/select/convert/iota values at each point, writes the members other
+steps need and accumulates the reductions that consume its members.
+
+Values live in numbered *slots*: graph inputs first, then constants, then the
+buffers the steps produce (fresh, C-contiguous). The partitioner is one forward
+walk over the equations; a kernel is *sealed* (no more members) as soon as a value
+of it is needed outside, which keeps the step order topological.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ir import primitives as P
+from ir.core import Graph, Lit, Var
+
+from .ops import RULES, unsupported
+
+# Why a primitive never lowers natively: the explicit fallback table. These run
+# through the interpreter's implementation for that one equation.
+FALLBACK = {
+    P.real: "complex dtypes are not lowered natively yet",
+    P.imag: "complex dtypes are not lowered natively yet",
+    P.conj: "complex dtypes are not lowered natively yet",
+    P.concatenate: "not lowered yet (would be one kernel per operand writing a slab)",
+    P.pad: "not lowered yet (needs a fill kernel plus a strided copy)",
+    P.dynamic_slice: "not lowered yet (runtime offsets; the interpreter clamps them)",
+    P.dynamic_update_slice: "not lowered yet (runtime offsets; the interpreter clamps them)",
+    P.gather: "not lowered yet (data-dependent addresses; the interpreter clamps them)",
+    P.scatter: "not lowered yet (data-dependent addresses, last write wins)",
+    P.scatter_add: "not lowered yet (data-dependent addresses, np.add.at order)",
+    P.argmax: "not lowered yet (index-carrying reduction)",
+    P.argmin: "not lowered yet (index-carrying reduction)",
+    P.cumsum: "not lowered yet (scan along one axis)",
+    P.cumprod: "not lowered yet (scan along one axis)",
+    P.cummax: "not lowered yet (scan along one axis)",
+    P.cummin: "not lowered yet (scan along one axis)",
+    P.sort: "not lowered yet (NumPy's stable sort with NaN last)",
+    P.setitem: "never reaches a backend (functionalize rewrites mutations)",
+    P.call: "never reaches a backend (jit inlines calls)",
+    P.custom_jvp_call: "runs its body graph through the interpreter (a call with rules)",
+    P.custom_vjp_call: "runs its body graph through the interpreter (a call with rules)",
+    P.custom_lin: "exists only inside differentiation passes",
+}
+VIEW_OPS = (P.broadcast_in_dim, P.transpose, P.reshape, P.squeeze, P.expand_dims, P.rev,
+            P.slice)
+ELEMENTWISE_FAMILIES = ("unary", "binary", "select", "convert")
+BLAS_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def c_strides(shape):
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= d
+    return tuple(reversed(strides))
+
+
+@dataclass(frozen=True)
+class View:
+    """An affine read of slot ``slot``: element [i...] is at ``offset + sum(i*strides)``."""
+
+    slot: int
+    shape: tuple
+    dtype: np.dtype
+    offset: int
+    strides: tuple
+
+    def contiguous(self) -> bool:
+        return all(s == c for s, c, d in zip(self.strides, c_strides(self.shape), self.shape,
+                                             strict=True) if d != 1)
+
+
+@dataclass
+class Op:
+    prim: object          # a Primitive, or "iota"
+    args: tuple           # refs: ("read", i) | ("op", j) | ("const", np scalar)
+    params: dict
+    dtype: np.dtype       # result dtype
+    arg_dtype: np.dtype   # dtype the rule dispatches on
+
+
+@dataclass
+class Kernel:
+    shape: tuple
+    axes: tuple | None = None           # reduced axes when the kernel reduces
+    reads: list = field(default_factory=list)       # Views with strides over `shape`
+    ops: list = field(default_factory=list)
+    stores: list = field(default_factory=list)      # (ref, slot, dtype), full shape
+    reduces: list = field(default_factory=list)     # (prim, ref, slot, dtype), kept dims
+    sealed: bool = False
+    stored: dict = field(default_factory=dict)      # member ref -> slot
+
+    def read(self, view: View):
+        key = (view.slot, view.offset, view.strides)
+        for i, r in enumerate(self.reads):
+            if (r.slot, r.offset, r.strides) == key:
+                return ("read", i)
+        self.reads.append(view)
+        return ("read", len(self.reads) - 1)
+
+
+@dataclass
+class Fallback:
+    eqn: object
+    inputs: list          # ("slot", slot, shape) | ("lit", value)
+    outputs: list         # slots
+    reason: str
+
+
+@dataclass
+class Blas:
+    lhs: tuple
+    rhs: tuple
+    out: int
+    dimension_numbers: tuple
+
+
+@dataclass
+class Plan:
+    n_inputs: int
+    slots: list           # (shape, dtype) per slot
+    consts: dict          # slot -> array
+    steps: list           # Kernel | Fallback | Blas, in execution order
+    outputs: list         # ("slot", slot, shape) | ("lit", value)
+
+
+class _Member:
+    __slots__ = ("kernel", "ref")
+
+    def __init__(self, kernel, ref):
+        self.kernel, self.ref = kernel, ref
+
+
+class _Splat:
+    """A constant-filled array that is not materialized unless a non-kernel step needs it."""
+
+    __slots__ = ("dtype", "shape", "value")
+
+    def __init__(self, value, shape, dtype):
+        self.value, self.shape, self.dtype = np.asarray(value, dtype)[()], tuple(shape), dtype
+
+
+class _Reduced:
+    __slots__ = ("kernel", "slot")
+
+    def __init__(self, kernel, slot):
+        self.kernel, self.slot = kernel, slot
+
+
+class Partitioner:
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.slots = []
+        self.consts = {}
+        self.steps = []
+        self.open: list[Kernel] = []
+        self.loc: dict[int, object] = {}     # id(var) -> View | _Member | _Reduced | Lit
+        for v in graph.inputs:
+            self.loc[id(v)] = self._buffer_view(self.new_slot(v.aval.shape, v.aval.dtype),
+                                                v.aval.shape, v.aval.dtype)
+
+    # -- slots and views ---------------------------------------------------
+    def new_slot(self, shape, dtype) -> int:
+        self.slots.append((tuple(shape), np.dtype(dtype)))
+        return len(self.slots) - 1
+
+    @staticmethod
+    def _buffer_view(slot, shape, dtype):
+        return View(slot, tuple(shape), np.dtype(dtype), 0, c_strides(shape))
+
+    def view(self, atom) -> View | Lit:
+        """Where ``atom`` can be read from: a View of a materialized slot, or a scalar Lit."""
+        if isinstance(atom, Lit):
+            if atom.aval.ndim == 0:
+                return atom
+            key = ("lit", id(atom))
+            if key not in self.loc:
+                slot = self.new_slot(atom.aval.shape, atom.aval.dtype)
+                self.consts[slot] = np.ascontiguousarray(atom.value)
+                self.loc[key] = self._buffer_view(slot, atom.aval.shape, atom.aval.dtype)
+            return self.loc[key]
+        loc = self.loc[id(atom)]
+        if isinstance(loc, _Splat):
+            slot = self.new_slot(loc.shape, loc.dtype)
+            self.consts[slot] = np.full(loc.shape, loc.value, loc.dtype)
+            loc = self._buffer_view(slot, loc.shape, loc.dtype)
+            self.loc[id(atom)] = loc
+        elif isinstance(loc, _Member):
+            k = loc.kernel
+            slot = k.stored.get(loc.ref)
+            if slot is None:
+                slot = self.new_slot(atom.aval.shape, atom.aval.dtype)
+                k.stores.append((loc.ref, slot, atom.aval.dtype))
+                k.stored[loc.ref] = slot
+            self.seal(k)
+            loc = self._buffer_view(slot, atom.aval.shape, atom.aval.dtype)
+            self.loc[id(atom)] = loc
+        elif isinstance(loc, _Reduced):
+            self.seal(loc.kernel)
+            loc = self._buffer_view(loc.slot, atom.aval.shape, atom.aval.dtype)
+            self.loc[id(atom)] = loc
+        return loc
+
+    def array(self, atom):
+        """A materialized, C-contiguous array reference for a non-kernel consumer."""
+        v = self.view(atom)
+        if isinstance(v, Lit):
+            return ("lit", v.value)
+        if v.offset == 0 and v.contiguous() and int(np.prod(v.shape)) == \
+                int(np.prod(self.slots[v.slot][0])):
+            return ("slot", v.slot, v.shape)
+        k = Kernel(v.shape)
+        slot = self.new_slot(v.shape, v.dtype)
+        k.stores.append((k.read(v), slot, v.dtype))
+        self.seal(k)
+        return ("slot", slot, v.shape)
+
+    def seal(self, k: Kernel):
+        if k.sealed:
+            return
+        k.sealed = True
+        if k in self.open:
+            self.open.remove(k)
+        self.steps.append(k)
+
+    # -- kernels -------------------------------------------------------------
+    def ref(self, k: Kernel, atom, shape):
+        if isinstance(atom, Var):
+            loc = self.loc[id(atom)]
+            if isinstance(loc, _Member) and loc.kernel is k:
+                return loc.ref
+            if isinstance(loc, _Splat):
+                return ("const", loc.value)
+        v = self.view(atom)
+        if isinstance(v, Lit):
+            return ("const", v.value[()])
+        if v.shape != shape:        # a rank-0 operand of an elementwise op
+            v = View(v.slot, shape, v.dtype, v.offset, (0,) * len(shape))
+        return k.read(v)
+
+    def pick(self, shape, inputs, axes=None) -> Kernel:
+        def fits(k):
+            return not k.sealed and k.shape == shape and (axes is None or k.axes in (None, axes))
+        for a in inputs:
+            loc = self.loc.get(id(a)) if isinstance(a, Var) else None
+            if isinstance(loc, _Member) and fits(loc.kernel):
+                return loc.kernel
+        for k in self.open:
+            if fits(k):
+                return k
+        k = Kernel(shape)
+        self.open.append(k)
+        return k
+
+    def refs(self, shape, inputs, axes=None):
+        k = self.pick(shape, inputs, axes)
+        refs = [self.ref(k, a, shape) for a in inputs]
+        if k.sealed:            # reading an operand sealed the kernel we picked
+            k = Kernel(shape)
+            self.open.append(k)
+            refs = [self.ref(k, a, shape) for a in inputs]
+        return k, refs
+
+    def elementwise(self, eqn):
+        out = eqn.outputs[0]
+        shape = out.aval.shape
+        k, refs = self.refs(shape, eqn.inputs)
+        if eqn.prim is P.iota:
+            arg_dtype = eqn.params["dtype"]
+        else:
+            arg_dtype = eqn.inputs[-1 if eqn.prim is P.select else 0].aval.dtype
+        k.ops.append(Op(eqn.prim, tuple(refs), dict(eqn.params), out.aval.dtype, arg_dtype))
+        self.loc[id(out)] = _Member(k, ("op", len(k.ops) - 1))
+
+    def reduction(self, eqn):
+        (x,), out, axes = eqn.inputs, eqn.outputs[0], tuple(sorted(eqn.params["axes"]))
+        if not axes:
+            self.loc[id(out)] = x if isinstance(x, Lit) else self.loc[id(x)]
+            return
+        k, (r,) = self.refs(x.aval.shape, [x], axes)
+        k.axes = axes
+        slot = self.new_slot(out.aval.shape, out.aval.dtype)
+        k.reduces.append((eqn.prim, r, slot, out.aval.dtype))
+        self.loc[id(out)] = _Reduced(k, slot)
+
+    def layout(self, eqn):
+        (x,), out = eqn.inputs, eqn.outputs[0]
+        loc = x if isinstance(x, Lit) else self.loc[id(x)]
+        if isinstance(loc, Lit | _Splat):       # a view of a constant fill is a fill
+            value = loc.value[()] if isinstance(loc, Lit) and loc.aval.ndim == 0 else None
+            value = loc.value if isinstance(loc, _Splat) else value
+            if value is not None:
+                self.loc[id(out)] = _Splat(value, out.aval.shape, out.aval.dtype)
+                return
+        v = self.view(x)
+        if isinstance(v, Lit) or (eqn.prim is P.reshape and not v.contiguous()):
+            v = self.view_of_array(self.array(x), x)
+        self.loc[id(out)] = VIEW_RULES[eqn.prim](v, out.aval.shape, eqn.params)
+
+    def view_of_array(self, src, atom):
+        if src[0] == "lit":
+            slot = self.new_slot(atom.aval.shape, atom.aval.dtype)
+            self.consts[slot] = np.ascontiguousarray(src[1])
+            return self._buffer_view(slot, atom.aval.shape, atom.aval.dtype)
+        return self._buffer_view(src[1], src[2], atom.aval.dtype)
+
+    def blas(self, eqn):
+        lhs, rhs = (self.array(a) for a in eqn.inputs)
+        out = eqn.outputs[0]
+        slot = self.new_slot(out.aval.shape, out.aval.dtype)
+        self.steps.append(Blas(lhs, rhs, slot, eqn.params["dimension_numbers"]))
+        self.loc[id(out)] = self._buffer_view(slot, out.aval.shape, out.aval.dtype)
+
+    def fallback(self, eqn, reason):
+        inputs = [self.array(a) for a in eqn.inputs]
+        outs = []
+        for v in eqn.outputs:
+            slot = self.new_slot(v.aval.shape, v.aval.dtype)
+            outs.append(slot)
+            self.loc[id(v)] = self._buffer_view(slot, v.aval.shape, v.aval.dtype)
+        self.steps.append(Fallback(eqn, inputs, outs, reason))
+
+    def run(self) -> Plan:
+        for eqn in self.graph.eqns:
+            reason = lowering_gap(eqn)
+            if reason is not None:
+                self.fallback(eqn, reason)
+            else:
+                DISPATCH[eqn.prim.family if eqn.prim not in VIEW_OPS else "view"](self, eqn)
+        outputs = [("lit", o.value) if isinstance(o, Lit) else self.array(o)
+                   for o in self.graph.outputs]
+        for k in list(self.open):
+            self.seal(k)
+        steps = [s for s in self.steps if not isinstance(s, Kernel) or s.stores or s.reduces]
+        return Plan(len(self.graph.inputs), self.slots, self.consts, steps, outputs)
+
+
+def lowering_gap(eqn) -> str | None:
+    """Why ``eqn`` runs through the interpreter (None: it lowers natively)."""
+    prim = eqn.prim
+    if prim not in NATIVE:
+        return FALLBACK.get(prim, "no native lowering and no fallback entry")
+    reason = unsupported(eqn)
+    if reason is not None:
+        return reason
+    if prim is P.dot_general and eqn.inputs[0].aval.dtype not in BLAS_DTYPES:
+        return "dot_general: only float32/float64 go to BLAS"
+    if prim is P.iota and eqn.params["dtype"].kind == "b":
+        return "iota: NumPy rejects boolean ranges longer than 2"
+    if prim in (P.reduce_max, P.reduce_min) and any(
+            eqn.inputs[0].aval.shape[a] == 0 for a in eqn.params["axes"]):
+        return "max/min of an empty axis raises in NumPy"
+    return None
+
+
+# -- view rules: (view, out_shape, params) -> view -----------------------------
+
+def _broadcast(v, shape, params):
+    strides = [0] * len(shape)
+    for k, d in enumerate(params["broadcast_dimensions"]):
+        if v.shape[k] == shape[d]:
+            strides[d] = v.strides[k]
+    return View(v.slot, tuple(shape), v.dtype, v.offset, tuple(strides))
+
+
+def _transpose(v, shape, params):
+    return View(v.slot, tuple(shape), v.dtype, v.offset,
+                tuple(v.strides[p] for p in params["permutation"]))
+
+
+def _reshape(v, shape, params):
+    return View(v.slot, tuple(shape), v.dtype, v.offset, c_strides(shape))
+
+
+def _squeeze(v, shape, params):
+    return View(v.slot, tuple(shape), v.dtype, v.offset,
+                tuple(s for i, s in enumerate(v.strides) if i not in params["dimensions"]))
+
+
+def _expand_dims(v, shape, params):
+    it = iter(v.strides)
+    strides = tuple(0 if i in params["dimensions"] else next(it) for i in range(len(shape)))
+    return View(v.slot, tuple(shape), v.dtype, v.offset, strides)
+
+
+def _rev(v, shape, params):
+    offset, strides = v.offset, list(v.strides)
+    for d in params["dimensions"]:
+        if v.shape[d] > 0:
+            offset += (v.shape[d] - 1) * strides[d]
+            strides[d] = -strides[d]
+    return View(v.slot, tuple(shape), v.dtype, offset, tuple(strides))
+
+
+def _slice(v, shape, params):
+    if 0 in shape:
+        return View(v.slot, tuple(shape), v.dtype, 0, (0,) * len(shape))
+    offset = v.offset + sum(s * st for s, st in zip(params["start_indices"], v.strides,
+                                                     strict=True))
+    return View(v.slot, tuple(shape), v.dtype, offset,
+                tuple(st * k for st, k in zip(v.strides, params["strides"], strict=True)))
+
+
+VIEW_RULES = {P.broadcast_in_dim: _broadcast, P.transpose: _transpose, P.reshape: _reshape,
+              P.squeeze: _squeeze, P.expand_dims: _expand_dims, P.rev: _rev, P.slice: _slice}
+DISPATCH = {"view": Partitioner.layout, "reduction": Partitioner.reduction,
+            "contraction": Partitioner.blas, "creation": Partitioner.elementwise,
+            **{f: Partitioner.elementwise for f in ELEMENTWISE_FAMILIES}}
+NATIVE = set(VIEW_RULES) | set(RULES) | set(P.REDUCTIONS) | {P.convert, P.iota, P.dot_general}
+
+
+def partition(graph: Graph) -> Plan:
+    return Partitioner(graph).run()

@@ -1,0 +1,216 @@
+"""Compile a partitioned graph with llvmlite's MCJIT and run it.
+
+All kernels of a graph go into one LLVM module, optimized with the new pass builder
+(O3, loop and SLP vectorization) for the host CPU. The executable is a short Python
+loop over steps: native kernels (called through ctypes), BLAS calls, and interpreter
+fallbacks for single equations. Compiled graphs are cached in memory by (graph
+structure, input avals).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import itertools
+import threading
+
+import numpy as np
+from llvmlite import binding as llvm
+from llvmlite import ir
+
+from ir.core import Graph, Lit
+
+from . import codegen
+from .blas import DotGeneral
+from .partition import Blas, Fallback, Kernel, Plan, partition
+
+_LIBM_NAMES = ("exp", "exp2", "expm1", "log", "log1p", "cbrt", "tanh", "sin", "cos", "tan",
+               "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "pow",
+               "atan2", "fmod")
+_lock = threading.Lock()
+_names = itertools.count()
+_state: dict = {}
+_CACHE: dict = {}
+
+
+def _engine():
+    """The process-wide target machine and MCJIT engine (created on first use)."""
+    if not _state:
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        _register_libm()
+        target = llvm.Target.from_default_triple()
+        tm = target.create_target_machine(cpu=llvm.get_host_cpu_name(),
+                                          features=llvm.get_host_cpu_features().flatten(),
+                                          opt=3, jit=True)
+        empty = llvm.parse_assembly("")
+        empty.triple = llvm.get_process_triple()
+        _state.update(tm=tm, engine=llvm.create_mcjit_compiler(empty, tm))
+    return _state["tm"], _state["engine"]
+
+
+def _register_libm():
+    """Bind the libm symbols kernels call to this process's libm, explicitly."""
+    libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+    for base in _LIBM_NAMES:
+        for sym in (base, base + "f"):
+            llvm.add_symbol(sym, ctypes.cast(getattr(libm, sym), ctypes.c_void_p).value)
+
+
+def host_has_f16c() -> bool:
+    return bool(llvm.get_host_cpu_features().get("f16c", False))
+
+
+def optimize(llmod, tm):
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(llmod, pb)
+
+
+def build_module(plan: Plan):
+    """LLVM IR for every kernel of ``plan``: (ir.Module, {id(kernel): (name, slots)})."""
+    module = ir.Module(name="fc_graph")
+    entries = {}
+    for step in plan.steps:
+        if isinstance(step, Kernel):
+            name = f"fc_kernel_{next(_names)}"
+            entries[id(step)] = (name, codegen.emit_kernel(module, name, step))
+    return module, entries
+
+
+def compile_plan(plan: Plan):
+    """Native code for every kernel of ``plan``; returns (optimized IR text, {id: (fn, slots)})."""
+    tm, engine = _engine()
+    module, entries = build_module(plan)
+    if not entries:
+        return "", {}
+    llmod = llvm.parse_assembly(str(module))
+    llmod.triple = tm.triple
+    llmod.data_layout = str(tm.target_data)
+    llmod.verify()
+    optimize(llmod, tm)
+    text = str(llmod)
+    with _lock:
+        engine.add_module(llmod)
+        engine.finalize_object()
+        fns = {}
+        for key, (name, slots) in entries.items():
+            proto = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * len(slots)))
+            fns[key] = (proto(engine.get_function_address(name)), slots)
+    return text, fns
+
+
+# -- steps at run time ----------------------------------------------------------
+
+def _native_step(fn, slots, out_specs):
+    def run(bufs):
+        for slot, shape, dtype in out_specs:
+            bufs[slot] = np.empty(shape, dtype)
+        fn(*[bufs[s].ctypes.data for s in slots])
+    return run
+
+
+def _fetch(ref, bufs):
+    if ref[0] == "lit":
+        return ref[1]
+    arr = bufs[ref[1]]
+    return arr if arr.shape == ref[2] else arr.reshape(ref[2])
+
+
+def _fallback_step(step: Fallback):
+    eqn, impl = step.eqn, step.eqn.prim.impl
+    dtypes = [v.aval.dtype for v in eqn.outputs]
+
+    def run(bufs):
+        args = [_fetch(r, bufs) for r in step.inputs]
+        with np.errstate(all="ignore"):
+            outs = impl(*args, **eqn.params)
+        if not eqn.prim.multiple_results:
+            outs = [outs]
+        for slot, o, dt in zip(step.outputs, outs, dtypes, strict=True):
+            bufs[slot] = np.array(o, dtype=dt, order="C", copy=True)
+    return run
+
+
+def _blas_step(step: Blas, plan: Plan):
+    def shape(ref):
+        return np.shape(ref[1]) if ref[0] == "lit" else ref[2]
+    dot = DotGeneral(shape(step.lhs), shape(step.rhs), plan.slots[step.out][1],
+                     step.dimension_numbers)
+
+    def run(bufs):
+        bufs[step.out] = dot(_fetch(step.lhs, bufs), _fetch(step.rhs, bufs))
+    return run
+
+
+class Executable:
+    """``run(list of arrays) -> list of fresh arrays`` for one graph and input signature."""
+
+    def __init__(self, graph: Graph):
+        import backends.interpreter  # noqa: F401  (registers every primitive's impl)
+        self.plan = plan = partition(graph)
+        self.ir, fns = compile_plan(plan)
+        self.fallbacks = [s for s in plan.steps if isinstance(s, Fallback)]
+        self.steps = []
+        for step in plan.steps:
+            if isinstance(step, Kernel):
+                fn, slots = fns[id(step)]
+                outs = [(s, plan.slots[s][0], plan.slots[s][1])
+                        for s in sorted({s for _, s, _ in step.stores}
+                                        | {s for _, _, s, _ in step.reduces})]
+                self.steps.append(_native_step(fn, slots, outs))
+            elif isinstance(step, Blas):
+                self.steps.append(_blas_step(step, plan))
+            else:
+                self.steps.append(_fallback_step(step))
+        self.template = [plan.consts.get(i) for i in range(len(plan.slots))]
+        self.in_dtypes = [plan.slots[i][1] for i in range(plan.n_inputs)]
+        self.borrowed = set(range(plan.n_inputs)) | set(plan.consts)
+        self._fns = fns     # keep the ctypes prototypes alive
+
+    def __call__(self, args):
+        bufs = list(self.template)
+        for i, (a, dt) in enumerate(zip(args, self.in_dtypes, strict=True)):
+            bufs[i] = np.ascontiguousarray(a, dtype=dt)
+        for step in self.steps:
+            step(bufs)
+        outs = []
+        for ref in self.plan.outputs:
+            if ref[0] == "lit" or ref[1] in self.borrowed:
+                outs.append(np.array(_fetch(ref, bufs), copy=True))
+            else:
+                outs.append(_fetch(ref, bufs))
+        return outs
+
+
+def graph_key(graph: Graph):
+    """A hashable structural key: primitives, params, wiring, avals and literal values."""
+    index = {id(v): i for i, v in enumerate(graph.inputs)}
+
+    def atom(a):
+        if isinstance(a, Lit):
+            return ("lit", a.aval, a.value.tobytes())
+        return index[id(a)]
+
+    eqns = []
+    for eqn in graph.eqns:
+        eqns.append((eqn.prim.name, tuple(atom(a) for a in eqn.inputs),
+                     tuple(sorted(eqn.params.items())), tuple(v.aval for v in eqn.outputs)))
+        for v in eqn.outputs:
+            index[id(v)] = len(index)
+    return (tuple(graph.in_avals), tuple(eqns), tuple(atom(o) for o in graph.outputs))
+
+
+def compile_graph(graph: Graph) -> Executable:
+    """The cached executable for ``graph`` (compiled on the first request)."""
+    try:
+        key = graph_key(graph)
+        hash(key)
+    except TypeError:
+        return Executable(graph)
+    exe = _CACHE.get(key)
+    if exe is None:
+        exe = _CACHE[key] = Executable(graph)
+    return exe

@@ -1,0 +1,71 @@
+"""Fused elementwise chain and per-call overhead: NumPy vs jit(interpreter) vs jit(cpu).
+
+Run from the repository root: ``python3 benchmarks/fused_elementwise.py``.
+Prints the median of repeats for each variant and the ratios, in one process.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import functorch_core as fc
+import functorch_core.numpy as fnp
+
+
+def chain(x):
+    return fnp.tanh(0.5 * x + 1) * (1 / (1 + fnp.exp(-x))) + fnp.exp(-x ** 2)
+
+
+def chain_numpy(x):
+    return np.tanh(0.5 * x + 1) * (1 / (1 + np.exp(-x))) + np.exp(-x ** 2)
+
+
+def median_time(fn, arg, repeats, inner=1):
+    fn(arg)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            fn(arg)
+        times.append((time.perf_counter() - t0) / inner)
+    return statistics.median(times)
+
+
+def main():
+    n = 1 << 24
+    x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+    cpu, interp = fc.jit(chain, backend="cpu"), fc.jit(chain, backend="interpreter")
+    t0 = time.perf_counter()
+    cpu(x)
+    compile_s = time.perf_counter() - t0
+    err = np.max(np.abs(cpu(x) - chain_numpy(x)))
+    t_np = median_time(chain_numpy, x, 7)
+    t_int = median_time(interp, x, 7)
+    t_cpu = median_time(cpu, x, 7)
+    print(f"tanh(0.5x+1)*sigmoid(x)+exp(-x^2), {n} float32 (median of 7)")
+    print(f"  numpy           {t_np * 1e3:8.2f} ms")
+    print(f"  jit interpreter {t_int * 1e3:8.2f} ms   ({t_int / t_np:.2f}x numpy)")
+    print(f"  jit cpu         {t_cpu * 1e3:8.2f} ms   ({t_cpu / t_np:.2f}x numpy, "
+          f"{t_int / t_cpu:.2f}x faster than interpreter)")
+    print(f"  cpu first call (trace+compile+run) {compile_s * 1e3:.1f} ms, "
+          f"max |cpu - numpy| = {err:.2e}")
+
+    small = np.ones(4, np.float32)
+    for name in ("cpu", "interpreter"):
+        f = fc.jit(lambda x: x + 1.0, backend=name)
+        t = median_time(f, small, 9, inner=2000)
+        print(f"per-call overhead jit(lambda x: x + 1.0), f32[4], backend={name}: "
+              f"{t * 1e6:.2f} us")
+    t = median_time(lambda a: a + 1.0, small, 9, inner=2000)
+    print(f"  numpy x + 1.0 on f32[4]: {t * 1e6:.2f} us")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,388 @@
+"""The native CPU backend (backends/llvm) against the reference interpreter.
+
+Graphs are built directly from the catalogue (no NumPy API in between), compiled
+with the ``cpu`` backend and compared with ``backends.interpreter.run_graph``:
+exactly for integer/bool results and IEEE-exact float ops, within 2 ulp for
+transcendental functions, within a summation bound for float sums and products.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import functorch_core as fc
+import functorch_core.numpy as fnp
+from backends import registry
+from backends.interpreter import run_graph
+from backends.llvm import partition as part
+from ir import primitives as P
+from ir.check import check_graph
+from ir.core import AbstractArray, Eqn, Graph, Lit, Var
+
+CPU = registry.get("cpu")
+REALS = [np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8,
+                               np.float16, np.float32, np.float64)]
+FLOATS = [np.dtype(t) for t in (np.float16, np.float32, np.float64)]
+
+
+class Builder:
+    def __init__(self):
+        self.inputs, self.eqns = [], []
+
+    def input(self, shape, dtype):
+        v = Var(AbstractArray(shape, dtype))
+        self.inputs.append(v)
+        return v
+
+    def __call__(self, prim, *ins, **params):
+        avals = prim.shape_rule(*(a.aval for a in ins), **params)
+        outs = tuple(Var(a) for a in avals)
+        self.eqns.append(Eqn(prim, tuple(ins), outs, params))
+        return outs if prim.multiple_results else outs[0]
+
+    def graph(self, *outputs):
+        return check_graph(Graph(list(self.inputs), list(self.eqns), list(outputs)))
+
+
+def values(rng, shape, dtype, special=True):
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return rng.random(shape) < 0.5
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        x = rng.integers(-6 if dtype.kind == "i" else 0, 7, shape).astype(dtype)
+        if special and x.size:
+            flat = x.reshape(-1)
+            flat[rng.integers(0, flat.size)] = rng.choice([info.min, info.max, 0, -1])
+        return x
+    x = (rng.standard_normal(shape) * 4).astype(dtype)
+    if special and x.size:
+        flat = x.reshape(-1)
+        picks = [np.nan, np.inf, -np.inf, 0.0, -0.0, 2.0, -3.0]
+        for _ in range(max(1, flat.size // 4)):
+            flat[rng.integers(0, flat.size)] = rng.choice(picks)
+    return x
+
+
+def both(graph, args):
+    got = CPU.compile(graph)(list(args))
+    with np.errstate(all="ignore"):
+        want = run_graph(graph, list(args))
+    return got, want
+
+
+def assert_exact(got, want):
+    for g, w in zip(got, want, strict=True):
+        w = np.asarray(w)
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g, w)
+
+
+def ulp_distance(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    itype = {2: np.int16, 4: np.int32, 8: np.int64}[a.dtype.itemsize]
+    ia, ib = (x.view(itype).astype(np.int64) for x in (a, b))
+    sign = np.int64(np.iinfo(itype).max)
+    ia = np.where(ia < 0, -(ia & sign), ia)
+    ib = np.where(ib < 0, -(ib & sign), ib)
+    d = np.abs(ia - ib)
+    d[np.isnan(a) & np.isnan(b)] = 0
+    d[np.isnan(a) != np.isnan(b)] = 1 << 40
+    return d
+
+
+# --- the catalogue ----------------------------------------------------------------
+
+def test_every_primitive_lowers_or_has_a_reasoned_fallback():
+    for prim in P.ALL.values():
+        native, fallback = prim in part.NATIVE, prim in part.FALLBACK
+        assert native != fallback, f"{prim.name}: native={native}, in fallback table={fallback}"
+        if fallback:
+            assert len(part.FALLBACK[prim]) > 10
+
+
+def test_fallback_runs_one_equation_not_the_graph():
+    b = Builder()
+    x, idx = b.input((5, 3), np.float32), b.input((4, 1), np.int32)
+    y = b(P.mul, x, x)
+    g = b(P.gather, y, idx, axes=(0,))
+    out = b(P.add, g, Lit(np.float32(1.0), AbstractArray((), np.float32)))
+    graph = b.graph(out)
+    exe = CPU.compile(graph)
+    kinds = [type(s).__name__ for s in exe.plan.steps]
+    assert kinds == ["Kernel", "Fallback", "Kernel"]
+    rng = np.random.default_rng(0)
+    args = [values(rng, (5, 3), np.float32, False), np.array([[0], [4], [-3], [9]], np.int32)]
+    assert_exact(*both(graph, args))
+
+
+# --- random graphs ----------------------------------------------------------------
+
+EXACT_UNARY = [P.neg, P.sign, P.abs, P.floor, P.ceil, P.round, P.is_finite, P.sqrt, P.not_]
+EXACT_BINARY = [P.add, P.sub, P.mul, P.div, P.floor_div, P.rem, P.max, P.min, P.copysign,
+                P.and_, P.or_, P.xor, P.eq, P.ne, P.lt, P.le, P.gt, P.ge]
+EXACT_REDUCTIONS = [P.reduce_max, P.reduce_min]
+
+
+def _accepts(prim, *avals, **params):
+    try:
+        prim.shape_rule(*avals, **params)
+    except (TypeError, ValueError):
+        return False
+    if prim in (P.neg, P.sign) and avals[0].dtype.kind == "b":
+        return False
+    return not (prim in (P.sub,) and avals[0].dtype.kind == "b")
+
+
+def _random_graph(data, rng):
+    b = Builder()
+    rank = data.draw(st.integers(0, 3), "rank")
+    shape = tuple(data.draw(st.lists(st.integers(0, 4), min_size=rank, max_size=rank), "shape"))
+    dtype = data.draw(st.sampled_from(REALS), "dtype")
+    pool = [b.input(shape, dtype) for _ in range(data.draw(st.integers(1, 3), "n_inputs"))]
+    if data.draw(st.booleans(), "scalar input"):
+        pool.append(b.input((), dtype))
+    for _ in range(data.draw(st.integers(1, 8), "n_ops")):
+        kind = data.draw(st.sampled_from(
+            ["unary", "binary", "binary", "select", "convert", "layout", "reduce", "iota"]))
+        x = data.draw(st.sampled_from(pool))
+        av = x.aval
+        if kind == "unary":
+            prims = [p for p in EXACT_UNARY if _accepts(p, av)]
+            if prims:
+                pool.append(b(data.draw(st.sampled_from(prims)), x))
+        elif kind == "binary":
+            others = [y for y in pool if y.aval.dtype == av.dtype
+                      and (y.aval.shape == av.shape or not y.aval.ndim or not av.ndim)]
+            y = data.draw(st.sampled_from(others))
+            if data.draw(st.booleans()):
+                y = Lit(values(rng, (), av.dtype)[()], AbstractArray((), av.dtype))
+            prims = [p for p in EXACT_BINARY if _accepts(p, av, y.aval)]
+            if prims:
+                pool.append(b(data.draw(st.sampled_from(prims)), x, y))
+        elif kind == "select":
+            preds = [p for p in pool if p.aval.dtype.kind == "b" and p.aval.shape == av.shape]
+            others = [y for y in pool if y.aval.dtype == av.dtype and y.aval.shape == av.shape]
+            if preds:
+                pool.append(b(P.select, data.draw(st.sampled_from(preds)), x,
+                              data.draw(st.sampled_from(others))))
+        elif kind == "convert":
+            pool.append(b(P.convert, x, new_dtype=data.draw(st.sampled_from(REALS))))
+        elif kind == "iota" and av.ndim:
+            dt = data.draw(st.sampled_from([d for d in REALS if d.kind != "b"]))
+            pool.append(b(P.iota, dtype=dt, shape=av.shape,
+                          dimension=data.draw(st.integers(0, av.ndim - 1))))
+        elif kind == "reduce" and av.ndim:
+            axes = tuple(sorted(set(data.draw(st.lists(st.integers(0, av.ndim - 1), max_size=2)))))
+            prims = [P.reduce_max, P.reduce_min] if av.dtype.kind == "f" else P.REDUCTIONS
+            prim = data.draw(st.sampled_from(prims))
+            if prim in EXACT_REDUCTIONS and any(av.shape[a] == 0 for a in axes):
+                prim = P.reduce_sum if av.dtype.kind != "f" else None
+            if prim is not None:
+                out = b(prim, x, axes=axes)
+                pool.append(out)
+                if out.aval.ndim < av.ndim:   # broadcast it back, as keepdims code does
+                    kept = tuple(i for i in range(av.ndim) if i not in axes)
+                    pool.append(b(P.broadcast_in_dim, out, shape=av.shape,
+                                  broadcast_dimensions=kept))
+        elif kind == "layout":
+            pool.append(_random_layout(data, b, x))
+    n_out = data.draw(st.integers(1, 3), "n_out")
+    outs = [data.draw(st.sampled_from(pool[len(b.inputs) - 1:] or pool)) for _ in range(n_out)]
+    return b.graph(*outs)
+
+
+def _random_layout(data, b, x):
+    av = x.aval
+    op = data.draw(st.sampled_from(["transpose", "rev", "slice", "reshape", "expand", "bcast"]))
+    if op == "transpose" and av.ndim:
+        perm = tuple(data.draw(st.permutations(range(av.ndim))))
+        return b(P.transpose, x, permutation=perm)
+    if op == "rev" and av.ndim:
+        dims = tuple(sorted(set(data.draw(st.lists(st.integers(0, av.ndim - 1), max_size=2)))))
+        return b(P.rev, x, dimensions=dims)
+    if op == "slice" and av.ndim:
+        starts, limits, steps = [], [], []
+        for d in av.shape:
+            s = data.draw(st.integers(0, d))
+            starts.append(s)
+            limits.append(data.draw(st.integers(s, d)))
+            steps.append(data.draw(st.integers(1, 2)))
+        return b(P.slice, x, start_indices=tuple(starts), limit_indices=tuple(limits),
+                 strides=tuple(steps))
+    if op == "reshape" and av.size:
+        return b(P.reshape, x, new_sizes=(av.size,))
+    if op == "expand":
+        return b(P.expand_dims, x, dimensions=(0,))
+    shape = (2, *av.shape)
+    return b(P.broadcast_in_dim, x, shape=shape, broadcast_dimensions=tuple(range(1, av.ndim + 1)))
+
+
+@given(st.data())
+def test_random_graphs_match_the_interpreter_exactly(data):
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1), "seed"))
+    graph = _random_graph(data, rng)
+    args = [values(rng, v.aval.shape, v.aval.dtype) for v in graph.inputs]
+    before = [a.copy() for a in args]
+    got, want = both(graph, args)
+    assert_exact(got, want)
+    for a, c in zip(args, before, strict=True):
+        np.testing.assert_array_equal(a, c)          # inputs are never written
+    for g in got:
+        assert not any(np.shares_memory(g, a) for a in args)
+
+
+# --- per-op semantics ---------------------------------------------------------------
+
+INT_DTYPES = [np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64, np.uint8)]
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES + FLOATS)
+def test_division_edge_cases(dtype):
+    b = Builder()
+    x, y = b.input((64,), dtype), b.input((64,), dtype)
+    graph = b.graph(b(P.floor_div, x, y), b(P.rem, x, y), b(P.max, x, y), b(P.min, x, y))
+    if dtype.kind == "f":
+        pool = np.array([0.0, -0.0, 1.0, -1.0, 2.5, -7.0, np.inf, -np.inf, np.nan], dtype)
+    else:
+        info = np.iinfo(dtype)
+        pool = np.array([0, 1, -1, 7, -7, info.min, info.max], dtype=np.int64).astype(dtype)
+    xs, ys = np.meshgrid(pool, pool)
+    args = [np.resize(xs.reshape(-1), 64), np.resize(ys.reshape(-1), 64)]
+    assert_exact(*both(graph, args))
+
+
+@pytest.mark.parametrize("src", FLOATS)
+def test_float_to_int_conversion_never_traps(src):
+    b = Builder()
+    x = b.input((8,), src)
+    outs = [b(P.convert, x, new_dtype=np.dtype(d)) for d in REALS]
+    graph = b.graph(*outs)
+    special = np.array([np.nan, np.inf, -np.inf, 1e30 if src != np.float16 else 6e4, -1.5,
+                        2.5, 300.7, -0.0], src)
+    got = CPU.compile(graph)([special])
+    assert [g.dtype for g in got] == REALS
+    finite = np.array([-1.5, 2.5, 100.7, -0.0, 3.0, 7.9, -8.9, 0.5], src)
+    assert_exact(*both(graph, [finite]))
+
+
+TRANSCENDENTAL = [P.exp, P.exp2, P.expm1, P.log, P.log1p, P.sqrt, P.cbrt, P.tanh, P.logistic,
+                  P.sin, P.cos, P.tan, P.asin, P.acos, P.atan, P.sinh, P.cosh, P.asinh,
+                  P.acosh, P.atanh]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_transcendentals_within_two_ulp(dtype):
+    rng = np.random.default_rng(1)
+    x = np.concatenate([rng.standard_normal(2000) * s for s in (1e-6, 0.3, 1.0, 3.0, 30.0)])
+    x = np.concatenate([x, [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, 88.5, -100.0]])
+    x = x.astype(dtype)
+    y = (rng.standard_normal(x.size) * 3).astype(dtype)
+    b = Builder()
+    xv, yv = b.input(x.shape, dtype), b.input(x.shape, dtype)
+    outs = [b(p, xv) for p in TRANSCENDENTAL] + [b(P.pow, xv, yv), b(P.atan2, xv, yv)]
+    got, want = both(b.graph(*outs), [x, y])
+    names = [p.name for p in TRANSCENDENTAL] + ["pow", "atan2"]
+    worst = {n: int(ulp_distance(g, w).max()) for n, g, w in zip(names, got, want, strict=True)}
+    assert all(v <= 2 for v in worst.values()), worst
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32, np.bool_])
+def test_sum_and_prod_reductions(dtype):
+    rng = np.random.default_rng(2)
+    b = Builder()
+    x = b.input((5, 33, 7), dtype)
+    outs = [b(p, x, axes=axes) for p in (P.reduce_sum, P.reduce_prod)
+            for axes in ((0,), (1,), (2,), (0, 2), (0, 1, 2))]
+    graph = b.graph(*outs)
+    arg = values(rng, (5, 33, 7), dtype, special=False)
+    if np.dtype(dtype).kind == "f":
+        arg = (rng.random((5, 33, 7)) + 0.5).astype(dtype)
+    got, want = both(graph, [arg])
+    if np.dtype(dtype).kind != "f":
+        return assert_exact(got, want)
+    eps = np.finfo(dtype).eps
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=64 * eps)
+
+
+def test_reduction_of_empty_axes_and_zero_sized_shapes():
+    b = Builder()
+    x = b.input((3, 0, 2), np.float32)
+    y = b(P.reduce_sum, x, axes=(1,))
+    z = b(P.reduce_prod, x, axes=(0, 1))
+    w = b(P.reduce_max, x, axes=(0,))
+    graph = b.graph(y, z, w, b(P.exp, x))
+    assert_exact(*both(graph, [np.zeros((3, 0, 2), np.float32)]))
+
+
+# --- dot_general ---------------------------------------------------------------------
+
+DOTS = [((3, 4), (4, 5), (((1,), (0,)), ((), ()))),
+        ((4, 3), (4, 5), (((0,), (0,)), ((), ()))),
+        ((2, 3, 4), (2, 4, 5), (((2,), (1,)), ((0,), (0,)))),
+        ((3, 2, 4), (5, 4, 2), (((2,), (1,)), ((1,), (2,)))),
+        ((6,), (6,), (((0,), (0,)), ((), ()))),
+        ((3, 4), (5,), (((), ()), ((), ()))),
+        ((0, 4), (4, 5), (((1,), (0,)), ((), ()))),
+        ((3, 0), (0, 5), (((1,), (0,)), ((), ())))]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+def test_dot_general(dtype):
+    rng = np.random.default_rng(3)
+    b = Builder()
+    outs, args = [], []
+    for ls, rs, dn in DOTS:
+        lhs, rhs = b.input(ls, dtype), b.input(rs, dtype)
+        outs.append(b(P.tanh if np.dtype(dtype).kind == "f" else P.neg,
+                      b(P.dot_general, lhs, rhs, dimension_numbers=dn)))
+        args += [values(rng, ls, dtype, False), values(rng, rs, dtype, False)]
+    got, want = both(b.graph(*outs), args)
+    for g, w in zip(got, want, strict=True):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_allclose(g, w, rtol=1e-5 if dtype == np.float32 else 1e-12,
+                                   atol=1e-5)
+
+
+# --- runtime properties --------------------------------------------------------------
+
+def test_float32_elementwise_kernel_vectorizes():
+    b = Builder()
+    x = b.input((1024,), np.float32)
+    two = Lit(np.float32(2.0), AbstractArray((), np.float32))
+    graph = b.graph(b(P.add, b(P.mul, x, two), two))
+    exe = CPU.compile(graph)
+    assert "<8 x float>" in exe.ir or "<4 x float>" in exe.ir
+
+
+def test_compiled_graphs_are_cached_by_structure_and_avals():
+    def make(n):
+        b = Builder()
+        x = b.input((n,), np.float64)
+        return b.graph(b(P.exp, x))
+    assert CPU.compile(make(7)) is CPU.compile(make(7))
+    assert CPU.compile(make(7)) is not CPU.compile(make(8))
+
+
+def test_outputs_are_fresh_even_for_identity_and_views():
+    b = Builder()
+    x = b.input((2, 3), np.int32)
+    graph = b.graph(x, b(P.reshape, x, new_sizes=(6,)), b(P.transpose, x, permutation=(1, 0)))
+    arg = np.arange(6, dtype=np.int32).reshape(2, 3)
+    got = CPU.compile(graph)([arg])
+    assert_exact(got, [arg, arg.reshape(6), arg.T])
+    assert not any(np.shares_memory(g, arg) for g in got)
+
+
+def test_jit_backend_cpu_end_to_end():
+    def f(x):
+        return fnp.tanh(0.5 * x + 1) * (1 / (1 + fnp.exp(-x))) + fnp.exp(-x ** 2)
+    x = np.random.default_rng(4).standard_normal(1000).astype(np.float32)
+    got, want = fc.jit(f, backend="cpu")(x), fc.jit(f)(x)
+    assert got.dtype == want.dtype == np.float32
+    assert ulp_distance(got, want).max() <= 4
+    assert registry.DEFAULT == "interpreter"
