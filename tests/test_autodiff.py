@@ -587,3 +587,33 @@ def test_fnp_functions_differentiate():
     x = np.array([0.5, 1.5])
     g = fc.grad(lambda x: _sum(fnp.sin(x) * fnp.exp(x) + fnp.maximum(x, 1.0)))(x)
     np.testing.assert_allclose(g, np.cos(x) * np.exp(x) + np.sin(x) * np.exp(x) + [0, 1])
+
+
+def test_float32_uses_float32_and_looser_tolerance():
+    x = np.array([0.3, -0.8, 1.2], np.float32)
+    f = lambda x: P.mul.bind(P.tanh.bind(x), P.exp.bind(x))   # noqa: E731
+    check_grads(f, (x,), order=2)
+    g = fc.grad(lambda x: _sum(f(x)))(x)
+    assert g.dtype == np.float32
+    with pytest.raises(AssertionError):
+        check_grads(lambda x: P.mul.bind(fc.stop_gradient(x), x), (x,), order=1)
+
+
+def test_jacobians_with_aux_and_pytree_outputs():
+    x = np.array([0.5, 1.5])
+
+    def f(x):
+        return {"s": P.sin.bind(x), "c": _sum(P.cos.bind(x))}, P.neg.bind(x)
+    jr, aux_r = fc.jacrev(f, has_aux=True)(x)
+    jf, aux_f = fc.jacfwd(f, has_aux=True)(x)
+    np.testing.assert_allclose(jr["s"], np.diag(np.cos(x)))
+    np.testing.assert_allclose(jr["c"], -np.sin(x))
+    for k in ("s", "c"):
+        np.testing.assert_allclose(jr[k], jf[k], rtol=1e-12)
+    np.testing.assert_array_equal(aux_r, -x)
+    np.testing.assert_array_equal(aux_f, -x)
+    out, vjp_fn, aux = fc.vjp(f, x, has_aux=True)
+    np.testing.assert_allclose(out["s"], np.sin(x))
+    np.testing.assert_array_equal(aux, -x)
+    (g,) = vjp_fn({"s": np.ones(2), "c": 1.0})
+    np.testing.assert_allclose(g, np.cos(x) - np.sin(x))

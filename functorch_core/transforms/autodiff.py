@@ -424,9 +424,10 @@ def _rows(x, start, stop, shape):
     """``x[start:stop]`` reshaped to ``shape``."""
     av = leaf_aval(x, "a Jacobian block")
     nd = len(av.shape)
-    x = P.slice.bind(x, start_indices=(start,) + (0,) * (nd - 1),
-                     limit_indices=(stop,) + av.shape[1:], strides=(1,) * nd)
-    return P.reshape.bind(x, new_sizes=tuple(shape))
+    if (start, stop) != (0, av.shape[0]):
+        x = P.slice.bind(x, start_indices=(start,) + (0,) * (nd - 1),
+                         limit_indices=(stop,) + av.shape[1:], strides=(1,) * nd)
+    return x if tuple(shape) == av.shape else P.reshape.bind(x, new_sizes=tuple(shape))
 
 
 def _basis(avals, dtypes_of):
@@ -551,7 +552,7 @@ def jacfwd(func, argnums=0, *, has_aux=False, chunk_size=None):
                     b = _rows(t, off, off + n, i.shape + o.shape)
                     nd_i, nd_o = len(i.shape), len(o.shape)
                     perm = tuple(range(nd_i, nd_i + nd_o)) + tuple(range(nd_i))
-                    row.append(P.transpose.bind(b, permutation=perm))
+                    row.append(P.transpose.bind(b, permutation=perm) if nd_i and nd_o else b)
                     off += n
                 blocks.append(row)
         jac = _jac_structure(argnums, args, nums, blocks, out_tree)

@@ -317,7 +317,7 @@ def _dot_transpose_operand(ct, other, ndim, mc, oc, mb, ob, mine_is_lhs):
             perm.append(nb + my_free.index(i))
         else:
             perm.append(nb + len(my_free) + oc_sorted.index(oc[mc.index(i)]))
-    return P.transpose.bind(res, permutation=tuple(perm))
+    return res if perm == sorted(perm) else P.transpose.bind(res, permutation=tuple(perm))
 
 
 def _layout(prim, fn):
