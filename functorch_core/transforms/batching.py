@@ -243,8 +243,12 @@ def _dynamic_slice(args, dims, *, slice_sizes):
         out = P.dynamic_slice.bind(x, *_insert(idx, d, zero),
                                    slice_sizes=_insert(slice_sizes, d, size))
         return [out], [d]
-    x = batch_at(x, d, size, 0)
-    indices, axes, order = _window(_shape(x)[1:], idx, idims, slice_sizes, size)
+    if d is None and tuple(slice_sizes) == _shape(x):   # the whole array, in every example
+        return [add_batch_dim(x, size, 0)], [0]
+    if d is not None:
+        x = moveaxis(x, d, 0)
+    example = _example_shape(x, None if d is None else 0)
+    indices, axes, order = _window(example, idx, idims, slice_sizes, size, d is not None)
     out = P.gather.bind(x, indices, axes=axes)
     return [_permute(out, (0, *(1 + order.index(k) for k in range(len(order)))))], [0]
 
@@ -258,23 +262,27 @@ def _dynamic_update_slice(args, dims):
         zero = _const(0, _dtype(idx[0]) if idx else dtypes.int64)
         return [P.dynamic_update_slice.bind(x, update, *_insert(idx, at, zero))], [at]
     x, update = batch_at(x, d, size, 0), batch_at(update, ud, size, 0)
-    indices, axes, order = _window(_shape(x)[1:], idx, idims, _shape(update)[1:], size)
+    indices, axes, order = _window(_shape(x)[1:], idx, idims, _shape(update)[1:], size, True)
     updates = _permute(update, (0, *(1 + k for k in order)))
     return [P.scatter.bind(x, indices, updates, axes=axes)], [0]
 
 
-def _window(example_shape, starts, start_dims, sizes, size):
+def _window(example_shape, starts, start_dims, sizes, size, batched_operand):
     """Gather/scatter indices for the window ``sizes`` at each example's (clamped) starts.
 
-    Returns ``(indices, axes, order)`` for an operand batched at 0: ``indices``
-    has shape ``(size, *window of the partial axes, 1 + #partial axes)``; a
-    full-size axis needs no index (its start clamps to 0). ``order`` lists the
-    example axes as gather's output holds them after the batch: partial, then full.
+    Returns ``(indices, axes, order)`` for an operand batched at 0 (or not
+    batched): ``indices`` has shape ``(size, *window of the partial axes, n)``
+    with a column for the batch (if the operand is batched) and one per partial
+    axis (at least one column in all); a full-size axis needs no index (its start
+    clamps to 0). ``order``
+    lists the example axes as gather's output holds them after the batch:
+    partial, then full.
     """
     partial = [k for k, (s, n) in enumerate(zip(sizes, example_shape, strict=True)) if s < n]
     full = [k for k in range(len(sizes)) if k not in partial]
     grid = (size, *(sizes[k] for k in partial))
-    cols = [P.iota.bind(dtype=dtypes.int64, shape=grid, dimension=0)]
+    first = int(batched_operand)
+    cols = [P.iota.bind(dtype=dtypes.int64, shape=grid, dimension=0)] if first else []
     for j, k in enumerate(partial):
         start = starts[k]
         if _dtype(start) != dtypes.int64:
@@ -287,7 +295,7 @@ def _window(example_shape, starts, start_dims, sizes, size):
         cols.append(P.add.bind(start, offset))
     cols = [P.expand_dims.bind(c, dimensions=(len(grid),)) for c in cols]
     indices = P.concatenate.bind(*cols, dimension=len(grid))
-    return indices, (0, *(k + 1 for k in partial)), partial + full
+    return indices, (0,) * first + tuple(k + first for k in partial), partial + full
 
 
 def _with_batch_column(indices, size):
