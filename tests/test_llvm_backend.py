@@ -26,6 +26,7 @@ CPU = registry.get("cpu")
 REALS = [np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8,
                                np.float16, np.float32, np.float64)]
 FLOATS = [np.dtype(t) for t in (np.float16, np.float32, np.float64)]
+INT_DTYPES = [np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64, np.uint8)]
 
 
 class Builder:
@@ -49,6 +50,8 @@ class Builder:
 
 def values(rng, shape, dtype, special=True):
     dtype = np.dtype(dtype)
+    if dtype.kind in "iu" and not shape and special:     # also used as indices: go wide
+        return np.asarray(rng.integers(-9 if dtype.kind == "i" else 0, 9), dtype)
     if dtype.kind == "b":
         return rng.random(shape) < 0.5
     if dtype.kind in "iu":
@@ -106,17 +109,43 @@ def test_every_primitive_lowers_or_has_a_reasoned_fallback():
 
 def test_fallback_runs_one_equation_not_the_graph():
     b = Builder()
-    x, idx = b.input((5, 3), np.float32), b.input((4, 1), np.int32)
+    x = b.input((5, 3), np.int32)
     y = b(P.mul, x, x)
-    g = b(P.gather, y, idx, axes=(0,))
-    out = b(P.add, g, Lit(np.float32(1.0), AbstractArray((), np.float32)))
+    c = b(P.cumsum, y, axis=0, reverse=False)
+    out = b(P.add, c, Lit(np.int32(1), AbstractArray((), np.int32)))
     graph = b.graph(out)
     exe = CPU.compile(graph)
     kinds = [type(s).__name__ for s in exe.plan.steps]
     assert kinds == ["Kernel", "Fallback", "Kernel"]
-    rng = np.random.default_rng(0)
-    args = [values(rng, (5, 3), np.float32, False), np.array([[0], [4], [-3], [9]], np.int32)]
-    assert_exact(*both(graph, args))
+    assert exe.plan.steps[1].reason == part.FALLBACK[P.cumsum]
+    assert_exact(*both(graph, [values(np.random.default_rng(0), (5, 3), np.int32)]))
+
+
+@pytest.mark.parametrize("index_dtype", [np.int8, np.uint8, np.int32, np.int64])
+def test_gather_and_dynamic_slice_clamp_indices(index_dtype):
+    rng = np.random.default_rng(5)
+    b = Builder()
+    x = b.input((4, 4, 4), np.float32)
+    idx2 = b.input((5, 2), index_dtype)
+    idx1 = b.input((2, 3, 1), index_dtype)
+    starts = [b.input((), index_dtype) for _ in range(3)]
+    y = b(P.neg, x)
+    g2 = b(P.gather, y, idx2, axes=(0, 2))
+    g1 = b(P.gather, b(P.rev, x, dimensions=(1,)), idx1, axes=(1,))
+    ds = b(P.dynamic_slice, y, *starts, slice_sizes=(2, 4, 1))
+    both_ = b(P.add, b(P.gather, x, idx2, axes=(1, 2)), b(P.exp, b(P.gather, x, idx2,
+                                                                   axes=(0, 1))))
+    graph = b.graph(g2, g1, ds, both_)
+    lo, hi = (-7, 9) if np.dtype(index_dtype).kind == "i" else (0, 200)
+    for _ in range(3):
+        args = [values(rng, (4, 4, 4), np.float32, False),
+                rng.integers(lo, hi, (5, 2)).astype(index_dtype),
+                rng.integers(lo, hi, (2, 3, 1)).astype(index_dtype)]
+        args += [np.asarray(rng.integers(lo, hi), dtype=index_dtype) for _ in range(3)]
+        got, want = both(graph, args)
+        assert_exact(got[:3], want[:3])
+        assert ulp_distance(got[3], want[3]).max() <= 2
+    assert not any(isinstance(s, part.Fallback) for s in CPU.compile(graph).plan.steps)
 
 
 # --- random graphs ----------------------------------------------------------------
@@ -147,7 +176,8 @@ def _random_graph(data, rng):
         pool.append(b.input((), dtype))
     for _ in range(data.draw(st.integers(1, 8), "n_ops")):
         kind = data.draw(st.sampled_from(
-            ["unary", "binary", "binary", "select", "convert", "layout", "reduce", "iota"]))
+            ["unary", "binary", "binary", "select", "convert", "layout", "reduce", "iota",
+             "gather", "dynamic_slice"]))
         x = data.draw(st.sampled_from(pool))
         av = x.aval
         if kind == "unary":
@@ -190,8 +220,19 @@ def _random_graph(data, rng):
                                   broadcast_dimensions=kept))
         elif kind == "layout":
             pool.append(_random_layout(data, b, x))
+        elif kind == "gather" and av.ndim and all(av.shape):
+            axes = tuple(sorted(set(data.draw(st.lists(st.integers(0, av.ndim - 1), min_size=1,
+                                                       max_size=2)))))
+            batch = tuple(data.draw(st.lists(st.integers(0, 3), max_size=2)))
+            idx = b.input(batch + (len(axes),), data.draw(st.sampled_from(INT_DTYPES)))
+            pool.append(b(P.gather, x, idx, axes=axes))
+        elif kind == "dynamic_slice":
+            sizes = tuple(data.draw(st.integers(0, d)) for d in av.shape)
+            starts = [b.input((), data.draw(st.sampled_from(INT_DTYPES))) for _ in av.shape]
+            pool.append(b(P.dynamic_slice, x, *starts, slice_sizes=sizes))
     n_out = data.draw(st.integers(1, 3), "n_out")
-    outs = [data.draw(st.sampled_from(pool[len(b.inputs) - 1:] or pool)) for _ in range(n_out)]
+    computed = [v for v in pool if v not in b.inputs]
+    outs = [data.draw(st.sampled_from(computed or pool)) for _ in range(n_out)]
     return b.graph(*outs)
 
 
@@ -236,9 +277,6 @@ def test_random_graphs_match_the_interpreter_exactly(data):
 
 
 # --- per-op semantics ---------------------------------------------------------------
-
-INT_DTYPES = [np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64, np.uint8)]
-
 
 @pytest.mark.parametrize("dtype", INT_DTYPES + FLOATS)
 def test_division_edge_cases(dtype):

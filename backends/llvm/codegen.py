@@ -60,7 +60,8 @@ def _loops(kernel: Kernel, accesses):
 
 def emit_kernel(module: ir.Module, name: str, kernel: Kernel) -> list[int]:
     """Add function ``name`` for ``kernel`` to ``module``; return the slots it takes, in order."""
-    slots = sorted({r.slot for r in kernel.reads} | {s for _, s, _ in kernel.stores}
+    slots = sorted({r.slot for r in kernel.reads + kernel.dyn_reads}
+                   | {s for _, s, _ in kernel.stores}
                    | {s for _, _, s, _ in kernel.reduces})
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [_PTR] * len(slots)), name)
     for a in fn.args:
@@ -74,8 +75,10 @@ def emit_kernel(module: ir.Module, name: str, kernel: Kernel) -> list[int]:
     reduce_out = tuple(0 if i in axes else next(it) for i in range(ndim))
     iotas = [op.params["dimension"] for op in kernel.ops if op.prim is P.iota]
     unit = [tuple(int(i == d) for i in range(ndim)) for d in iotas]
-    accesses = ([r.strides for r in kernel.reads] + [c_strides(kernel.shape)] + [reduce_out]
-                + unit)
+    # access k walks memory with accesses[k]: 0 the stores, 1 the reduction outputs, then
+    # the reads, the dynamic reads and the iota counters
+    accesses = ([c_strides(kernel.shape), reduce_out] + [r.strides for r in kernel.reads]
+                + [r.strides for r in kernel.dyn_reads] + unit)
     loops, n_kept = _loops(kernel, accesses)
 
     entry = fn.append_basic_block("entry")
@@ -99,8 +102,7 @@ def emit_kernel(module: ir.Module, name: str, kernel: Kernel) -> list[int]:
             b.store(e.const(_acc_dtype(dt), _identity(prim, dt)), acc)
 
     def store_accumulators():
-        out_k = len(kernel.reads) + 1
-        index = linear(out_k)
+        index = linear(1)
         for acc, (_, _, slot, dt) in zip(accs, kernel.reduces, strict=True):
             value = b.load(acc, typ=compute_type(_acc_dtype(dt)))
             if _acc_dtype(dt) != dt:
@@ -140,6 +142,19 @@ def emit_kernel(module: ir.Module, name: str, kernel: Kernel) -> list[int]:
     return slots
 
 
+def emit_array_entry(module: ir.Module, name: str, kernel_name: str, data_offset: int):
+    """``name(PyArrayObject*...)``: read each array's data pointer (at ``data_offset`` in
+    the object) and call the kernel, so Python passes arrays without converting them."""
+    kernel = module.globals[kernel_name]
+    n = len(kernel.args)
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [_PTR] * n), name)
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    data = [b.load(b.gep(a, [ir.Constant(I64, data_offset)], source_etype=ir.IntType(8)),
+                   typ=_PTR) for a in fn.args]
+    b.call(kernel, data)
+    b.ret_void()
+
+
 def _acc_dtype(dt):
     return np.dtype(np.float32) if dt == np.float16 else dt
 
@@ -147,9 +162,10 @@ def _acc_dtype(dt):
 def _body(kernel, e, linear, element, accs, iotas):
     """The innermost loop body: loads, the fused ops, stores and accumulations."""
     b = e.b
-    reads = [e.load(r.dtype, element(r.slot, r.dtype, linear(k, r.offset)))
+    reads = [e.load(r.dtype, element(r.slot, r.dtype, linear(2 + k, r.offset)))
              for k, r in enumerate(kernel.reads)]
-    values, iota_k = [], len(kernel.reads) + 2
+    dyn_k = 2 + len(kernel.reads)
+    values, iota_k = [], dyn_k + len(kernel.dyn_reads)
 
     def value(ref):
         kind = ref[0]
@@ -163,6 +179,13 @@ def _body(kernel, e, linear, element, accs, iotas):
         if op.prim is P.iota:
             v = convert(e, np.dtype(np.int64), op.dtype, linear(iota_k))
             iota_k += 1
+        elif op.prim in (P.gather, P.dynamic_slice):
+            k = op.args[0][1]
+            r = kernel.dyn_reads[k]
+            indices = [value(a) if a[0] != "const" else e.const(dt, a[1])
+                       for a, dt in zip(op.args[1:], op.params["index_dtypes"], strict=True)]
+            index = b.add(linear(dyn_k + k, r.offset), _clamped_offset(e, op, indices))
+            v = e.load(r.dtype, element(r.slot, r.dtype, index))
         else:
             dts = _arg_dtypes(kernel, op)
             args = [value(r) if r[0] != "const" else e.const(dt, r[1])
@@ -173,7 +196,7 @@ def _body(kernel, e, linear, element, accs, iotas):
                 v = e.round16(op.dtype, RULES[op.prim](e, op.arg_dtype, *args, **op.params))
         values.append(v)
 
-    full = linear(len(kernel.reads))
+    full = linear(0)
     for ref, slot, dt in kernel.stores:
         e.store(dt, value(ref), element(slot, dt, full))
     for acc, (prim, ref, _, dt) in zip(accs, kernel.reduces, strict=True):
@@ -183,6 +206,20 @@ def _body(kernel, e, linear, element, accs, iotas):
         if acc_dt.kind == "f" and prim in (P.reduce_sum, P.reduce_prod):
             combined.flags.append("reassoc")
         b.store(combined, acc)
+
+
+def _clamped_offset(e, op, indices):
+    """sum_k clip(index_k, 0, bound_k) * stride_k: the runtime part of a dynamic read."""
+    b = e.b
+    total = ir.Constant(I64, 0)
+    for idx, dt, bound, stride in zip(indices, op.params["index_dtypes"], op.params["bounds"],
+                                      op.params["strides"], strict=True):
+        wide = idx if idx.type == I64 else (b.zext if dt.kind in "bu" else b.sext)(idx, I64)
+        wide = b.select(b.icmp_signed("<", wide, ir.Constant(I64, 0)), ir.Constant(I64, 0), wide)
+        wide = b.select(b.icmp_signed(">", wide, ir.Constant(I64, bound)),
+                        ir.Constant(I64, bound), wide)
+        total = b.add(total, b.mul(wide, ir.Constant(I64, stride)))
+    return total
 
 
 def _arg_dtypes(kernel, op):

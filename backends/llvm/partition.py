@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ir import primitives as P
-from ir.core import Graph, Lit, Var
+from ir.core import AbstractArray, Graph, Lit, Var
 
 from .ops import RULES, unsupported
 
@@ -31,9 +31,7 @@ FALLBACK = {
     P.conj: "complex dtypes are not lowered natively yet",
     P.concatenate: "not lowered yet (would be one kernel per operand writing a slab)",
     P.pad: "not lowered yet (needs a fill kernel plus a strided copy)",
-    P.dynamic_slice: "not lowered yet (runtime offsets; the interpreter clamps them)",
     P.dynamic_update_slice: "not lowered yet (runtime offsets; the interpreter clamps them)",
-    P.gather: "not lowered yet (data-dependent addresses; the interpreter clamps them)",
     P.scatter: "not lowered yet (data-dependent addresses, last write wins)",
     P.scatter_add: "not lowered yet (data-dependent addresses, np.add.at order)",
     P.argmax: "not lowered yet (index-carrying reduction)",
@@ -92,6 +90,7 @@ class Kernel:
     shape: tuple
     axes: tuple | None = None           # reduced axes when the kernel reduces
     reads: list = field(default_factory=list)       # Views with strides over `shape`
+    dyn_reads: list = field(default_factory=list)   # Views read at a runtime offset
     ops: list = field(default_factory=list)
     stores: list = field(default_factory=list)      # (ref, slot, dtype), full shape
     reduces: list = field(default_factory=list)     # (prim, ref, slot, dtype), kept dims
@@ -146,6 +145,15 @@ class _Splat:
 
     def __init__(self, value, shape, dtype):
         self.value, self.shape, self.dtype = np.asarray(value, dtype)[()], tuple(shape), dtype
+
+
+class _ColumnAtom:
+    """A column of gather indices, addressed as a view over the gather's output shape."""
+
+    __slots__ = ("aval", "key")
+
+    def __init__(self, key, aval):
+        self.key, self.aval = key, aval
 
 
 class _Reduced:
@@ -233,6 +241,8 @@ class Partitioner:
 
     # -- kernels -------------------------------------------------------------
     def ref(self, k: Kernel, atom, shape):
+        if isinstance(atom, _ColumnAtom):
+            return k.read(self.loc[atom.key])
         if isinstance(atom, Var):
             loc = self.loc[id(atom)]
             if isinstance(loc, _Member) and loc.kernel is k:
@@ -279,6 +289,46 @@ class Partitioner:
             arg_dtype = eqn.inputs[-1 if eqn.prim is P.select else 0].aval.dtype
         k.ops.append(Op(eqn.prim, tuple(refs), dict(eqn.params), out.aval.dtype, arg_dtype))
         self.loc[id(out)] = _Member(k, ("op", len(k.ops) - 1))
+
+    def dynamic_read(self, eqn):
+        """dynamic_slice and gather: a read of an external view at a clamped runtime offset."""
+        x, out = eqn.inputs[0], eqn.outputs[0]
+        shape = out.aval.shape
+        v = self.view(x)
+        if isinstance(v, Lit):
+            v = self.view_of_array(self.array(x), x)
+        if eqn.prim is P.dynamic_slice:
+            index_atoms = list(eqn.inputs[1:])
+            bounds = [d - s for d, s in zip(x.aval.shape, shape, strict=True)]
+            strides, base = list(v.strides), v.strides
+        else:
+            index_atoms, axes = self._gather_columns(eqn.inputs[1], shape), eqn.params["axes"]
+            bounds = [x.aval.shape[a] - 1 for a in axes]
+            strides = [v.strides[a] for a in axes]
+            nb = eqn.inputs[1].aval.ndim - 1
+            base = (0,) * nb + tuple(s for i, s in enumerate(v.strides) if i not in axes)
+        k, refs = self.refs(shape, index_atoms)
+        k.dyn_reads.append(View(v.slot, shape, v.dtype, v.offset, tuple(base)))
+        params = {"bounds": tuple(bounds), "strides": tuple(strides),
+                  "index_dtypes": tuple(a.aval.dtype for a in index_atoms)}
+        k.ops.append(Op(eqn.prim, (("dyn", len(k.dyn_reads) - 1), *refs), params,
+                        out.aval.dtype, x.aval.dtype))
+        self.loc[id(out)] = _Member(k, ("op", len(k.ops) - 1))
+
+    def _gather_columns(self, indices, shape):
+        """One atom per indexed axis: column k of ``indices`` seen over the output shape."""
+        v = self.view(indices)
+        if isinstance(v, Lit):
+            v = self.view_of_array(self.array(indices), indices)
+        rest = len(shape) - (indices.aval.ndim - 1)
+        cols = []
+        for c in range(indices.aval.shape[-1]):
+            key = ("gather column", id(indices), c, shape)
+            if key not in self.loc:
+                self.loc[key] = View(v.slot, tuple(shape), v.dtype, v.offset + c * v.strides[-1],
+                                     tuple(v.strides[:-1]) + (0,) * rest)
+            cols.append(_ColumnAtom(key, AbstractArray(shape, v.dtype)))
+        return cols
 
     def reduction(self, eqn):
         (x,), out, axes = eqn.inputs, eqn.outputs[0], tuple(sorted(eqn.params["axes"]))
@@ -334,7 +384,7 @@ class Partitioner:
             if reason is not None:
                 self.fallback(eqn, reason)
             else:
-                DISPATCH[eqn.prim.family if eqn.prim not in VIEW_OPS else "view"](self, eqn)
+                DISPATCH[_KIND.get(eqn.prim, eqn.prim.family)](self, eqn)
         outputs = [("lit", o.value) if isinstance(o, Lit) else self.array(o)
                    for o in self.graph.outputs]
         for k in list(self.open):
@@ -353,6 +403,9 @@ def lowering_gap(eqn) -> str | None:
         return reason
     if prim is P.dot_general and eqn.inputs[0].aval.dtype not in BLAS_DTYPES:
         return "dot_general: only float32/float64 go to BLAS"
+    if prim is P.gather and eqn.outputs[0].aval.size and any(
+            eqn.inputs[0].aval.shape[a] == 0 for a in eqn.params["axes"]):
+        return "gather from an empty axis raises in NumPy"
     if prim is P.iota and eqn.params["dtype"].kind == "b":
         return "iota: NumPy rejects boolean ranges longer than 2"
     if prim in (P.reduce_max, P.reduce_min) and any(
@@ -413,8 +466,11 @@ VIEW_RULES = {P.broadcast_in_dim: _broadcast, P.transpose: _transpose, P.reshape
               P.squeeze: _squeeze, P.expand_dims: _expand_dims, P.rev: _rev, P.slice: _slice}
 DISPATCH = {"view": Partitioner.layout, "reduction": Partitioner.reduction,
             "contraction": Partitioner.blas, "creation": Partitioner.elementwise,
+            "dynamic": Partitioner.dynamic_read,
             **{f: Partitioner.elementwise for f in ELEMENTWISE_FAMILIES}}
-NATIVE = set(VIEW_RULES) | set(RULES) | set(P.REDUCTIONS) | {P.convert, P.iota, P.dot_general}
+_KIND = {**{p: "view" for p in VIEW_OPS}, P.gather: "dynamic", P.dynamic_slice: "dynamic"}
+NATIVE = set(VIEW_RULES) | set(RULES) | set(P.REDUCTIONS) | {P.convert, P.iota, P.dot_general,
+                                                               P.gather, P.dynamic_slice}
 
 
 def partition(graph: Graph) -> Plan:

@@ -69,14 +69,33 @@ def optimize(llmod, tm):
     pb.getModulePassManager().run(llmod, pb)
 
 
+def _array_data_offset():
+    """Where a NumPy array object keeps its data pointer (after the PyObject header), checked
+    on a live array; None if this build's layout differs (then pointers go through ctypes)."""
+    probe = np.zeros(3)
+    offset = 2 * ctypes.sizeof(ctypes.c_void_p)
+    found = ctypes.c_void_p.from_address(id(probe) + offset).value
+    return offset if found == probe.ctypes.data else None
+
+
+DATA_OFFSET = _array_data_offset()
+
+
 def build_module(plan: Plan):
-    """LLVM IR for every kernel of ``plan``: (ir.Module, {id(kernel): (name, slots)})."""
+    """LLVM IR for every kernel of ``plan``: (ir.Module, {id(kernel): (entry name, slots)}).
+
+    The entry takes array objects when the data-pointer offset is known, else raw pointers.
+    """
     module = ir.Module(name="fc_graph")
     entries = {}
     for step in plan.steps:
         if isinstance(step, Kernel):
             name = f"fc_kernel_{next(_names)}"
-            entries[id(step)] = (name, codegen.emit_kernel(module, name, step))
+            slots = codegen.emit_kernel(module, name, step)
+            if DATA_OFFSET is not None:
+                codegen.emit_array_entry(module, name + "_arrays", name, DATA_OFFSET)
+                name += "_arrays"
+            entries[id(step)] = (name, slots)
     return module, entries
 
 
@@ -97,7 +116,8 @@ def compile_plan(plan: Plan):
         engine.finalize_object()
         fns = {}
         for key, (name, slots) in entries.items():
-            proto = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * len(slots)))
+            arg = ctypes.c_void_p if DATA_OFFSET is None else ctypes.py_object
+            proto = ctypes.CFUNCTYPE(None, *([arg] * len(slots)))
             fns[key] = (proto(engine.get_function_address(name)), slots)
     return text, fns
 
@@ -108,8 +128,13 @@ def _native_step(fn, slots, out_specs):
     def run(bufs):
         for slot, shape, dtype in out_specs:
             bufs[slot] = np.empty(shape, dtype)
+        fn(*[bufs[s] for s in slots])
+
+    def run_by_pointer(bufs):
+        for slot, shape, dtype in out_specs:
+            bufs[slot] = np.empty(shape, dtype)
         fn(*[bufs[s].ctypes.data for s in slots])
-    return run
+    return run if DATA_OFFSET is not None else run_by_pointer
 
 
 def _fetch(ref, bufs):
@@ -171,9 +196,10 @@ class Executable:
         self._fns = fns     # keep the ctypes prototypes alive
 
     def __call__(self, args):
-        bufs = list(self.template)
+        bufs = self.template.copy()
         for i, (a, dt) in enumerate(zip(args, self.in_dtypes, strict=True)):
-            bufs[i] = np.ascontiguousarray(a, dtype=dt)
+            bufs[i] = a if type(a) is np.ndarray and a.dtype == dt and a.flags.c_contiguous \
+                else np.ascontiguousarray(a, dtype=dt)
         for step in self.steps:
             step(bufs)
         outs = []
