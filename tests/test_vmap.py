@@ -221,6 +221,14 @@ def test_batched_start_indices_do_not_copy_an_unbatched_table():
                    for e in batched.eqns)
 
 
+def test_elementwise_keeps_the_batch_axis_in_place():
+    graph = fc.make_graph(lambda x, y, s: P.mul.bind(P.add.bind(x, y), s))(
+        np.ones((2, 3)), np.ones((2, 3)), np.float64(2))
+    batched, _ = batch_graph(graph, [1, None, 0], 4, [1])
+    assert P.transpose not in [e.prim for e in batched.eqns]
+    check_graph(batched)
+
+
 def test_unbatched_scalars_are_not_broadcast():
     graph = fc.make_graph(lambda x: P.mul.bind(x, np.float64(2)))(np.ones(3))
     batched, _ = batch_graph(graph, [1], 4, [1])

@@ -111,25 +111,23 @@ def _elementwise(prim):
     def rule(args, dims, **params):
         shapes = [_example_shape(x, d) for x, d in zip(args, dims, strict=True)]
         full = max(shapes, key=len)
-        batched = {d for d in dims if d is not None}
-        in_place = len(batched) == 1 and all(
-            s == full if d is not None else not s for s, d in zip(shapes, dims, strict=True))
-        if in_place:
-            return [prim.bind(*args, **params)], [batched.pop()]
         size = _axis_size(args, dims)
-        ops = [_elementwise_operand(x, d, s, full, size)
+        # keep the batch axis of a full-shape batched operand where it is: no transpose
+        at = next((d for d, s in zip(dims, shapes, strict=True) if d is not None and s == full),
+                  0)
+        ops = [_elementwise_operand(x, d, s, full, size, at)
                for x, d, s in zip(args, dims, shapes, strict=True)]
-        return [prim.bind(*ops, **params)], [0]
+        return [prim.bind(*ops, **params)], [at]
     return rule
 
 
-def _elementwise_operand(x, d, shape, full, size):
+def _elementwise_operand(x, d, shape, full, size, at):
     if d is None:   # an unbatched rank-0 operand still broadcasts implicitly
-        return x if not shape else add_batch_dim(x, size, 0)
-    x = moveaxis(x, d, 0)
-    if not shape and full:
-        return P.broadcast_in_dim.bind(x, shape=(size, *full), broadcast_dimensions=(0,))
-    return x
+        return x if not shape else add_batch_dim(x, size, at)
+    if shape == full:
+        return moveaxis(x, d, at)
+    # a batched example scalar (shape (size,)) next to full-shape operands
+    return P.broadcast_in_dim.bind(x, shape=_insert(full, at, size), broadcast_dimensions=(at,))
 
 
 # --- reductions and scans --------------------------------------------------------
