@@ -182,7 +182,8 @@ def test_drawn_sizes_and_dims(c, data, size, sizes, seed):
     dims = data.draw(st.sampled_from(dim_choices(c, sizes)), label="in_dims")
     args = draw_batch(c, np.random.default_rng(seed), size, dims, sizes)
     ref = loop_and_stack(c.f, dims, args)
-    out_dim = data.draw(st.integers(-1 - np.ndim(tree_flatten(ref)[0][0]) + 1, 0))
+    rank = min(np.ndim(leaf) for leaf in tree_flatten(ref)[0])
+    out_dim = data.draw(st.integers(-rank, rank - 1), label="out_dims")
     got = vmap(c.f, in_dims=dims, out_dims=out_dim)(*args)
     assert_tree_close(got, loop_and_stack(c.f, dims, args, out_dim))
 
@@ -356,6 +357,16 @@ def test_chunk_size_gives_the_same_result(chunk):
     want = vmap(f, in_dims=(0, None), out_dims=(1, None))(x, w)
     got = vmap(f, in_dims=(0, None), out_dims=(1, None), chunk_size=chunk)(x, w)
     assert_tree_close(got, want)
+
+
+def test_chunks_under_jit_and_grad():
+    def f(x):
+        return fnp.sin(x) * 2.0
+
+    x = np.linspace(0.0, 1.0, 10).reshape(5, 2)
+    np.testing.assert_allclose(fc.jit(vmap(f, chunk_size=2))(x), 2 * np.sin(x))
+    g = fc.grad(lambda v: fnp.sum(vmap(f, chunk_size=3, out_dims=1)(v)))(x)
+    np.testing.assert_allclose(g, 2 * np.cos(x))
 
 
 def test_jit_of_vmap_and_vmap_of_jit():
