@@ -111,13 +111,13 @@ def test_fallback_runs_one_equation_not_the_graph():
     b = Builder()
     x = b.input((5, 3), np.int32)
     y = b(P.mul, x, x)
-    c = b(P.cumsum, y, axis=0, reverse=False)
+    (c,) = b(P.sort, y, dimension=0, num_keys=1)
     out = b(P.add, c, Lit(np.int32(1), AbstractArray((), np.int32)))
     graph = b.graph(out)
     exe = CPU.compile(graph)
     kinds = [type(s).__name__ for s in exe.plan.steps]
     assert kinds == ["Kernel", "Fallback", "Kernel"]
-    assert exe.plan.steps[1].reason == part.FALLBACK[P.cumsum]
+    assert exe.plan.steps[1].reason == part.FALLBACK[P.sort]
     assert_exact(*both(graph, [values(np.random.default_rng(0), (5, 3), np.int32)]))
 
 
@@ -177,7 +177,7 @@ def _random_graph(data, rng):
     for _ in range(data.draw(st.integers(1, 8), "n_ops")):
         kind = data.draw(st.sampled_from(
             ["unary", "binary", "binary", "select", "convert", "layout", "reduce", "iota",
-             "gather", "dynamic_slice"]))
+             "gather", "dynamic_slice", "scan", "arg"]))
         x = data.draw(st.sampled_from(pool))
         av = x.aval
         if kind == "unary":
@@ -220,6 +220,17 @@ def _random_graph(data, rng):
                                   broadcast_dimensions=kept))
         elif kind == "layout":
             pool.append(_random_layout(data, b, x))
+        elif kind == "scan" and av.ndim:
+            prims = [P.cummax, P.cummin] + ([P.cumsum, P.cumprod] if av.dtype.kind != "f" else [])
+            pool.append(b(data.draw(st.sampled_from(prims)), x,
+                          axis=data.draw(st.integers(0, av.ndim - 1)), reverse=data.draw(
+                              st.booleans())))
+        elif kind == "arg" and av.ndim:
+            axis = data.draw(st.integers(0, av.ndim - 1))
+            if av.shape[axis]:
+                pool.append(b(data.draw(st.sampled_from([P.argmax, P.argmin])), x, axis=axis,
+                              index_dtype=data.draw(st.sampled_from(
+                                  [np.dtype(np.int32), np.dtype(np.int64)]))))
         elif kind == "gather" and av.ndim and all(av.shape):
             axes = tuple(sorted(set(data.draw(st.lists(st.integers(0, av.ndim - 1), min_size=1,
                                                        max_size=2)))))
@@ -424,3 +435,39 @@ def test_jit_backend_cpu_end_to_end():
     assert got.dtype == want.dtype == np.float32
     assert ulp_distance(got, want).max() <= 4
     assert registry.DEFAULT == "interpreter"
+
+
+def test_literal_arrays_and_broadcast_literals():
+    b = Builder()
+    x = b.input((3, 70), np.float64)
+    table = Lit(np.arange(210, dtype=np.float64).reshape(3, 70))
+    seven = Lit(np.float64(7.0), AbstractArray((), np.float64))
+    fill = b(P.broadcast_in_dim, seven, shape=(3, 70), broadcast_dimensions=())
+    y = b(P.mul, b(P.add, x, table), fill)
+    graph = b.graph(y, fill, b(P.transpose, fill, permutation=(1, 0)),
+                    b(P.reduce_sum, table, axes=(1,)))
+    got, want = both(graph, [values(np.random.default_rng(6), (3, 70), np.float64, False)])
+    assert_exact(got, want)
+    got[1][0, 0] = -1.0                       # outputs are writable and fresh
+    assert CPU.compile(graph)([np.ones((3, 70))])[1][0, 0] == 7.0
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int8, np.bool_])
+def test_scans_and_arg_reductions(dtype):
+    rng = np.random.default_rng(7)
+    b = Builder()
+    x = b.input((4, 9, 5), dtype)
+    outs = []
+    for prim in (P.cumsum, P.cumprod, P.cummax, P.cummin):
+        for axis in (0, 1, 2):
+            outs += [b(prim, x, axis=axis, reverse=rev) for rev in (False, True)]
+    for prim in (P.argmax, P.argmin):
+        outs += [b(prim, x, axis=axis, index_dtype=np.dtype(np.int64)) for axis in (0, 1, 2)]
+    sq = b(P.mul, x, x) if np.dtype(dtype).kind != "b" else x
+    outs.append(b(P.cumsum, sq, axis=1, reverse=False))       # fused with its producer
+    graph = b.graph(*outs)
+    arg = values(rng, (4, 9, 5), dtype)
+    if np.dtype(dtype).kind == "f":
+        arg[1, 3:5] = arg[1, 2]                                 # ties: the first index wins
+        arg = arg.astype(dtype)
+    assert_exact(*both(graph, [arg]))

@@ -3,9 +3,9 @@ computes the fused chain, writes each stored member once and accumulates reducti
 
 The function takes one ``noalias`` pointer per slot it touches (in ``slots`` order).
 Loops run over the kept dimensions first and the reduced ones innermost, so a
-reduction keeps its accumulator in a register; adjacent dimensions that every access
-walks contiguously are coalesced into one loop, which is what lets LLVM vectorize a
-plain elementwise kernel as a single flat loop.
+reduction keeps its accumulator in a register (a scan, likewise, carries it along its
+axis); adjacent dimensions that every access walks contiguously are coalesced into one
+loop, which is what lets LLVM vectorize a plain elementwise kernel as one flat loop.
 """
 
 from __future__ import annotations
@@ -16,25 +16,36 @@ from llvmlite import ir
 from ir import primitives as P
 
 from .ops import I64, RULES, Emitter, compute_type, convert, storage_type
-from .partition import Kernel, c_strides
+from .partition import SCANS, Kernel, c_strides
 
 _PTR = ir.PointerType()
-_ACCUMULATE = {P.reduce_sum: P.add, P.reduce_prod: P.mul, P.reduce_max: P.max,
-               P.reduce_min: P.min}
+# how a reduction, a scan or an arg reduction folds a value into its accumulator
+_COMBINE = {P.reduce_sum: P.add, P.reduce_prod: P.mul, P.reduce_max: P.max,
+            P.reduce_min: P.min, P.cumsum: P.add, P.cumprod: P.mul, P.cummax: P.max,
+            P.cummin: P.min, P.argmax: P.reduce_max, P.argmin: P.reduce_min}
 
 
 def _identity(prim, dt):
-    if prim is P.reduce_sum:
+    prim = _COMBINE.get(prim, prim)
+    if prim in (P.reduce_sum, P.add):
         return 0
-    if prim is P.reduce_prod:
+    if prim in (P.reduce_prod, P.mul):
         return 1
-    big = prim is P.reduce_min
+    big = prim in (P.reduce_min, P.min)
     if dt.kind == "b":
         return big
     if dt.kind == "f":
         return np.inf if big else -np.inf
     info = np.iinfo(dt)
     return info.max if big else info.min
+
+
+def _acc_dtype(prim, dt):
+    """Sums and products of float16 accumulate in float32 as NumPy's reductions do;
+    scans round every step (NumPy's accumulate stores each partial result)."""
+    if dt == np.float16 and prim in (P.reduce_sum, P.reduce_prod):
+        return np.dtype(np.float32)
+    return dt
 
 
 def _loops(kernel: Kernel, accesses):
@@ -58,88 +69,187 @@ def _loops(kernel: Kernel, accesses):
     return loops, n_kept
 
 
-def emit_kernel(module: ir.Module, name: str, kernel: Kernel) -> list[int]:
-    """Add function ``name`` for ``kernel`` to ``module``; return the slots it takes, in order."""
-    slots = sorted({r.slot for r in kernel.reads + kernel.dyn_reads}
-                   | {s for _, s, _ in kernel.stores}
-                   | {s for _, _, s, _ in kernel.reduces})
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [_PTR] * len(slots)), name)
-    for a in fn.args:
-        a.add_attribute("noalias")
-    arg_of = dict(zip(slots, fn.args, strict=True))
+class _KernelEmitter:
+    """Builds one kernel function; see :func:`emit_kernel`."""
 
-    ndim = len(kernel.shape)
-    axes = kernel.axes or ()
-    kept_strides = c_strides([d for i, d in enumerate(kernel.shape) if i not in axes])
-    it = iter(kept_strides)
-    reduce_out = tuple(0 if i in axes else next(it) for i in range(ndim))
-    iotas = [op.params["dimension"] for op in kernel.ops if op.prim is P.iota]
-    unit = [tuple(int(i == d) for i in range(ndim)) for d in iotas]
-    # access k walks memory with accesses[k]: 0 the stores, 1 the reduction outputs, then
-    # the reads, the dynamic reads and the iota counters
-    accesses = ([c_strides(kernel.shape), reduce_out] + [r.strides for r in kernel.reads]
-                + [r.strides for r in kernel.dyn_reads] + unit)
-    loops, n_kept = _loops(kernel, accesses)
+    def __init__(self, module, name, kernel: Kernel):
+        self.kernel = k = kernel
+        self.slots = sorted({r.slot for r in k.reads + k.dyn_reads}
+                            | {s for _, s, _ in k.stores} | {r.slot for r in k.reduces})
+        self.fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [_PTR] * len(self.slots)),
+                              name)
+        for a in self.fn.args:
+            a.add_attribute("noalias")
+        self.arg_of = dict(zip(self.slots, self.fn.args, strict=True))
+        ndim, axes = len(k.shape), k.axes or ()
+        it = iter(c_strides([d for i, d in enumerate(k.shape) if i not in axes]))
+        reduce_out = tuple(0 if i in axes else next(it) for i in range(ndim))
+        counters = [op.params["dimension"] for op in k.ops if op.prim is P.iota]
+        counters += [r.axis for r in k.reduces if r.axis is not None]
+        unit = [tuple(int(i == d) for i in range(ndim)) for d in counters]
+        # access j walks memory with accesses[j]: 0 the stores, 1 the reduction outputs,
+        # then the reads, the dynamic reads and the counters (iota, arg reductions)
+        accesses = ([c_strides(k.shape), reduce_out] + [r.strides for r in k.reads]
+                    + [r.strides for r in k.dyn_reads] + unit)
+        self.dyn_base = 2 + len(k.reads)
+        self.counter_base = self.dyn_base + len(k.dyn_reads)
+        self.loops, self.n_kept = _loops(k, accesses)
+        self.b = ir.IRBuilder(self.fn.append_basic_block("entry"))
+        self.e = Emitter(self.b)
+        self.indices = []
+        # accumulators: per reduction (value[, index]) and per scan op
+        self.acc = {}
+        for r in k.reduces:
+            dt = _acc_dtype(r.prim, r.in_dtype)
+            self.acc[id(r)] = [(self.b.alloca(compute_type(dt)), dt, _identity(r.prim, dt))]
+            if r.axis is not None:
+                self.acc[id(r)].append((self.b.alloca(I64), np.dtype(np.int64), 0))
+        for op in k.ops:
+            if op.prim in SCANS:
+                self.acc[id(op)] = [(self.b.alloca(compute_type(op.dtype)), op.dtype,
+                                     _identity(op.prim, op.dtype))]
 
-    entry = fn.append_basic_block("entry")
-    b = ir.IRBuilder(entry)
-    e = Emitter(b)
-    accs = [b.alloca(compute_type(_acc_dtype(dt))) for _, _, _, dt in kernel.reduces]
-    indices = []
-
-    def linear(k, offset=0):
-        total = ir.Constant(I64, offset)
-        for (_, strides), i in zip(loops, indices, strict=False):
-            if strides[k]:
-                total = b.add(total, b.mul(i, ir.Constant(I64, strides[k])))
+    def linear(self, j, offset=0):
+        b, total = self.b, ir.Constant(I64, offset)
+        for level, ((size, strides), i) in enumerate(zip(self.loops, self.indices,
+                                                         strict=False)):
+            if strides[j]:
+                if self.kernel.reverse and level >= self.n_kept:
+                    i = b.sub(ir.Constant(I64, size - 1), i)
+                total = b.add(total, b.mul(i, ir.Constant(I64, strides[j])))
         return total
 
-    def element(slot, dt, index):
-        return b.gep(arg_of[slot], [index], inbounds=True, source_etype=storage_type(dt))
+    def element(self, slot, dt, index):
+        return self.b.gep(self.arg_of[slot], [index], inbounds=True,
+                          source_etype=storage_type(dt))
 
-    def init_accumulators():
-        for acc, (prim, _, _, dt) in zip(accs, kernel.reduces, strict=True):
-            b.store(e.const(_acc_dtype(dt), _identity(prim, dt)), acc)
+    def init_accumulators(self):
+        for cells in self.acc.values():
+            for ptr, dt, value in cells:
+                self.b.store(self.e.const(dt, value), ptr)
 
-    def store_accumulators():
-        index = linear(1)
-        for acc, (_, _, slot, dt) in zip(accs, kernel.reduces, strict=True):
-            value = b.load(acc, typ=compute_type(_acc_dtype(dt)))
-            if _acc_dtype(dt) != dt:
-                value = e.round16(dt, value)
-            e.store(dt, value, element(slot, dt, index))
+    def store_reductions(self):
+        if not self.kernel.reduces:
+            return
+        b, index = self.b, self.linear(1)
+        for r in self.kernel.reduces:
+            (ptr, dt, _), *rest = self.acc[id(r)]
+            if rest:
+                value = b.trunc(b.load(rest[0][0], typ=I64), compute_type(r.out_dtype)) \
+                    if r.out_dtype.itemsize < 8 else b.load(rest[0][0], typ=I64)
+            else:
+                value = self.e.round16(r.out_dtype, b.load(ptr, typ=compute_type(dt)))
+            self.e.store(r.out_dtype, value, self.element(r.slot, r.out_dtype, index))
 
-    stack = []
-    for level, (size, _) in enumerate(loops):
-        if level == n_kept:
-            init_accumulators()
-        pre = b.block
-        header, body, done = (fn.append_basic_block(n) for n in ("head", "body", "exit"))
-        b.branch(header)
-        b.position_at_end(header)
-        i = b.phi(I64)
-        i.add_incoming(ir.Constant(I64, 0), pre)
-        b.cbranch(b.icmp_signed("<", i, ir.Constant(I64, size)), body, done)
-        b.position_at_end(body)
-        stack.append((header, i, done))
-        indices.append(i)
-    if n_kept == len(loops):
-        init_accumulators()
+    def emit(self):
+        b, stack = self.b, []
+        for level, (size, _) in enumerate(self.loops):
+            if level == self.n_kept:
+                self.init_accumulators()
+            pre = b.block
+            header, body, done = (self.fn.append_basic_block(n) for n in ("head", "body", "exit"))
+            b.branch(header)
+            b.position_at_end(header)
+            i = b.phi(I64)
+            i.add_incoming(ir.Constant(I64, 0), pre)
+            b.cbranch(b.icmp_signed("<", i, ir.Constant(I64, size)), body, done)
+            b.position_at_end(body)
+            stack.append((header, i, done))
+            self.indices.append(i)
+        inner_reduces = self.n_kept < len(self.loops)
+        if not inner_reduces:
+            self.init_accumulators()
+        self.body()
+        if not inner_reduces:
+            self.store_reductions()
+        while stack:
+            header, i, done = stack.pop()
+            i.add_incoming(b.add(i, ir.Constant(I64, 1)), b.block)
+            b.branch(header)
+            b.position_at_end(done)
+            self.indices.pop()
+            if len(stack) == self.n_kept and inner_reduces:
+                self.store_reductions()
+        b.ret_void()
+        return self.slots
 
-    _body(kernel, e, linear, element, accs, iotas)
+    # -- the innermost body ------------------------------------------------------
+    def body(self):
+        k, e, b = self.kernel, self.e, self.b
+        reads = [e.load(r.dtype, self.element(r.slot, r.dtype, self.linear(2 + j, r.offset)))
+                 for j, r in enumerate(k.reads)]
+        values = []
+        counter = self.counter_base
 
-    if n_kept == len(loops) and kernel.reduces:
-        store_accumulators()
-    while stack:
-        header, i, done = stack.pop()
-        i.add_incoming(b.add(i, ir.Constant(I64, 1)), b.block)
-        b.branch(header)
-        b.position_at_end(done)
-        indices.pop()
-        if len(stack) == n_kept and kernel.reduces and n_kept < len(loops):
-            store_accumulators()
-    b.ret_void()
-    return slots
+        def value(ref, dt):
+            kind = ref[0]
+            if kind == "read":
+                return reads[ref[1]]
+            if kind == "op":
+                return values[ref[1]]
+            return e.const(dt, ref[1])
+
+        for op in k.ops:
+            if op.prim is P.iota:
+                v = convert(e, np.dtype(np.int64), op.dtype, self.linear(counter))
+                counter += 1
+            elif op.prim in (P.gather, P.dynamic_slice):
+                j = op.args[0][1]
+                r = k.dyn_reads[j]
+                indices = [value(a, dt) for a, dt in
+                           zip(op.args[1:], op.params["index_dtypes"], strict=True)]
+                index = b.add(self.linear(self.dyn_base + j, r.offset),
+                              _clamped_offset(e, op, indices))
+                v = e.load(r.dtype, self.element(r.slot, r.dtype, index))
+            elif op.prim in SCANS:
+                (ptr, dt, _), = self.acc[id(op)]
+                v = e.round16(dt, RULES[_COMBINE[op.prim]](
+                    e, dt, b.load(ptr, typ=compute_type(dt)), value(op.args[0], dt)))
+                b.store(v, ptr)
+            else:
+                args = [value(r, dt) for r, dt in zip(op.args, _arg_dtypes(op), strict=True)]
+                if op.prim is P.convert:
+                    v = convert(e, op.arg_dtype, op.dtype, args[0])
+                else:
+                    v = e.round16(op.dtype, RULES[op.prim](e, op.arg_dtype, *args, **op.params))
+            values.append(v)
+
+        full = self.linear(0)
+        for ref, slot, dt in k.stores:
+            e.store(dt, value(ref, dt), self.element(slot, dt, full))
+        for r in k.reduces:
+            x = value(r.ref, r.in_dtype)
+            if r.axis is None:
+                (ptr, dt, _), = self.acc[id(r)]
+                combined = RULES[_COMBINE[r.prim]](e, dt, b.load(ptr, typ=compute_type(dt)), x)
+                if dt.kind == "f" and r.prim in (P.reduce_sum, P.reduce_prod):
+                    combined.flags.append("reassoc")
+                b.store(combined, ptr)
+            else:
+                self.arg_step(r, x, counter)
+                counter += 1
+
+    def arg_step(self, r, x, counter):
+        """argmax/argmin: take x when it beats the best so far (NaN beats everything and
+        the first NaN stays), so ties keep the first index, as NumPy does."""
+        b, e = self.b, self.e
+        (vptr, dt, _), (iptr, _, _) = self.acc[id(r)]
+        best = b.load(vptr, typ=compute_type(dt))
+        if dt.kind == "f":
+            beats = b.fcmp_ordered(">" if r.prim is P.argmax else "<", x, best)
+            take = b.and_(b.not_(e.isnan(best)), b.or_(e.isnan(x), beats))
+        elif dt.kind == "b":
+            take = b.and_(x, b.not_(best)) if r.prim is P.argmax else b.and_(best, b.not_(x))
+        else:
+            cmp = b.icmp_signed if dt.kind == "i" else b.icmp_unsigned
+            take = cmp(">" if r.prim is P.argmax else "<", x, best)
+        b.store(b.select(take, x, best), vptr)
+        b.store(b.select(take, self.linear(counter), b.load(iptr, typ=I64)), iptr)
+
+
+def emit_kernel(module: ir.Module, name: str, kernel: Kernel) -> list[int]:
+    """Add function ``name`` for ``kernel`` to ``module``; return the slots it takes, in order."""
+    return _KernelEmitter(module, name, kernel).emit()
 
 
 def emit_array_entry(module: ir.Module, name: str, kernel_name: str, data_offset: int):
@@ -153,59 +263,6 @@ def emit_array_entry(module: ir.Module, name: str, kernel_name: str, data_offset
                    typ=_PTR) for a in fn.args]
     b.call(kernel, data)
     b.ret_void()
-
-
-def _acc_dtype(dt):
-    return np.dtype(np.float32) if dt == np.float16 else dt
-
-
-def _body(kernel, e, linear, element, accs, iotas):
-    """The innermost loop body: loads, the fused ops, stores and accumulations."""
-    b = e.b
-    reads = [e.load(r.dtype, element(r.slot, r.dtype, linear(2 + k, r.offset)))
-             for k, r in enumerate(kernel.reads)]
-    dyn_k = 2 + len(kernel.reads)
-    values, iota_k = [], dyn_k + len(kernel.dyn_reads)
-
-    def value(ref):
-        kind = ref[0]
-        if kind == "read":
-            return reads[ref[1]]
-        if kind == "op":
-            return values[ref[1]]
-        return None
-
-    for op in kernel.ops:
-        if op.prim is P.iota:
-            v = convert(e, np.dtype(np.int64), op.dtype, linear(iota_k))
-            iota_k += 1
-        elif op.prim in (P.gather, P.dynamic_slice):
-            k = op.args[0][1]
-            r = kernel.dyn_reads[k]
-            indices = [value(a) if a[0] != "const" else e.const(dt, a[1])
-                       for a, dt in zip(op.args[1:], op.params["index_dtypes"], strict=True)]
-            index = b.add(linear(dyn_k + k, r.offset), _clamped_offset(e, op, indices))
-            v = e.load(r.dtype, element(r.slot, r.dtype, index))
-        else:
-            dts = _arg_dtypes(kernel, op)
-            args = [value(r) if r[0] != "const" else e.const(dt, r[1])
-                    for r, dt in zip(op.args, dts, strict=True)]
-            if op.prim is P.convert:
-                v = convert(e, op.arg_dtype, op.dtype, args[0])
-            else:
-                v = e.round16(op.dtype, RULES[op.prim](e, op.arg_dtype, *args, **op.params))
-        values.append(v)
-
-    full = linear(0)
-    for ref, slot, dt in kernel.stores:
-        e.store(dt, value(ref), element(slot, dt, full))
-    for acc, (prim, ref, _, dt) in zip(accs, kernel.reduces, strict=True):
-        x = value(ref) if ref[0] != "const" else e.const(dt, ref[1])
-        acc_dt = _acc_dtype(dt)
-        combined = RULES[_ACCUMULATE[prim]](e, acc_dt, b.load(acc, typ=compute_type(acc_dt)), x)
-        if acc_dt.kind == "f" and prim in (P.reduce_sum, P.reduce_prod):
-            combined.flags.append("reassoc")
-        b.store(combined, acc)
 
 
 def _clamped_offset(e, op, indices):
@@ -222,7 +279,7 @@ def _clamped_offset(e, op, indices):
     return total
 
 
-def _arg_dtypes(kernel, op):
+def _arg_dtypes(op):
     """The dtype of each operand of ``op`` (a select's predicate is bool)."""
     if op.prim is P.select:
         return [np.dtype(bool), op.arg_dtype, op.arg_dtype]

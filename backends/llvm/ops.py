@@ -13,7 +13,10 @@ an equation cannot lower natively (the reason goes into the fallback table).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
+from llvmlite import binding as llvm
 from llvmlite import ir
 
 from ir import primitives as P
@@ -375,11 +378,19 @@ _DTYPE_LIMITS = {
 }
 
 
+@functools.cache
+def host_has_f16c() -> bool:
+    """float16 loads/stores need F16C; without it LLVM would call runtime helpers we lack."""
+    return bool(llvm.get_host_cpu_features().get("f16c", False))
+
+
 def unsupported(eqn) -> str | None:
     """Why ``eqn`` cannot be lowered to a native scalar loop body (None: it can)."""
     avals = [a.aval for a in eqn.inputs] + [v.aval for v in eqn.outputs]
     if any(a.dtype.kind == "c" for a in avals):
         return "complex dtypes are not lowered natively yet"
+    if not host_has_f16c() and any(a.dtype == np.float16 for a in avals):
+        return "float16 needs the F16C instructions, which this CPU lacks"
     limit = _DTYPE_LIMITS.get(eqn.prim)
     if limit is not None and eqn.inputs[0].aval.dtype.kind in limit[0]:
         return limit[1]

@@ -34,12 +34,6 @@ FALLBACK = {
     P.dynamic_update_slice: "not lowered yet (runtime offsets; the interpreter clamps them)",
     P.scatter: "not lowered yet (data-dependent addresses, last write wins)",
     P.scatter_add: "not lowered yet (data-dependent addresses, np.add.at order)",
-    P.argmax: "not lowered yet (index-carrying reduction)",
-    P.argmin: "not lowered yet (index-carrying reduction)",
-    P.cumsum: "not lowered yet (scan along one axis)",
-    P.cumprod: "not lowered yet (scan along one axis)",
-    P.cummax: "not lowered yet (scan along one axis)",
-    P.cummin: "not lowered yet (scan along one axis)",
     P.sort: "not lowered yet (NumPy's stable sort with NaN last)",
     P.setitem: "never reaches a backend (functionalize rewrites mutations)",
     P.call: "never reaches a backend (jit inlines calls)",
@@ -50,6 +44,7 @@ FALLBACK = {
 VIEW_OPS = (P.broadcast_in_dim, P.transpose, P.reshape, P.squeeze, P.expand_dims, P.rev,
             P.slice)
 ELEMENTWISE_FAMILIES = ("unary", "binary", "select", "convert")
+SCANS = (P.cumsum, P.cumprod, P.cummax, P.cummin)
 BLAS_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
@@ -85,15 +80,26 @@ class Op:
     arg_dtype: np.dtype   # dtype the rule dispatches on
 
 
-@dataclass
+@dataclass(eq=False)
+class Reduce:
+    prim: object
+    ref: tuple
+    slot: int
+    out_dtype: np.dtype
+    in_dtype: np.dtype
+    axis: int | None = None     # argmax/argmin: the axis whose index is kept
+
+
+@dataclass(eq=False)
 class Kernel:
     shape: tuple
-    axes: tuple | None = None           # reduced axes when the kernel reduces
+    axes: tuple | None = None           # reduced (or scanned) axes, innermost loops
+    reverse: bool | None = None         # scans run backwards along their axis
     reads: list = field(default_factory=list)       # Views with strides over `shape`
     dyn_reads: list = field(default_factory=list)   # Views read at a runtime offset
     ops: list = field(default_factory=list)
     stores: list = field(default_factory=list)      # (ref, slot, dtype), full shape
-    reduces: list = field(default_factory=list)     # (prim, ref, slot, dtype), kept dims
+    reduces: list = field(default_factory=list)     # Reduce, written over the kept dims
     sealed: bool = False
     stored: dict = field(default_factory=dict)      # member ref -> slot
 
@@ -256,9 +262,11 @@ class Partitioner:
             v = View(v.slot, shape, v.dtype, v.offset, (0,) * len(shape))
         return k.read(v)
 
-    def pick(self, shape, inputs, axes=None) -> Kernel:
+    def pick(self, shape, inputs, axes=None, reverse=None) -> Kernel:
         def fits(k):
-            return not k.sealed and k.shape == shape and (axes is None or k.axes in (None, axes))
+            return (not k.sealed and k.shape == shape
+                    and (axes is None or k.axes in (None, axes))
+                    and (reverse is None or k.reverse in (None, reverse)))
         for a in inputs:
             loc = self.loc.get(id(a)) if isinstance(a, Var) else None
             if isinstance(loc, _Member) and fits(loc.kernel):
@@ -270,8 +278,8 @@ class Partitioner:
         self.open.append(k)
         return k
 
-    def refs(self, shape, inputs, axes=None):
-        k = self.pick(shape, inputs, axes)
+    def refs(self, shape, inputs, axes=None, reverse=None):
+        k = self.pick(shape, inputs, axes, reverse)
         refs = [self.ref(k, a, shape) for a in inputs]
         if k.sealed:            # reading an operand sealed the kernel we picked
             k = Kernel(shape)
@@ -330,16 +338,29 @@ class Partitioner:
             cols.append(_ColumnAtom(key, AbstractArray(shape, v.dtype)))
         return cols
 
-    def reduction(self, eqn):
-        (x,), out, axes = eqn.inputs, eqn.outputs[0], tuple(sorted(eqn.params["axes"]))
+    def reduction(self, eqn, axes=None):
+        (x,), out = eqn.inputs, eqn.outputs[0]
+        axes = tuple(sorted(eqn.params["axes"])) if axes is None else axes
         if not axes:
             self.loc[id(out)] = x if isinstance(x, Lit) else self.loc[id(x)]
             return
-        k, (r,) = self.refs(x.aval.shape, [x], axes)
-        k.axes = axes
+        k, (r,) = self.refs(x.aval.shape, [x], axes, reverse=False)
+        k.axes, k.reverse = axes, False
         slot = self.new_slot(out.aval.shape, out.aval.dtype)
-        k.reduces.append((eqn.prim, r, slot, out.aval.dtype))
+        axis = eqn.params["axis"] if eqn.prim.family == "arg_reduction" else None
+        k.reduces.append(Reduce(eqn.prim, r, slot, out.aval.dtype, x.aval.dtype, axis))
         self.loc[id(out)] = _Reduced(k, slot)
+
+    def arg_reduction(self, eqn):
+        self.reduction(eqn, (eqn.params["axis"],))
+
+    def scan(self, eqn):
+        (x,), out = eqn.inputs, eqn.outputs[0]
+        axes, reverse = (eqn.params["axis"],), bool(eqn.params["reverse"])
+        k, (r,) = self.refs(x.aval.shape, [x], axes, reverse)
+        k.axes, k.reverse = axes, reverse
+        k.ops.append(Op(eqn.prim, (r,), {}, out.aval.dtype, x.aval.dtype))
+        self.loc[id(out)] = _Member(k, ("op", len(k.ops) - 1))
 
     def layout(self, eqn):
         (x,), out = eqn.inputs, eqn.outputs[0]
@@ -390,6 +411,9 @@ class Partitioner:
         for k in list(self.open):
             self.seal(k)
         steps = [s for s in self.steps if not isinstance(s, Kernel) or s.stores or s.reduces]
+        for s in steps:
+            if isinstance(s, Kernel) and s.reverse is None:
+                s.reverse = False
         return Plan(len(self.graph.inputs), self.slots, self.consts, steps, outputs)
 
 
@@ -466,11 +490,13 @@ VIEW_RULES = {P.broadcast_in_dim: _broadcast, P.transpose: _transpose, P.reshape
               P.squeeze: _squeeze, P.expand_dims: _expand_dims, P.rev: _rev, P.slice: _slice}
 DISPATCH = {"view": Partitioner.layout, "reduction": Partitioner.reduction,
             "contraction": Partitioner.blas, "creation": Partitioner.elementwise,
-            "dynamic": Partitioner.dynamic_read,
+            "dynamic": Partitioner.dynamic_read, "cumulative": Partitioner.scan,
+            "arg_reduction": Partitioner.arg_reduction,
             **{f: Partitioner.elementwise for f in ELEMENTWISE_FAMILIES}}
 _KIND = {**{p: "view" for p in VIEW_OPS}, P.gather: "dynamic", P.dynamic_slice: "dynamic"}
 NATIVE = set(VIEW_RULES) | set(RULES) | set(P.REDUCTIONS) | {P.convert, P.iota, P.dot_general,
-                                                               P.gather, P.dynamic_slice}
+                                                               P.gather, P.dynamic_slice,
+                                                               P.argmax, P.argmin, *SCANS}
 
 
 def partition(graph: Graph) -> Plan:

@@ -57,10 +57,6 @@ def _register_libm():
             llvm.add_symbol(sym, ctypes.cast(getattr(libm, sym), ctypes.c_void_p).value)
 
 
-def host_has_f16c() -> bool:
-    return bool(llvm.get_host_cpu_features().get("f16c", False))
-
-
 def optimize(llmod, tm):
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
     pto.loop_vectorization = True
@@ -184,7 +180,7 @@ class Executable:
                 fn, slots = fns[id(step)]
                 outs = [(s, plan.slots[s][0], plan.slots[s][1])
                         for s in sorted({s for _, s, _ in step.stores}
-                                        | {s for _, _, s, _ in step.reduces})]
+                                        | {r.slot for r in step.reduces})]
                 self.steps.append(_native_step(fn, slots, outs))
             elif isinstance(step, Blas):
                 self.steps.append(_blas_step(step, plan))
