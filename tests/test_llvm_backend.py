@@ -177,7 +177,7 @@ def _random_graph(data, rng):
     for _ in range(data.draw(st.integers(1, 8), "n_ops")):
         kind = data.draw(st.sampled_from(
             ["unary", "binary", "binary", "select", "convert", "layout", "reduce", "iota",
-             "gather", "dynamic_slice", "scan", "arg"]))
+             "gather", "dynamic_slice", "scan", "arg", "concatenate", "pad"]))
         x = data.draw(st.sampled_from(pool))
         av = x.aval
         if kind == "unary":
@@ -220,6 +220,21 @@ def _random_graph(data, rng):
                                   broadcast_dimensions=kept))
         elif kind == "layout":
             pool.append(_random_layout(data, b, x))
+        elif kind == "concatenate" and av.ndim:
+            dim = data.draw(st.integers(0, av.ndim - 1))
+            mates = [y for y in pool if y.aval.dtype == av.dtype and y.aval.ndim == av.ndim
+                     and all(a == c or i == dim for i, (a, c) in
+                             enumerate(zip(y.aval.shape, av.shape, strict=True)))]
+            parts = data.draw(st.lists(st.sampled_from(mates), min_size=1, max_size=3))
+            pool.append(b(P.concatenate, x, *parts, dimension=dim))
+        elif kind == "pad":
+            config = tuple((data.draw(st.integers(-1, 2)), data.draw(st.integers(-1, 2)),
+                            data.draw(st.integers(0, 2))) for _ in av.shape)
+            fill = data.draw(st.sampled_from(
+                [y for y in pool if y.aval.dtype == av.dtype and not y.aval.ndim]
+                + [Lit(values(rng, (), av.dtype)[()], AbstractArray((), av.dtype))]))
+            if _accepts(P.pad, av, fill.aval, padding_config=config):
+                pool.append(b(P.pad, x, fill, padding_config=config))
         elif kind == "scan" and av.ndim:
             prims = [P.cummax, P.cummin] + ([P.cumsum, P.cumprod] if av.dtype.kind != "f" else [])
             pool.append(b(data.draw(st.sampled_from(prims)), x,
@@ -471,3 +486,21 @@ def test_scans_and_arg_reductions(dtype):
         arg[1, 3:5] = arg[1, 2]                                 # ties: the first index wins
         arg = arg.astype(dtype)
     assert_exact(*both(graph, [arg]))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int16, np.bool_])
+def test_concatenate_and_pad(dtype):
+    rng = np.random.default_rng(8)
+    b = Builder()
+    x, y, z = b.input((3, 4), dtype), b.input((3, 0), dtype), b.input((3, 2), dtype)
+    fill = b.input((), dtype)
+    cat1 = b(P.concatenate, x, y, z, b(P.rev, x, dimensions=(1,)), dimension=1)
+    cat0 = b(P.concatenate, b(P.transpose, x, permutation=(1, 0)),
+             b(P.transpose, z, permutation=(1, 0)), dimension=0)
+    pads = [b(P.pad, x, fill, padding_config=cfg) for cfg in
+            (((1, 2, 0), (0, 0, 1)), ((-1, 1, 2), (2, -2, 0)), ((0, 0, 0), (-2, -2, 0)))]
+    empty = b(P.pad, y, fill, padding_config=((1, 0, 1), (2, 1, 3)))
+    graph = b.graph(cat1, cat0, empty, *pads)
+    args = [values(rng, v.aval.shape, dtype) for v in graph.inputs]
+    assert_exact(*both(graph, args))
+    assert not any(isinstance(s, part.Fallback) for s in CPU.compile(graph).plan.steps)

@@ -84,7 +84,7 @@ class _KernelEmitter:
         ndim, axes = len(k.shape), k.axes or ()
         it = iter(c_strides([d for i, d in enumerate(k.shape) if i not in axes]))
         reduce_out = tuple(0 if i in axes else next(it) for i in range(ndim))
-        counters = [op.params["dimension"] for op in k.ops if op.prim is P.iota]
+        counters = [d for op in k.ops for d in _counters(op, ndim)]
         counters += [r.axis for r in k.reduces if r.axis is not None]
         unit = [tuple(int(i == d) for i in range(ndim)) for d in counters]
         # access j walks memory with accesses[j]: 0 the stores, 1 the reduction outputs,
@@ -201,6 +201,14 @@ class _KernelEmitter:
                 index = b.add(self.linear(self.dyn_base + j, r.offset),
                               _clamped_offset(e, op, indices))
                 v = e.load(r.dtype, self.element(r.slot, r.dtype, index))
+            elif op.prim is P.concatenate:
+                positions = self.linear(counter)
+                counter += 1
+                v = self.concatenate(op, positions)
+            elif op.prim is P.pad:
+                positions = [self.linear(counter + d) for d in range(len(k.shape))]
+                counter += len(k.shape)
+                v = self.pad(op, positions, value(op.args[1], op.dtype))
             elif op.prim in SCANS:
                 (ptr, dt, _), = self.acc[id(op)]
                 v = e.round16(dt, RULES[_COMBINE[op.prim]](
@@ -228,6 +236,46 @@ class _KernelEmitter:
             else:
                 self.arg_step(r, x, counter)
                 counter += 1
+
+    def concatenate(self, op, pos):
+        b, e = self.b, self.e
+        result = None
+        parts = zip(op.args, op.params["starts"], op.params["sizes"], op.params["strides"],
+                    strict=True)
+        for ref, start, size, stride in reversed(list(parts)):
+            if size == 0:
+                continue
+            r = self.kernel.dyn_reads[ref[1]]
+            q = _clamp(b, b.sub(pos, ir.Constant(I64, start)), size - 1)
+            index = b.add(self.linear(self.dyn_base + ref[1], r.offset),
+                          b.mul(q, ir.Constant(I64, stride)))
+            v = e.load(r.dtype, self.element(r.slot, r.dtype, index))
+            if result is None:
+                result = v
+            else:
+                end = ir.Constant(I64, start + size)
+                result = b.select(b.icmp_signed("<", pos, end), v, result)
+        return result if result is not None else e.const(op.dtype, 0)
+
+    def pad(self, op, positions, fill):
+        b, e = self.b, self.e
+        r = self.kernel.dyn_reads[op.args[0][1]]
+        if 0 in op.params["in_shape"]:
+            return fill
+        valid, index = ir.Constant(ir.IntType(1), 1), ir.Constant(I64, r.offset)
+        for pos, (lo, _, interior), d, stride in zip(positions, op.params["config"],
+                                                     op.params["in_shape"],
+                                                     op.params["strides"], strict=True):
+            t = b.sub(pos, ir.Constant(I64, lo))
+            step = ir.Constant(I64, interior + 1)
+            t0 = _clamp(b, t, None)
+            q, rem = b.udiv(t0, step), b.urem(t0, step)
+            ok = b.and_(b.icmp_signed(">=", t, ir.Constant(I64, 0)),
+                        b.icmp_signed("==", rem, ir.Constant(I64, 0)))
+            valid = b.and_(valid, b.and_(ok, b.icmp_signed("<", q, ir.Constant(I64, d))))
+            index = b.add(index, b.mul(_clamp(b, q, d - 1), ir.Constant(I64, stride)))
+        v = e.load(r.dtype, self.element(r.slot, r.dtype, index))
+        return b.select(valid, v, fill)
 
     def arg_step(self, r, x, counter):
         """argmax/argmin: take x when it beats the best so far (NaN beats everything and
@@ -263,6 +311,23 @@ def emit_array_entry(module: ir.Module, name: str, kernel_name: str, data_offset
                    typ=_PTR) for a in fn.args]
     b.call(kernel, data)
     b.ret_void()
+
+
+def _counters(op, ndim):
+    """The dimensions whose loop position ``op`` needs (in the order it consumes them)."""
+    if op.prim in (P.iota, P.concatenate):
+        return [op.params["dimension"]]
+    if op.prim is P.pad:
+        return list(range(ndim))
+    return []
+
+
+def _clamp(b, x, hi):
+    """min(max(x, 0), hi) on i64 (no upper bound when hi is None)."""
+    x = b.select(b.icmp_signed("<", x, ir.Constant(I64, 0)), ir.Constant(I64, 0), x)
+    if hi is None:
+        return x
+    return b.select(b.icmp_signed(">", x, ir.Constant(I64, hi)), ir.Constant(I64, hi), x)
 
 
 def _clamped_offset(e, op, indices):

@@ -29,8 +29,6 @@ FALLBACK = {
     P.real: "complex dtypes are not lowered natively yet",
     P.imag: "complex dtypes are not lowered natively yet",
     P.conj: "complex dtypes are not lowered natively yet",
-    P.concatenate: "not lowered yet (would be one kernel per operand writing a slab)",
-    P.pad: "not lowered yet (needs a fill kernel plus a strided copy)",
     P.dynamic_update_slice: "not lowered yet (runtime offsets; the interpreter clamps them)",
     P.scatter: "not lowered yet (data-dependent addresses, last write wins)",
     P.scatter_add: "not lowered yet (data-dependent addresses, np.add.at order)",
@@ -323,6 +321,42 @@ class Partitioner:
                         out.aval.dtype, x.aval.dtype))
         self.loc[id(out)] = _Member(k, ("op", len(k.ops) - 1))
 
+    def external_view(self, x) -> View:
+        v = self.view(x)
+        return self.view_of_array(self.array(x), x) if isinstance(v, Lit) else v
+
+    def concatenate(self, eqn):
+        """Each output point loads every operand at a clamped position along the dimension
+        and selects the one whose range holds it (loads stay in bounds)."""
+        out, dim = eqn.outputs[0], eqn.params["dimension"]
+        views = [self.external_view(x) for x in eqn.inputs]
+        k, _ = self.refs(out.aval.shape, [])
+        refs, starts, start = [], [], 0
+        for v in views:
+            strides = tuple(0 if i == dim else s for i, s in enumerate(v.strides))
+            k.dyn_reads.append(View(v.slot, out.aval.shape, v.dtype, v.offset, strides))
+            refs.append(("dyn", len(k.dyn_reads) - 1))
+            starts.append(start)
+            start += v.shape[dim]
+        params = {"dimension": dim, "starts": tuple(starts),
+                  "sizes": tuple(v.shape[dim] for v in views),
+                  "strides": tuple(v.strides[dim] for v in views)}
+        k.ops.append(Op(P.concatenate, tuple(refs), params, out.aval.dtype, out.aval.dtype))
+        self.loc[id(out)] = _Member(k, ("op", len(k.ops) - 1))
+
+    def pad(self, eqn):
+        """Each output point maps back to an operand position (or to the padding value)."""
+        (x, fill), out = eqn.inputs, eqn.outputs[0]
+        v = self.external_view(x)
+        k, (fill_ref,) = self.refs(out.aval.shape, [fill])
+        k.dyn_reads.append(View(v.slot, out.aval.shape, v.dtype, v.offset,
+                                (0,) * out.aval.ndim))
+        params = {"config": tuple(tuple(c) for c in eqn.params["padding_config"]),
+                  "in_shape": v.shape, "strides": v.strides}
+        k.ops.append(Op(P.pad, (("dyn", len(k.dyn_reads) - 1), fill_ref), params,
+                        out.aval.dtype, out.aval.dtype))
+        self.loc[id(out)] = _Member(k, ("op", len(k.ops) - 1))
+
     def _gather_columns(self, indices, shape):
         """One atom per indexed axis: column k of ``indices`` seen over the output shape."""
         v = self.view(indices)
@@ -491,12 +525,15 @@ VIEW_RULES = {P.broadcast_in_dim: _broadcast, P.transpose: _transpose, P.reshape
 DISPATCH = {"view": Partitioner.layout, "reduction": Partitioner.reduction,
             "contraction": Partitioner.blas, "creation": Partitioner.elementwise,
             "dynamic": Partitioner.dynamic_read, "cumulative": Partitioner.scan,
-            "arg_reduction": Partitioner.arg_reduction,
+            "arg_reduction": Partitioner.arg_reduction, "concatenate": Partitioner.concatenate,
+            "pad": Partitioner.pad,
             **{f: Partitioner.elementwise for f in ELEMENTWISE_FAMILIES}}
-_KIND = {**{p: "view" for p in VIEW_OPS}, P.gather: "dynamic", P.dynamic_slice: "dynamic"}
+_KIND = {**{p: "view" for p in VIEW_OPS}, P.gather: "dynamic", P.dynamic_slice: "dynamic",
+         P.concatenate: "concatenate", P.pad: "pad"}
 NATIVE = set(VIEW_RULES) | set(RULES) | set(P.REDUCTIONS) | {P.convert, P.iota, P.dot_general,
                                                                P.gather, P.dynamic_slice,
-                                                               P.argmax, P.argmin, *SCANS}
+                                                               P.argmax, P.argmin, *SCANS,
+                                                               P.concatenate, P.pad}
 
 
 def partition(graph: Graph) -> Plan:
