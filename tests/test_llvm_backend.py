@@ -177,7 +177,8 @@ def _random_graph(data, rng):
     for _ in range(data.draw(st.integers(1, 8), "n_ops")):
         kind = data.draw(st.sampled_from(
             ["unary", "binary", "binary", "select", "convert", "layout", "reduce", "iota",
-             "gather", "dynamic_slice", "scan", "arg", "concatenate", "pad"]))
+             "gather", "dynamic_slice", "scan", "arg", "concatenate", "pad",
+             "update"]))
         x = data.draw(st.sampled_from(pool))
         av = x.aval
         if kind == "unary":
@@ -235,6 +236,8 @@ def _random_graph(data, rng):
                 + [Lit(values(rng, (), av.dtype)[()], AbstractArray((), av.dtype))]))
             if _accepts(P.pad, av, fill.aval, padding_config=config):
                 pool.append(b(P.pad, x, fill, padding_config=config))
+        elif kind == "update" and av.ndim:
+            pool.append(_random_update(data, rng, b, x))
         elif kind == "scan" and av.ndim:
             prims = [P.cummax, P.cummin] + ([P.cumsum, P.cumprod] if av.dtype.kind != "f" else [])
             pool.append(b(data.draw(st.sampled_from(prims)), x,
@@ -260,6 +263,28 @@ def _random_graph(data, rng):
     computed = [v for v in pool if v not in b.inputs]
     outs = [data.draw(st.sampled_from(computed or pool)) for _ in range(n_out)]
     return b.graph(*outs)
+
+
+def _random_update(data, rng, b, x):
+    av = x.aval
+    fresh = data.draw(st.booleans())
+    if data.draw(st.booleans()):
+        sizes = tuple(data.draw(st.integers(0, d)) for d in av.shape)
+        upd = b.input(sizes, av.dtype) if fresh else b(P.slice, x, start_indices=(0,) * av.ndim,
+                                                      limit_indices=sizes,
+                                                      strides=(1,) * av.ndim)
+        starts = [b.input((), data.draw(st.sampled_from(INT_DTYPES))) for _ in av.shape]
+        return b(P.dynamic_update_slice, x, upd, *starts)
+    axes = tuple(sorted(set(data.draw(st.lists(st.integers(0, av.ndim - 1), min_size=1,
+                                               max_size=2)))))
+    if any(av.shape[a] == 0 for a in axes):
+        return x
+    batch = tuple(data.draw(st.lists(st.integers(0, 4), max_size=2)))
+    idx = b.input(batch + (len(axes),), data.draw(st.sampled_from(INT_DTYPES)))
+    rest = tuple(d for i, d in enumerate(av.shape) if i not in axes)
+    upd = b.input(batch + rest, av.dtype)
+    add = av.dtype.kind != "f" and data.draw(st.booleans())
+    return b(P.scatter_add if add else P.scatter, x, idx, upd, axes=axes)
 
 
 def _random_layout(data, b, x):
@@ -502,5 +527,24 @@ def test_concatenate_and_pad(dtype):
     empty = b(P.pad, y, fill, padding_config=((1, 0, 1), (2, 1, 3)))
     graph = b.graph(cat1, cat0, empty, *pads)
     args = [values(rng, v.aval.shape, dtype) for v in graph.inputs]
+    assert_exact(*both(graph, args))
+    assert not any(isinstance(s, part.Fallback) for s in CPU.compile(graph).plan.steps)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32, np.bool_])
+def test_scatter_add_with_duplicates_and_updates(dtype):
+    rng = np.random.default_rng(9)
+    b = Builder()
+    x = b.input((5, 3), dtype)
+    idx = b.input((7, 1), np.int64)
+    upd = b.input((7, 3), dtype)
+    start = b.input((), np.int32)
+    sa = b(P.scatter_add, x, idx, upd, axes=(0,))
+    sc = b(P.scatter, b(P.neg, x) if np.dtype(dtype).kind != "b" else x, idx, upd, axes=(0,))
+    du = b(P.dynamic_update_slice, sa, b(P.slice, upd, start_indices=(0, 0),
+                                         limit_indices=(2, 3), strides=(1, 1)), start, start)
+    graph = b.graph(sa, sc, du)
+    args = [values(rng, (5, 3), dtype, False), np.array([[0], [4], [0], [9], [-2], [0], [4]]),
+            values(rng, (7, 3), dtype, False), np.asarray(3, np.int32)]
     assert_exact(*both(graph, args))
     assert not any(isinstance(s, part.Fallback) for s in CPU.compile(graph).plan.steps)

@@ -75,7 +75,8 @@ class _KernelEmitter:
     def __init__(self, module, name, kernel: Kernel):
         self.kernel = k = kernel
         self.slots = sorted({r.slot for r in k.reads + k.dyn_reads}
-                            | {s for _, s, _ in k.stores} | {r.slot for r in k.reduces})
+                            | {s for _, s, _ in k.stores} | {r.slot for r in k.reduces}
+                            | {sc.slot for sc in k.scatters})
         self.fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [_PTR] * len(self.slots)),
                               name)
         for a in self.fn.args:
@@ -90,9 +91,10 @@ class _KernelEmitter:
         # access j walks memory with accesses[j]: 0 the stores, 1 the reduction outputs,
         # then the reads, the dynamic reads and the counters (iota, arg reductions)
         accesses = ([c_strides(k.shape), reduce_out] + [r.strides for r in k.reads]
-                    + [r.strides for r in k.dyn_reads] + unit)
+                    + [r.strides for r in k.dyn_reads] + unit + [sc.strides for sc in k.scatters])
         self.dyn_base = 2 + len(k.reads)
         self.counter_base = self.dyn_base + len(k.dyn_reads)
+        self.scatter_base = self.counter_base + len(unit)
         self.loops, self.n_kept = _loops(k, accesses)
         self.b = ir.IRBuilder(self.fn.append_basic_block("entry"))
         self.e = Emitter(self.b)
@@ -199,7 +201,8 @@ class _KernelEmitter:
                 indices = [value(a, dt) for a, dt in
                            zip(op.args[1:], op.params["index_dtypes"], strict=True)]
                 index = b.add(self.linear(self.dyn_base + j, r.offset),
-                              _clamped_offset(e, op, indices))
+                              _clamped_offset(b, indices, op.params["index_dtypes"],
+                                              op.params["bounds"], op.params["strides"]))
                 v = e.load(r.dtype, self.element(r.slot, r.dtype, index))
             elif op.prim is P.concatenate:
                 positions = self.linear(counter)
@@ -222,6 +225,8 @@ class _KernelEmitter:
                     v = e.round16(op.dtype, RULES[op.prim](e, op.arg_dtype, *args, **op.params))
             values.append(v)
 
+        for j, sc in enumerate(k.scatters):
+            self.scatter(j, sc, value)
         full = self.linear(0)
         for ref, slot, dt in k.stores:
             e.store(dt, value(ref, dt), self.element(slot, dt, full))
@@ -277,6 +282,17 @@ class _KernelEmitter:
         v = e.load(r.dtype, self.element(r.slot, r.dtype, index))
         return b.select(valid, v, fill)
 
+    def scatter(self, j, sc, value):
+        b, e = self.b, self.e
+        index = b.add(self.linear(self.scatter_base + j),
+                      _clamped(b, value, sc.index_refs, sc.index_dtypes, sc.bounds,
+                               sc.index_strides))
+        ptr = self.element(sc.slot, sc.dtype, index)
+        x = value(sc.ref, sc.dtype)
+        if sc.add:
+            x = e.round16(sc.dtype, RULES[P.add](e, sc.dtype, e.load(sc.dtype, ptr), x))
+        e.store(sc.dtype, x, ptr)
+
     def arg_step(self, r, x, counter):
         """argmax/argmin: take x when it beats the best so far (NaN beats everything and
         the first NaN stays), so ties keep the first index, as NumPy does."""
@@ -330,12 +346,15 @@ def _clamp(b, x, hi):
     return b.select(b.icmp_signed(">", x, ir.Constant(I64, hi)), ir.Constant(I64, hi), x)
 
 
-def _clamped_offset(e, op, indices):
-    """sum_k clip(index_k, 0, bound_k) * stride_k: the runtime part of a dynamic read."""
-    b = e.b
+def _clamped(b, value, refs, dtypes, bounds, strides):
+    return _clamped_offset(b, [value(r, dt) for r, dt in zip(refs, dtypes, strict=True)],
+                           dtypes, bounds, strides)
+
+
+def _clamped_offset(b, indices, dtypes, bounds, strides):
+    """sum_k clip(index_k, 0, bound_k) * stride_k: the runtime part of a dynamic address."""
     total = ir.Constant(I64, 0)
-    for idx, dt, bound, stride in zip(indices, op.params["index_dtypes"], op.params["bounds"],
-                                      op.params["strides"], strict=True):
+    for idx, dt, bound, stride in zip(indices, dtypes, bounds, strides, strict=True):
         wide = idx if idx.type == I64 else (b.zext if dt.kind in "bu" else b.sext)(idx, I64)
         wide = b.select(b.icmp_signed("<", wide, ir.Constant(I64, 0)), ir.Constant(I64, 0), wide)
         wide = b.select(b.icmp_signed(">", wide, ir.Constant(I64, bound)),

@@ -29,9 +29,6 @@ FALLBACK = {
     P.real: "complex dtypes are not lowered natively yet",
     P.imag: "complex dtypes are not lowered natively yet",
     P.conj: "complex dtypes are not lowered natively yet",
-    P.dynamic_update_slice: "not lowered yet (runtime offsets; the interpreter clamps them)",
-    P.scatter: "not lowered yet (data-dependent addresses, last write wins)",
-    P.scatter_add: "not lowered yet (data-dependent addresses, np.add.at order)",
     P.sort: "not lowered yet (NumPy's stable sort with NaN last)",
     P.setitem: "never reaches a backend (functionalize rewrites mutations)",
     P.call: "never reaches a backend (jit inlines calls)",
@@ -89,6 +86,22 @@ class Reduce:
 
 
 @dataclass(eq=False)
+class Scatter:
+    """Write (or add) ``ref`` into slot ``slot`` (a fresh copy of the operand) at
+    ``offset + sum(pos * strides) + sum(clip(index_k, 0, bounds_k) * index_strides_k)``."""
+
+    add: bool
+    ref: tuple
+    slot: int
+    dtype: np.dtype
+    index_refs: tuple
+    index_dtypes: tuple
+    bounds: tuple
+    index_strides: tuple
+    strides: tuple              # the static part, over the kernel's dimensions
+
+
+@dataclass(eq=False)
 class Kernel:
     shape: tuple
     axes: tuple | None = None           # reduced (or scanned) axes, innermost loops
@@ -100,6 +113,7 @@ class Kernel:
     reduces: list = field(default_factory=list)     # Reduce, written over the kept dims
     sealed: bool = False
     stored: dict = field(default_factory=dict)      # member ref -> slot
+    scatters: list = field(default_factory=list)    # Scatter: in-place writes to a copy
 
     def read(self, view: View):
         key = (view.slot, view.offset, view.strides)
@@ -357,6 +371,41 @@ class Partitioner:
                         out.aval.dtype, out.aval.dtype))
         self.loc[id(out)] = _Member(k, ("op", len(k.ops) - 1))
 
+    def fresh_copy(self, x) -> int:
+        """A new slot holding a copy of ``x`` (for in-place updates)."""
+        v = self.external_view(x)
+        k = Kernel(v.shape)
+        slot = self.new_slot(v.shape, v.dtype)
+        k.stores.append((k.read(v), slot, v.dtype))
+        self.seal(k)
+        return slot
+
+    def update(self, eqn):
+        """dynamic_update_slice, scatter, scatter_add: copy the operand, then a kernel over
+        the update's shape writes each update element at its clamped position, in C order
+        (so the last duplicate wins for scatter, and scatter_add adds in np.add.at order)."""
+        x, out = eqn.inputs[0], eqn.outputs[0]
+        slot = self.fresh_copy(x)
+        strides = c_strides(x.aval.shape)
+        if eqn.prim is P.dynamic_update_slice:
+            upd, index_atoms = eqn.inputs[1], list(eqn.inputs[2:])
+            bounds = [d - u for d, u in zip(x.aval.shape, upd.aval.shape, strict=True)]
+            index_strides, base = strides, strides
+        else:
+            indices, upd, axes = eqn.inputs[1], eqn.inputs[2], eqn.params["axes"]
+            index_atoms = self._gather_columns(indices, upd.aval.shape)
+            bounds = [x.aval.shape[a] - 1 for a in axes]
+            index_strides = [strides[a] for a in axes]
+            base = (0,) * (indices.aval.ndim - 1) + tuple(
+                s for i, s in enumerate(strides) if i not in axes)
+        shape = upd.aval.shape
+        k, refs = self.refs(shape, [upd, *index_atoms], axes=(), reverse=False)
+        k.axes, k.reverse = (), False       # C-order loops: duplicates resolve as in NumPy
+        k.scatters.append(Scatter(eqn.prim is P.scatter_add, refs[0], slot, out.aval.dtype,
+                                  tuple(refs[1:]), tuple(a.aval.dtype for a in index_atoms),
+                                  tuple(bounds), tuple(index_strides), tuple(base)))
+        self.loc[id(out)] = _Reduced(k, slot)
+
     def _gather_columns(self, indices, shape):
         """One atom per indexed axis: column k of ``indices`` seen over the output shape."""
         v = self.view(indices)
@@ -444,7 +493,8 @@ class Partitioner:
                    for o in self.graph.outputs]
         for k in list(self.open):
             self.seal(k)
-        steps = [s for s in self.steps if not isinstance(s, Kernel) or s.stores or s.reduces]
+        steps = [s for s in self.steps
+                 if not isinstance(s, Kernel) or s.stores or s.reduces or s.scatters]
         for s in steps:
             if isinstance(s, Kernel) and s.reverse is None:
                 s.reverse = False
@@ -461,9 +511,10 @@ def lowering_gap(eqn) -> str | None:
         return reason
     if prim is P.dot_general and eqn.inputs[0].aval.dtype not in BLAS_DTYPES:
         return "dot_general: only float32/float64 go to BLAS"
-    if prim is P.gather and eqn.outputs[0].aval.size and any(
+    if prim in (P.gather, P.scatter, P.scatter_add) and \
+            eqn.inputs[1].aval.size // max(eqn.inputs[1].aval.shape[-1], 1) and any(
             eqn.inputs[0].aval.shape[a] == 0 for a in eqn.params["axes"]):
-        return "gather from an empty axis raises in NumPy"
+        return "indexing an empty axis raises in NumPy"
     if prim is P.iota and eqn.params["dtype"].kind == "b":
         return "iota: NumPy rejects boolean ranges longer than 2"
     if prim in (P.reduce_max, P.reduce_min) and any(
@@ -526,14 +577,17 @@ DISPATCH = {"view": Partitioner.layout, "reduction": Partitioner.reduction,
             "contraction": Partitioner.blas, "creation": Partitioner.elementwise,
             "dynamic": Partitioner.dynamic_read, "cumulative": Partitioner.scan,
             "arg_reduction": Partitioner.arg_reduction, "concatenate": Partitioner.concatenate,
-            "pad": Partitioner.pad,
+            "pad": Partitioner.pad, "update": Partitioner.update,
             **{f: Partitioner.elementwise for f in ELEMENTWISE_FAMILIES}}
 _KIND = {**{p: "view" for p in VIEW_OPS}, P.gather: "dynamic", P.dynamic_slice: "dynamic",
-         P.concatenate: "concatenate", P.pad: "pad"}
+         P.concatenate: "concatenate", P.pad: "pad", P.dynamic_update_slice: "update",
+         P.scatter: "update", P.scatter_add: "update"}
 NATIVE = set(VIEW_RULES) | set(RULES) | set(P.REDUCTIONS) | {P.convert, P.iota, P.dot_general,
                                                                P.gather, P.dynamic_slice,
                                                                P.argmax, P.argmin, *SCANS,
-                                                               P.concatenate, P.pad}
+                                                               P.concatenate, P.pad,
+                                                               P.dynamic_update_slice,
+                                                               P.scatter, P.scatter_add}
 
 
 def partition(graph: Graph) -> Plan:
