@@ -157,7 +157,9 @@ def _logaddexp(log1p_exp, shift):
         d = P.sub.bind(x, y)
         hi = P.max.bind(x, y)
         tail = log1p_exp(P.neg.bind(P.abs.bind(d)), dt)
-        same = P.eq.bind(x, y)          # also true for equal infinities, where d is NaN
+        # equal infinities, where d is NaN (a finite tie takes the general branch, whose
+        # derivative is right there: 1/2 to each operand)
+        same = P.and_.bind(P.eq.bind(x, y), P.not_.bind(P.is_finite.bind(x)))
         return P.select.bind(same, P.add.bind(x, constant(shift, dt)), P.add.bind(hi, tail))
     return build
 
