@@ -40,7 +40,7 @@ def _format_lit(lit: Lit) -> str:
             else repr(val)
         return f"{text}:{dtypes.SHORT_NAMES[lit.aval.dtype]}{'~' if lit.aval.weak_type else ''}"
     if lit.value.size <= 6:
-        return f"{np.array2string(lit.value, separator=',')}:{lit.aval}"
+        return f"{np.array2string(lit.value, separator=',').replace(chr(10), '')}:{lit.aval}"
     return f"const<{lit.aval}>"
 
 
