@@ -63,7 +63,8 @@ def python_scalar_dtype(value) -> np.dtype:
 
 def weak_marker(dtype, weak: bool):
     """What `np.ufunc.resolve_dtypes` should see for an operand of this dtype."""
-    return _WEAK_PY_TYPE[np.dtype(dtype).kind] if weak else np.dtype(dtype)
+    return _WEAK_PY_TYPE[np.dtype(dtype).kind] if weak and np.dtype(dtype).kind != "b" \
+        else np.dtype(dtype)
 
 
 def result_type(*operands) -> tuple[np.dtype, bool]:
