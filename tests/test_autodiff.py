@@ -690,3 +690,50 @@ def test_check_grads_fnp_op_table(name, data, seed):
         assume(all((o > 1e-6).all() for o in leaves))
     assume(any(np.asarray(a).dtype.kind in "fc" for a in args))
     check_grads(f, args, order=1, modes=("fwd", "rev"))
+
+
+def test_convert_between_float_widths_and_int_outputs():
+    x = np.array([0.5, 1.5])
+    f = lambda x: P.convert.bind(P.mul.bind(P.convert.bind(x, new_dtype=np.dtype(np.float32)),  # noqa: E731
+                                            np.float32(3.0)), new_dtype=F64)
+    g = fc.grad(lambda x: _sum(f(x)))(x)
+    assert g.dtype == F64
+    np.testing.assert_array_equal(g, [3.0, 3.0])
+    out, t = fc.jvp(lambda x: (x, P.argmax.bind(x, axis=0, index_dtype=I64)), (x,), (x,))
+    assert out[1] == 1
+    assert t[1].dtype == I64 and t[1] == 0
+
+
+def test_jacfwd_chunked_matches_unchunked():
+    f = lambda x: P.mul.bind(P.sin.bind(x), _sum(x))   # noqa: E731
+    x = np.linspace(0.1, 1.0, 7)
+    np.testing.assert_allclose(fc.jacfwd(f, chunk_size=3)(x), fc.jacfwd(f)(x), rtol=1e-12)
+    np.testing.assert_allclose(fc.hessian(lambda x: _sum(f(x)), chunk_size=2)(x),
+                               fc.hessian(lambda x: _sum(f(x)))(x), rtol=1e-12)
+
+
+def test_docstring_examples():
+    import doctest
+
+    from functorch_core.transforms import autodiff, custom
+    names = {"np": np, "check_grads": check_grads,
+             **{k: getattr(fc, k) for k in fc.__all__}}
+    for module in (autodiff, custom, sys.modules["functorch_core.testing"]):
+        result = doctest.testmod(module, extraglobs=names,
+                                 optionflags=doctest.NORMALIZE_WHITESPACE)
+        assert result.failed == 0 and result.attempted > 0, module.__name__
+
+
+def test_custom_rule_closing_over_an_outer_tracer_is_a_clear_error():
+    def outer(y):
+        @fc.custom_jvp
+        def f(x):
+            return P.mul.bind(x, 2.0)
+
+        @f.defjvp
+        def _(primals, tangents):
+            return f(primals[0]), P.mul.bind(tangents[0], y)
+        return fc.grad(f)(3.0)
+    assert outer(5.0) == 5.0
+    with pytest.raises(TypeError, match="pass that value as an argument"):
+        fc.grad(outer)(1.0)

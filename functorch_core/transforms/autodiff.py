@@ -20,7 +20,7 @@ from ir.pytree import tree_flatten, tree_leaves, tree_structure, tree_unflatten
 
 from .._tracing import fn_name, leaf_aval, normalize_argnums
 from ._common import Transformed, cached, signature, trace_for_transform
-from .jvp import differentiable, jvp_graph
+from .jvp import closed, differentiable, jvp_graph
 from .transpose import linearize_graph, transpose_graph
 
 # --- preparing a differentiated call ------------------------------------------------
@@ -105,8 +105,7 @@ def _fill_zeros(entries, leaves, values):
 
 def _simplified(fn, avals, name):
     graph, captured = trace_flat(fn, avals, name=name)
-    assert not captured, "a closed graph cannot capture"
-    return passes.simplify(graph)
+    return passes.simplify(closed(graph, captured, name))
 
 
 # --- grad ---------------------------------------------------------------------------

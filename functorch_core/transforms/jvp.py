@@ -430,6 +430,15 @@ class MissingRuleError(NotImplementedError):
     """A primitive has no rule in a transform's table."""
 
 
+def closed(graph, captured, what):
+    """The graph of a pass; a capture means a user's rule closed over an outer traced value."""
+    if captured:
+        raise TypeError(f"{what}: a custom differentiation rule uses a value traced by an "
+                        "enclosing transform that it closes over; pass that value as an "
+                        "argument of the custom_jvp/custom_vjp function instead")
+    return graph
+
+
 def _fit(t, aval: AbstractArray):
     """The tangent as the output's type: zero for integer outputs, rank-0 broadcast."""
     if is_zero(t) or not differentiable(aval):
@@ -486,5 +495,4 @@ def jvp_graph(graph: Graph, diff) -> Graph:
         return list(outs) + [instantiate(t) for t in touts]
 
     jgraph, captured = trace_flat(body, graph.in_avals + tan_avals, name="jvp")
-    assert not captured, "a closed graph cannot capture"
-    return passes.dce(jgraph)
+    return passes.dce(closed(jgraph, captured, "jvp"))

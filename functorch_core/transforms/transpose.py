@@ -23,7 +23,7 @@ import numpy as np
 from ir import AbstractArray, Graph, Lit, Var, passes, trace_flat
 from ir import primitives as P
 
-from .jvp import MissingRuleError, jvp_graph, zeros
+from .jvp import MissingRuleError, closed, jvp_graph, zeros
 
 
 class Linear:
@@ -97,8 +97,7 @@ def transpose_graph(linear: Graph, n_res: int, wanted=None) -> Graph:
         return [cts.get(id(v)) if id(v) in cts else zeros(v.aval) for v in lin_inputs]
 
     tgraph, captured = trace_flat(body, [v.aval for v in res_vars] + ct_avals, name="transpose")
-    assert not captured, "a closed graph cannot capture"
-    return passes.dce(tgraph)
+    return passes.dce(closed(tgraph, captured, "vjp"))
 
 
 def _accumulate(cts, var, ct):
