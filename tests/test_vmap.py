@@ -442,6 +442,16 @@ def test_traces_once_per_signature():
     assert len(calls) == 3
 
 
+def test_numpy_c_functions_are_cached_too():
+    from functorch_core.transforms import _common
+    g = vmap(np.outer)
+    x = np.ones((2, 3))
+    np.testing.assert_array_equal(g(x, x), np.ones((2, 3, 3)))
+    assert len(_common._CACHES.get(g, {})) == 1
+    g(x, x)
+    assert len(_common._CACHES.get(g, {})) == 1
+
+
 def test_does_not_touch_the_callers_arrays():
     x = np.arange(6.0).reshape(2, 3)
     before = x.copy()

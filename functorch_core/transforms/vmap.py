@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import operator
+import weakref
 
 import numpy as np
 
@@ -89,7 +90,16 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None,
     @functools.wraps(func)
     def batched(*args, **kwargs):
         return _call(func, spec, args, kwargs)
+    spec.owner = func if _weakrefable(func) else batched   # NumPy's C functions are not
     return batched
+
+
+def _weakrefable(fn) -> bool:
+    try:
+        weakref.ref(fn)
+    except TypeError:
+        return False
+    return True
 
 
 def _alias(value, alias, name, alias_name):
@@ -113,7 +123,7 @@ class _Spec:
     """The validated options of one ``vmap(func, ...)``."""
 
     def __init__(self, fname, in_dims, out_dims, chunk_size):
-        self.fname, self.call = fname, f"vmap({fname})"
+        self.fname, self.call, self.owner = fname, f"vmap({fname})", None
         self.in_dims, self.out_dims, self.chunk_size = in_dims, out_dims, chunk_size
         self.out_key = _dims_key(out_dims, "out_dims", self.call)
         _dims_key(in_dims, "in_dims", self.call)
@@ -245,7 +255,7 @@ def _run(func, spec, args, kwargs, dims, size):
     """Batch ``func`` (cached per signature) and run it: (out leaves, out tree, out dims)."""
     leaves, _, sig_key = signature(func, args, kwargs, spec.call)
     flat_dims = tuple(d for d, _, _ in dims) + (None,) * (len(leaves) - len(dims))
-    entry = cached(func, ("vmap", flat_dims, spec.out_key), sig_key,
+    entry = cached(spec.owner, ("vmap", flat_dims, spec.out_key), sig_key,
                    lambda: _build(func, spec, args, kwargs, dims, flat_dims, size))
     return replay(entry, leaves), entry.out_tree, entry.extra
 
