@@ -504,6 +504,8 @@ def test_error_out_dims_none_for_batched_output():
 
 
 def test_error_bad_options():
+    for choice in ("error", "different", "same"):
+        np.testing.assert_array_equal(vmap(f2, randomness=choice)(np.ones(2), np.ones(2)), 2.0)
     with pytest.raises(ValueError, match="randomness"):
         vmap(f2, randomness="maybe")
     with pytest.raises(ValueError, match="chunk_size"):
