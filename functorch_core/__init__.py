@@ -25,6 +25,7 @@ from .numpy._methods import install as _install_tracer_methods
 from .transforms import (
     custom_jvp,
     custom_vjp,
+    functionalize,
     grad,
     grad_and_value,
     hessian,
@@ -44,7 +45,7 @@ __all__ = [
     "Graph", "TracerError", "check_graph", "config", "default_backend", "jit", "make_graph",
     "numpy", "pytree_dataclass", "register_pytree_node", "tree_flatten", "tree_leaves",
     "tree_map", "tree_structure", "tree_unflatten", "vmap",
-    "custom_jvp", "custom_vjp",
+    "custom_jvp", "custom_vjp", "functionalize",
     "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
     "linearize", "stop_gradient", "value_and_grad", "vjp",
 ]

@@ -8,12 +8,18 @@ import logging
 import numpy as np
 
 from backends import registry
-from ir import Graph, check_graph, current_trace, passes
+from ir import Graph, check_graph, current_trace, eval_graph, passes
 from ir import primitives as P
 from ir.pytree import tree_unflatten
 
 from ._tracing import flat_args, fn_name, leaf_aval, normalize_argnums, trace_call
 from .config import config
+from .transforms.functionalize import (
+    check_writable,
+    functionalize_graph,
+    has_mutation,
+    write_back,
+)
 
 log = logging.getLogger("functorch_core.jit")
 
@@ -52,25 +58,18 @@ def make_graph(func, *, static_argnums=()):
     return graph_of
 
 
-def _mutation_error(graph, fname):
-    for eqn in graph.eqns:
-        if eqn.prim.mutates:
-            return NotImplementedError(
-                f"jit({fname}): the function mutates an array in place ({eqn.prim.name} at "
-                f"{eqn.source}); functionalize is not available yet, so write it without "
-                "in-place updates")
-    return None
-
-
 class _Compiled:
-    __slots__ = ("captured", "graph", "out_tree", "run")
+    __slots__ = ("captured", "graph", "mutated", "out_tree", "raw", "run")
 
-    def __init__(self, graph, run, out_tree, captured):
+    def __init__(self, graph, run, out_tree, captured, raw=None, mutated=()):
         self.graph, self.run, self.out_tree, self.captured = graph, run, out_tree, captured
+        self.raw, self.mutated = raw, mutated   # the traced graph; inputs written back
 
 
 def _signature(leaves, in_tree, static, fname):
+    from .transforms.functionalize import input_plan
     avals = tuple(leaf_aval(x, f"an argument leaf of {fname}") for x in leaves)
+    avals = (*avals, input_plan(leaves, f"jit({fname})"))   # how the arguments overlap
     for i, v in static:
         try:
             hash(v)
@@ -86,9 +85,11 @@ def _describe_change(old, new) -> str:
     (old_tree, old_avals, old_static), (new_tree, new_avals, new_static) = old, new
     if old_tree != new_tree:
         return f"the argument structure changed from {old_tree} to {new_tree}"
-    for i, (a, b) in enumerate(zip(old_avals, new_avals, strict=True)):
+    for i, (a, b) in enumerate(zip(old_avals[:-1], new_avals[:-1], strict=True)):
         if a != b:
             return f"argument leaf {i} changed from {a} to {b}"
+    if old_avals[-1] != new_avals[-1]:
+        return "the arguments share memory differently (same array twice, views, strides)"
     for (i, a), (_, b) in zip(old_static, new_static, strict=True):
         if a != b:
             return f"static argument {i} changed from {a!r} to {b!r}"
@@ -107,16 +108,14 @@ class Jitted:
         self._last_key = None
 
     def _compile(self, args, kwargs, nums, key):
-        fname = fn_name(self.func)
         traced = trace_call(self.func, args, kwargs, nums)
-        graph = traced.graph
-        err = _mutation_error(graph, fname)
-        if err is not None:
-            raise err
+        graph, mutated = traced.graph, []
+        if has_mutation(graph):
+            graph, mutated = functionalize_graph(graph, key[1][-1])
         graph = check_graph(passes.simplify(graph))
         backend = registry.get(self.backend)
         run = backend.compile(graph) if not traced.captured else None
-        return _Compiled(graph, run, traced.out_tree, traced.captured)
+        return _Compiled(graph, run, traced.out_tree, traced.captured, traced.graph, mutated)
 
     def __call__(self, *args, **kwargs):
         fname = fn_name(self.func)
@@ -132,11 +131,19 @@ class Jitted:
             if not entry.captured:
                 self.cache[key] = entry
         self._last_key = key
-        if current_trace() is not None or entry.captured:
+        if entry.mutated and (current_trace() is not None or entry.captured):
+            # writes into traced arguments: replay them into the enclosing trace, whose
+            # own functionalization sees how those arguments alias
+            outs = eval_graph(entry.raw, [*leaves, *entry.captured])
+        elif current_trace() is not None or entry.captured:
             outs = P.call.bind(*leaves, *entry.captured, graph=entry.graph, name=fname)
         else:
+            check_writable(leaves, entry.mutated, f"jit({fname})")
             outs = entry.run([np.asarray(x) if not isinstance(x, np.ndarray) else x
                               for x in leaves])
+            n = len(outs) - len(entry.mutated)
+            write_back(leaves, entry.mutated, outs[n:])
+            outs = outs[:n]
         return tree_unflatten(entry.out_tree, outs)
 
 

@@ -8,8 +8,24 @@ so that unmodified NumPy code (``np.tanh(x @ w)``) traces.
 
 import numpy as _np
 
-from . import _elementwise
+from . import (
+    _creation,
+    _elementwise,
+    _indexing,
+    _linalg,
+    _mutation,
+    _reductions,
+    _shape,
+    _sorting,
+)
+from ._creation import *  # noqa: F403
 from ._elementwise import *  # noqa: F403
+from ._indexing import *  # noqa: F403
+from ._linalg import *  # noqa: F403
+from ._mutation import *  # noqa: F403
+from ._reductions import *  # noqa: F403
+from ._shape import *  # noqa: F403
+from ._sorting import *  # noqa: F403
 
 bool_, int8, int16, int32, int64, uint8 = (_np.bool_, _np.int8, _np.int16, _np.int32,
                                            _np.int64, _np.uint8)
@@ -18,4 +34,6 @@ float16, float32, float64, complex64, complex128 = (_np.float16, _np.float32, _n
 pi, e, inf, nan, newaxis = _np.pi, _np.e, _np.inf, _np.nan, None
 ndarray = _np.ndarray
 
-__all__ = list(_elementwise.__all__)
+__all__ = [*_elementwise.__all__, *_shape.__all__, *_indexing.__all__, *_sorting.__all__,
+           *_reductions.__all__, *_creation.__all__, *_linalg.__all__,
+           *_mutation.__all__]

@@ -45,7 +45,8 @@ def _public(name, ufunc, build, *aliases):
         if len(args) != ufunc.nin:
             raise TypeError(f"{name}() takes {ufunc.nin} positional arguments, got {len(args)}")
         if out is not None:
-            raise NotImplementedError(f"{name}(..., out=...) is not supported yet")
+            from ._mutation import ufunc_out
+            return ufunc_out(name, out, apply_ufunc(name, ufunc, build, args, dtype))
         return apply_ufunc(name, ufunc, build, args, dtype)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``numpy.{ufunc.__name__}``, traceable; same dtypes and values."

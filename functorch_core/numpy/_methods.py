@@ -34,6 +34,23 @@ def _method(name):
     return method
 
 
+def _packed(args):
+    """``x.reshape(2, 3)`` or ``x.reshape((2, 3))``: ndarray methods take both spellings."""
+    if len(args) == 1 and (args[0] is None or isinstance(args[0], tuple | list)):
+        return args[0]
+    return args
+
+
+def _reshape(self, *shape, **kwargs):
+    if not shape:
+        raise TypeError("reshape() takes exactly 1 argument (0 given)")
+    return _fnp().reshape(self, _packed(shape), **kwargs)
+
+
+def _transpose(self, *axes):
+    return _fnp().transpose(self, _packed(axes) if axes else None)
+
+
 def _inplace(name):
     def op(self, other):
         _fnp().inplace_update(self, name, other)
@@ -103,8 +120,10 @@ METHODS["__divmod__"] = lambda self, other: (_fnp().floor_divide(self, other),
 for _name in ["sum", "mean", "max", "min", "prod", "var", "std", "argmax", "argmin", "all",
               "any", "cumsum", "cumprod", "reshape", "transpose", "astype", "ravel", "flatten",
               "squeeze", "swapaxes", "clip", "dot", "conj", "conjugate", "round", "copy",
-              "repeat", "take", "diagonal", "trace", "nonzero", "argsort"]:
+              "repeat", "take", "diagonal", "trace", "nonzero", "argsort", "fill"]:
     METHODS[_name] = _method(_name)
+METHODS["reshape"] = _reshape
+METHODS["transpose"] = _transpose
 
 
 def install():

@@ -12,10 +12,11 @@ from .autodiff import (
     vjp,
 )
 from .custom import custom_jvp, custom_vjp, stop_gradient
+from .functionalize import functionalize
 from .vmap import vmap
 
 __all__ = [
-    "custom_jvp", "custom_vjp",
+    "custom_jvp", "custom_vjp", "functionalize",
     "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
     "linearize", "stop_gradient", "value_and_grad", "vjp", "vmap",
 ]

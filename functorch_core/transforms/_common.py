@@ -64,9 +64,11 @@ def _cache_for(fn) -> dict:
 
 def signature(fn, args, kwargs, what) -> tuple[list, PyTreeDef, tuple]:
     """(leaves, in_tree, key) of a call; the key identifies its input signature."""
+    from .functionalize import input_plan
     leaves, in_tree = flat_args(args, kwargs, ())
     avals = tuple(leaf_aval(x, f"an argument leaf of {what}") for x in leaves)
-    return leaves, in_tree, (in_tree, avals, _closure_arrays(fn))
+    # how the arguments overlap in memory decides what writes into them mean
+    return leaves, in_tree, (in_tree, avals, _closure_arrays(fn), input_plan(leaves, what))
 
 
 def cached(fn, transform_key, sig_key, build) -> Transformed:
@@ -82,9 +84,19 @@ def cached(fn, transform_key, sig_key, build) -> Transformed:
 
 
 def trace_for_transform(fn, args, kwargs, name) -> Traced:
-    """Trace ``fn`` and prepare the graph for a transform (calls inlined)."""
+    """Trace ``fn`` and prepare the graph for a transform (calls inlined, functionalized).
+
+    Writes into ``fn``'s own arguments stay local to the transformed call: the
+    transforms return values, they do not write back into the caller's arrays.
+    """
+    from .functionalize import functionalize_graph, has_mutation, input_plan
     traced = trace_call(fn, args, kwargs, (), name=name)
     traced.graph = passes.inline(traced.graph)
+    if has_mutation(traced.graph):
+        plan = input_plan(flat_args(args, kwargs, ())[0], name)
+        graph, mutated = functionalize_graph(traced.graph, plan)
+        graph.outputs = graph.outputs[:len(graph.outputs) - len(mutated)]
+        traced.graph = passes.dce(graph)
     return traced
 
 

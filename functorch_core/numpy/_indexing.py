@@ -1,0 +1,406 @@
+"""Indexing: ``x[index]``, ``x[index] = value``, in-place operators, take, nonzero.
+
+Reading splits an index as NumPy does. Its basic part (slices of any step,
+integers, None, Ellipsis) becomes views: one ``slice``, one ``rev`` for the
+negative steps, ``squeeze`` for the integers and ``expand_dims`` for the new
+axes. Integer arrays (and concrete boolean masks, through ``np.nonzero``)
+become one ``gather``, followed by a ``transpose`` where NumPy puts the
+broadcast index dimensions in the middle. Concrete indices are checked and
+wrapped here; traced ones are wrapped with ``select`` and clamped by ``gather``.
+
+Writing records the mutation primitive ``setitem`` with the indexer that
+``ir.indexing.normalize`` returns; functionalize rewrites it into pure updates.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ir import Tracer, TracerError
+from ir import primitives as P
+from ir.indexing import advanced_layout, broadcast_shapes, indexed_shape, normalize
+
+from ._core import (
+    _walk,
+    aval,
+    cast,
+    constant,
+    implements,
+    is_tracer,
+    normalize_axis,
+    operand,
+    to_result,
+)
+from ._methods import _fnp
+from ._shape import broadcast_to, ravel
+
+__all__ = ["getitem", "setitem", "inplace_update", "take", "take_along_axis", "nonzero",
+           "UFuncOutputCastingError"]
+
+
+class UFuncOutputCastingError(TypeError):
+    """An in-place operator's result cannot be cast back to the dtype of the array it updates.
+
+    NumPy raises its own ``UFuncTypeError`` subclass, with the same message.
+    """
+
+
+_MASK_HINT = ("the result's shape depends on the mask's values, which are not known while "
+              "tracing. Use fnp.where(mask, x, fill) to keep the shape, or pass the mask as a "
+              "static (concrete) argument")
+
+
+# --- reading an index --------------------------------------------------------
+
+def _is_index_array(e) -> bool:
+    return isinstance(e, Tracer | np.ndarray)
+
+
+def _index_array(e):
+    """A list, array or tracer used as an index, as an array (``[]`` is an empty int array)."""
+    e = operand(e)
+    if is_tracer(e):
+        return e
+    e = np.asarray(e)
+    return e.astype(np.intp) if e.size == 0 and e.dtype.kind == "f" else e
+
+
+def _entry(e):
+    if e is None or e is Ellipsis or isinstance(e, slice):
+        return e
+    if isinstance(e, bool | np.bool_):
+        raise NotImplementedError("a scalar boolean index (x[True], x[False]) is not supported")
+    if isinstance(e, list | tuple | np.ndarray | Tracer):
+        e = _index_array(e)
+    if is_tracer(e) and e.dtype == np.bool_:
+        raise TracerError(f"Indexing with a traced boolean mask: {_MASK_HINT}.")
+    if isinstance(e, np.ndarray) and e.ndim == 0:
+        if e.dtype == np.bool_:
+            raise NotImplementedError("a 0-d boolean index is not supported")
+        if e.dtype.kind in "iu":
+            return int(e)           # NumPy reads a 0-d integer array as an integer
+    return e
+
+
+def _is_mask(e) -> bool:
+    return isinstance(e, np.ndarray) and e.dtype == np.bool_
+
+
+def _expand_masks(shape, entries):
+    """Replace each concrete boolean mask by the integer arrays of its ``np.nonzero``."""
+    if not any(_is_mask(e) for e in entries):
+        return entries
+    if sum(e is Ellipsis for e in entries) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    consumed = sum(e.ndim if _is_mask(e) else 0 if e is None or e is Ellipsis else 1
+                   for e in entries)
+    if consumed > len(shape):
+        raise IndexError(f"too many indices for array: array is {len(shape)}-dimensional, but "
+                         f"{consumed} were indexed")
+    out, axis = [], 0
+    for e in entries:
+        if _is_mask(e):
+            for j, m in enumerate(e.shape):
+                if m != shape[axis + j]:
+                    raise IndexError(f"boolean index did not match indexed array along axis "
+                                     f"{axis + j}; size of axis is {shape[axis + j]} but size "
+                                     f"of corresponding boolean axis is {m}")
+            out.extend(np.nonzero(e))
+            axis += e.ndim
+            continue
+        if e is Ellipsis:
+            axis += len(shape) - consumed
+        elif e is not None:
+            axis += 1
+        out.append(e)
+    return tuple(out)
+
+
+def _entry_axes(indexer):
+    """The axis of the indexed array that each entry consumes (None for a new axis)."""
+    axes, axis = [], 0
+    for e in indexer:
+        axes.append(None if e[0] == "newaxis" else axis)
+        axis += e[0] != "newaxis"
+    return axes
+
+
+def _checked(a, n, axis):
+    """Index array ``a`` into an axis of size ``n``: int64, negatives wrapped, bounds checked."""
+    if is_tracer(a):
+        signed = a.dtype.kind == "i"
+        a = cast(a, np.int64)
+        if not signed:
+            return a
+        wrapped = P.add.bind(a, constant(n, np.int64))
+        return P.select.bind(P.lt.bind(a, constant(0, np.int64)), wrapped, a)
+    bad = (a < -n) | (a >= n)
+    if bad.any():
+        raise IndexError(f"index {a[bad].flat[0]} is out of bounds for axis {axis} with size {n}")
+    a = a.astype(np.int64)
+    return np.where(a < 0, a + n, a)
+
+
+def parse_index(shape, index):
+    """``(indexer, index arrays, has_ellipsis)`` of a user index into an array of ``shape``."""
+    entries = tuple(_entry(e) for e in (index if isinstance(index, tuple) else (index,)))
+    entries = _expand_masks(shape, entries)
+    indexer, arrays = normalize(shape, entries, _is_index_array)
+    axes = _entry_axes(indexer)
+    for e, ax in zip(indexer, axes, strict=True):
+        if e[0] == "array":
+            arrays[e[1]] = _checked(arrays[e[1]], shape[ax], ax)
+    return indexer, arrays, any(e is Ellipsis for e in entries)
+
+
+# --- x[index] ----------------------------------------------------------------
+
+def _slice_params(start, stop, step):
+    """(start, limit, stride, reversed) of the positive-stride slice that, reversed when
+    asked, gives the elements of ``range(start, stop, step)``."""
+    n = len(range(start, stop, step))
+    if n == 0:
+        return 0, 0, 1, False
+    if step > 0:
+        return start, start + (n - 1) * step + 1, step, False
+    return start + (n - 1) * step, start + 1, -step, n > 1
+
+
+def _basic(x, indexer, keep_ints):
+    """Apply the slices (and, unless ``keep_ints``, the integers): slice, rev, squeeze."""
+    shp = aval(x).shape
+    starts, limits, strides, rev, drop = [], [], [], [], []
+    for e, ax in zip(indexer, _entry_axes(indexer), strict=True):
+        if ax is None:
+            continue
+        s, lim, st, flip = 0, shp[ax], 1, False
+        if e[0] == "slice":
+            s, lim, st, flip = _slice_params(*e[1:])
+        elif e[0] == "int" and not keep_ints:
+            s, lim = e[1], e[1] + 1
+            drop.append(ax)
+        starts.append(s)
+        limits.append(lim)
+        strides.append(st)
+        if flip:
+            rev.append(ax)
+    if (starts, limits, strides) != ([0] * len(shp), list(shp), [1] * len(shp)):
+        x = P.slice.bind(x, start_indices=tuple(starts), limit_indices=tuple(limits),
+                         strides=tuple(strides))
+    if rev:
+        x = P.rev.bind(x, dimensions=tuple(rev))
+    if drop:
+        x = P.squeeze.bind(x, dimensions=tuple(drop))
+    return x
+
+
+def _stack_indices(parts, bshape):
+    """The gather indices: ``parts`` broadcast to ``bshape`` and stacked on a last axis."""
+    if not any(is_tracer(p) for p in parts):
+        return np.stack([np.broadcast_to(p, bshape) for p in parts], axis=-1)
+    cols = []
+    for p in parts:
+        if is_tracer(p):
+            p = p if p.shape == bshape else broadcast_to(p, bshape)
+            cols.append(P.expand_dims.bind(p, dimensions=(len(bshape),)))
+        else:
+            cols.append(np.broadcast_to(p, bshape)[..., None])
+    return cols[0] if len(cols) == 1 else P.concatenate.bind(*cols, dimension=len(bshape))
+
+
+def _advanced(y, indexer, arrays):
+    """Gather the integer and array entries of ``y`` (one axis per non-newaxis entry)."""
+    axes, parts = [], []
+    for e, ax in zip(indexer, _entry_axes(indexer), strict=True):
+        if e[0] in ("int", "array"):
+            axes.append(ax)
+            parts.append(np.int64(e[1]) if e[0] == "int" else arrays[e[1]])
+    bshape = broadcast_shapes(*(aval(p).shape for p in parts), what="indexing arrays")
+    out = P.gather.bind(y, _stack_indices(parts, bshape), axes=tuple(axes))
+    _, front = advanced_layout(indexer)
+    rest_before = axes[0]      # the sliced axes of y before the first advanced one
+    if not front and rest_before:
+        nb, nrest = len(bshape), aval(out).ndim - len(bshape)
+        perm = (*range(nb, nb + rest_before), *range(nb), *range(nb + rest_before, nb + nrest))
+        out = P.transpose.bind(out, permutation=perm)
+    return out, len(bshape)
+
+
+def _new_axes(indexer, nb):
+    """Where the new axes of ``indexer`` land in the result."""
+    adv, front = advanced_layout(indexer)
+    first = adv[0] if adv and not front else None
+    pos, dims = (nb if front else 0), []
+    for i, e in enumerate(indexer):
+        if i == first:
+            pos += nb
+        if e[0] == "newaxis":
+            dims.append(pos)
+        pos += e[0] in ("slice", "newaxis")
+    return tuple(dims)
+
+
+def read_index(x, indexer, arrays):
+    """``x[index]`` for a normalized index: views for the basic part, a gather for the rest."""
+    has_arrays = bool(arrays)
+    out = _basic(x, indexer, keep_ints=has_arrays)
+    nb = 0
+    if has_arrays:
+        out, nb = _advanced(out, indexer, arrays)
+    dims = _new_axes(indexer, nb)
+    return P.expand_dims.bind(out, dimensions=dims) if dims else out
+
+
+def getitem(x, index):
+    """``x[index]`` with NumPy's semantics; the tracer's ``__getitem__``.
+
+    Basic indices (slices of any step, integers, None, Ellipsis) give views;
+    integer arrays (lists, ndarrays, tracers) gather, with NumPy's placement
+    of the broadcast index dimensions. Boolean masks must be concrete.
+    Concrete out-of-bounds indices raise IndexError; traced indices are
+    wrapped when negative and clamped into range.
+    """
+    x = operand(x)
+    if not is_tracer(x) and not isinstance(x, np.ndarray):
+        x = np.asarray(x)
+    indexer, arrays, has_ellipsis = parse_index(aval(x).shape, index)
+    out = read_index(x, indexer, arrays)
+    if is_tracer(out) and not out.ndim and not has_ellipsis and not arrays:
+        out = P.convert.bind(out, new_dtype=out.dtype)   # NumPy gives a scalar: a copy
+    return to_result(out, scalar=not has_ellipsis)
+
+
+# --- writing -----------------------------------------------------------------
+
+def assign_cast(value, dtype):
+    """``value`` converted to ``dtype`` as ``a[...] = value`` converts it in NumPy.
+
+    Concrete values go through NumPy's own assignment (a float truncates into
+    an integer array, an out-of-range Python int raises OverflowError, a
+    complex array warns ComplexWarning); traced values are converted.
+    """
+    if isinstance(value, list | tuple) and any(is_tracer(e) for e in _walk(value)):
+        value = operand(value)
+    if is_tracer(value):
+        if value.dtype.kind == "c" and np.dtype(dtype).kind != "c":
+            warnings.warn("Casting complex values to real discards the imaginary part",
+                          np.exceptions.ComplexWarning, stacklevel=3)
+        return cast(value, dtype)
+    out = np.empty(np.shape(value), dtype)
+    out[...] = value
+    return out
+
+
+def _assignable(src, dst) -> bool:
+    """Whether a value of shape ``src`` broadcasts into ``dst`` (extra leading 1s allowed)."""
+    src = tuple(src)
+    while len(src) > len(dst) and src[0] == 1:
+        src = src[1:]
+    return len(src) <= len(dst) and all(s in (1, d) for s, d in
+                                        zip(src[::-1], dst[::-1], strict=False))
+
+
+def setitem(x, index, value):
+    """``x[index] = value``; the tracer's ``__setitem__``.
+
+    On a tracer it records ``setitem(x, value, *index_arrays, indexer=...)``
+    with ``value`` cast to ``x.dtype`` as NumPy's assignment casts; on a
+    concrete array it assigns eagerly. ``value`` must broadcast to the
+    indexed shape.
+    """
+    if not is_tracer(x):
+        x[index] = value
+        return
+    indexer, arrays, has_ellipsis = parse_index(x.shape, index)
+    target = indexed_shape(x.shape, indexer, [aval(a).shape for a in arrays])
+    value = assign_cast(value, x.dtype)
+    vshape = aval(value).shape
+    if vshape and not has_ellipsis and all(e[0] == "int" for e in indexer):
+        # NumPy writes one element here, and refuses anything but a scalar or a 0-d array
+        raise ValueError("setting an array element with a sequence.")
+    if not _assignable(vshape, target):
+        raise ValueError(f"could not broadcast input array from shape {vshape} "
+                         f"into shape {target}")
+    if len(vshape) > len(target):     # drop the leading 1s NumPy ignores
+        value = P.reshape.bind(value, new_sizes=vshape[len(vshape) - len(target):])
+    P.setitem.bind(x, value, *arrays, indexer=indexer)
+
+
+def inplace_update(x, fn_name, other):
+    """``x <op>= other`` (``fn_name`` names the fnp function): compute, check, write back.
+
+    The result must cast to ``x.dtype`` under NumPy's 'same_kind' rule
+    (``x_int += 1.5`` raises :class:`UFuncOutputCastingError`, a TypeError)
+    and keep ``x``'s shape; on a tracer the write is a ``setitem`` of the
+    whole array.
+    """
+    result = getattr(_fnp(), fn_name)(x, other)
+    src, dst = aval(operand(result)), aval(operand(x))
+    if not np.can_cast(src.dtype, dst.dtype, "same_kind"):
+        name = getattr(getattr(np, fn_name, None), "__name__", fn_name)
+        raise UFuncOutputCastingError(f"Cannot cast ufunc {name!r} output from {src.dtype!r} to "
+                                      f"{dst.dtype!r} with casting rule 'same_kind'")
+    if src.shape != dst.shape:
+        raise ValueError(f"non-broadcastable output operand with shape {dst.shape} doesn't "
+                         f"match the broadcast shape {src.shape}")
+    if not is_tracer(x):
+        x[...] = result
+        return x
+    whole, _ = normalize(x.shape, (), _is_index_array)
+    P.setitem.bind(x, cast(result, dst.dtype), indexer=whole)
+    return x
+
+
+# --- take, take_along_axis, nonzero ------------------------------------------
+
+@implements(np.take)
+def take(a, indices, axis=None, out=None, mode="raise"):
+    """``numpy.take`` (mode 'raise' only): elements of ``a`` at ``indices`` along ``axis``."""
+    if out is not None:
+        raise NotImplementedError("take(..., out=...) is not supported")
+    if mode != "raise":
+        raise NotImplementedError(f"take(mode={mode!r}) is not supported; only mode='raise'")
+    x = operand(a)
+    if axis is None:
+        x, axis = ravel(x), 0
+    ax = normalize_axis(axis, aval(x).ndim)
+    idx = _index_array(indices)
+    dt = aval(idx).dtype
+    if dt == np.bool_:
+        idx = cast(idx, np.int64)
+    elif dt.kind not in "iu":
+        raise TypeError(f"Cannot cast array data from {dt!r} to dtype('int64') according to "
+                        "the rule 'safe'")
+    return getitem(x, (slice(None),) * ax + (idx,))
+
+
+@implements(np.take_along_axis)
+def take_along_axis(arr, indices, axis=-1):
+    """``numpy.take_along_axis``: pick along ``axis`` with ``indices`` (None: flattened)."""
+    x, idx = operand(arr), _index_array(indices)
+    if axis is None:
+        if aval(idx).ndim != 1:
+            raise ValueError("when axis=None, `indices` must have a single dimension.")
+        x, axis = ravel(x), 0
+    shp = aval(x).shape
+    ax = normalize_axis(axis, len(shp))
+    if aval(idx).dtype.kind not in "iu":
+        raise IndexError("`indices` must be an integer array")
+    if aval(idx).ndim != len(shp):
+        raise ValueError("`indices` and `arr` must have the same number of dimensions")
+    index = tuple(idx if d == ax else
+                  np.arange(n).reshape([-1 if k == d else 1 for k in range(len(shp))])
+                  for d, n in enumerate(shp))
+    return getitem(x, index)
+
+
+@implements(np.nonzero)
+def nonzero(a):
+    """``numpy.nonzero`` of a concrete array (a traced one has a data-dependent result)."""
+    x = operand(a)
+    if is_tracer(x):
+        raise TracerError("nonzero of a traced array: the number of nonzero elements is not "
+                          "known while tracing. Use fnp.where(cond, x, y) to keep the shape.")
+    return np.nonzero(x)

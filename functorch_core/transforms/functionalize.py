@@ -1,0 +1,397 @@
+"""``functionalize``: rewrite a graph with mutation and views into a pure graph.
+
+The raw trace records NumPy's semantics faithfully: ``y = x[1:]`` is a view
+of ``x`` and ``y += 1`` (a ``setitem``) changes ``x`` too. The pass walks the
+equations once, in order, keeping for every value
+
+- its *root*: the buffer it lives in (a graph input, the output of a non-view
+  primitive, a constant, or a shared buffer for arguments that overlap), and
+  the chain of view steps from the root to it;
+- for every root, its current value in the new graph and a version number.
+
+A write computes the new value of the written view with pure primitives
+(``dynamic_update_slice``, ``pad``/``select``, ``scatter``), carries it back
+up the chain to the root, and bumps the root's version. Reading a value whose
+root has moved on replays its view chain on the root's current value. So a
+write through any alias is seen by every alias and every later read, and
+equation order is the only order that matters.
+
+Views are the outputs of ``slice``, ``dynamic_slice``, ``transpose``,
+``squeeze``, ``expand_dims``, ``rev``, ``real``/``imag`` of complex values
+(read-only here) and ``reshape`` where NumPy's reshape would not copy (see
+``_alias``). Everything else, ``broadcast_in_dim`` included (``fnp.zeros``
+builds fresh buffers with it), makes a new buffer, and integer-array
+indexing (``gather``) copies.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ir import Graph, Lit, Tracer, Var, current_trace, passes, trace_flat
+from ir import primitives as P
+from ir.pytree import tree_unflatten
+
+from .._tracing import fn_name
+from ._alias import (
+    READ_ONLY,
+    InputLayout,
+    Layout,
+    Plan,
+    array_plan,
+    c_strides,
+    fresh,
+    positions,
+    tracer_plan,
+    view_layout,
+)
+from ._common import Transformed, cached, signature
+from ._update import apply_step, pure_setitem, scalar, unview
+
+_REMOVE = ("mutations", "mutations_and_views")
+
+
+class _State:
+    """Roots, view chains and current values of the raw graph's values (keyed by id)."""
+
+    def __init__(self):
+        self.parent: dict[int, tuple] = {}     # view -> (parent atom, step)
+        self.root: dict[int, int] = {}         # value -> root key
+        self.layout: dict[int, Layout] = {}
+        self.read_only: dict[int, object] = {}  # value -> error factory for writes
+        self.cur: dict[int, object] = {}       # root key -> its current value
+        self.version: dict[int, int] = {}
+        self.const: set[int] = set()           # roots that are literals
+        self.cache: dict[int, tuple] = {}      # view -> (root version, value)
+
+    def new_root(self, key_atom, value, layout=None):
+        k = id(key_atom)
+        self.root[k], self.cur[k], self.version[k] = k, value, 0
+        self.layout[k] = layout or fresh(key_atom.aval.shape)
+
+    def _know(self, atom):
+        if isinstance(atom, Lit) and id(atom) not in self.root:
+            self.new_root(atom, atom)
+            self.const.add(id(atom))
+
+    def add_view(self, out, parent, step, layout):
+        k = id(out)
+        self.parent[k] = (parent, step)
+        self.root[k] = self.root[id(parent)]
+        self.layout[k] = layout
+        if id(parent) in self.read_only:
+            self.read_only[k] = self.read_only[id(parent)]
+
+    def read(self, atom):
+        """The current value of a raw-graph value, replaying its view chain if needed."""
+        if isinstance(atom, Lit):
+            return atom
+        r = self.root[id(atom)]
+        version = self.version[r]
+        path, node = [], atom
+        while id(node) in self.parent:
+            hit = self.cache.get(id(node))
+            if hit is not None and hit[0] == version:
+                value = hit[1]
+                break
+            path.append(node)
+            node = self.parent[id(node)][0]
+        else:
+            value = self.cur[r]
+        for node in reversed(path):
+            value = apply_step(self.parent[id(node)][1], value)
+            self.cache[id(node)] = (version, value)
+        return value
+
+    def write(self, atom, new_value, eqn):
+        """Make ``new_value`` the value of ``atom``; every alias sees it from now on."""
+        k = id(atom)
+        if k in self.read_only:
+            raise self.read_only[k]()
+        r = self.root[k]
+        if r in self.const:
+            raise NotImplementedError(
+                f"{eqn.prim.name} at {eqn.source} writes into a constant of the graph (an "
+                "array the function closes over, or a view of one); functionalize cannot "
+                "write back into it. Pass the array as an argument instead")
+        node, value = atom, new_value
+        while id(node) in self.parent:
+            parent, step = self.parent[id(node)]
+            value = unview(step, self.read(parent), value)
+            node = parent
+        self.cur[r] = value
+        self.version[r] += 1
+        if k in self.parent:
+            self.cache[k] = (self.version[r], new_value)
+
+    def mutated(self, atom) -> bool:
+        return self.version[self.root[id(atom)]] > 0
+
+
+# --- the equations ------------------------------------------------------------
+
+def _setitem_rule(st, eqn):
+    x, value, *arrays = eqn.inputs
+    current = st.read(x)
+    try:
+        new = pure_setitem(current, st.read(value), [st.read(a) for a in arrays],
+                           eqn.params["indexer"])
+    except (ValueError, IndexError, TypeError) as err:
+        raise type(err)(f"{err.args[0] if err.args else err} (setitem at {eqn.source})") \
+            from None
+    st.write(x, new, eqn)
+
+
+MUTATION_RULES = {P.setitem: _setitem_rule}
+
+
+def _view_rule(st, eqn):
+    x = eqn.inputs[0]
+    st._know(x)
+    out_layout = view_layout(eqn.prim, st.layout[id(x)], x.aval, eqn.params)
+    if out_layout is None:
+        return False
+    extra = tuple(st.read(a) for a in eqn.inputs[1:])   # start indices, fixed at creation
+    st.add_view(eqn.outputs[0], x, (eqn.prim, extra, dict(eqn.params)), out_layout)
+    if eqn.prim in READ_ONLY:
+        st.read_only[id(eqn.outputs[0])] = READ_ONLY[eqn.prim]
+    return True
+
+
+def _generic_rule(st, eqn):
+    outs = eqn.prim.bind(*(st.read(a) for a in eqn.inputs), **eqn.params)
+    outs = outs if eqn.prim.multiple_results else [outs]
+    for v, o in zip(eqn.outputs, outs, strict=True):
+        st.new_root(v, o)
+
+
+def _run_eqn(st, eqn):
+    rule = MUTATION_RULES.get(eqn.prim)
+    if rule is not None:
+        return rule(st, eqn)
+    if eqn.prim.mutates:
+        raise NotImplementedError(f"functionalize has no rule for the mutation primitive "
+                                  f"{eqn.prim.name} (at {eqn.source})")
+    if eqn.prim.name in _VIEW_NAMES and _view_rule(st, eqn):
+        return None
+    return _generic_rule(st, eqn)
+
+
+_VIEW_NAMES = {"slice", "dynamic_slice", "reshape", "transpose", "squeeze", "expand_dims",
+               "rev", "real", "imag"}
+
+
+def _bind_inputs(st, graph, xs, plan: Plan | None):
+    entries = plan.inputs if plan is not None else ()
+    entries = tuple(entries) + (None,) * (len(graph.inputs) - len(entries))
+    groups: dict[int, Var] = {}
+    for v, x, e in zip(graph.inputs, xs, entries, strict=True):
+        if e is None or e.group is None:
+            st.new_root(v, x, None if e is None else Layout(0, e.strides))
+            continue
+        if e.group not in groups:
+            size = plan.group_sizes[e.group]
+            groups[e.group] = root = Var(v.aval.update(shape=(size,), weak_type=False))
+            st.new_root(root, P.broadcast_in_dim.bind(scalar(0, v.aval.dtype), shape=(size,),
+                                                      broadcast_dimensions=()))
+        root = groups[e.group]
+        pos = Lit(positions(v.aval.shape, e)[..., None])
+        st.cur[id(root)] = P.scatter.bind(st.cur[id(root)], pos, x, axes=(0,))
+        st.add_view(v, root, (P.gather, (pos,), {"axes": (0,)}), Layout(e.offset, e.strides))
+
+
+def functionalize_graph(graph: Graph, plan: Plan | None = None):
+    """Rewrite ``graph`` into a graph with no mutation.
+
+    Returns ``(new_graph, mutated)``: the new graph's outputs are the old ones
+    followed by the final value of every input in ``mutated`` (input indices,
+    in order), which a caller writes back. ``plan`` says how inputs overlap
+    (see ``_alias.array_plan``); None means distinct C-contiguous inputs.
+    """
+    graph = passes.inline(graph)
+    if plan is not None and plan.error and has_mutation(graph):
+        raise NotImplementedError(plan.error)
+    mutated_cell: list[list[int]] = []
+
+    def body(*xs):
+        st = _State()
+        _bind_inputs(st, graph, xs, plan)
+        for eqn in graph.eqns:
+            _run_eqn(st, eqn)
+        outs = [st.read(o) for o in graph.outputs]
+        mutated = [i for i, v in enumerate(graph.inputs) if st.mutated(v)]
+        mutated_cell.append(mutated)
+        return outs + [st.read(graph.inputs[i]) for i in mutated]
+
+    new, captured = trace_flat(body, graph.in_avals, name="functionalize")
+    if captured:   # the raw graph is closed, so nothing from outside can appear
+        raise AssertionError("functionalize_graph captured outer values")
+    return passes.dce(new), mutated_cell[0]
+
+
+def has_mutation(graph: Graph) -> bool:
+    return any(e.prim.mutates or (e.prim is P.call and has_mutation(e.params["graph"]))
+               for e in graph.eqns)
+
+
+# --- call-time aliasing -------------------------------------------------------
+
+def views_in_current_trace():
+    """``var -> (root, Layout)`` over the equations recorded so far in the current trace."""
+    trace = current_trace()
+    info: dict[int, tuple] = {}
+    if trace is not None:
+        for eqn in trace.eqns:
+            if eqn.prim.name not in _VIEW_NAMES or isinstance(eqn.inputs[0], Lit):
+                continue
+            x = eqn.inputs[0]
+            root, lay = info.get(id(x), (x, fresh(x.aval.shape)))
+            out = view_layout(eqn.prim, lay, x.aval, eqn.params)
+            if out is not None:
+                info[id(eqn.outputs[0])] = (root, out)
+    return lambda var: info.get(id(var), (var, fresh(var.aval.shape)))
+
+
+def is_c_contiguous(tracer) -> bool:
+    """Whether a tracer of the current trace is C-contiguous, as far as the trace shows.
+
+    Graph inputs count as C-contiguous. ``fnp.ravel`` asks, because NumPy's ravel
+    returns a view only of a C-contiguous array where reshape would view more.
+    """
+    if tracer._trace is not current_trace():
+        return True
+    lay = views_in_current_trace()(tracer._var)[1]
+    return all(s == c for s, c, d in zip(lay.strides, c_strides(tracer.shape), tracer.shape,
+                                         strict=True) if d > 1)
+
+
+def input_plan(leaves, fname) -> Plan | None:
+    """How the argument leaves overlap in memory (part of every cache key)."""
+    try:
+        if any(isinstance(x, Tracer) for x in leaves):
+            return tracer_plan(leaves, views_in_current_trace())
+        return array_plan(leaves, fname)
+    except NotImplementedError as err:   # matters only if the function writes
+        return Plan((), (), error=str(err))
+
+
+# --- write-back -----------------------------------------------------------------
+
+def check_writable(targets, mutated, fname):
+    """Refuse before running, so that a failing call writes nothing."""
+    for i in mutated:
+        t = targets[i]
+        if isinstance(t, Tracer):
+            continue
+        if not isinstance(t, np.ndarray):
+            raise TypeError(f"{fname} writes into argument leaf {i}, a {type(t).__name__}, "
+                            "which cannot be changed in place; pass a NumPy array")
+        if not t.flags.writeable:
+            raise ValueError(f"assignment destination is read-only ({fname} writes into "
+                             f"argument leaf {i} of shape {t.shape})")
+
+
+def write_back(targets, mutated, finals):
+    """Apply the final values of mutated inputs: ``np.copyto`` or a traced whole write."""
+    for i, value in zip(mutated, finals, strict=True):
+        t = targets[i]
+        if isinstance(t, Tracer):
+            full = tuple(("slice", 0, d, 1) for d in t.shape)
+            P.setitem.bind(t, value, indexer=full)
+        else:
+            np.copyto(t, value, casting="unsafe")
+
+
+def _own_outputs(outs, leaves):
+    arrays = [x for x in leaves if isinstance(x, np.ndarray)]
+    owned = []
+    for o in outs:
+        if isinstance(o, np.ndarray) and any(np.may_share_memory(o, a) for a in arrays + owned):
+            o = o.copy()
+        owned.append(o)
+    return owned
+
+
+# --- the public API ---------------------------------------------------------------
+
+def functionalize(func, *, remove="mutations"):
+    """Run ``func`` as a pure graph: no mutation, writes to its inputs applied afterwards.
+
+    ``func`` may write into arrays in place (``x[i] = v``, ``x += y``,
+    ``np.add(a, b, out=c)``, ``np.copyto``, ``x.fill``, ``np.add.at``) and
+    through views (slices, ``reshape`` where NumPy returns a view, ``.T``,
+    ``squeeze``...). The returned function traces ``func``, runs the alias
+    analysis and rewrites every write into pure updates, so
+    ``make_graph(functionalize(f))(...)`` shows a graph without mutation.
+    Results equal NumPy's eager execution of ``func``, and every argument
+    ``func`` writes into ends up as eager execution would leave it: the graph
+    returns the final value of each such input as an extra output, which is
+    copied into the caller's array after the whole graph ran (a failing call
+    writes nothing). Arguments that share memory (the same array twice, a
+    view and its base) are detected at call time and handled exactly.
+
+    Under an enclosing trace the write-back is itself recorded, as one
+    whole-array ``setitem`` per mutated argument at the end: the only
+    mutation left in ``make_graph(functionalize(f))`` is that write-back, and
+    only when ``f`` writes into its own arguments.
+
+    Args:
+        func: a function of arrays (pytrees of arrays), written with NumPy or
+            ``functorch_core.numpy``.
+        remove (str, default ``'mutations'``): ``'mutations'`` or
+            ``'mutations_and_views'``. After functionalization no value is
+            ever written, so layout primitives (``slice``, ``reshape``...) have
+            plain value semantics in the graph either way and the graphs of the
+            two modes are the same. The modes differ in what the call returns:
+            with ``'mutations'`` a result may share memory with an argument, as
+            the NumPy view it stands for would; with ``'mutations_and_views'``
+            every result is a fresh array that shares memory with no argument
+            and no other result.
+
+    Returns:
+        A function with ``func``'s signature and results.
+
+    Example::
+
+        >>> def f(x):
+        ...     y = x[1:]          # a view
+        ...     y *= 2             # writes into x
+        ...     return x.sum()
+        >>> x = np.arange(3.0)
+        >>> functionalize(f)(x), x
+        (5.0, array([0., 2., 4.]))
+        >>> print(make_graph(functionalize(f))(np.arange(3.0)))   # no setitem inside
+    """
+    if remove not in _REMOVE:
+        raise ValueError(f"functionalize: remove must be one of {_REMOVE}, got {remove!r}")
+    name = fn_name(func)
+
+    @functools.wraps(func)
+    def functionalized(*args, **kwargs):
+        from .._tracing import trace_call
+        leaves, _, key = signature(func, args, kwargs, f"functionalize({name})")
+        plan = input_plan(leaves, f"functionalize({name})")
+
+        def build():
+            traced = trace_call(func, args, kwargs, (), name=name)
+            graph, mutated = functionalize_graph(traced.graph, plan)
+            return Transformed(graph, traced.out_tree, traced.captured, extra=mutated)
+
+        entry = cached(func, ("functionalize",), (key, plan), build)
+        targets = list(leaves) + list(entry.captured)
+        check_writable(targets, entry.extra, f"functionalize({name})")
+        from ir import eval_graph
+        outs = eval_graph(entry.graph, targets)
+        n = len(outs) - len(entry.extra)
+        write_back(targets, entry.extra, outs[n:])
+        results = outs[:n]
+        if remove == "mutations_and_views":
+            results = _own_outputs(results, leaves)
+        return tree_unflatten(entry.out_tree, results)
+
+    return functionalized
+
+
+__all__ = ["InputLayout", "functionalize", "functionalize_graph", "has_mutation", "input_plan"]

@@ -1,0 +1,873 @@
+"""The op table: one row per NumPy function that ``functorch_core.numpy`` must match.
+
+A row names the function, says how to call it (``fn(m, *args, **kwargs)`` with
+``m`` either ``numpy`` or ``functorch_core.numpy``), how to draw inputs for a
+given dtype (a hypothesis strategy of :class:`Case`: ``args`` are the arrays and
+Python scalars that get traced, ``kwargs`` are static parameters), which dtypes
+NumPy accepts for the first operand, a tolerance multiplier, and the known
+exceptions with their reasons.
+
+Tests cross this table with NumPy parity (eagerly, under ``jit``, through
+NumPy's own API on tracers) and with the graph passes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+ALL_DTYPES = tuple(np.dtype(t) for t in (
+    np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8,
+    np.float16, np.float32, np.float64, np.complex64, np.complex128))
+DTYPE_NAMES = ("bool_", "int8", "int16", "int32", "int64", "uint8",
+               "float16", "float32", "float64", "complex64", "complex128")
+
+
+def kinds(k: str) -> tuple[np.dtype, ...]:
+    return tuple(d for d in ALL_DTYPES if d.kind in k)
+
+
+NUMERIC = ALL_DTYPES
+NO_BOOL = kinds("iufc")
+REAL = kinds("biuf")
+REAL_NO_BOOL = kinds("iuf")
+INEXACT = kinds("fc")
+FLOAT = kinds("f")
+INT_BOOL = kinds("biu")
+
+# Relative tolerance by result dtype; a row's ``tol`` multiplies it.
+RTOL = {np.dtype(np.float16): 1e-2, np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-12,
+        np.dtype(np.complex64): 1e-5, np.dtype(np.complex128): 1e-12}
+
+MODES = ("eager", "jit", "np")   # fnp eagerly, jit(fnp ...), jit(np ...) dispatching on tracers
+
+
+@dataclass(frozen=True)
+class Case:
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+
+    def __repr__(self):
+        def show(a):
+            if isinstance(a, np.ndarray):
+                return f"np.array({a.tolist()!r}, dtype=np.{a.dtype})"
+            return repr(a)
+        kw = "".join(f", {k}={v!r}" for k, v in self.kwargs.items())
+        return f"Case({', '.join(map(show, self.args))}{kw})"
+
+
+@dataclass(frozen=True)
+class Known:
+    """A known failure: the modes (MODES and 'passes') and dtypes it affects, and why."""
+
+    reason: str
+    modes: tuple[str, ...] = (*MODES, "passes")
+    dtypes: tuple[np.dtype, ...] | None = None      # None: every dtype
+
+    def hits(self, mode: str, dtype) -> bool:
+        return mode in self.modes and (self.dtypes is None or np.dtype(dtype) in self.dtypes)
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str                        # the test id; by default also the fnp function's name
+    fn: Any                          # fn(m, *args, **kwargs)
+    gen: Any                         # gen(dtype) -> strategy of Case
+    dtypes: tuple = NUMERIC          # first-operand dtypes NumPy accepts
+    tol: float = 1.0                 # multiplier of RTOL
+    np_api: bool = True              # fn(np, *tracers) dispatches through NumPy's protocols
+    known: tuple[Known, ...] = ()
+
+    def __repr__(self):
+        return f"<op {self.name}>"
+
+    def knowns(self, mode, dtype=None):
+        return [k for k in self.known
+                if mode in k.modes and (dtype is None or k.hits(mode, dtype))]
+
+
+# --- value strategies ----------------------------------------------------------
+
+SPECIAL_FLOATS = (math.nan, math.inf, -math.inf, 0.0, -0.0)
+
+
+def elements(dtype, lo=-20.0, hi=20.0, *, specials=True, int_lo=None, int_hi=None):
+    """Scalars of ``dtype``; floats in [lo, hi] plus, sometimes, NaN, infinities and -0."""
+    dt = np.dtype(dtype)
+    if dt.kind == "b":
+        return st.booleans()
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        a = info.min if int_lo is None else max(info.min, int_lo)
+        b = info.max if int_hi is None else min(info.max, int_hi)
+        return st.integers(a, b)
+    if dt.kind == "f":
+        width = dt.itemsize * 8
+        base = st.floats(lo, hi, width=width)
+        if not specials:
+            return base
+        return st.one_of(base, base, base, st.sampled_from(SPECIAL_FLOATS))
+    width = dt.itemsize * 8
+    bound = max(abs(lo), abs(hi))
+    return st.builds(complex, st.floats(lo, hi, width=width // 2),
+                     st.floats(-bound, bound, width=width // 2))
+
+
+def shapes(min_dims=0, max_dims=3, min_side=0, max_side=4):
+    return hnp.array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=min_side,
+                            max_side=max_side)
+
+
+def array(dtype, shape, **kw):
+    return hnp.arrays(np.dtype(dtype), shape, elements=elements(dtype, **kw))
+
+
+def _int_range(dtype, lo, hi):
+    return {"int_lo": lo, "int_hi": hi} if np.dtype(dtype).kind in "iu" else {}
+
+
+# --- input generators: gen(dtype) -> strategy of Case -------------------------
+
+def unary(lo=-20.0, hi=20.0, *, specials=True, min_side=0, **kwargs_strategies):
+    """One array; ``kwargs_strategies`` draw static keyword arguments."""
+    @st.composite
+    def draw_case(draw, dtype):
+        x = draw(array(dtype, shapes(min_side=min_side), lo=lo, hi=hi, specials=specials))
+        kw = {k: draw(s) for k, s in kwargs_strategies.items()}
+        return Case((x,), kw)
+    return draw_case
+
+
+def python_scalar_like(dtype):
+    """A Python scalar that NumPy 2 accepts next to an array of ``dtype`` without overflow."""
+    dt = np.dtype(dtype)
+    choices = [st.booleans(), st.floats(-10, 10), st.builds(complex, st.floats(-5, 5),
+                                                            st.floats(-5, 5))]
+    if dt.kind == "u":
+        choices.append(st.integers(0, 100))
+    else:
+        choices.append(st.integers(-100, 100))
+    return st.one_of(*choices)
+
+
+def binary(lo=-20.0, hi=20.0, *, specials=True, rhs_int_range=None, mixed=True, scalars=True):
+    """Two mutually broadcastable arrays; sometimes of different dtypes, sometimes a
+    Python scalar in place of one operand."""
+    @st.composite
+    def draw_case(draw, dtype):
+        s1, s2 = draw(hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=3,
+                                                          max_side=4)).input_shapes
+        dt2 = draw(st.sampled_from(ALL_DTYPES)) if mixed and draw(st.integers(0, 3)) == 0 \
+            else np.dtype(dtype)
+        extra = _int_range(dt2, *rhs_int_range) if rhs_int_range else {}
+        x = draw(array(dtype, s1, lo=lo, hi=hi, specials=specials))
+        y = draw(array(dt2, s2, lo=lo, hi=hi, specials=specials, **extra))
+        if scalars and draw(st.integers(0, 4)) == 0:
+            scalar = draw(python_scalar_like(dtype))
+            if rhs_int_range and isinstance(scalar, int) and not isinstance(scalar, bool):
+                scalar = min(max(scalar, rhs_int_range[0]), rhs_int_range[1])
+            if draw(st.booleans()) or rhs_int_range:
+                return Case((x, scalar))
+            return Case((scalar, x))
+        return Case((x, y))
+    return draw_case
+
+
+@st.composite
+def _axis_args(draw, ndim, *, tuples=True, none=True, keepdims=True):
+    """axis (None, an int -- negative too -- or a tuple) and keepdims, for reductions."""
+    options = []
+    if none:
+        options.append(st.none())
+    if ndim:
+        options.append(st.integers(-ndim, ndim - 1))
+        if tuples:
+            options.append(st.lists(st.integers(0, ndim - 1), unique=True, max_size=ndim)
+                           .map(tuple))
+    kw = {"axis": draw(st.one_of(*options))} if options else {}
+    if keepdims and draw(st.booleans()):
+        kw["keepdims"] = True
+    return kw
+
+
+def reduction(*, tuples=True, none=True, keepdims=True, ddof=False, lo=-20.0, hi=20.0,
+              specials=True, min_side=0, min_dims=0):
+    @st.composite
+    def draw_case(draw, dtype):
+        x = draw(array(dtype, shapes(min_dims=min_dims, min_side=min_side), lo=lo, hi=hi,
+                       specials=specials))
+        kw = draw(_axis_args(x.ndim, tuples=tuples, none=none, keepdims=keepdims))
+        if ddof and draw(st.booleans()):
+            kw["ddof"] = draw(st.integers(0, 2))
+        return Case((x,), kw)
+    return draw_case
+
+
+def cumulative():
+    @st.composite
+    def draw_case(draw, dtype):
+        x = draw(array(dtype, shapes(max_side=5), lo=-3, hi=3))
+        axis = draw(st.one_of(st.none(), st.integers(-x.ndim, x.ndim - 1))) if x.ndim \
+            else None
+        return Case((x,), {"axis": axis})
+    return draw_case
+
+
+def one_array(make_kwargs, *, min_dims=0, max_dims=3, min_side=0, max_side=4, lo=-20.0,
+              hi=20.0, specials=True):
+    """One array of a drawn shape; ``make_kwargs(draw, shape)`` draws static arguments."""
+    @st.composite
+    def draw_case(draw, dtype):
+        shape = draw(shapes(min_dims, max_dims, min_side, max_side))
+        x = draw(array(dtype, shape, lo=lo, hi=hi, specials=specials))
+        return Case((x,), make_kwargs(draw, shape))
+    return draw_case
+
+
+def _reshape_kwargs(draw, shape):
+    size = math.prod(shape)
+    options = [(size,), (-1,), (1, size), (size, 1), (-1, 1), (1, -1, 1), shape[::-1]]
+    if size % 2 == 0 and size:
+        options += [(2, -1), (2, size // 2, 1)]
+    return {"newshape": draw(st.sampled_from(options))}
+
+
+def _transpose_kwargs(draw, shape):
+    if draw(st.booleans()):
+        return {"axes": None}
+    return {"axes": tuple(draw(st.permutations(range(len(shape)))))}
+
+
+def _two_axes(draw, shape):
+    n = len(shape)
+    return {"a1": draw(st.integers(-n, n - 1)), "a2": draw(st.integers(-n, n - 1))}
+
+
+def _moveaxis_kwargs(draw, shape):
+    n = len(shape)
+    k = draw(st.integers(1, n))
+    src = draw(st.lists(st.integers(0, n - 1), min_size=k, max_size=k, unique=True))
+    dst = draw(st.lists(st.integers(-n, n - 1), min_size=k, max_size=k,
+                        unique_by=lambda a: a % n))
+    return {"src": tuple(src), "dst": tuple(dst)}
+
+
+def _expand_dims_kwargs(draw, shape):
+    n = len(shape) + 1
+    if draw(st.booleans()):
+        return {"axis": draw(st.integers(-n, n - 1))}
+    k = draw(st.integers(1, 2))
+    n = len(shape) + k
+    return {"axis": tuple(draw(st.lists(st.integers(0, n - 1), min_size=k, max_size=k,
+                                        unique=True)))}
+
+
+@st.composite
+def _squeeze_case(draw, dtype):
+    shape = draw(st.lists(st.sampled_from([1, 1, 2, 3]), max_size=4).map(tuple))
+    x = draw(array(dtype, shape))
+    ones = [i for i, d in enumerate(shape) if d == 1]
+    options = [st.none()]
+    if ones:
+        options += [st.sampled_from(ones), st.lists(st.sampled_from(ones), unique=True,
+                                                    min_size=1).map(tuple)]
+    return Case((x,), {"axis": draw(st.one_of(*options))})
+
+
+@st.composite
+def _broadcast_to_case(draw, dtype):
+    target = draw(shapes(max_dims=4))
+    src = draw(hnp.broadcastable_shapes(target, max_dims=len(target)))
+    return Case((draw(array(dtype, src)),), {"shape": target})
+
+
+@st.composite
+def _broadcast_arrays_case(draw, dtype):
+    n = draw(st.integers(1, 3))
+    ss = draw(hnp.mutually_broadcastable_shapes(num_shapes=n, max_dims=3)).input_shapes
+    dts = [np.dtype(dtype)] + [draw(st.sampled_from(ALL_DTYPES)) for _ in ss[1:]]
+    return Case(tuple(draw(array(d, s)) for d, s in zip(dts, ss, strict=True)))
+
+
+def joined(kind):
+    """Several arrays for concatenate/stack/hstack/vstack, sometimes of mixed dtypes.
+
+    ``kind="flat"`` draws unrelated shapes (for ``concatenate(..., axis=None)``).
+    """
+    @st.composite
+    def draw_case(draw, dtype):
+        base = list(draw(shapes(min_dims=1 if kind == "concatenate" else 0)))
+        kw, vary = {}, None
+        if kind == "concatenate":
+            kw["axis"] = vary = draw(st.integers(-len(base), len(base) - 1))
+        elif kind == "stack":
+            kw["axis"] = draw(st.integers(-len(base) - 1, len(base)))
+        elif kind == "hstack" and base:
+            vary = 1 if len(base) >= 2 else 0
+        elif kind == "vstack" and len(base) >= 2:
+            vary = 0
+        arrays = []
+        for i in range(draw(st.integers(1, 3))):
+            shape = list(draw(shapes())) if kind == "flat" else list(base)
+            if vary is not None:
+                shape[vary] = draw(st.integers(0, 3))
+            d = dtype if i == 0 or draw(st.integers(0, 3)) else draw(st.sampled_from(ALL_DTYPES))
+            arrays.append(draw(array(d, tuple(shape))))
+        return Case(tuple(arrays), kw)
+    return draw_case
+
+
+def _split_kwargs(draw, shape):
+    axis = draw(st.integers(-len(shape), len(shape) - 1))
+    n = shape[axis]
+    divisors = [d for d in range(1, 5) if n % d == 0] if n else [1, 2]
+    if draw(st.booleans()):
+        return {"sections": draw(st.sampled_from(divisors)), "axis": axis}
+    cuts = draw(st.lists(st.integers(-n - 1, n + 1), max_size=3))
+    return {"sections": cuts, "axis": axis}
+
+
+def _tile_kwargs(draw, shape):
+    reps = draw(st.one_of(st.integers(0, 3), st.lists(st.integers(0, 3), max_size=4)
+                          .map(tuple)))
+    return {"reps": reps}
+
+
+def _repeat_kwargs(draw, shape):
+    axis = draw(st.one_of(st.none(), st.integers(-len(shape), len(shape) - 1))) if shape \
+        else None
+    n = math.prod(shape) if axis is None else shape[axis]
+    if draw(st.booleans()):
+        return {"repeats": draw(st.integers(0, 3)), "axis": axis}
+    return {"repeats": draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)), "axis": axis}
+
+
+def _flip_kwargs(draw, shape):
+    n = len(shape)
+    return {"axis": draw(st.one_of(st.none(), st.integers(-n, n - 1),
+                                   st.lists(st.integers(0, n - 1), unique=True).map(tuple)))}
+
+
+def _roll_kwargs(draw, shape):
+    n = len(shape)
+    if draw(st.booleans()) or not n:
+        return {"shift": draw(st.integers(-6, 6)), "axis": None}
+    axes = draw(st.lists(st.integers(-n, n - 1), min_size=1, max_size=3))
+    if draw(st.booleans()):
+        return {"shift": draw(st.integers(-6, 6)), "axis": tuple(axes)}
+    return {"shift": tuple(draw(st.integers(-6, 6)) for _ in axes), "axis": tuple(axes)}
+
+
+def _pad_kwargs(draw, shape):
+    n = len(shape)
+    form = draw(st.integers(0, 2))
+    if form == 0:
+        width = draw(st.integers(0, 2))
+    elif form == 1:
+        width = (draw(st.integers(0, 2)), draw(st.integers(0, 2)))
+    else:
+        width = tuple((draw(st.integers(0, 2)), draw(st.integers(0, 2))) for _ in range(n))
+    return {"pad_width": width, "constant_values": draw(st.sampled_from([0, 1, 2]))}
+
+
+# --- indexing -----------------------------------------------------------------
+
+@st.composite
+def _basic_index(draw, shape):
+    items, axis = [], 0
+    ellipsis_used = False
+    while axis < len(shape) and draw(st.integers(0, 3)):
+        kind = draw(st.sampled_from(["slice", "slice", "int", "none", "ellipsis"]))
+        n = shape[axis]
+        if kind == "slice":
+            bound = st.one_of(st.none(), st.integers(-n - 2, n + 2))
+            step = draw(st.one_of(st.none(), st.integers(-3, 3).filter(bool)))
+            items.append(slice(draw(bound), draw(bound), step))
+            axis += 1
+        elif kind == "int" and n:
+            items.append(draw(st.integers(-n, n - 1)))
+            axis += 1
+        elif kind == "none":
+            items.append(None)
+        elif kind == "ellipsis" and not ellipsis_used:
+            ellipsis_used = True
+            items.append(Ellipsis)
+            axis = len(shape) - draw(st.integers(0, len(shape) - axis))
+    if draw(st.booleans()) and len(items) == 1:
+        return items[0]
+    return tuple(items)
+
+
+@st.composite
+def _basic_index_case(draw, dtype):
+    x = draw(array(dtype, shapes(max_dims=4)))
+    return Case((x,), {"index": draw(_basic_index(x.shape))})
+
+
+def advanced_index(traced):
+    """An index mixing integer arrays (negative entries too) with slices, ints, None and
+    Ellipsis; the arrays are traced arguments when ``traced``, static constants otherwise."""
+    @st.composite
+    def draw_case(draw, dtype):
+        x = draw(array(dtype, shapes(min_dims=1, max_dims=3, min_side=1)))
+        common = draw(shapes(max_dims=2, max_side=3))
+        layout, arrays = [], []
+        for n in x.shape:
+            kind = draw(st.sampled_from(["array", "array", "slice", "int", "stop"]))
+            if kind == "stop" and arrays:
+                break
+            if kind in ("array", "stop"):
+                dt = draw(st.sampled_from([np.int64, np.int32, np.int8]))
+                arrays.append(draw(hnp.arrays(dt, draw(hnp.broadcastable_shapes(common)),
+                                              elements=st.integers(-n, n - 1))))
+                layout.append(("array", len(arrays) - 1))
+            elif kind == "slice":
+                layout.append(("value", slice(None, None, draw(st.sampled_from([1, -1, 2])))))
+            else:
+                layout.append(("value", draw(st.integers(-n, n - 1))))
+        for extra in (None, Ellipsis):
+            if draw(st.booleans()):
+                layout.insert(draw(st.integers(0, len(layout))), ("value", extra))
+        if not traced:
+            return Case((x,), {"index": _build_index(arrays, layout)})
+        return Case((x, *arrays), {"layout": tuple(layout)})
+    return draw_case
+
+
+def _build_index(arrays, layout):
+    return tuple(arrays[v] if k == "array" else v for k, v in layout)
+
+
+@st.composite
+def _take_case(draw, dtype):
+    x = draw(array(dtype, shapes(min_dims=1, min_side=1)))
+    axis = draw(st.one_of(st.none(), st.integers(-x.ndim, x.ndim - 1)))
+    n = x.size if axis is None else x.shape[axis]
+    idx = draw(hnp.arrays(np.int64, shapes(max_dims=2, max_side=3),
+                          elements=st.integers(-n, n - 1)))
+    return Case((x, idx), {"axis": axis})
+
+
+@st.composite
+def _take_along_axis_case(draw, dtype):
+    x = draw(array(dtype, shapes(min_dims=1, min_side=1)))
+    axis = draw(st.integers(-x.ndim, x.ndim - 1))
+    shape = list(x.shape)
+    shape[axis] = draw(st.integers(0, 4))
+    idx = draw(hnp.arrays(np.int64, tuple(shape),
+                          elements=st.integers(-x.shape[axis], x.shape[axis] - 1)))
+    return Case((x, idx), {"axis": axis})
+
+
+def _sort_kwargs(draw, shape):
+    n = len(shape)
+    return {"axis": draw(st.one_of(st.none(), st.integers(-n, n - 1)) if n else st.none())}
+
+
+# --- linear algebra -------------------------------------------------------------
+
+def _matrix_dtype(draw, dtype):
+    return np.dtype(dtype) if draw(st.integers(0, 3)) else draw(st.sampled_from(ALL_DTYPES))
+
+
+def _mm_array(dtype, shape):
+    return array(dtype, shape, lo=-4, hi=4, specials=False)
+
+
+@st.composite
+def _matmul_case(draw, dtype):
+    m, k, n = (draw(st.integers(0, 4)) for _ in range(3))
+    b1, b2 = draw(hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=2,
+                                                      max_side=3)).input_shapes
+    left = draw(st.sampled_from([(k,), (*b1, m, k)]))
+    right = draw(st.sampled_from([(k,), (*b2, k, n)]))
+    return Case((draw(_mm_array(dtype, left)),
+                 draw(_mm_array(_matrix_dtype(draw, dtype), right))))
+
+
+@st.composite
+def _dot_case(draw, dtype):
+    m, k, n = (draw(st.integers(1, 4)) for _ in range(3))
+    pairs = [((), (k,)), ((k,), ()), ((k,), (k,)), ((m, k), (k,)), ((k,), (k, n)),
+             ((m, k), (k, n)), ((2, m, k), (k, n)), ((m, k), (2, k, n)), ((2, m, k), (3, k, n))]
+    a, b = draw(st.sampled_from(pairs))
+    return Case((draw(_mm_array(dtype, a)), draw(_mm_array(_matrix_dtype(draw, dtype), b))))
+
+
+@st.composite
+def _vdot_case(draw, dtype):
+    shape = draw(shapes(min_dims=1, max_side=3))
+    other = draw(st.permutations(shape).map(tuple))
+    return Case((draw(_mm_array(dtype, shape)),
+                 draw(_mm_array(_matrix_dtype(draw, dtype), other))))
+
+
+@st.composite
+def _inner_case(draw, dtype):
+    k = draw(st.integers(0, 4))
+    a = draw(st.one_of(st.just(()), shapes(max_dims=2, max_side=3).map(lambda s: (*s, k))))
+    b = draw(st.one_of(st.just(()), shapes(max_dims=2, max_side=3).map(lambda s: (*s, k))))
+    return Case((draw(_mm_array(dtype, a)), draw(_mm_array(_matrix_dtype(draw, dtype), b))))
+
+
+@st.composite
+def _outer_case(draw, dtype):
+    return Case((draw(_mm_array(dtype, shapes(max_dims=2))),
+                 draw(_mm_array(_matrix_dtype(draw, dtype), shapes(max_dims=2)))))
+
+
+@st.composite
+def _tensordot_case(draw, dtype):
+    contracted = draw(st.lists(st.integers(1, 3), max_size=2))
+    left = draw(st.lists(st.integers(1, 3), max_size=2))
+    right = draw(st.lists(st.integers(1, 3), max_size=2))
+    k = len(contracted)
+    if draw(st.booleans()):
+        a = (*left, *contracted)
+        b = (*contracted, *right)
+        axes = k
+    else:
+        perm_a = draw(st.permutations(range(len(left) + k)))
+        perm_b = draw(st.permutations(range(len(right) + k)))
+        a_shape = [*left, *contracted]
+        b_shape = [*contracted, *right]
+        a = tuple(a_shape[i] for i in perm_a)
+        b = tuple(b_shape[i] for i in perm_b)
+        axes = ([list(perm_a).index(len(left) + i) for i in range(k)],
+                [list(perm_b).index(i) for i in range(k)])
+    return Case((draw(_mm_array(dtype, a)), draw(_mm_array(_matrix_dtype(draw, dtype), b))),
+                {"axes": axes})
+
+
+EINSUM_SPECS = {
+    "ij,jk->ik": ((2, 3), (3, 4)), "ij,jk": ((2, 3), (3, 4)), "ii->i": ((3, 3),),
+    "ii": ((3, 3),), "ij->ji": ((2, 3),), "ij": ((2, 3),), "ji": ((2, 3),),
+    "bij,bjk->bik": ((2, 2, 3), (2, 3, 1)), "i,i": ((3,), (3,)), "i,j->ij": ((2,), (3,)),
+    "...ij,...jk->...ik": ((2, 2, 3), (3, 4)), "ij->": ((2, 3),), "ijk->kj": ((2, 3, 4),),
+    "ij,ij->i": ((2, 3), (2, 3)), "i,i->": ((4,), (4,)), "ab,bc,cd->ad": ((2, 3), (3, 2), (2, 2)),
+}
+
+
+@st.composite
+def _einsum_case(draw, dtype):
+    spec = draw(st.sampled_from(sorted(EINSUM_SPECS)))
+    arrays = [draw(_mm_array(dtype if i == 0 else _matrix_dtype(draw, dtype), s))
+              for i, s in enumerate(EINSUM_SPECS[spec])]
+    return Case(tuple(arrays), {"spec": spec})
+
+
+def _trace_kwargs(draw, shape):
+    n = len(shape)
+    a1 = draw(st.integers(0, n - 1))
+    a2 = draw(st.integers(0, n - 1).filter(lambda a: a != a1))
+    return {"offset": draw(st.integers(-3, 3)), "axis1": a1, "axis2": a2}
+
+
+# --- creation -----------------------------------------------------------------
+
+def no_args(make_kwargs):
+    @st.composite
+    def draw_case(draw, dtype):
+        return Case((), make_kwargs(draw, dtype))
+    return draw_case
+
+
+def _shape_arg(draw):
+    return draw(st.one_of(st.integers(0, 4), shapes(max_dims=3).map(tuple)))
+
+
+def _arange_kwargs(draw, dtype):
+    dt = np.dtype(dtype)
+    if dt.kind in "iu":
+        start, stop = draw(st.integers(0, 20)), draw(st.integers(0, 40))
+        step = draw(st.sampled_from([1, 2, 3, -1]))
+    else:
+        start, stop = draw(st.floats(-5, 5)), draw(st.floats(-5, 10))
+        step = draw(st.sampled_from([0.5, 1.0, 1.5, -0.75]))
+    form = draw(st.integers(0, 2))
+    args = (stop,) if form == 0 else (start, stop) if form == 1 else (start, stop, step)
+    return {"args": args, "dtype": dt if draw(st.booleans()) else None}
+
+
+def _linspace_kwargs(draw, dtype):
+    return {"start": draw(st.floats(-5, 5)), "stop": draw(st.floats(-5, 5)),
+            "num": draw(st.integers(0, 7)), "endpoint": draw(st.booleans()),
+            "dtype": np.dtype(dtype) if draw(st.booleans()) else None}
+
+
+def _eye_kwargs(draw, dtype):
+    return {"N": draw(st.integers(0, 4)), "M": draw(st.one_of(st.none(), st.integers(0, 4))),
+            "k": draw(st.integers(-3, 3)), "dtype": np.dtype(dtype)}
+
+
+@st.composite
+def _full_case(draw, dtype):
+    """``full(shape, fill)`` with a traced 0-d fill value."""
+    fill = np.asarray(draw(elements(dtype, -5, 5, specials=False)), dtype=dtype)
+    return Case((fill,), {"shape": _shape_arg(draw),
+                          "dtype": None if draw(st.booleans()) else
+                          draw(st.sampled_from(ALL_DTYPES))})
+
+
+def _like_kwargs(with_fill):
+    def make(draw, shape):
+        kw = {"dtype": None if draw(st.booleans()) else draw(st.sampled_from(ALL_DTYPES))}
+        if with_fill:
+            kw["fill_value"] = draw(st.sampled_from([0, 1, 2.5, True, -3]))
+        return kw
+    return make
+
+
+# --- the table ----------------------------------------------------------------
+
+def _fnp_call(name):
+    return lambda m, *a, **kw: getattr(m, name)(*a, **kw)
+
+
+TRANSCENDENTAL = 4.0
+_F16_COMPOSITE = (np.dtype(np.float16),)
+
+UNARY = {
+    # name: (dtypes, lo, hi, tol)
+    "negative": (NO_BOOL, -20, 20, 1), "positive": (NO_BOOL, -20, 20, 1),
+    "abs": (NUMERIC, -20, 20, 1), "sign": (NO_BOOL, -20, 20, 1),
+    "exp": (NUMERIC, -20, 20, TRANSCENDENTAL), "exp2": (NUMERIC, -20, 20, TRANSCENDENTAL),
+    "expm1": (NUMERIC, -20, 20, TRANSCENDENTAL), "log": (NUMERIC, -2, 50, TRANSCENDENTAL),
+    "log2": (NUMERIC, -2, 50, TRANSCENDENTAL), "log10": (NUMERIC, -2, 50, TRANSCENDENTAL),
+    "log1p": (NUMERIC, -2, 50, TRANSCENDENTAL), "sqrt": (NUMERIC, -2, 50, TRANSCENDENTAL),
+    "cbrt": (REAL, -50, 50, TRANSCENDENTAL), "square": (NUMERIC, -20, 20, 1),
+    "reciprocal": (NUMERIC, -20, 20, 1), "sin": (NUMERIC, -20, 20, TRANSCENDENTAL),
+    "cos": (NUMERIC, -20, 20, TRANSCENDENTAL), "tan": (NUMERIC, -3, 3, TRANSCENDENTAL),
+    "arcsin": (NUMERIC, -1.5, 1.5, TRANSCENDENTAL), "arccos": (NUMERIC, -1.5, 1.5, TRANSCENDENTAL),
+    "arctan": (NUMERIC, -20, 20, TRANSCENDENTAL), "sinh": (NUMERIC, -10, 10, TRANSCENDENTAL),
+    "cosh": (NUMERIC, -10, 10, TRANSCENDENTAL), "tanh": (NUMERIC, -10, 10, TRANSCENDENTAL),
+    "arcsinh": (NUMERIC, -20, 20, TRANSCENDENTAL), "arccosh": (NUMERIC, 0, 20, TRANSCENDENTAL),
+    "arctanh": (NUMERIC, -1.5, 1.5, TRANSCENDENTAL), "floor": (REAL, -20, 20, 1),
+    "ceil": (REAL, -20, 20, 1), "trunc": (REAL, -20, 20, 1), "rint": (NUMERIC, -20, 20, 1),
+    "isnan": (NUMERIC, -20, 20, 1), "isinf": (NUMERIC, -20, 20, 1),
+    "isfinite": (NUMERIC, -20, 20, 1), "logical_not": (NUMERIC, -20, 20, 1),
+}
+
+BINARY = {
+    # name: (dtypes, extra generator options, tol)
+    "add": (NUMERIC, {}, 1), "subtract": (NO_BOOL, {}, 1), "multiply": (NUMERIC, {}, 1),
+    "divide": (NUMERIC, {}, 1), "true_divide": (NUMERIC, {}, 1),
+    "floor_divide": (REAL, {}, 1), "mod": (REAL, {}, 1), "remainder": (REAL, {}, 1),
+    "power": (NUMERIC, {"lo": -4, "hi": 4, "rhs_int_range": (0, 5)}, TRANSCENDENTAL),
+    "maximum": (NUMERIC, {}, 1), "minimum": (NUMERIC, {}, 1), "fmax": (NUMERIC, {}, 1),
+    "fmin": (NUMERIC, {}, 1), "arctan2": (REAL, {}, TRANSCENDENTAL),
+    "hypot": (REAL, {}, TRANSCENDENTAL), "logaddexp": (REAL, {}, TRANSCENDENTAL),
+    "logaddexp2": (REAL, {}, TRANSCENDENTAL), "copysign": (REAL, {}, 1),
+    "equal": (NUMERIC, {}, 1), "not_equal": (NUMERIC, {}, 1), "less": (NUMERIC, {}, 1),
+    "less_equal": (NUMERIC, {}, 1), "greater": (NUMERIC, {}, 1),
+    "greater_equal": (NUMERIC, {}, 1), "logical_and": (NUMERIC, {}, 1),
+    "logical_or": (NUMERIC, {}, 1), "logical_xor": (NUMERIC, {}, 1),
+    "bitwise_and": (INT_BOOL, {}, 1), "bitwise_or": (INT_BOOL, {}, 1),
+    "bitwise_xor": (INT_BOOL, {}, 1),
+}
+
+OPS: list[Op] = []
+
+
+def add(name, fn, gen, dtypes=NUMERIC, **kw):
+    OPS.append(Op(name, fn, gen, dtypes, **kw))
+
+
+for _name, (_dts, _lo, _hi, _tol) in UNARY.items():
+    add(_name, _fnp_call(_name), unary(_lo, _hi), _dts, tol=_tol)
+add("round", lambda m, x, decimals: m.round(x, decimals), unary(decimals=st.integers(-1, 2)),
+    NUMERIC)
+
+for _name, (_dts, _opts, _tol) in BINARY.items():
+    add(_name, _fnp_call(_name), binary(**_opts), _dts, tol=_tol)
+
+
+@st.composite
+def _where_case(draw, dtype):
+    s = draw(hnp.mutually_broadcastable_shapes(num_shapes=3, max_dims=3)).input_shapes
+    cond = draw(array(draw(st.sampled_from([np.bool_, np.bool_, np.int8, np.float32])), s[0]))
+    x = draw(array(dtype, s[1]))
+    y = draw(st.one_of(array(_matrix_dtype(draw, dtype), s[2]), python_scalar_like(dtype)))
+    return Case((cond, x, y))
+
+
+@st.composite
+def _clip_case(draw, dtype):
+    s = draw(hnp.mutually_broadcastable_shapes(num_shapes=3, max_dims=3)).input_shapes
+    x = draw(array(dtype, s[0]))
+    lo = draw(st.one_of(st.none(), array(dtype, s[1]), st.integers(-5, 0)))
+    hi = draw(st.one_of(st.none(), array(dtype, s[2]), st.integers(0, 5)))
+    if lo is None and hi is None:
+        hi = 3
+    if np.dtype(dtype).kind == "u":
+        lo = None if isinstance(lo, int) else lo
+    return Case((x, lo, hi))
+
+
+def _clip(m, x, lo, hi):
+    return m.clip(x, lo, hi)
+
+
+add("where", lambda m, c, x, y: m.where(c, x, y), _where_case)
+add("clip", _clip, _clip_case)
+
+# Reductions.
+for _name, _dts, _kw in [
+        ("sum", NUMERIC, {}), ("prod", NUMERIC, {"lo": -3, "hi": 3}),
+        ("mean", NUMERIC, {}), ("var", NUMERIC, {"ddof": True}),
+        ("std", NUMERIC, {"ddof": True}), ("max", NUMERIC, {}), ("min", NUMERIC, {}),
+        ("amax", NUMERIC, {}), ("amin", NUMERIC, {}), ("all", NUMERIC, {}),
+        ("any", NUMERIC, {})]:
+    add(_name, _fnp_call(_name), reduction(**_kw), _dts, tol=4.0)
+for _name in ("argmax", "argmin"):
+    add(_name, _fnp_call(_name), reduction(tuples=False), NUMERIC)
+for _name in ("cumsum", "cumprod"):
+    add(_name, _fnp_call(_name), cumulative(), NUMERIC, tol=4.0)
+
+# Shape manipulation.
+add("reshape", lambda m, x, newshape: m.reshape(x, newshape), one_array(_reshape_kwargs))
+add("ravel", _fnp_call("ravel"), unary())
+add("transpose", lambda m, x, axes: m.transpose(x, axes), one_array(_transpose_kwargs))
+add("swapaxes", lambda m, x, a1, a2: m.swapaxes(x, a1, a2), one_array(_two_axes, min_dims=1))
+add("moveaxis", lambda m, x, src, dst: m.moveaxis(x, src, dst),
+    one_array(_moveaxis_kwargs, min_dims=1))
+add("expand_dims", _fnp_call("expand_dims"), one_array(_expand_dims_kwargs))
+add("squeeze", _fnp_call("squeeze"), _squeeze_case)
+add("broadcast_to", lambda m, x, shape: m.broadcast_to(x, shape), _broadcast_to_case)
+add("broadcast_arrays", lambda m, *xs: m.broadcast_arrays(*xs), _broadcast_arrays_case)
+add("concatenate", lambda m, *xs, axis: m.concatenate(xs, axis=axis), joined("concatenate"))
+add("concatenate_none", lambda m, *xs: m.concatenate(xs, axis=None), joined("flat"))
+add("stack", lambda m, *xs, axis: m.stack(xs, axis=axis), joined("stack"))
+add("hstack", lambda m, *xs: m.hstack(xs), joined("hstack"))
+add("vstack", lambda m, *xs: m.vstack(xs), joined("vstack"))
+add("split", lambda m, x, sections, axis: m.split(x, sections, axis),
+    one_array(_split_kwargs, min_dims=1, max_side=6))
+add("tile", lambda m, x, reps: m.tile(x, reps), one_array(_tile_kwargs))
+add("repeat", lambda m, x, repeats, axis: m.repeat(x, repeats, axis), one_array(_repeat_kwargs))
+add("flip", lambda m, x, axis: m.flip(x, axis), one_array(_flip_kwargs))
+add("roll", lambda m, x, shift, axis: m.roll(x, shift, axis), one_array(_roll_kwargs))
+add("pad", lambda m, x, pad_width, constant_values: m.pad(x, pad_width,
+                                                         constant_values=constant_values),
+    one_array(_pad_kwargs, lo=-5, hi=5))
+add("atleast_1d", _fnp_call("atleast_1d"), unary())
+add("atleast_2d", _fnp_call("atleast_2d"), unary())
+
+# Indexing and sorting. Indexing has no NumPy function to dispatch through.
+add("getitem_basic", lambda m, x, index: x[index], _basic_index_case, np_api=False)
+add("getitem_int_arrays", lambda m, x, index: x[index], advanced_index(traced=False),
+    np_api=False)
+add("getitem_traced_arrays", lambda m, x, *arrays, layout: x[_build_index(arrays, layout)],
+    advanced_index(traced=True), np_api=False)
+add("take", lambda m, x, idx, axis: m.take(x, idx, axis=axis), _take_case)
+add("take_along_axis", lambda m, x, idx, axis: m.take_along_axis(x, idx, axis),
+    _take_along_axis_case)
+add("sort", lambda m, x, axis: m.sort(x, axis=axis), one_array(_sort_kwargs, max_side=5))
+add("argsort", lambda m, x, axis: m.argsort(x, axis=axis, kind="stable"),
+    one_array(_sort_kwargs, max_side=5), REAL)
+
+# Linear algebra.
+add("matmul", lambda m, a, b: m.matmul(a, b), _matmul_case, tol=4.0)
+add("matmul_operator", lambda m, a, b: a @ b, _matmul_case, tol=4.0, np_api=False)
+add("dot", lambda m, a, b: m.dot(a, b), _dot_case, tol=4.0)
+add("vdot", lambda m, a, b: m.vdot(a, b), _vdot_case, tol=4.0)
+add("inner", lambda m, a, b: m.inner(a, b), _inner_case, tol=4.0)
+add("outer", lambda m, a, b: m.outer(a, b), _outer_case)
+add("tensordot", lambda m, a, b, axes: m.tensordot(a, b, axes), _tensordot_case, tol=4.0)
+add("einsum", lambda m, *xs, spec: m.einsum(spec, *xs), _einsum_case, tol=4.0)
+add("trace", lambda m, x, **kw: m.trace(x, **kw), one_array(_trace_kwargs, min_dims=2),
+    tol=4.0)
+add("diag", lambda m, x, k: m.diag(x, k),
+    one_array(lambda d, s: {"k": d(st.integers(-3, 3))}, min_dims=1, max_dims=2))
+add("diagonal", lambda m, x, offset, axis1, axis2: m.diagonal(x, offset, axis1, axis2),
+    one_array(_trace_kwargs, min_dims=2))
+add("tril", lambda m, x, k: m.tril(x, k),
+    one_array(lambda d, s: {"k": d(st.integers(-3, 3))}, min_dims=2))
+add("triu", lambda m, x, k: m.triu(x, k),
+    one_array(lambda d, s: {"k": d(st.integers(-3, 3))}, min_dims=2))
+
+# Creation. Functions without array arguments cannot dispatch through NumPy.
+add("array", lambda m, x: m.array(x), unary())
+add("array_dtype", lambda m, x, dtype: m.array(x, dtype=dtype),
+    unary(-5, 5, specials=False, dtype=st.sampled_from(ALL_DTYPES)))
+add("asarray", lambda m, x: m.asarray(x), unary())
+add("zeros", lambda m, shape, dtype: m.zeros(shape, dtype),
+    no_args(lambda d, dt: {"shape": _shape_arg(d), "dtype": dt}), np_api=False)
+add("ones", lambda m, shape, dtype: m.ones(shape, dtype),
+    no_args(lambda d, dt: {"shape": _shape_arg(d), "dtype": dt}), np_api=False)
+add("zeros_default_dtype", lambda m, shape: m.zeros(shape),
+    no_args(lambda d, dt: {"shape": _shape_arg(d)}), (np.dtype(np.float64),), np_api=False)
+add("full", lambda m, fill, shape, dtype: m.full(shape, fill, dtype=dtype), _full_case,
+    np_api=False)
+add("full_static", lambda m, shape, fill, dtype: m.full(shape, fill, dtype),
+    no_args(lambda d, dt: {"shape": _shape_arg(d), "dtype": dt,
+                           "fill": d(st.sampled_from([0, 1, -2, True, 0.5]))}), np_api=False)
+add("zeros_like", lambda m, x, dtype: m.zeros_like(x, dtype=dtype), one_array(_like_kwargs(0)))
+add("ones_like", lambda m, x, dtype: m.ones_like(x, dtype=dtype), one_array(_like_kwargs(0)))
+add("full_like", lambda m, x, dtype, fill_value: m.full_like(x, fill_value, dtype=dtype),
+    one_array(_like_kwargs(1)))
+add("arange", lambda m, args, dtype: m.arange(*args, dtype=dtype), no_args(_arange_kwargs),
+    REAL_NO_BOOL, np_api=False)
+add("linspace", lambda m, start, stop, num, endpoint, dtype:
+    m.linspace(start, stop, num, endpoint=endpoint, dtype=dtype), no_args(_linspace_kwargs),
+    INEXACT, np_api=False)
+add("eye", lambda m, N, M, k, dtype: m.eye(N, M, k, dtype=dtype), no_args(_eye_kwargs),
+    np_api=False)
+add("identity", lambda m, n, dtype: m.identity(n, dtype=dtype),
+    no_args(lambda d, dt: {"n": d(st.integers(0, 4)), "dtype": dt}), np_api=False)
+add("astype", lambda m, x, dtype: x.astype(dtype),
+    unary(-100, 100, dtype=st.sampled_from(ALL_DTYPES)), np_api=False)
+add("dtype_names", lambda m, x, name: m.asarray(x, dtype=getattr(m, name)),
+    unary(-5, 5, specials=False, name=st.sampled_from(DTYPE_NAMES)), np_api=False)
+
+# Tracer methods: under jit these run on tracers; eagerly they are NumPy's own.
+_METHOD_REDUCTIONS = ["sum", "mean", "max", "min", "prod", "var", "std", "all", "any"]
+for _name in _METHOD_REDUCTIONS:
+    add(f"method_{_name}", lambda m, x, _n=_name, **kw: getattr(x, _n)(**kw),
+        reduction(lo=-3, hi=3), NUMERIC, tol=4.0, np_api=False)
+for _name in ("argmax", "argmin"):
+    add(f"method_{_name}", lambda m, x, _n=_name, **kw: getattr(x, _n)(**kw),
+        reduction(tuples=False), np_api=False)
+add("method_cumsum", lambda m, x, axis: x.cumsum(axis=axis), cumulative(), np_api=False)
+add("method_reshape", lambda m, x, newshape: x.reshape(*newshape), one_array(_reshape_kwargs),
+    np_api=False)
+add("method_reshape_tuple", lambda m, x, newshape: x.reshape(newshape),
+    one_array(_reshape_kwargs), np_api=False)
+add("method_transpose", lambda m, x, axes: x.transpose() if axes is None else x.transpose(*axes),
+    one_array(_transpose_kwargs), np_api=False)
+add("method_T", lambda m, x: x.T, unary(), np_api=False)
+add("method_astype", lambda m, x, dtype: x.astype(dtype),
+    unary(-5, 5, specials=False, dtype=st.sampled_from(ALL_DTYPES)), np_api=False)
+add("method_ravel", lambda m, x: x.ravel(), unary(), np_api=False)
+add("method_flatten", lambda m, x: x.flatten(), unary(), np_api=False)
+add("method_squeeze", lambda m, x, axis: x.squeeze(axis), _squeeze_case, np_api=False)
+add("method_swapaxes", lambda m, x, a1, a2: x.swapaxes(a1, a2), one_array(_two_axes, min_dims=1),
+    np_api=False)
+add("method_clip", lambda m, x, lo, hi: x.clip(lo, hi), _clip_case, np_api=False)
+add("method_dot", lambda m, a, b: a.dot(b), _dot_case, tol=4.0, np_api=False)
+add("method_attributes",
+    lambda m, x: m.asarray([x.ndim, x.size, len(x), *x.shape]) + m.zeros((), x.dtype).real,
+    unary(min_side=1), REAL, np_api=False)
+
+OPS_BY_NAME = {op.name: op for op in OPS}
+assert len(OPS_BY_NAME) == len(OPS), "duplicate row names"
+
+# Every name the core issue lists; each must be an attribute of fnp.
+REQUIRED_NAMES = (
+    list(UNARY) + ["round"] + list(BINARY) + ["where", "clip"]
+    + ["sum", "prod", "mean", "var", "std", "max", "min", "amax", "amin", "argmax", "argmin",
+       "all", "any", "cumsum", "cumprod"]
+    + ["reshape", "ravel", "transpose", "swapaxes", "moveaxis", "expand_dims", "squeeze",
+       "broadcast_to", "broadcast_arrays", "concatenate", "stack", "hstack", "vstack", "split",
+       "tile", "repeat", "flip", "roll", "pad", "atleast_1d", "atleast_2d"]
+    + ["take", "take_along_axis", "sort", "argsort"]
+    + ["matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "trace", "diag",
+       "diagonal", "tril", "triu"]
+    + ["array", "asarray", "zeros", "ones", "full", "zeros_like", "ones_like", "full_like",
+       "arange", "linspace", "eye", "identity"]
+    + list(DTYPE_NAMES)
+)
