@@ -175,23 +175,38 @@ def _gather_index(x_shape, indices, axes):
     return tuple(index)
 
 
+def _indexed_view(x, indices, axes):
+    """(x, NumPy index) with at least one indexed axis: with none, a unit axis is indexed by 0,
+    so that the index arrays still carry the batch dimensions of ``indices``."""
+    x, indices = np.asarray(x), np.asarray(indices)
+    if not axes:
+        x = x[None]
+        indices = np.zeros(indices.shape[:-1] + (1,), indices.dtype)
+        axes = (0,)
+    return x, _gather_index(x.shape, indices, tuple(axes))
+
+
 @_impl(P.gather)
 def _gather(x, indices, *, axes):
-    return np.asarray(x)[_gather_index(x.shape, np.asarray(indices), axes)]
+    x, index = _indexed_view(x, indices, axes)
+    return x[index]
 
 
-@_impl(P.scatter_add)
-def _scatter_add(x, indices, updates, *, axes):
-    out = np.array(x, copy=True)
-    np.add.at(out, _gather_index(x.shape, np.asarray(indices), axes), updates)
-    return out
+def _scatter_with(write):
+    def run(x, indices, updates, *, axes):
+        out = np.array(x, copy=True)
+        target, index = _indexed_view(out, indices, axes)   # target is a view of out
+        write(target, index, updates)
+        return out
+    return run
 
 
-@_impl(P.scatter)
-def _scatter(x, indices, updates, *, axes):
-    out = np.array(x, copy=True)
-    out[_gather_index(x.shape, np.asarray(indices), axes)] = updates
-    return out
+def _overwrite(target, index, updates):
+    target[index] = updates
+
+
+IMPLS[P.scatter_add] = _scatter_with(np.add.at)
+IMPLS[P.scatter] = _scatter_with(_overwrite)
 
 
 def _reduction(fn):
