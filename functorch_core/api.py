@@ -18,6 +18,7 @@ from .transforms.functionalize import (
     check_writable,
     functionalize_graph,
     has_mutation,
+    with_plan,
     write_back,
 )
 
@@ -108,7 +109,7 @@ class Jitted:
         self._last_key = None
 
     def _compile(self, args, kwargs, nums, key):
-        traced = trace_call(self.func, args, kwargs, nums)
+        traced = trace_call(with_plan(self.func, key[1][-1]), args, kwargs, nums)
         graph, mutated = traced.graph, []
         if has_mutation(graph):
             graph, mutated = functionalize_graph(graph, key[1][-1])

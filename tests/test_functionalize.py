@@ -531,3 +531,45 @@ def test_random_programs_match_numpy(ops):
 def test_exports():
     assert fc.functionalize is functionalize
     assert callable(fnp.copyto) and callable(fnp.ufunc_at)
+
+
+def test_functionalize_inside_jit_sees_the_callers_aliasing():
+    def g(u, v):
+        u[0] = 100.0
+        return v * 1
+
+    e = np.arange(4.0)
+    want = g(e, e)
+    a = np.arange(4.0)
+    np.testing.assert_array_equal(jit(functionalize(g))(a, a), want)
+    np.testing.assert_array_equal(a, e)
+    a = np.arange(4.0)
+    e = np.arange(4.0)
+    want = g(e[1:], e)
+    np.testing.assert_array_equal(functionalize(jit(g))(a[1:], a), want)
+    np.testing.assert_array_equal(a, e)
+
+
+def test_ravel_of_strided_view_copies_like_numpy():
+    def r(y):
+        z = y[::2].ravel()     # not C-contiguous: NumPy copies
+        z[0] = 9.0
+        w = y[1:3].ravel()     # contiguous: a view
+        w[0] = 7.0
+        t = y.reshape(2, 2).T.ravel()
+        t[1] = 5.0
+        return y
+
+    check_all_ways(r, np.zeros(4))
+    check_all_ways(lambda y: r(y) * 1, np.zeros(4))
+
+
+def test_integer_index_gives_a_scalar_copy():
+    def s(y):
+        v = y[0]
+        v += 1                 # a NumPy scalar: y is unchanged
+        e = y[0, ...]          # a 0-d view
+        e += 1
+        return y + v
+
+    check_all_ways(s, np.zeros(2))

@@ -228,6 +228,13 @@ def _group_layouts(xs, members, fname, g):
     return out, _elem(hi - lo, itemsize, what)
 
 
+@dataclass(eq=False)
+class GroupRoot:
+    """The shared buffer of trace inputs that overlap (a root without a var)."""
+
+    size: int
+
+
 def tracer_plan(leaves, views_of) -> Plan | None:
     """The plan of traced arguments: tracers that are views of one value share memory.
 
@@ -252,7 +259,7 @@ def tracer_plan(leaves, views_of) -> Plan | None:
                 "a traced offset (dynamic_slice); functionalize cannot tell how they overlap")
         for i, lay in members:
             entries[i] = InputLayout(len(sizes), lay.offset, lay.strides)
-        sizes.append(max(root.aval.size, 1))
+        sizes.append(root.size if isinstance(root, GroupRoot) else max(root.aval.size, 1))
     if all(e is None for e in entries):
         return None
     return Plan(tuple(entries), tuple(sizes))

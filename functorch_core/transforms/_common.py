@@ -89,11 +89,11 @@ def trace_for_transform(fn, args, kwargs, name) -> Traced:
     Writes into ``fn``'s own arguments stay local to the transformed call: the
     transforms return values, they do not write back into the caller's arrays.
     """
-    from .functionalize import functionalize_graph, has_mutation, input_plan
-    traced = trace_call(fn, args, kwargs, (), name=name)
+    from .functionalize import functionalize_graph, has_mutation, input_plan, with_plan
+    plan = input_plan(flat_args(args, kwargs, ())[0], name)
+    traced = trace_call(with_plan(fn, plan), args, kwargs, (), name=name)
     traced.graph = passes.inline(traced.graph)
     if has_mutation(traced.graph):
-        plan = input_plan(flat_args(args, kwargs, ())[0], name)
         graph, mutated = functionalize_graph(traced.graph, plan)
         graph.outputs = graph.outputs[:len(graph.outputs) - len(mutated)]
         traced.graph = passes.dce(graph)

@@ -37,6 +37,7 @@ from ir.pytree import tree_unflatten
 from .._tracing import fn_name
 from ._alias import (
     READ_ONLY,
+    GroupRoot,
     InputLayout,
     Layout,
     Plan,
@@ -243,6 +244,7 @@ def views_in_current_trace():
     trace = current_trace()
     info: dict[int, tuple] = {}
     if trace is not None:
+        _seed_inputs(info, trace)
         for eqn in trace.eqns:
             if eqn.prim.name not in _VIEW_NAMES or isinstance(eqn.inputs[0], Lit):
                 continue
@@ -252,6 +254,34 @@ def views_in_current_trace():
             if out is not None:
                 info[id(eqn.outputs[0])] = (root, out)
     return lambda var: info.get(id(var), (var, fresh(var.aval.shape)))
+
+
+def _seed_inputs(info, trace):
+    """Inputs of a trace started by ``with_plan`` sit where the caller's arrays sit."""
+    plan = getattr(trace, "input_plan", None)
+    if plan is None or plan.error:
+        return
+    groups = [GroupRoot(n) for n in plan.group_sizes]
+    for var, e in zip(trace.inputs, plan.inputs, strict=False):
+        if e is not None:
+            root = var if e.group is None else groups[e.group]
+            info[id(var)] = (root, Layout(e.offset, e.strides))
+
+
+def with_plan(func, plan):
+    """``func``, recording in the trace that runs it how its argument leaves overlap.
+
+    A ``functionalize`` nested in the trace (``jit(functionalize(f))``) then
+    sees the caller's aliasing, not just distinct inputs.
+    """
+    if plan is None:
+        return func
+
+    @functools.wraps(func)
+    def run(*args, **kwargs):
+        current_trace().input_plan = plan
+        return func(*args, **kwargs)
+    return run
 
 
 def is_c_contiguous(tracer) -> bool:
@@ -375,7 +405,7 @@ def functionalize(func, *, remove="mutations"):
         plan = input_plan(leaves, f"functionalize({name})")
 
         def build():
-            traced = trace_call(func, args, kwargs, (), name=name)
+            traced = trace_call(with_plan(func, plan), args, kwargs, (), name=name)
             graph, mutated = functionalize_graph(traced.graph, plan)
             return Transformed(graph, traced.out_tree, traced.captured, extra=mutated)
 
