@@ -63,14 +63,32 @@ class Case:
 
 @dataclass(frozen=True)
 class Known:
-    """A known failure: the modes (MODES and 'passes') and dtypes it affects, and why."""
+    """A known failure: why, a reproducer, the modes (MODES and 'passes') and dtypes it
+    affects, and which inputs trigger it (``when(case)``; None: any input)."""
 
     reason: str
+    example: Case
     modes: tuple[str, ...] = (*MODES, "passes")
     dtypes: tuple[np.dtype, ...] | None = None      # None: every dtype
+    when: Any = None
 
-    def hits(self, mode: str, dtype) -> bool:
-        return mode in self.modes and (self.dtypes is None or np.dtype(dtype) in self.dtypes)
+    def hits(self, mode: str, dtype, case=None) -> bool:
+        return (mode in self.modes
+                and (self.dtypes is None or np.dtype(dtype) in self.dtypes)
+                and (case is None or self.when is None or self.when(case)))
+
+
+def _is_complex(a) -> bool:
+    return isinstance(a, complex) or np.asarray(a).dtype.kind == "c"
+
+
+def has_complex(case: Case) -> bool:
+    return any(_is_complex(a) for a in case.args if a is not None)
+
+
+def mixes_complex(case: Case) -> bool:
+    flags = [_is_complex(a) for a in case.args if a is not None]
+    return any(flags) and not all(flags)
 
 
 @dataclass(frozen=True)
@@ -86,9 +104,9 @@ class Op:
     def __repr__(self):
         return f"<op {self.name}>"
 
-    def knowns(self, mode, dtype=None):
+    def knowns(self, mode, dtype=None, case=None):
         return [k for k in self.known
-                if mode in k.modes and (dtype is None or k.hits(mode, dtype))]
+                if mode in k.modes and (dtype is None or k.hits(mode, dtype, case))]
 
 
 # --- value strategies ----------------------------------------------------------
@@ -671,10 +689,41 @@ BINARY = {
     "bitwise_xor": (INT_BOOL, {}, 1),
 }
 
+COMPLEX = kinds("c")
+_ELEMENTWISE = "functorch_core/numpy/_elementwise.py"
+
+# Known failures, by row name: bugs to route, or NumPy behaviour we do not copy.
+C64 = np.complex64
+KNOWN = {
+    "log2": (Known(f"complex log2 multiplies log(z) by a complex constant ({_ELEMENTWISE} "
+                   "_scaled): log2(0j) has a NaN imaginary part where NumPy has 0",
+                   Case((np.array(0j, C64),)), dtypes=COMPLEX),),
+    "log10": (Known(f"complex log10 multiplies log(z) by a complex constant ({_ELEMENTWISE} "
+                    "_scaled): log10(0j) has a NaN imaginary part where NumPy has 0",
+                    Case((np.array(0j, C64),)), dtypes=COMPLEX),),
+    "reciprocal": (Known("NumPy's integer reciprocal of 0 is C undefined behaviour: int32 and "
+                         "int64 give INT_MIN on x86-64 (int8/int16 give 0); fnp gives 0",
+                         Case((np.array(0, np.int32),)), dtypes=kinds("i")[2:]),),
+    "rint": (Known(f"rint of a complex array returns it unrounded ({_ELEMENTWISE} "
+                   "_float_only treats complex like integers)", Case((np.array(1.5j, C64),)),
+                   dtypes=COMPLEX),),
+    **{name: (Known("ordering comparisons reject complex operands (ir/primitives.py lt/le/gt/"
+                    "ge accept kinds 'biuf'); NumPy orders complex numbers lexicographically",
+                    Case((np.array(False), np.array(0j, C64))), when=has_complex),)
+       for name in ("less", "less_equal", "greater", "greater_equal")},
+    **{name: (Known("complex -> bool conversion keeps only the real part (functorch_core/numpy/"
+                    "_core.py cast: np.real(x).astype(bool)), so a complex operand mixed with "
+                    "a real one is False where its imaginary part is nonzero",
+                    Case((np.array(0), np.array(1j, C64)) if name != "logical_and" else
+                         (np.array(1), np.array(1j, C64))), when=mixes_complex),)
+       for name in ("logical_and", "logical_or", "logical_xor")},
+}
+
 OPS: list[Op] = []
 
 
 def add(name, fn, gen, dtypes=NUMERIC, **kw):
+    kw.setdefault("known", KNOWN.get(name, ()))
     OPS.append(Op(name, fn, gen, dtypes, **kw))
 
 
