@@ -21,7 +21,13 @@ Views are the outputs of ``slice``, ``dynamic_slice``, ``transpose``,
 (read-only here) and ``reshape`` where NumPy's reshape would not copy (see
 ``_alias``). Everything else, ``broadcast_in_dim`` included (``fnp.zeros``
 builds fresh buffers with it), makes a new buffer, and integer-array
-indexing (``gather``) copies.
+indexing (``gather``) copies. Known gap: NumPy's ``broadcast_to`` and
+``diagonal`` return read-only views; here writes into their results are not
+refused (the IR has no read-only marker yet).
+
+``jit`` and ``functionalize`` write the final values of mutated arguments
+back into the caller's arrays; ``grad``/``vjp``/``jvp``/``vmap`` functionalize
+too but keep writes into arguments local to the call.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from ir.pytree import tree_unflatten
 from .._tracing import fn_name
 from ._alias import (
     READ_ONLY,
+    VIEWS,
     GroupRoot,
     InputLayout,
     Layout,
@@ -175,13 +182,9 @@ def _run_eqn(st, eqn):
     if eqn.prim.mutates:
         raise NotImplementedError(f"functionalize has no rule for the mutation primitive "
                                   f"{eqn.prim.name} (at {eqn.source})")
-    if eqn.prim.name in _VIEW_NAMES and _view_rule(st, eqn):
+    if eqn.prim in VIEWS and _view_rule(st, eqn):
         return None
     return _generic_rule(st, eqn)
-
-
-_VIEW_NAMES = {"slice", "dynamic_slice", "reshape", "transpose", "squeeze", "expand_dims",
-               "rev", "real", "imag"}
 
 
 def _bind_inputs(st, graph, xs, plan: Plan | None):
@@ -246,7 +249,7 @@ def views_in_current_trace():
     if trace is not None:
         _seed_inputs(info, trace)
         for eqn in trace.eqns:
-            if eqn.prim.name not in _VIEW_NAMES or isinstance(eqn.inputs[0], Lit):
+            if eqn.prim not in VIEWS or isinstance(eqn.inputs[0], Lit):
                 continue
             x = eqn.inputs[0]
             root, lay = info.get(id(x), (x, fresh(x.aval.shape)))
@@ -391,8 +394,19 @@ def functionalize(func, *, remove="mutations"):
         ...     return x.sum()
         >>> x = np.arange(3.0)
         >>> functionalize(f)(x), x
-        (5.0, array([0., 2., 4.]))
-        >>> print(make_graph(functionalize(f))(np.arange(3.0)))   # no setitem inside
+        (array(6.), array([0., 2., 4.]))
+        >>> print(make_graph(functionalize(f))(np.arange(3.0)))
+        graph(a:f64[3]) {
+          b:f64[2] = slice[start_indices=(1,), limit_indices=(3,), strides=(1,)] a
+          c:f64[2] = mul b 2.0:f64~
+          d:f64[3] = dynamic_update_slice a c 1:i64
+          e:f64[] = reduce_sum[axes=(0,)] d
+          _ = setitem[indexer=(('slice', 0, 3, 1),)] a d
+          return e
+        }
+
+    The last line is the write-back of ``x``; a function that writes only into
+    arrays it creates has no ``setitem`` left at all.
     """
     if remove not in _REMOVE:
         raise ValueError(f"functionalize: remove must be one of {_REMOVE}, got {remove!r}")
