@@ -66,6 +66,8 @@ def _select(pred, on_true, on_false):
 @_impl(P.convert)
 def _convert(x, *, new_dtype):
     with np.errstate(all="ignore"):
+        if np.iscomplexobj(x) and new_dtype.kind == "b":
+            return np.asarray(x != 0)
         if np.iscomplexobj(x) and new_dtype.kind != "c":
             x = np.real(x)
         return np.asarray(x).astype(new_dtype)

@@ -110,6 +110,8 @@ def cast(x, dtype, weak=False):
         return x
     if isinstance(x, np.ndarray):
         with np.errstate(all="ignore"):
+            if x.dtype.kind == "c" and dtype.kind == "b":
+                return x != 0
             return np.real(x).astype(dtype) if x.dtype.kind == "c" and dtype.kind != "c" \
                 else x.astype(dtype)
     return P.convert.bind(x, new_dtype=dtype)

@@ -66,8 +66,16 @@ def _prim(prim):
 
 
 def _float_only(prim):
-    """Rounding ops: identity on integers and bools, as NumPy 2 does."""
-    return lambda x: prim.bind(x) if aval(x).dtype.kind == "f" else x
+    """Rounding ops: identity on integers and bools, as NumPy 2 does; complex by parts."""
+    def build(x):
+        kind = aval(x).dtype.kind
+        if kind == "c":
+            dt = aval(x).dtype
+            re, im = (P.convert.bind(prim.bind(part.bind(x)), new_dtype=dt)
+                      for part in (P.real, P.imag))
+            return P.add.bind(re, P.mul.bind(im, constant(1j, dt)))
+        return prim.bind(x) if kind == "f" else x
+    return build
 
 
 def _isnan(x):
