@@ -8,6 +8,8 @@ transcendental functions, within a summation bound for float sums and products.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -548,3 +550,26 @@ def test_scatter_add_with_duplicates_and_updates(dtype):
             values(rng, (7, 3), dtype, False), np.asarray(3, np.int32)]
     assert_exact(*both(graph, args))
     assert not any(isinstance(s, part.Fallback) for s in CPU.compile(graph).plan.steps)
+
+
+def test_big_kernels_split_their_outer_loop_over_threads(monkeypatch):
+    from backends.llvm import runtime
+    monkeypatch.setattr(runtime, "PARALLEL_MIN_POINTS", 1)
+    monkeypatch.setattr(runtime, "_WORKERS", 3)
+    submitted = []
+
+    class CountingPool:
+        def submit(self, fn, *args):
+            submitted.append(args[-2:])
+            return runtime._state.setdefault("test_pool", ThreadPoolExecutor(2)).submit(fn, *args)
+    monkeypatch.setattr(runtime, "_pool", CountingPool)
+    b = Builder()
+    x = b.input((7, 5, 3), np.float64)
+    y = b(P.mul, x, x)
+    graph = b.graph(y, b(P.reduce_max, y, axes=(1,)), b(P.cumsum, x, axis=2, reverse=True),
+                    b(P.argmin, x, axis=0, index_dtype=np.dtype(np.int32)))
+    arg = values(np.random.default_rng(10), (7, 5, 3), np.float64)
+    got, want = both(graph, [arg])
+    assert_exact(got[:2] + got[3:], want[:2] + want[3:])
+    np.testing.assert_allclose(got[2], want[2], rtol=1e-12)
+    assert submitted and all(lo < hi for lo, hi in submitted)

@@ -77,11 +77,12 @@ class _KernelEmitter:
         self.slots = sorted({r.slot for r in k.reads + k.dyn_reads}
                             | {s for _, s, _ in k.stores} | {r.slot for r in k.reduces}
                             | {sc.slot for sc in k.scatters})
-        self.fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [_PTR] * len(self.slots)),
-                              name)
-        for a in self.fn.args:
+        # the kernel also takes [lo, hi) of its outermost loop, so threads can split it
+        self.fn = ir.Function(module, ir.FunctionType(
+            ir.VoidType(), [_PTR] * len(self.slots) + [I64, I64]), name)
+        for a in self.fn.args[:len(self.slots)]:
             a.add_attribute("noalias")
-        self.arg_of = dict(zip(self.slots, self.fn.args, strict=True))
+        self.arg_of = dict(zip(self.slots, self.fn.args[:len(self.slots)], strict=True))
         ndim, axes = len(k.shape), k.axes or ()
         it = iter(c_strides([d for i, d in enumerate(k.shape) if i not in axes]))
         reduce_out = tuple(0 if i in axes else next(it) for i in range(ndim))
@@ -96,6 +97,7 @@ class _KernelEmitter:
         self.counter_base = self.dyn_base + len(k.dyn_reads)
         self.scatter_base = self.counter_base + len(unit)
         self.loops, self.n_kept = _loops(k, accesses)
+        self.splittable = self.n_kept >= 1 and not k.scatters
         self.b = ir.IRBuilder(self.fn.append_basic_block("entry"))
         self.e = Emitter(self.b)
         self.indices = []
@@ -153,8 +155,10 @@ class _KernelEmitter:
             b.branch(header)
             b.position_at_end(header)
             i = b.phi(I64)
-            i.add_incoming(ir.Constant(I64, 0), pre)
-            b.cbranch(b.icmp_signed("<", i, ir.Constant(I64, size)), body, done)
+            split = level == 0 and self.splittable
+            i.add_incoming(self.fn.args[-2] if split else ir.Constant(I64, 0), pre)
+            end = self.fn.args[-1] if split else ir.Constant(I64, size)
+            b.cbranch(b.icmp_signed("<", i, end), body, done)
             b.position_at_end(body)
             stack.append((header, i, done))
             self.indices.append(i)
@@ -173,7 +177,7 @@ class _KernelEmitter:
             if len(stack) == self.n_kept and inner_reduces:
                 self.store_reductions()
         b.ret_void()
-        return self.slots
+        return self.slots, (self.loops[0][0] if self.splittable else None)
 
     # -- the innermost body ------------------------------------------------------
     def body(self):
@@ -311,8 +315,12 @@ class _KernelEmitter:
         b.store(b.select(take, self.linear(counter), b.load(iptr, typ=I64)), iptr)
 
 
-def emit_kernel(module: ir.Module, name: str, kernel: Kernel) -> list[int]:
-    """Add function ``name`` for ``kernel`` to ``module``; return the slots it takes, in order."""
+def emit_kernel(module: ir.Module, name: str, kernel: Kernel):
+    """Add function ``name`` for ``kernel`` to ``module``.
+
+    Returns the slots it takes, in order, and the trip count of its outermost loop when
+    that loop may be split into [lo, hi) ranges run in parallel (None otherwise; then it
+    ignores lo and hi)."""
     return _KernelEmitter(module, name, kernel).emit()
 
 
@@ -320,12 +328,12 @@ def emit_array_entry(module: ir.Module, name: str, kernel_name: str, data_offset
     """``name(PyArrayObject*...)``: read each array's data pointer (at ``data_offset`` in
     the object) and call the kernel, so Python passes arrays without converting them."""
     kernel = module.globals[kernel_name]
-    n = len(kernel.args)
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [_PTR] * n), name)
+    n = len(kernel.args) - 2
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [_PTR] * n + [I64, I64]), name)
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     data = [b.load(b.gep(a, [ir.Constant(I64, data_offset)], source_etype=ir.IntType(8)),
-                   typ=_PTR) for a in fn.args]
-    b.call(kernel, data)
+                   typ=_PTR) for a in fn.args[:n]]
+    b.call(kernel, [*data, *fn.args[n:]])
     b.ret_void()
 
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import itertools
+import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from llvmlite import binding as llvm
@@ -87,11 +89,11 @@ def build_module(plan: Plan):
     for step in plan.steps:
         if isinstance(step, Kernel):
             name = f"fc_kernel_{next(_names)}"
-            slots = codegen.emit_kernel(module, name, step)
+            slots, outer = codegen.emit_kernel(module, name, step)
             if DATA_OFFSET is not None:
                 codegen.emit_array_entry(module, name + "_arrays", name, DATA_OFFSET)
                 name += "_arrays"
-            entries[id(step)] = (name, slots)
+            entries[id(step)] = (name, slots, outer)
     return module, entries
 
 
@@ -111,26 +113,45 @@ def compile_plan(plan: Plan):
         engine.add_module(llmod)
         engine.finalize_object()
         fns = {}
-        for key, (name, slots) in entries.items():
+        for key, (name, slots, outer) in entries.items():
             arg = ctypes.c_void_p if DATA_OFFSET is None else ctypes.py_object
-            proto = ctypes.CFUNCTYPE(None, *([arg] * len(slots)))
-            fns[key] = (proto(engine.get_function_address(name)), slots)
+            proto = ctypes.CFUNCTYPE(None, *([arg] * len(slots)), ctypes.c_int64, ctypes.c_int64)
+            fns[key] = (proto(engine.get_function_address(name)), slots, outer)
     return text, fns
 
 
 # -- steps at run time ----------------------------------------------------------
 
-def _native_step(fn, slots, out_specs):
+PARALLEL_MIN_POINTS = 1 << 18     # below this a kernel runs on the calling thread
+_WORKERS = os.cpu_count() or 1
+
+
+def _pool():
+    if "pool" not in _state:
+        _state["pool"] = ThreadPoolExecutor(_WORKERS, thread_name_prefix="fc-cpu")
+    return _state["pool"]
+
+
+def _native_step(fn, slots, out_specs, outer, points):
+    """Allocate the kernel's outputs and call it; split its outermost loop over the cores
+    when it is big (ctypes releases the GIL during the call)."""
+    chunks = min(_WORKERS, outer or 1) if points >= PARALLEL_MIN_POINTS else 1
+    bounds = [(outer * i // chunks, outer * (i + 1) // chunks) for i in range(chunks)] \
+        if outer else [(0, 0)]
+    by_pointer = DATA_OFFSET is None
+
     def run(bufs):
         for slot, shape, dtype in out_specs:
             bufs[slot] = np.empty(shape, dtype)
-        fn(*[bufs[s] for s in slots])
-
-    def run_by_pointer(bufs):
-        for slot, shape, dtype in out_specs:
-            bufs[slot] = np.empty(shape, dtype)
-        fn(*[bufs[s].ctypes.data for s in slots])
-    return run if DATA_OFFSET is not None else run_by_pointer
+        args = [bufs[s].ctypes.data for s in slots] if by_pointer else [bufs[s] for s in slots]
+        if len(bounds) == 1:
+            fn(*args, *bounds[0])
+            return
+        futures = [_pool().submit(fn, *args, lo, hi) for lo, hi in bounds[1:]]
+        fn(*args, *bounds[0])
+        for f in futures:
+            f.result()
+    return run
 
 
 def _fetch(ref, bufs):
@@ -177,11 +198,12 @@ class Executable:
         self.steps = []
         for step in plan.steps:
             if isinstance(step, Kernel):
-                fn, slots = fns[id(step)]
+                fn, slots, outer = fns[id(step)]
                 outs = [(s, plan.slots[s][0], plan.slots[s][1])
                         for s in sorted({s for _, s, _ in step.stores}
                                         | {r.slot for r in step.reduces})]
-                self.steps.append(_native_step(fn, slots, outs))
+                points = int(np.prod(step.shape, dtype=np.int64))
+                self.steps.append(_native_step(fn, slots, outs, outer, points))
             elif isinstance(step, Blas):
                 self.steps.append(_blas_step(step, plan))
             else:
