@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import operator
-import warnings
 
 import numpy as np
 
@@ -19,6 +18,7 @@ from ir import Lit, Tracer, current_trace, dtypes
 from ir import primitives as P
 
 from ._core import (
+    _walk,
     aval,
     broadcast_to_shape,
     cast,
@@ -40,11 +40,9 @@ _I64 = np.dtype(np.int64)
 # --- helpers shared with _reductions and _linalg ----------------------------
 
 def _has_tracer(x) -> bool:
-    if isinstance(x, Tracer):
-        return True
     if isinstance(x, list | tuple):
-        return any(_has_tracer(e) for e in x)
-    return False
+        return any(isinstance(e, Tracer) for e in _walk(x))
+    return isinstance(x, Tracer)
 
 
 def _tracing() -> bool:
@@ -81,14 +79,6 @@ def _fresh(y, x):
     return y
 
 
-def _leaves(x):
-    if isinstance(x, list | tuple):
-        for e in x:
-            yield from _leaves(e)
-    else:
-        yield x
-
-
 def _leaf_dtype(x):
     return x.dtype if is_tracer(x) else np.asarray(x).dtype
 
@@ -96,7 +86,7 @@ def _leaf_dtype(x):
 def _stack_nested(x, dtype=None):
     """Stack a nested list holding tracers, as ``np.array`` would stack arrays."""
     dt = np.dtype(dtype) if dtype is not None else \
-        np.result_type(*(_leaf_dtype(e) for e in _leaves(x)))
+        np.result_type(*(_leaf_dtype(e) for e in _walk(x)))
     dt = dtypes.canonical(dt)
 
     def build(node):
@@ -116,7 +106,7 @@ def _stack_nested(x, dtype=None):
 
 
 def _unsafe_const(value, dt):
-    """``value`` as an ndarray of ``dt`` with NumPy's unsafe casting (complex drops imag).
+    """``value`` as an ndarray of ``dt`` with NumPy's unsafe casting (``cast``).
 
     A Python int out of the range of an integer ``dt`` raises OverflowError, as in NumPy 2.
     """
@@ -124,12 +114,7 @@ def _unsafe_const(value, dt):
         info = np.iinfo(dt)
         if not info.min <= value <= info.max:
             raise OverflowError(f"Python integer {value} out of bounds for {dt}")
-    v = np.asarray(value)
-    if v.dtype.kind == "c" and dt.kind != "c":
-        v = v.real
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return v.astype(dt)
+    return np.asarray(cast(np.asarray(value), dt))
 
 
 def _shape_tuple(shape, name):
@@ -225,8 +210,6 @@ def astype(x, dtype, order="K", casting="unsafe", subok=True, copy=True, *, devi
         return np.asarray(x).astype(dt, order=order, casting=casting, copy=copy)
     if dt == src and not copy and not aval(x).weak_type:
         return x
-    if src.kind == "c" and dt == np.bool_:       # nonzero, not "real part nonzero"
-        return P.ne.bind(x, Lit(np.zeros((), src)))
     return P.convert.bind(x, new_dtype=dt)
 
 

@@ -29,7 +29,7 @@ from ._core import (
     to_result,
 )
 from ._creation import _tri_mask, array_operand
-from ._elementwise import UFUNCS
+from ._elementwise import UFUNCS, _conj
 from ._reductions import sum as _sum
 
 __all__ = ["matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "trace", "diag",
@@ -62,10 +62,6 @@ def _scalar_product(a, b):
 
 def _flat(x):
     return P.reshape.bind(x, new_sizes=(aval(x).size,)) if aval(x).ndim != 1 else x
-
-
-def _conj(x):
-    return P.conj.bind(x) if aval(x).dtype.kind == "c" else x
 
 
 # --- products ---------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from ._core import (
     to_result,
 )
 from ._creation import array_operand
+from ._elementwise import _to_bool
 
 __all__ = ["sum", "prod", "mean", "var", "std", "max", "min", "amax", "amin", "argmax",
            "argmin", "all", "any", "cumsum", "cumprod", "UFUNC_REDUCTIONS"]
@@ -332,12 +333,10 @@ def argmin(a, axis=None, out=None, *, keepdims=False):
 
 def _logical(name, prim, empty, a, axis, out, keepdims, where):
     x, axes = _prepare(name, a, axis, out, where)
-    dt = aval(x).dtype
     if _count(x, axes) == 0:
         y = constant(empty, np.bool_, _reduced_shape(x, axes))
     else:
-        b = x if dt == np.bool_ else P.ne.bind(x, constant(0, dt))
-        y = prim.bind(b, axes=axes)
+        y = prim.bind(_to_bool(x), axes=axes)
     return _finish(y, axes, keepdims)
 
 
