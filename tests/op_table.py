@@ -705,7 +705,10 @@ KNOWN = {
                     Case((np.array(0j, C64),)), dtypes=COMPLEX),),
     "reciprocal": (Known("NumPy's integer reciprocal of 0 is C undefined behaviour: int32 and "
                          "int64 give INT_MIN on x86-64 (int8/int16 give 0); fnp gives 0",
-                         Case((np.array(0, np.int32),)), dtypes=kinds("i")[2:]),),
+                         Case((np.array(0, np.int32),)), dtypes=kinds("i")[2:]),
+                   Known(f"complex reciprocal of 0 is inf+nanj (computed as 1/z, "
+                         f"{_ELEMENTWISE} _reciprocal); NumPy gives nan+nanj",
+                         Case((np.array(0j, C64),)), dtypes=COMPLEX)),
     **{name: (Known("ordering comparisons reject complex operands (ir/primitives.py lt/le/gt/"
                     "ge accept kinds 'biuf'); NumPy orders complex numbers lexicographically",
                     Case((np.array(False), np.array(0j, C64))), when=has_complex),)
