@@ -573,3 +573,16 @@ def test_integer_index_gives_a_scalar_copy():
         return y + v
 
     check_all_ways(s, np.zeros(2))
+
+
+def test_input_plan_detects_exactly_the_overlaps():
+    from functorch_core.transforms.functionalize import input_plan
+    a = np.arange(10.0)
+    assert input_plan([a[:5], a[5:], np.ones(2), 1.0], "f") is None   # disjoint halves
+    plan = input_plan([a[:6], a[5:]], "f")
+    assert [e.offset for e in plan.inputs] == [0, 5] and plan.group_sizes == (10,)
+    buf = bytearray(80)                   # two arrays over one foreign buffer
+    u, v = np.frombuffer(buf), np.frombuffer(buf)[3:]
+    assert input_plan([u, v], "f").inputs[1].offset == 3
+    t = input_plan([np.zeros((3, 4)).T], "f")
+    assert t.inputs[0].group is None and t.inputs[0].strides == (1, 4)

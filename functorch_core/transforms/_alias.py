@@ -171,8 +171,28 @@ def _own_layout(x):
     return InputLayout(None, 0, st)
 
 
+def _owner(x):
+    while isinstance(x.base, np.ndarray):
+        x = x.base
+    return x.base if x.base is not None else x
+
+
+def _maybe_shared(arrays):
+    """The arrays that may share memory: a common owner, or a buffer NumPy does not own."""
+    owners: dict[int, list] = {}
+    foreign = False
+    for i, x in arrays:
+        if x.size:
+            o = _owner(x)
+            foreign = foreign or not isinstance(o, np.ndarray)
+            owners.setdefault(id(o), []).append((i, x))
+    if foreign:
+        return [ix for group in owners.values() for ix in group]
+    return [ix for group in owners.values() if len(group) > 1 for ix in group]
+
+
 def _overlapping_pairs(arrays):
-    spans = sorted((*byte_bounds(x), i) for i, x in arrays if x.size)
+    spans = sorted((*byte_bounds(x), i) for i, x in arrays)
     active = []
     for lo, hi, i in spans:
         active = [(h, j) for h, j in active if h > lo]
@@ -184,6 +204,9 @@ def _overlapping_pairs(arrays):
 def array_plan(leaves, fname) -> Plan | None:
     """The plan of concrete arguments (None: all distinct and C-contiguous)."""
     arrays = [(i, x) for i, x in enumerate(leaves) if isinstance(x, np.ndarray)]
+    shared = _maybe_shared(arrays)
+    if not shared and all(x.flags.c_contiguous for _, x in arrays):
+        return None
     parent = {i: i for i, _ in arrays}
 
     def find(i):
@@ -192,7 +215,7 @@ def array_plan(leaves, fname) -> Plan | None:
         return i
 
     by_index = dict(arrays)
-    for i, j in _overlapping_pairs(arrays):
+    for i, j in _overlapping_pairs(shared):
         if np.shares_memory(by_index[i], by_index[j]):
             parent[find(j)] = find(i)
     groups: dict[int, list[int]] = {}
