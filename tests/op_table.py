@@ -713,6 +713,10 @@ KNOWN = {
                     "ge accept kinds 'biuf'); NumPy orders complex numbers lexicographically",
                     Case((np.array(False), np.array(0j, C64))), when=has_complex),)
        for name in ("less", "less_equal", "greater", "greater_equal")},
+    "arange": (Known("arange with a complex dtype has length 0 when traced (jit, make_graph); "
+                     "eagerly it is right (functorch_core/numpy/_creation.py arange)",
+                     Case((), {"args": (3.0,), "dtype": np.dtype(C64)}), ("jit", "passes"),
+                     COMPLEX),),
 }
 _U8_ACCUMULATION = ("NumPy accumulates uint8 in uint64, which the type system does not have "
                     "(ir/dtypes.py SUPPORTED); fnp raises a TypeError asking for dtype=")
