@@ -586,3 +586,17 @@ def test_input_plan_detects_exactly_the_overlaps():
     assert input_plan([u, v], "f").inputs[1].offset == 3
     t = input_plan([np.zeros((3, 4)).T], "f")
     assert t.inputs[0].group is None and t.inputs[0].strides == (1, 4)
+
+
+def test_transform_refuses_writes_into_closed_over_traced_arrays():
+    def outer(x):
+        buf = fnp.zeros(3)
+
+        def inner(y):
+            buf[0] = y
+            return y * 2
+
+        return grad(inner)(x[0]) + buf
+
+    with pytest.raises(NotImplementedError, match="closes over"):
+        jit(outer)(np.ones(3))

@@ -90,11 +90,17 @@ def trace_for_transform(fn, args, kwargs, name) -> Traced:
     transforms return values, they do not write back into the caller's arrays.
     """
     from .functionalize import functionalize_graph, has_mutation, input_plan, with_plan
-    plan = input_plan(flat_args(args, kwargs, ())[0], name)
+    leaves = flat_args(args, kwargs, ())[0]
+    plan = input_plan(leaves, name)
     traced = trace_call(with_plan(fn, plan), args, kwargs, (), name=name)
     traced.graph = passes.inline(traced.graph)
     if has_mutation(traced.graph):
         graph, mutated = functionalize_graph(traced.graph, plan)
+        if mutated and mutated[-1] >= len(leaves):
+            raise NotImplementedError(
+                f"{name}: the function writes into an array it closes over from the enclosing "
+                "traced function; a transform cannot carry that write out. Pass the array "
+                "as an argument and return its new value")
         graph.outputs = graph.outputs[:len(graph.outputs) - len(mutated)]
         traced.graph = passes.dce(graph)
     return traced
