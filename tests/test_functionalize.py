@@ -600,3 +600,14 @@ def test_transform_refuses_writes_into_closed_over_traced_arrays():
 
     with pytest.raises(NotImplementedError, match="closes over"):
         jit(outer)(np.ones(3))
+
+
+@pytest.mark.parametrize("fn", [lambda x: +x, np.floor, np.trunc, np.conj, np.rint,
+                                lambda x: np.positive(x)])
+def test_identity_ufuncs_return_new_arrays(fn):
+    def f(x):
+        y = fn(x)
+        y[...] = 99
+        return x
+
+    check_all_ways(f, np.zeros(2, np.int64))

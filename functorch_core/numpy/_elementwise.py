@@ -13,7 +13,17 @@ import numpy as np
 
 from ir import primitives as P
 
-from ._core import aval, broadcast_all, cast, constant, implements, operand, to_result, weak_marker
+from ._core import (
+    aval,
+    broadcast_all,
+    cast,
+    constant,
+    implements,
+    is_tracer,
+    operand,
+    to_result,
+    weak_marker,
+)
 
 __all__: list[str] = []
 
@@ -37,6 +47,9 @@ def apply_ufunc(name, ufunc, build, args, dtype=None):
     in_dts, out_dt = resolved[:ufunc.nin], resolved[ufunc.nin]
     casted = [cast(o, dt, weak=aval(o).weak_type) for o, dt in zip(ops, in_dts, strict=True)]
     result = build(*broadcast_all(name, *casted))
+    if any(result is o for o in ops) and is_tracer(result):
+        # a ufunc returns a new array: a later in-place write must not reach the input
+        result = P.convert.bind(result, new_dtype=aval(result).dtype)
     return to_result(cast(result, out_dt), scalar=True)
 
 
