@@ -27,7 +27,7 @@ from ir import check_graph, passes
 from ir.pytree import tree_flatten
 
 sys.path.insert(0, os.path.dirname(__file__))
-from op_table import ALL_DTYPES, MODES, OPS, REQUIRED_NAMES, RTOL, Case, Op
+from op_table import ALL_DTYPES, BINARY, MODES, OPS, REQUIRED_NAMES, RTOL, UNARY, Case, Op
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning",
                                         "ignore::numpy.exceptions.ComplexWarning")
@@ -250,3 +250,34 @@ def test_tracer_attributes():
 def test_len_of_traced_scalar_raises_like_numpy():
     with pytest.raises(TypeError, match="unsized"):
         fc.jit(lambda x: len(x))(np.float32(1))
+
+
+UNARY_NAMES, BINARY_NAMES = set(UNARY), set(BINARY)
+ELEMENTWISE_NAMES = list(UNARY) + list(BINARY)
+_V = np.array([0.5, 1.5, -2.0], np.float32)
+_I = np.array([3, 5, -6], np.int16)
+SCALAR_KIND_CASES = {
+    **{f"{name}-{i}": (name, args) for name in ELEMENTWISE_NAMES
+       for i, args in enumerate([(_I if name.startswith("bitwise") else _V,),
+                                 (np.int16(3) if name.startswith("bitwise") else np.float32(1.5),),
+                                 (_I[0] if name.startswith("bitwise") else _V[0],)])},
+    **{name: (name, (_V,)) for name in ["sum", "prod", "mean", "var", "std", "max", "min",
+                                         "amax", "amin", "argmax", "argmin", "all", "any"]},
+    "dot": ("dot", (_V, _V)), "vdot": ("vdot", (_V, _V)), "inner": ("inner", (_V, _V)),
+    "matmul": ("matmul", (_V, _V)), "trace": ("trace", (np.eye(2),)),
+    "round": ("round", (np.float32(2.5),)), "clip": ("clip", (np.float32(3), 0, 1)),
+    "where": ("where", (True, np.float32(1), np.float32(2))),
+}
+
+
+@pytest.mark.parametrize("name,args", list(SCALAR_KIND_CASES.values()), ids=list(SCALAR_KIND_CASES))
+def test_eager_scalar_results(name, args):
+    """Eagerly, fnp returns a NumPy scalar exactly where NumPy does (not a 0-d array)."""
+    if name in UNARY_NAMES:
+        args = args[:1]
+    elif name in BINARY_NAMES:
+        args = (args[0], args[0])
+    with np.errstate(all="ignore"):
+        expected, got = getattr(np, name)(*args), getattr(fnp, name)(*args)
+    assert type(got) is type(expected)
+    assert np.asarray(got).dtype == np.asarray(expected).dtype
