@@ -422,17 +422,22 @@ DOTS = [((3, 4), (4, 5), (((1,), (0,)), ((), ()))),
         ((3, 0), (0, 5), (((1,), (0,)), ((), ())))]
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int8, np.uint8, np.bool_])
 def test_dot_general(dtype):
     rng = np.random.default_rng(3)
     b = Builder()
     outs, args = [], []
     for ls, rs, dn in DOTS:
         lhs, rhs = b.input(ls, dtype), b.input(rs, dtype)
-        outs.append(b(P.tanh if np.dtype(dtype).kind == "f" else P.neg,
-                      b(P.dot_general, lhs, rhs, dimension_numbers=dn)))
-        args += [values(rng, ls, dtype, False), values(rng, rs, dtype, False)]
-    got, want = both(b.graph(*outs), args)
+        post = {"f": P.tanh, "b": P.not_}.get(np.dtype(dtype).kind, P.neg)
+        outs.append(b(post, b(P.dot_general, lhs, rhs, dimension_numbers=dn)))
+        wrap = np.dtype(dtype).kind != "f"          # integer extremes: products wrap
+        args += [values(rng, ls, dtype, wrap), values(rng, rs, dtype, wrap)]
+    graph = b.graph(*outs)
+    got, want = both(graph, args)
+    assert not any(isinstance(s, part.Fallback) for s in CPU.compile(graph).plan.steps)
+    if np.dtype(dtype).kind != "f":
+        return assert_exact(got, want)
     for g, w in zip(got, want, strict=True):
         assert g.shape == w.shape and g.dtype == w.dtype
         np.testing.assert_allclose(g, w, rtol=1e-5 if dtype == np.float32 else 1e-12,

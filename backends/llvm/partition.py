@@ -467,11 +467,37 @@ class Partitioner:
         return self._buffer_view(src[1], src[2], atom.aval.dtype)
 
     def blas(self, eqn):
+        if eqn.inputs[0].aval.dtype not in BLAS_DTYPES:
+            return self.contraction_loop(eqn)
         lhs, rhs = (self.array(a) for a in eqn.inputs)
         out = eqn.outputs[0]
         slot = self.new_slot(out.aval.shape, out.aval.dtype)
         self.steps.append(Blas(lhs, rhs, slot, eqn.params["dimension_numbers"]))
         self.loc[id(out)] = self._buffer_view(slot, out.aval.shape, out.aval.dtype)
+
+    def contraction_loop(self, eqn):
+        """Integer/bool dot_general as a loop nest: the product of two views over the space
+        (batch, lhs free, rhs free, contracted), summed over the contracted dimensions (in
+        the dtype, wrapping, as NumPy's integer matmul does)."""
+        (lhs, rhs), out = eqn.inputs, eqn.outputs[0]
+        (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+        lfree = [i for i in range(lhs.aval.ndim) if i not in lc and i not in lb]
+        rfree = [i for i in range(rhs.aval.ndim) if i not in rc and i not in rb]
+        space = out.aval.shape + tuple(lhs.aval.shape[i] for i in lc)
+        vl, vr = self.external_view(lhs), self.external_view(rhs)
+        ls = (tuple(vl.strides[i] for i in (*lb, *lfree)) + (0,) * len(rfree)
+              + tuple(vl.strides[i] for i in lc))
+        rs = (tuple(vr.strides[i] for i in rb) + (0,) * len(lfree)
+              + tuple(vr.strides[i] for i in (*rfree, *rc)))
+        dt = out.aval.dtype
+        k = Kernel(space, axes=tuple(range(out.aval.ndim, len(space))), reverse=False)
+        a = k.read(View(vl.slot, space, dt, vl.offset, ls))
+        b = k.read(View(vr.slot, space, dt, vr.offset, rs))
+        k.ops.append(Op(P.mul, (a, b), {}, dt, dt))
+        slot = self.new_slot(out.aval.shape, dt)
+        k.reduces.append(Reduce(P.reduce_sum, ("op", 0), slot, dt, dt))
+        self.seal(k)
+        self.loc[id(out)] = self._buffer_view(slot, out.aval.shape, dt)
 
     def fallback(self, eqn, reason):
         inputs = [self.array(a) for a in eqn.inputs]
@@ -509,8 +535,9 @@ def lowering_gap(eqn) -> str | None:
     reason = unsupported(eqn)
     if reason is not None:
         return reason
-    if prim is P.dot_general and eqn.inputs[0].aval.dtype not in BLAS_DTYPES:
-        return "dot_general: only float32/float64 go to BLAS"
+    if prim is P.dot_general and eqn.inputs[0].aval.dtype.kind == "f" and \
+            eqn.inputs[0].aval.dtype not in BLAS_DTYPES:
+        return "dot_general: float16 has no BLAS; NumPy's own half matmul is the reference"
     if prim in (P.gather, P.scatter, P.scatter_add) and \
             eqn.inputs[1].aval.size // max(eqn.inputs[1].aval.shape[-1], 1) and any(
             eqn.inputs[0].aval.shape[a] == 0 for a in eqn.params["axes"]):
