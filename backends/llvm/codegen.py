@@ -16,7 +16,8 @@ from llvmlite import ir
 from ir import primitives as P
 
 from .ops import I64, RULES, Emitter, compute_type, convert, storage_type
-from .partition import SCANS, Kernel, c_strides
+from .partition import SCANS
+from .plan import Kernel, c_strides
 
 _PTR = ir.PointerType()
 # how a reduction, a scan or an arg reduction folds a value into its accumulator

@@ -14,14 +14,14 @@ of it is needed outside, which keeps the step order topological.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from ir import primitives as P
 from ir.core import AbstractArray, Graph, Lit, Var
 
 from .ops import RULES, unsupported
+from .plan import Blas, Fallback, Kernel, Op, Plan, Reduce, Scatter, View, c_strides
+from .views import VIEW_RULES
 
 # Why a primitive never lowers natively: the explicit fallback table. These run
 # through the interpreter's implementation for that one equation.
@@ -41,112 +41,6 @@ VIEW_OPS = (P.broadcast_in_dim, P.transpose, P.reshape, P.squeeze, P.expand_dims
 ELEMENTWISE_FAMILIES = ("unary", "binary", "select", "convert")
 SCANS = (P.cumsum, P.cumprod, P.cummax, P.cummin)
 BLAS_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
-
-
-def c_strides(shape):
-    strides, acc = [], 1
-    for d in reversed(shape):
-        strides.append(acc)
-        acc *= d
-    return tuple(reversed(strides))
-
-
-@dataclass(frozen=True)
-class View:
-    """An affine read of slot ``slot``: element [i...] is at ``offset + sum(i*strides)``."""
-
-    slot: int
-    shape: tuple
-    dtype: np.dtype
-    offset: int
-    strides: tuple
-
-    def contiguous(self) -> bool:
-        return all(s == c for s, c, d in zip(self.strides, c_strides(self.shape), self.shape,
-                                             strict=True) if d != 1)
-
-
-@dataclass
-class Op:
-    prim: object          # a Primitive, or "iota"
-    args: tuple           # refs: ("read", i) | ("op", j) | ("const", np scalar)
-    params: dict
-    dtype: np.dtype       # result dtype
-    arg_dtype: np.dtype   # dtype the rule dispatches on
-
-
-@dataclass(eq=False)
-class Reduce:
-    prim: object
-    ref: tuple
-    slot: int
-    out_dtype: np.dtype
-    in_dtype: np.dtype
-    axis: int | None = None     # argmax/argmin: the axis whose index is kept
-
-
-@dataclass(eq=False)
-class Scatter:
-    """Write (or add) ``ref`` into slot ``slot`` (a fresh copy of the operand) at
-    ``offset + sum(pos * strides) + sum(clip(index_k, 0, bounds_k) * index_strides_k)``."""
-
-    add: bool
-    ref: tuple
-    slot: int
-    dtype: np.dtype
-    index_refs: tuple
-    index_dtypes: tuple
-    bounds: tuple
-    index_strides: tuple
-    strides: tuple              # the static part, over the kernel's dimensions
-
-
-@dataclass(eq=False)
-class Kernel:
-    shape: tuple
-    axes: tuple | None = None           # reduced (or scanned) axes, innermost loops
-    reverse: bool | None = None         # scans run backwards along their axis
-    reads: list = field(default_factory=list)       # Views with strides over `shape`
-    dyn_reads: list = field(default_factory=list)   # Views read at a runtime offset
-    ops: list = field(default_factory=list)
-    stores: list = field(default_factory=list)      # (ref, slot, dtype), full shape
-    reduces: list = field(default_factory=list)     # Reduce, written over the kept dims
-    sealed: bool = False
-    stored: dict = field(default_factory=dict)      # member ref -> slot
-    scatters: list = field(default_factory=list)    # Scatter: in-place writes to a copy
-
-    def read(self, view: View):
-        key = (view.slot, view.offset, view.strides)
-        for i, r in enumerate(self.reads):
-            if (r.slot, r.offset, r.strides) == key:
-                return ("read", i)
-        self.reads.append(view)
-        return ("read", len(self.reads) - 1)
-
-
-@dataclass
-class Fallback:
-    eqn: object
-    inputs: list          # ("slot", slot, shape) | ("lit", value)
-    outputs: list         # slots
-    reason: str
-
-
-@dataclass
-class Blas:
-    lhs: tuple
-    rhs: tuple
-    out: int
-    dimension_numbers: tuple
-
-
-@dataclass
-class Plan:
-    n_inputs: int
-    slots: list           # (shape, dtype) per slot
-    consts: dict          # slot -> array
-    steps: list           # Kernel | Fallback | Blas, in execution order
-    outputs: list         # ("slot", slot, shape) | ("lit", value)
 
 
 class _Member:
@@ -550,56 +444,6 @@ def lowering_gap(eqn) -> str | None:
     return None
 
 
-# -- view rules: (view, out_shape, params) -> view -----------------------------
-
-def _broadcast(v, shape, params):
-    strides = [0] * len(shape)
-    for k, d in enumerate(params["broadcast_dimensions"]):
-        if v.shape[k] == shape[d]:
-            strides[d] = v.strides[k]
-    return View(v.slot, tuple(shape), v.dtype, v.offset, tuple(strides))
-
-
-def _transpose(v, shape, params):
-    return View(v.slot, tuple(shape), v.dtype, v.offset,
-                tuple(v.strides[p] for p in params["permutation"]))
-
-
-def _reshape(v, shape, params):
-    return View(v.slot, tuple(shape), v.dtype, v.offset, c_strides(shape))
-
-
-def _squeeze(v, shape, params):
-    return View(v.slot, tuple(shape), v.dtype, v.offset,
-                tuple(s for i, s in enumerate(v.strides) if i not in params["dimensions"]))
-
-
-def _expand_dims(v, shape, params):
-    it = iter(v.strides)
-    strides = tuple(0 if i in params["dimensions"] else next(it) for i in range(len(shape)))
-    return View(v.slot, tuple(shape), v.dtype, v.offset, strides)
-
-
-def _rev(v, shape, params):
-    offset, strides = v.offset, list(v.strides)
-    for d in params["dimensions"]:
-        if v.shape[d] > 0:
-            offset += (v.shape[d] - 1) * strides[d]
-            strides[d] = -strides[d]
-    return View(v.slot, tuple(shape), v.dtype, offset, tuple(strides))
-
-
-def _slice(v, shape, params):
-    if 0 in shape:
-        return View(v.slot, tuple(shape), v.dtype, 0, (0,) * len(shape))
-    offset = v.offset + sum(s * st for s, st in zip(params["start_indices"], v.strides,
-                                                     strict=True))
-    return View(v.slot, tuple(shape), v.dtype, offset,
-                tuple(st * k for st, k in zip(v.strides, params["strides"], strict=True)))
-
-
-VIEW_RULES = {P.broadcast_in_dim: _broadcast, P.transpose: _transpose, P.reshape: _reshape,
-              P.squeeze: _squeeze, P.expand_dims: _expand_dims, P.rev: _rev, P.slice: _slice}
 DISPATCH = {"view": Partitioner.layout, "reduction": Partitioner.reduction,
             "contraction": Partitioner.blas, "creation": Partitioner.elementwise,
             "dynamic": Partitioner.dynamic_read, "cumulative": Partitioner.scan,

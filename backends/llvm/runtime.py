@@ -24,7 +24,8 @@ from ir.core import Graph, Lit
 
 from . import codegen
 from .blas import DotGeneral
-from .partition import Blas, Fallback, Kernel, Plan, partition
+from .partition import partition
+from .plan import Blas, Fallback, Kernel, Plan
 
 _LIBM_NAMES = ("exp", "exp2", "expm1", "log", "log1p", "cbrt", "tanh", "sin", "cos", "tan",
                "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "pow",

@@ -1,0 +1,119 @@
+"""The data a partition hands to code generation and to the runtime.
+
+A :class:`Plan` numbers every value's buffer as a *slot* (graph inputs first, then
+constants, then what the steps produce) and lists the steps in execution order:
+:class:`Kernel` (one native loop nest), :class:`Blas` (a gemm call) and
+:class:`Fallback` (one equation through the interpreter).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+def c_strides(shape):
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= d
+    return tuple(reversed(strides))
+
+
+@dataclass(frozen=True)
+class View:
+    """An affine read of slot ``slot``: element [i...] is at ``offset + sum(i*strides)``."""
+
+    slot: int
+    shape: tuple
+    dtype: np.dtype
+    offset: int
+    strides: tuple
+
+    def contiguous(self) -> bool:
+        return all(s == c for s, c, d in zip(self.strides, c_strides(self.shape), self.shape,
+                                             strict=True) if d != 1)
+
+
+@dataclass
+class Op:
+    prim: object          # a Primitive, or "iota"
+    args: tuple           # refs: ("read", i) | ("op", j) | ("const", np scalar)
+    params: dict
+    dtype: np.dtype       # result dtype
+    arg_dtype: np.dtype   # dtype the rule dispatches on
+
+
+@dataclass(eq=False)
+class Reduce:
+    prim: object
+    ref: tuple
+    slot: int
+    out_dtype: np.dtype
+    in_dtype: np.dtype
+    axis: int | None = None     # argmax/argmin: the axis whose index is kept
+
+
+@dataclass(eq=False)
+class Scatter:
+    """Write (or add) ``ref`` into slot ``slot`` (a fresh copy of the operand) at
+    ``offset + sum(pos * strides) + sum(clip(index_k, 0, bounds_k) * index_strides_k)``."""
+
+    add: bool
+    ref: tuple
+    slot: int
+    dtype: np.dtype
+    index_refs: tuple
+    index_dtypes: tuple
+    bounds: tuple
+    index_strides: tuple
+    strides: tuple              # the static part, over the kernel's dimensions
+
+
+@dataclass(eq=False)
+class Kernel:
+    shape: tuple
+    axes: tuple | None = None           # reduced (or scanned) axes, innermost loops
+    reverse: bool | None = None         # scans run backwards along their axis
+    reads: list = field(default_factory=list)       # Views with strides over `shape`
+    dyn_reads: list = field(default_factory=list)   # Views read at a runtime offset
+    ops: list = field(default_factory=list)
+    stores: list = field(default_factory=list)      # (ref, slot, dtype), full shape
+    reduces: list = field(default_factory=list)     # Reduce, written over the kept dims
+    sealed: bool = False
+    stored: dict = field(default_factory=dict)      # member ref -> slot
+    scatters: list = field(default_factory=list)    # Scatter: in-place writes to a copy
+
+    def read(self, view: View):
+        key = (view.slot, view.offset, view.strides)
+        for i, r in enumerate(self.reads):
+            if (r.slot, r.offset, r.strides) == key:
+                return ("read", i)
+        self.reads.append(view)
+        return ("read", len(self.reads) - 1)
+
+
+@dataclass
+class Fallback:
+    eqn: object
+    inputs: list          # ("slot", slot, shape) | ("lit", value)
+    outputs: list         # slots
+    reason: str
+
+
+@dataclass
+class Blas:
+    lhs: tuple
+    rhs: tuple
+    out: int
+    dimension_numbers: tuple
+
+
+@dataclass
+class Plan:
+    n_inputs: int
+    slots: list           # (shape, dtype) per slot
+    consts: dict          # slot -> array
+    steps: list           # Kernel | Fallback | Blas, in execution order
+    outputs: list         # ("slot", slot, shape) | ("lit", value)
