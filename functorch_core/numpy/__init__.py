@@ -15,6 +15,7 @@ from . import (
     _linalg,
     _mutation,
     _reductions,
+    _rounding,
     _shape,
     _sorting,
 )
@@ -24,6 +25,7 @@ from ._indexing import *  # noqa: F403
 from ._linalg import *  # noqa: F403
 from ._mutation import *  # noqa: F403
 from ._reductions import *  # noqa: F403
+from ._rounding import *  # noqa: F403
 from ._shape import *  # noqa: F403
 from ._sorting import *  # noqa: F403
 
@@ -36,4 +38,4 @@ ndarray = _np.ndarray
 
 __all__ = [*_elementwise.__all__, *_shape.__all__, *_indexing.__all__, *_sorting.__all__,
            *_reductions.__all__, *_creation.__all__, *_linalg.__all__,
-           *_mutation.__all__]
+           *_mutation.__all__, *_rounding.__all__]

@@ -15,6 +15,7 @@ Writing records the mutation primitive ``setitem`` with the indexer that
 from __future__ import annotations
 
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 
@@ -34,6 +35,7 @@ from ._core import (
     to_result,
 )
 from ._methods import _fnp
+from ._mutation import _concrete_target_error
 from ._shape import broadcast_to, ravel
 
 __all__ = ["getitem", "setitem", "inplace_update", "take", "take_along_axis", "nonzero",
@@ -143,8 +145,19 @@ def _checked(a, n, axis):
     return np.where(a < 0, a + n, a)
 
 
-def parse_index(shape, index):
-    """``(indexer, index arrays, has_ellipsis)`` of a user index into an array of ``shape``."""
+class Parsed(NamedTuple):
+    """A user index, read: the normalized indexer, its index arrays (int64, wrapped) and
+    what the indexer cannot say: whether the index had an Ellipsis (then a 0-d result is an
+    array, not a scalar) and whether NumPy puts the broadcast index dimensions first."""
+
+    indexer: tuple
+    arrays: list
+    has_ellipsis: bool
+    front: bool
+
+
+def parse(shape, index) -> Parsed:
+    """Read a user index into an array of ``shape``."""
     entries = tuple(_entry(e) for e in (index if isinstance(index, tuple) else (index,)))
     entries = _expand_masks(shape, entries)
     indexer, arrays = normalize(shape, entries, _is_index_array)
@@ -152,7 +165,35 @@ def parse_index(shape, index):
     for e, ax in zip(indexer, axes, strict=True):
         if e[0] == "array":
             arrays[e[1]] = _checked(arrays[e[1]], shape[ax], ax)
-    return indexer, arrays, any(e is Ellipsis for e in entries)
+    # NumPy's placement rule reads the index as written: an Ellipsis between two advanced
+    # entries separates them even where it stands for no axis, which the indexer drops.
+    adv = [i for i, e in enumerate(entries)
+           if not (e is None or e is Ellipsis or isinstance(e, slice))]
+    front = bool(arrays) and adv != list(range(adv[0], adv[-1] + 1))
+    return Parsed(indexer, arrays, any(e is Ellipsis for e in entries), front)
+
+
+def parse_index(shape, index):
+    """``(indexer, index arrays, has_ellipsis)`` of a user index into an array of ``shape``."""
+    return parse(shape, index)[:3]
+
+
+def _front_layout(indexer, target, front):
+    """Where NumPy puts the index dimensions first but the indexer keeps them in place (an
+    Ellipsis of no axes between advanced entries): NumPy's indexed shape and the permutation
+    from it to the indexer's. ``(target, None)`` otherwise."""
+    adv, indexer_front = advanced_layout(indexer)
+    before = sum(e[0] in ("slice", "newaxis") for e in indexer[:adv[0]]) if adv else 0
+    if not front or indexer_front or not before:
+        return target, None
+    nb = len(target) - sum(e[0] in ("slice", "newaxis") for e in indexer)
+    perm = _index_dims_in_place(nb, before, len(target))
+    return tuple(target[p] for p in np.argsort(perm)), perm
+
+
+def _index_dims_in_place(nb, before, ndim):
+    """The permutation that moves ``nb`` leading index dimensions behind the next ``before``."""
+    return (*range(nb, nb + before), *range(nb), *range(nb + before, ndim))
 
 
 # --- x[index] ----------------------------------------------------------------
@@ -210,8 +251,9 @@ def _stack_indices(parts, bshape):
     return cols[0] if len(cols) == 1 else P.concatenate.bind(*cols, dimension=len(bshape))
 
 
-def _advanced(y, indexer, arrays):
-    """Gather the integer and array entries of ``y`` (one axis per non-newaxis entry)."""
+def _advanced(y, indexer, arrays, front):
+    """Gather the integer and array entries of ``y`` (one axis per non-newaxis entry); the
+    index dimensions go first if ``front``, else where the first advanced entry stands."""
     axes, parts = [], []
     for e, ax in zip(indexer, _entry_axes(indexer), strict=True):
         if e[0] in ("int", "array"):
@@ -219,18 +261,16 @@ def _advanced(y, indexer, arrays):
             parts.append(np.int64(e[1]) if e[0] == "int" else arrays[e[1]])
     bshape = broadcast_shapes(*(aval(p).shape for p in parts), what="indexing arrays")
     out = P.gather.bind(y, _stack_indices(parts, bshape), axes=tuple(axes))
-    _, front = advanced_layout(indexer)
-    rest_before = axes[0]      # the sliced axes of y before the first advanced one
-    if not front and rest_before:
-        nb, nrest = len(bshape), aval(out).ndim - len(bshape)
-        perm = (*range(nb, nb + rest_before), *range(nb), *range(nb + rest_before, nb + nrest))
+    before = axes[0]      # the sliced axes of y before the first advanced one
+    if not front and before:
+        perm = _index_dims_in_place(len(bshape), before, aval(out).ndim)
         out = P.transpose.bind(out, permutation=perm)
     return out, len(bshape)
 
 
-def _new_axes(indexer, nb):
+def _new_axes(indexer, nb, front):
     """Where the new axes of ``indexer`` land in the result."""
-    adv, front = advanced_layout(indexer)
+    adv, _ = advanced_layout(indexer)
     first = adv[0] if adv and not front else None
     pos, dims = (nb if front else 0), []
     for i, e in enumerate(indexer):
@@ -242,14 +282,14 @@ def _new_axes(indexer, nb):
     return tuple(dims)
 
 
-def read_index(x, indexer, arrays):
-    """``x[index]`` for a normalized index: views for the basic part, a gather for the rest."""
-    has_arrays = bool(arrays)
-    out = _basic(x, indexer, keep_ints=has_arrays)
+def read_index(x, parsed: Parsed):
+    """``x[index]`` for a parsed index: views for the basic part, a gather for the rest."""
+    indexer, arrays = parsed.indexer, parsed.arrays
+    out = _basic(x, indexer, keep_ints=bool(arrays))
     nb = 0
-    if has_arrays:
-        out, nb = _advanced(out, indexer, arrays)
-    dims = _new_axes(indexer, nb)
+    if arrays:
+        out, nb = _advanced(out, indexer, arrays, parsed.front)
+    dims = _new_axes(indexer, nb, parsed.front)
     return P.expand_dims.bind(out, dimensions=dims) if dims else out
 
 
@@ -265,11 +305,11 @@ def getitem(x, index):
     x = operand(x)
     if not is_tracer(x) and not isinstance(x, np.ndarray):
         x = np.asarray(x)
-    indexer, arrays, has_ellipsis = parse_index(aval(x).shape, index)
-    out = read_index(x, indexer, arrays)
-    if is_tracer(out) and not out.ndim and not has_ellipsis and not arrays:
+    parsed = parse(aval(x).shape, index)
+    out = read_index(x, parsed)
+    if is_tracer(out) and not out.ndim and not parsed.has_ellipsis and not parsed.arrays:
         out = P.convert.bind(out, new_dtype=out.dtype)   # NumPy gives a scalar: a copy
-    return to_result(out, scalar=not has_ellipsis)
+    return to_result(out, scalar=not parsed.has_ellipsis)
 
 
 # --- writing -----------------------------------------------------------------
@@ -311,20 +351,25 @@ def setitem(x, index, value):
     indexed shape.
     """
     if not is_tracer(x):
+        if any(is_tracer(e) for e in _walk([index, value])):
+            raise _concrete_target_error("x[index] = value", x)
         x[index] = value
         return
-    indexer, arrays, has_ellipsis = parse_index(x.shape, index)
+    indexer, arrays, has_ellipsis, front = parse(x.shape, index)
     target = indexed_shape(x.shape, indexer, [aval(a).shape for a in arrays])
+    numpy_target, perm = _front_layout(indexer, target, front)
     value = assign_cast(value, x.dtype)
     vshape = aval(value).shape
     if vshape and not has_ellipsis and all(e[0] == "int" for e in indexer):
         # NumPy writes one element here, and refuses anything but a scalar or a 0-d array
         raise ValueError("setting an array element with a sequence.")
-    if not _assignable(vshape, target):
+    if not _assignable(vshape, numpy_target):
         raise ValueError(f"could not broadcast input array from shape {vshape} "
-                         f"into shape {target}")
+                         f"into shape {numpy_target}")
     if len(vshape) > len(target):     # drop the leading 1s NumPy ignores
         value = P.reshape.bind(value, new_sizes=vshape[len(vshape) - len(target):])
+    if perm is not None:              # lay the value out as the indexer reads it
+        value = P.transpose.bind(broadcast_to(value, numpy_target), permutation=perm)
     P.setitem.bind(x, value, *arrays, indexer=indexer)
 
 

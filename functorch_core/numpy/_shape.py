@@ -16,7 +16,7 @@ import operator
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
-from ir import dtypes
+from ir import TracerError, dtypes
 from ir import primitives as P
 
 from ._core import (
@@ -52,6 +52,8 @@ def _copy(x):
 def _ints(seq, what):
     try:
         return tuple(operator.index(s) for s in seq)
+    except TracerError:
+        raise
     except TypeError:
         raise TypeError(f"{what} must be integers, got {seq!r}") from None
 
