@@ -437,9 +437,11 @@ def advanced_index(traced):
         x = draw(array(dtype, shapes(min_dims=1, max_dims=3, min_side=1)))
         common = draw(shapes(max_dims=2, max_side=3))
         layout, arrays = [], []
+        complete = True
         for n in x.shape:
             kind = draw(st.sampled_from(["array", "array", "slice", "int", "stop"]))
             if kind == "stop" and arrays:
+                complete = False
                 break
             if kind in ("array", "stop"):
                 dt = draw(st.sampled_from([np.int64, np.int32, np.int8]))
@@ -450,9 +452,13 @@ def advanced_index(traced):
                 layout.append(("value", slice(None, None, draw(st.sampled_from([1, -1, 2])))))
             else:
                 layout.append(("value", draw(st.integers(-n, n - 1))))
-        for extra in (None, Ellipsis):
-            if draw(st.booleans()):
-                layout.insert(draw(st.integers(0, len(layout))), ("value", extra))
+        if draw(st.booleans()):
+            layout.insert(draw(st.integers(0, len(layout))), ("value", None))
+        if draw(st.booleans()):
+            # an Ellipsis stands for the axes no item indexes: anywhere when every axis
+            # is indexed, else only after the items (so that each array keeps its axis)
+            at = draw(st.integers(0, len(layout))) if complete else len(layout)
+            layout.insert(at, ("value", Ellipsis))
         if not traced:
             return Case((x,), {"index": _build_index(arrays, layout)})
         return Case((x, *arrays), {"layout": tuple(layout)})
