@@ -14,17 +14,24 @@ class InterpreterBackend:
 
     @staticmethod
     def compile(graph):
+        from ir import Lit
+
         from .interpreter import run_graph
+        constant = [isinstance(o, Lit) for o in graph.outputs]
 
         def run(args):
             outs = run_graph(graph, args)
-            return [_own(o, args) for o in outs]
+            return [_own(o, args, c) for o, c in zip(outs, constant, strict=True)]
         return run
 
 
-def _own(out, args):
-    """A result the caller may keep and write: never a view of an input or a constant."""
-    if out.base is not None or not out.flags.writeable or any(out is a for a in args):
+def _own(out, args, constant=False):
+    """A result the caller may keep and write: never a view of an input or a constant.
+
+    A constant output is a graph literal, which may be the user's closed-over array.
+    """
+    if (constant or out.base is not None or not out.flags.writeable
+            or any(out is a for a in args)):
         return np.array(out, copy=True)
     return out
 

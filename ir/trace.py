@@ -235,4 +235,5 @@ def eval_graph(graph: Graph, args):
 
 
 def _unlit(x):
-    return x.value if isinstance(x, Lit) else x
+    # A copy: a literal's array may be the user's closed-over array.
+    return x.value.copy() if isinstance(x, Lit) else x
