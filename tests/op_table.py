@@ -719,17 +719,6 @@ KNOWN = {
                     "ge accept kinds 'biuf'); NumPy orders complex numbers lexicographically",
                     Case((np.array(False), np.array(0j, C64))), when=has_complex),)
        for name in ("less", "less_equal", "greater", "greater_equal")},
-    "arange": (Known("arange with a complex dtype has length 0 when traced (jit, make_graph); "
-                     "eagerly it is right (functorch_core/numpy/_creation.py arange)",
-                     Case((), {"args": (3.0,), "dtype": np.dtype(C64)}), ("jit", "passes"),
-                     COMPLEX),
-               Known("arange(0, 0, -1, dtype=uint8) raises OverflowError (Python integer -1 out "
-                     "of bounds for uint8) when traced; NumPy and eager fnp return an empty "
-                     "array (functorch_core/numpy/_creation.py arange)",
-                     Case((), {"args": (0, 0, -1), "dtype": np.dtype(np.uint8)}),
-                     ("jit", "passes"), (np.dtype(np.uint8),),
-                     when=lambda c: c.kwargs.get("dtype") == np.dtype(np.uint8)
-                     and len(c.kwargs["args"]) == 3 and c.kwargs["args"][2] < 0)),
 }
 _U8_ACCUMULATION = ("NumPy accumulates uint8 in uint64, which the type system does not have "
                     "(ir/dtypes.py SUPPORTED); fnp raises a TypeError asking for dtype=")

@@ -9,7 +9,6 @@ Python scalars count as int64/float64/complex128, never weak).
 
 from __future__ import annotations
 
-import math
 import operator
 
 import numpy as np
@@ -317,16 +316,6 @@ def _concrete(name, *values):
                             "(static_argnums)")
 
 
-def _arange_length(start, stop, step, complex_):
-    q = (stop - start) / step
-    if complex_:
-        q = complex(q)
-        n = min(math.ceil(q.real), math.ceil(q.imag))
-    else:
-        n = math.ceil(float(q))
-    return max(n, 0)
-
-
 @implements(np.arange)
 def arange(start, stop=None, step=None, dtype=None, *, device=None, like=None):
     """``numpy.arange``: evenly spaced values in ``[start, stop)``.
@@ -350,9 +339,10 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None, like=None):
     dt = _dtype(dtype)
     if not _tracing():
         return np.arange(start, stop, step, dtype=dt)
-    if dt == np.bool_:
-        return to_result(cast(Lit(np.arange(start, stop, step, dtype=dt)), dt))
-    n = _arange_length(start, stop, step, dt.kind == "c")
+    exact = np.arange(start, stop, step, dtype=dt)
+    n = exact.size
+    if dt.kind in "bc" or n < 2:
+        return to_result(cast(Lit(exact), dt))
     # NumPy fills buffer[i] = start + i * delta with delta = buffer[1] - buffer[0],
     # in the dtype's arithmetic (float32 for float16); integers wrap the same way in int64.
     first, second = _unsafe_const(start, dt), _unsafe_const(start + step, dt)
