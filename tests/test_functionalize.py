@@ -611,3 +611,18 @@ def test_identity_ufuncs_return_new_arrays(fn):
         return x
 
     check_all_ways(f, np.zeros(2, np.int64))
+
+
+@pytest.mark.parametrize("shape, offset", [((3, 4), 1), ((4, 3), -1), ((3, 3), 0),
+                                           ((2, 3, 5), 2), ((2, 4, 3), -2)])
+def test_diagonal_sees_later_writes_to_its_base(shape, offset):
+    def f(x):
+        d = np.diagonal(x, offset, -2, -1)
+        x[..., 0, :] = 7.0
+        x[..., -1, :] *= 3
+        return d + 0
+    a = np.arange(np.prod(shape), dtype=float).reshape(shape)
+    expected_state, state = a.copy(), a.copy()
+    expected = f(expected_state)
+    np.testing.assert_array_equal(fc.jit(f)(state), expected)
+    np.testing.assert_array_equal(state, expected_state)

@@ -202,8 +202,8 @@ def tensordot(a, b, axes=2):
 def _diagonal(x, offset, axis1, axis2, name="diagonal"):
     """The ``offset`` diagonal of ``axis1``/``axis2``, appended as the last axis.
 
-    Pure layout: move the two axes last, slice the (L, L) square the diagonal
-    crosses, flatten it and take every (L + 1)-th element.
+    Pure layout: move the two axes last, flatten them and take every (m + 1)-th
+    element from the diagonal's first one.
     """
     shape = aval(x).shape
     nd = len(shape)
@@ -224,18 +224,23 @@ def _diagonal(x, offset, axis1, axis2, name="diagonal"):
     size = max(min(n - r0, m - c0), 0)
     if size == 0:
         return constant(0, aval(x).dtype, (*lead, 0))
-    if (r0, c0, size, size) != (0, 0, n, m):
-        x = P.slice.bind(x, start_indices=(0,) * len(lead) + (r0, c0),
-                         limit_indices=(*lead, r0 + size, c0 + size), strides=(1,) * nd)
-    x = P.reshape.bind(x, new_sizes=(*lead, size * size))
-    return P.slice.bind(x, start_indices=(0,) * (len(lead) + 1),
-                        limit_indices=(*lead, size * size), strides=(1,) * len(lead) + (size + 1,))
+    # On the flattened (n * m) block the diagonal is every (m + 1)-th element: for a
+    # C-contiguous block both steps are views, as NumPy's diagonal is.
+    x = P.reshape.bind(x, new_sizes=(*lead, n * m))
+    start = r0 * m + c0
+    return P.slice.bind(x, start_indices=(0,) * len(lead) + (start,),
+                        limit_indices=(*lead, start + (size - 1) * (m + 1) + 1),
+                        strides=(1,) * len(lead) + (m + 1,))
 
 
 @implements(np.diagonal)
 def diagonal(a, offset=0, axis1=0, axis2=1):
     """``numpy.diagonal``: the ``offset`` diagonal of the 2-D slices along ``axis1`` and
-    ``axis2``, as the last axis of the result (a new array, not a view)."""
+    ``axis2``, as the last axis of the result.
+
+    Inside a traced function the result aliases ``a`` when the two axes are its last two
+    and ``a`` is C-contiguous (writes to ``a`` are seen through it, as in NumPy); NumPy's
+    diagonal is read-only, and writes into the result are not refused here."""
     return to_result(_diagonal(array_operand(a), offset, axis1, axis2))
 
 
