@@ -38,6 +38,22 @@ def median_time(fn, arg, repeats, inner=1):
     return statistics.median(times)
 
 
+def _jax_rows(x, t_cpu):
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        print("  JAX jit         not installed")
+        return
+    f = jax.jit(lambda x: jnp.tanh(0.5 * x + 1) * jax.nn.sigmoid(x) + jnp.exp(-x ** 2))
+    t = median_time(lambda a: jax.block_until_ready(f(a)), x, 7)
+    print(f"  JAX jit         {t * 1e3:8.2f} ms   (jit cpu is {t_cpu / t:.2f}x JAX's time)")
+    g = jax.jit(lambda x: x + 1.0)
+    small = np.ones(4, np.float32)
+    t = median_time(lambda a: g(a).block_until_ready(), small, 9, inner=2000)
+    print(f"  JAX per-call jit(lambda x: x + 1.0), f32[4]: {t * 1e6:.2f} us")
+
+
 def main():
     n = 1 << 24
     x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
@@ -63,6 +79,7 @@ def main():
           f"{workers} workers above)")
     print(f"  cpu first call (trace+compile+run) {compile_s * 1e3:.1f} ms, "
           f"max |cpu - numpy| = {err:.2e}")
+    _jax_rows(x, t_cpu)
 
     small = np.ones(4, np.float32)
     for name in ("cpu", "interpreter"):
