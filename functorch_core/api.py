@@ -166,7 +166,12 @@ def jit(func=None, *, static_argnums=(), backend=None):
             arguments treated as compile-time constants. They must be hashable;
             a new value triggers a new trace.
         backend (str, default ``None``): ``'interpreter'`` (the NumPy
-            reference). ``None`` picks the default backend.
+            reference) or ``'cpu'`` (native code through llvmlite: fused loops
+            and BLAS). ``None`` picks ``fc.default_backend()``.
+
+    A function that writes into arrays in place is functionalized first; writes
+    into its own arguments are applied to the caller's arrays after a
+    successful call, exactly as eager NumPy would leave them.
 
     Returns:
         A callable with ``func``'s signature. Under another transform it
