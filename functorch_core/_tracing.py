@@ -15,8 +15,18 @@ def fn_name(fn) -> str:
     return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
 
 
+_ARRAY_AVALS: dict = {}   # (shape, dtype) -> AbstractArray; avals are immutable
+
+
 def leaf_aval(leaf, what: str) -> AbstractArray:
     """The abstract value of an argument leaf, or a clear TypeError."""
+    if type(leaf) is np.ndarray:
+        av = _ARRAY_AVALS.get((leaf.shape, leaf.dtype))
+        if av is None:
+            av = aval_of(leaf)
+            if len(_ARRAY_AVALS) < 4096:
+                _ARRAY_AVALS[(leaf.shape, leaf.dtype)] = av
+        return av
     if isinstance(leaf, Tracer):
         return leaf.aval
     if isinstance(leaf, bool | int | float | complex | np.ndarray | np.generic):

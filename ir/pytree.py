@@ -63,20 +63,24 @@ def _node_type(x):
 class PyTreeDef:
     """The structure of a pytree: hashable, comparable, printable."""
 
-    __slots__ = ("aux", "children", "node", "num_leaves")
+    __slots__ = ("_hash", "aux", "children", "node", "num_leaves")
 
     def __init__(self, node, aux, children):
         self.node, self.aux, self.children = node, aux, tuple(children)
         self.num_leaves = 1 if node is None else sum(c.num_leaves for c in self.children)
+        self._hash = hash(self._key())      # immutable, and hashed on every jit call
 
     def _key(self):
         return (self.node, self.aux, self.children)
 
     def __eq__(self, other):
-        return isinstance(other, PyTreeDef) and self._key() == other._key()
+        if self is other:
+            return True
+        return (isinstance(other, PyTreeDef) and self._hash == other._hash
+                and self._key() == other._key())
 
     def __hash__(self):
-        return hash(self._key())
+        return self._hash
 
     def __repr__(self):
         if self.node is None:
@@ -96,6 +100,7 @@ class PyTreeDef:
 
 
 _LEAF = None
+_LEAF_DEF = PyTreeDef(_LEAF, None, ())
 
 
 def tree_flatten(tree, is_leaf: Callable[[Any], bool] | None = None):
@@ -105,10 +110,12 @@ def tree_flatten(tree, is_leaf: Callable[[Any], bool] | None = None):
 
 
 def _flatten(x, leaves, is_leaf):
+    if is_leaf is None and type(x) in (tuple, list):     # the common containers, directly
+        return PyTreeDef(type(x), None, [_flatten(c, leaves, None) for c in x])
     nt = None if (is_leaf is not None and is_leaf(x)) else _node_type(x)
     if nt is None:
         leaves.append(x)
-        return PyTreeDef(_LEAF, None, ())
+        return _LEAF_DEF
     children, aux = nt.flatten(x)
     return PyTreeDef(type(x), aux, [_flatten(c, leaves, is_leaf) for c in children])
 
