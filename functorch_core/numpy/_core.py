@@ -177,6 +177,12 @@ def constant(value, dtype, shape=()):
     return P.broadcast_in_dim.bind(lit, shape=tuple(shape), broadcast_dimensions=())
 
 
+def complex_from_parts(re, im, dtype):
+    """``re + im * 1j`` in the complex ``dtype``, from two real operands."""
+    re, im = cast(re, dtype), cast(im, dtype)
+    return P.add.bind(re, P.mul.bind(im, constant(1j, dtype)))
+
+
 def to_result(x, scalar=False):
     """What a public function hands back: a tracer, or NumPy's own kind of value.
 

@@ -17,6 +17,7 @@ from ._core import (
     aval,
     broadcast_all,
     cast,
+    complex_from_parts,
     constant,
     implements,
     is_tracer,
@@ -83,10 +84,8 @@ def _float_only(prim):
     def build(x):
         kind = aval(x).dtype.kind
         if kind == "c":
-            dt = aval(x).dtype
-            re, im = (P.convert.bind(prim.bind(part.bind(x)), new_dtype=dt)
-                      for part in (P.real, P.imag))
-            return P.add.bind(re, P.mul.bind(im, constant(1j, dt)))
+            return complex_from_parts(prim.bind(P.real.bind(x)), prim.bind(P.imag.bind(x)),
+                                      aval(x).dtype)
         return prim.bind(x) if kind == "f" else x
     return build
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from ir import primitives as P
 
-from ._core import aval, cast, constant, implements, operand, to_result
+from ._core import aval, cast, complex_from_parts, implements, operand, to_result
 from ._indexing import UFuncOutputCastingError
 from ._methods import _fnp
 
@@ -46,9 +46,8 @@ def round(a, decimals=0, out=None):
     if dt.kind in "iu":
         y = _fnp().copy(x) if d >= 0 else cast(_round_real(cast(x, np.float64), d), dt)
     elif dt.kind == "c":
-        re = cast(_round_real(P.real.bind(x), d), dt)
-        im = cast(_round_real(P.imag.bind(x), d), dt)
-        y = P.add.bind(re, P.mul.bind(im, constant(1j, dt)))
+        y = complex_from_parts(_round_real(P.real.bind(x), d), _round_real(P.imag.bind(x), d),
+                               dt)
     else:
         if dt == np.bool_ and d:
             raise UFuncOutputCastingError("Cannot cast ufunc 'multiply' output from "
