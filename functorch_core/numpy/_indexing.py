@@ -381,21 +381,10 @@ def inplace_update(x, fn_name, other):
     and keep ``x``'s shape; on a tracer the write is a ``setitem`` of the
     whole array.
     """
+    from ._mutation import ufunc_out  # ``x op= y`` is ``op(x, y, out=x)``
     result = getattr(_fnp(), fn_name)(x, other)
-    src, dst = aval(operand(result)), aval(operand(x))
-    if not np.can_cast(src.dtype, dst.dtype, "same_kind"):
-        name = getattr(getattr(np, fn_name, None), "__name__", fn_name)
-        raise UFuncOutputCastingError(f"Cannot cast ufunc {name!r} output from {src.dtype!r} to "
-                                      f"{dst.dtype!r} with casting rule 'same_kind'")
-    if src.shape != dst.shape:
-        raise ValueError(f"non-broadcastable output operand with shape {dst.shape} doesn't "
-                         f"match the broadcast shape {src.shape}")
-    if not is_tracer(x):
-        x[...] = result
-        return x
-    whole, _ = normalize(x.shape, (), _is_index_array)
-    P.setitem.bind(x, cast(result, dst.dtype), indexer=whole)
-    return x
+    name = getattr(getattr(np, fn_name, None), "__name__", fn_name)
+    return ufunc_out(name, x, result)
 
 
 # --- take, take_along_axis, nonzero ------------------------------------------
