@@ -288,7 +288,10 @@ def to_numpy_index(indexer, arrays):
         kind = e[0]
         if kind == "slice":
             start, stop, step = e[1:]
-            out.append(slice(start, None if stop < 0 else stop, step))
+            if not len(range(start, stop, step)):
+                out.append(slice(0, 0))      # (-1, -1, -1) is empty, not "all, reversed"
+            else:
+                out.append(slice(start, None if stop < 0 else stop, step))
         elif kind == "int":
             out.append(e[1])
         elif kind == "newaxis":

@@ -30,3 +30,12 @@ def test_gather_clamps_out_of_range_indices():
     x = np.arange(12.0).reshape(3, 4)
     out = IMPLS[P.gather](x, np.array([[5], [-2]]), axes=(0,))
     np.testing.assert_array_equal(out, x[[2, 0]])
+
+
+def test_setitem_through_an_empty_reversed_slice_writes_nothing():
+    from ir.indexing import normalize
+    x = np.zeros((1, 2))
+    index = (slice(-2, None, -1),)           # empty on an axis of length 1
+    indexer, _ = normalize(x.shape, index, lambda e: False)
+    IMPLS[P.setitem](x, np.ones(()), indexer=indexer)
+    np.testing.assert_array_equal(x, np.zeros((1, 2)))
