@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from .llvm import CpuBackend
 
-DEFAULT = "interpreter"
+DEFAULT = os.environ.get("FUNCTORCH_CORE_BACKEND", "cpu")
 
 
 class InterpreterBackend:
@@ -48,4 +50,12 @@ def get(name=None):
 
 
 def default_backend() -> str:
+    """The backend ``jit`` uses when none is named: ``'cpu'``, or the environment variable
+    ``FUNCTORCH_CORE_BACKEND`` when it is set.
+
+    Example::
+
+        >>> fc.default_backend()
+        'cpu'
+    """
     return DEFAULT

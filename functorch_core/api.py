@@ -165,9 +165,11 @@ def jit(func=None, *, static_argnums=(), backend=None):
         static_argnums (int or tuple of ints, default ``()``): positional
             arguments treated as compile-time constants. They must be hashable;
             a new value triggers a new trace.
-        backend (str, default ``None``): ``'interpreter'`` (the NumPy
-            reference) or ``'cpu'`` (native code through llvmlite: fused loops
-            and BLAS). ``None`` picks ``fc.default_backend()``.
+        backend (str, default ``None``): ``'cpu'`` (native code through
+            llvmlite: fused loops and BLAS) or ``'interpreter'`` (the NumPy
+            reference). ``None`` picks ``fc.default_backend()``, which is
+            ``'cpu'`` unless the environment variable ``FUNCTORCH_CORE_BACKEND``
+            names another.
 
     A function that writes into arrays in place is functionalized first; writes
     into its own arguments are applied to the caller's arrays after a

@@ -3,6 +3,9 @@ and fresh (never aliasing) outputs."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections import namedtuple
 
 import numpy as np
@@ -203,3 +206,15 @@ def test_transform_outputs_never_alias_closed_over_constants():
     out, _ = fc.vmap(lambda x: (c, x), out_dims=(None, 0))(np.ones((2, 3)))
     out[...] = 7.0
     np.testing.assert_array_equal(c, np.arange(3.0))
+
+
+def test_default_backend_is_native_cpu(monkeypatch):
+    monkeypatch.delenv("FUNCTORCH_CORE_BACKEND", raising=False)
+    code = "import functorch_core as fc; print(fc.default_backend())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=os.path.dirname(os.path.dirname(__file__)))
+    assert out.stdout.strip() == "cpu"
+    f = fc.jit(lambda x: x * 2)
+    f(np.ones(3))
+    assert next(iter(f.cache.values())).run.__class__.__name__ == \
+        ("Executable" if fc.default_backend() == "cpu" else "function")
