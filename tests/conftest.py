@@ -1,6 +1,11 @@
 import os
+import tempfile
 
 from hypothesis import HealthCheck, settings
+
+# compiled code is cached in a throwaway folder for the session, never in the user's home
+_CACHE_DIR = tempfile.TemporaryDirectory(prefix="functorch_core-test-cache-")
+os.environ["FUNCTORCH_CORE_CACHE_DIR"] = _CACHE_DIR.name
 
 settings.register_profile("ci", max_examples=25, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])

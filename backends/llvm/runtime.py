@@ -1,17 +1,18 @@
 """Compile a partitioned graph with llvmlite's MCJIT and run it.
 
 All kernels of a graph go into one LLVM module, optimized with the new pass builder
-(O3, loop and SLP vectorization) for the host CPU. The executable is a short Python
-loop over steps: native kernels (called through ctypes), BLAS calls, and interpreter
-fallbacks for single equations. Compiled graphs are cached in memory by (graph
-structure, input avals).
+(O3 with loop and SLP vectorization, without loop unrolling) for the host CPU. The
+module's symbols are named from a digest of its IR, so its object code can be cached on
+disk (``cache.py``) and several graphs share one MCJIT engine. The executable is a short
+Python loop over steps: native kernels (called through ctypes), BLAS calls, and
+interpreter fallbacks for single equations. Compiled graphs are cached in memory by
+(graph structure, input avals).
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import itertools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -22,7 +23,7 @@ from llvmlite import ir
 
 from ir.core import Graph, Lit
 
-from . import codegen
+from . import cache, codegen
 from .blas import DotGeneral
 from .partition import partition
 from .plan import Blas, Fallback, Kernel, Plan
@@ -31,9 +32,19 @@ _LIBM_NAMES = ("exp", "exp2", "expm1", "log", "log1p", "cbrt", "tanh", "sin", "c
                "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "pow",
                "atan2", "fmod")
 _lock = threading.Lock()
-_names = itertools.count()
 _state: dict = {}
 _CACHE: dict = {}
+# kernels are built as @"fc_kernel_<i>" and renamed @"fc_<digest>_<i>" once the IR is known
+_STEM = "fc_kernel_"
+_MODULE = "fc_graph_"
+# loop unrolling more than doubled optimization and code generation time (full unrolling
+# of short inner loops, runtime unrolling of vector loops) for no measurable speed: the
+# vectorizer still interleaves its loops
+_PIPELINE = dict(speed_level=3, loop_vectorization=True, slp_vectorization=True,
+                 loop_unrolling=False)
+_CODEGEN_OPT = 3
+_loaded: dict = {}      # digest -> {symbol: address} of modules already in the engine
+_pending: dict = {}     # module name -> cached object code MCJIT should load instead
 
 
 def _engine():
@@ -43,13 +54,33 @@ def _engine():
         llvm.initialize_native_asmprinter()
         _register_libm()
         target = llvm.Target.from_default_triple()
-        tm = target.create_target_machine(cpu=llvm.get_host_cpu_name(),
-                                          features=llvm.get_host_cpu_features().flatten(),
-                                          opt=3, jit=True)
+        cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+        tm = target.create_target_machine(cpu=cpu, features=features, opt=_CODEGEN_OPT,
+                                          jit=True)
         empty = llvm.parse_assembly("")
         empty.triple = llvm.get_process_triple()
-        _state.update(tm=tm, engine=llvm.create_mcjit_compiler(empty, tm))
+        engine = llvm.create_mcjit_compiler(empty, tm)
+        engine.set_object_cache(_object_compiled, _cached_object)
+        target = (f"{tm.triple} cpu={cpu} features={features} codegen=O{_CODEGEN_OPT} "
+                  f"pipeline={sorted(_PIPELINE.items())}")
+        _state.update(tm=tm, engine=engine, target=target)
     return _state["tm"], _state["engine"]
+
+
+def _cached_object(module):
+    """MCJIT asks for a module's object code before compiling it: a disk-cache hit."""
+    return _pending.pop(module.name, None)
+
+
+def _object_compiled(module, obj):
+    """MCJIT compiled a module: keep its object code on disk (never fails the call)."""
+    if not module.name.startswith(_MODULE):
+        return      # the engine's initial empty module
+    cache.stats["compiled"] += 1
+    try:
+        cache.store(module.name[len(_MODULE):], obj)
+    except Exception:  # an exception cannot cross back through LLVM
+        cache.stats["errors"] += 1
 
 
 def _register_libm():
@@ -61,9 +92,9 @@ def _register_libm():
 
 
 def optimize(llmod, tm):
-    pto = llvm.create_pipeline_tuning_options(speed_level=3)
-    pto.loop_vectorization = True
-    pto.slp_vectorization = True
+    pto = llvm.create_pipeline_tuning_options(speed_level=_PIPELINE["speed_level"])
+    for option, value in _PIPELINE.items():
+        setattr(pto, option, value)
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(llmod, pb)
 
@@ -81,44 +112,100 @@ DATA_OFFSET = _array_data_offset()
 
 
 def build_module(plan: Plan):
-    """LLVM IR for every kernel of ``plan``: (ir.Module, {id(kernel): (entry name, slots)}).
+    """LLVM IR for every kernel of ``plan``: (ir.Module, {id(kernel): (entry name, slots,
+    outer)}), the same text for the same plan in every process (kernel i is
+    ``fc_kernel_<i>``).
 
-    The entry takes array objects when the data-pointer offset is known, else raw pointers.
+    The entry takes array objects when the data-pointer offset is known (then the kernel
+    itself is internal: inlined into its entry, it is optimized and compiled once), else
+    raw pointers.
     """
     module = ir.Module(name="fc_graph")
     entries = {}
-    for step in plan.steps:
-        if isinstance(step, Kernel):
-            name = f"fc_kernel_{next(_names)}"
-            slots, outer = codegen.emit_kernel(module, name, step)
-            if DATA_OFFSET is not None:
-                codegen.emit_array_entry(module, name + "_arrays", name, DATA_OFFSET)
-                name += "_arrays"
-            entries[id(step)] = (name, slots, outer)
+    kernels = (step for step in plan.steps if isinstance(step, Kernel))
+    for i, step in enumerate(kernels):
+        name = f"{_STEM}{i}"
+        slots, outer = codegen.emit_kernel(module, name, step)
+        if DATA_OFFSET is not None:
+            module.globals[name].linkage = "internal"
+            codegen.emit_array_entry(module, name + "_arrays", name, DATA_OFFSET)
+            name += "_arrays"
+        entries[id(step)] = (name, slots, outer)
     return module, entries
 
 
 def compile_plan(plan: Plan):
-    """Native code for every kernel of ``plan``; returns (optimized IR text, {id: (fn, slots)})."""
+    """Native code for every kernel of ``plan``: (:class:`OptimizedIR`, {id: (fn, slots,
+    outer)}). Object code comes from this process's engine when it already holds the same
+    module, else from the disk cache, else from LLVM (then it is written to the cache)."""
     tm, engine = _engine()
     module, entries = build_module(plan)
     if not entries:
-        return "", {}
-    llmod = llvm.parse_assembly(str(module))
+        return OptimizedIR(""), {}
+    text = str(module)
+    digest = cache.key(text, _state["target"])
+    stem = f"fc_{digest[:32]}_"
+    text = text.replace(f'@"{_STEM}', f'@"{stem}')
+    with _lock:
+        addresses = _loaded.get(digest)
+        if addresses is None:
+            names = [stem + name[len(_STEM):] for name, _, _ in entries.values()]
+            addresses = _loaded[digest] = _add_module(text, digest, names, tm, engine)
+    fns = {}
+    arg = ctypes.c_void_p if DATA_OFFSET is None else ctypes.py_object
+    for key, (name, slots, outer) in entries.items():
+        proto = ctypes.CFUNCTYPE(None, *([arg] * len(slots)), ctypes.c_int64, ctypes.c_int64)
+        fns[key] = (proto(addresses[stem + name[len(_STEM):]]), slots, outer)
+    return OptimizedIR(text), fns
+
+
+def _add_module(text, digest, names, tm, engine):
+    """Add the module ``text`` to the engine, optimizing it only when the disk cache has
+    no object code for ``digest``; the addresses of ``names``. Holds ``_lock``."""
+    llmod = _parse(text, tm)
+    llmod.name = _MODULE + digest
+    obj = cache.load(digest)
+    if obj is None:
+        optimize(llmod, tm)
+    else:
+        _pending[llmod.name] = obj
+    try:
+        engine.add_module(llmod)
+        engine.finalize_object()
+    finally:
+        _pending.pop(llmod.name, None)
+    return {name: engine.get_function_address(name) for name in names}
+
+
+def _parse(text, tm):
+    llmod = llvm.parse_assembly(text)
     llmod.triple = tm.triple
     llmod.data_layout = str(tm.target_data)
     llmod.verify()
-    optimize(llmod, tm)
-    text = str(llmod)
-    with _lock:
-        engine.add_module(llmod)
-        engine.finalize_object()
-        fns = {}
-        for key, (name, slots, outer) in entries.items():
-            arg = ctypes.c_void_p if DATA_OFFSET is None else ctypes.py_object
-            proto = ctypes.CFUNCTYPE(None, *([arg] * len(slots)), ctypes.c_int64, ctypes.c_int64)
-            fns[key] = (proto(engine.get_function_address(name)), slots, outer)
-    return text, fns
+    return llmod
+
+
+class OptimizedIR:
+    """The optimized LLVM IR of a graph's kernels, produced when first asked for
+    (``str(ir)``, ``"<8 x float>" in ir``): a disk-cache hit never optimizes."""
+
+    def __init__(self, text: str):
+        self.source = text      # the unoptimized IR
+        self._text = None
+
+    def __str__(self):
+        if self._text is None:
+            if not self.source:
+                self._text = ""
+            else:
+                tm, _ = _engine()
+                llmod = _parse(self.source, tm)
+                optimize(llmod, tm)
+                self._text = str(llmod)
+        return self._text
+
+    def __contains__(self, fragment: str):
+        return fragment in str(self)
 
 
 # -- steps at run time ----------------------------------------------------------
