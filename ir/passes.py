@@ -9,6 +9,7 @@ import numpy as np
 
 from .core import Eqn, Graph, Lit, Var
 from .primitives import call
+from .products import rewrite_products
 
 FOLD_MAX_ELEMENTS = 64
 
@@ -134,5 +135,5 @@ class _Bind:
 
 
 def simplify(graph: Graph) -> Graph:
-    """inline, then fold constants, CSE and DCE."""
-    return dce(cse(fold_constants(inline(graph))))
+    """inline, rewrite products (``ir.products``), then fold constants, CSE and DCE."""
+    return dce(cse(fold_constants(rewrite_products(inline(graph)))))
