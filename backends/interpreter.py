@@ -58,6 +58,14 @@ def _impl(prim):
     return register
 
 
+@_impl(P.complex)
+def _complex(re, im):
+    re, im = np.broadcast_arrays(re, im)
+    out = np.empty(re.shape, np.result_type(re.dtype, np.complex64))
+    out.real, out.imag = re, im
+    return out if out.ndim else out[()]
+
+
 @_impl(P.select)
 def _select(pred, on_true, on_false):
     return np.where(pred, on_true, on_false)

@@ -664,6 +664,26 @@ def test_round(x, decimals):
     parity(lambda x: x.round(decimals), lambda x: x.round(decimals), x)
 
 
+@pytest.mark.parametrize("backend", ["interpreter", "cpu"])
+def test_round_complex_with_an_overflowing_part_keeps_the_other_part(backend):
+    x = np.array([3.4028237e37j, 2.5 - 3.4e38j, np.inf + 1.25j], np.complex64)
+    with np.errstate(over="ignore"):
+        want = np.round(x, 1)
+    np.testing.assert_array_equal(fnp.round(x, 1), want)
+    np.testing.assert_array_equal(fc.jit(lambda x: fnp.round(x, 1), backend=backend)(x), want)
+
+
+def test_complex_from_parts_differentiates_like_re_plus_im_times_1j():
+    from functorch_core.testing import check_grads
+
+    def f(a, b):
+        z = P.complex.bind(a, b)
+        return fnp.real(z * z.conj() + 3 * z)
+    check_grads(f, (np.array([0.5, -1.5]), np.array([2.0, 0.25])), order=2)
+    g = fc.grad(lambda a, b: fnp.sum(f(a, b)), argnums=(0, 1))(np.array([0.5]), np.array([2.0]))
+    np.testing.assert_allclose(np.concatenate(g), [2 * 0.5 + 3, 2 * 2.0])
+
+
 # --- the tracer's methods -------------------------------------------------------
 
 MINE = ["reshape", "transpose", "ravel", "flatten", "squeeze", "swapaxes", "repeat", "take",

@@ -16,7 +16,7 @@ NO_JVP = {
 
 # The primitives jvp rules apply to tangents: exactly these need transpose rules.
 LINEAR = {
-    P.add, P.sub, P.neg, P.mul, P.div, P.convert, P.real, P.imag, P.conj, P.select,
+    P.add, P.sub, P.neg, P.mul, P.div, P.convert, P.real, P.imag, P.conj, P.complex, P.select,
     P.broadcast_in_dim, P.reshape, P.transpose, P.squeeze, P.expand_dims, P.rev,
     P.concatenate, P.pad, P.slice, P.dynamic_slice, P.dynamic_update_slice, P.gather,
     P.scatter_add, P.scatter, P.reduce_sum, P.cumsum, P.dot_general, P.custom_lin,

@@ -29,6 +29,7 @@ FALLBACK = {
     P.real: "complex dtypes are not lowered natively yet",
     P.imag: "complex dtypes are not lowered natively yet",
     P.conj: "complex dtypes are not lowered natively yet",
+    P.complex: "complex dtypes are not lowered natively yet",
     P.sort: "not lowered yet (NumPy's stable sort with NaN last)",
     P.setitem: "never reaches a backend (functionalize rewrites mutations)",
     P.call: "never reaches a backend (jit inlines calls)",

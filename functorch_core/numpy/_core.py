@@ -179,8 +179,8 @@ def constant(value, dtype, shape=()):
 
 def complex_from_parts(re, im, dtype):
     """``re + im * 1j`` in the complex ``dtype``, from two real operands."""
-    re, im = cast(re, dtype), cast(im, dtype)
-    return P.add.bind(re, P.mul.bind(im, constant(1j, dtype)))
+    part = np.finfo(dtype).dtype
+    return P.complex.bind(cast(re, part), cast(im, part))
 
 
 def to_result(x, scalar=False):

@@ -205,6 +205,7 @@ def _add_sub_rule(prim):
 
 _add_sub_rule(P.add)
 _add_sub_rule(P.sub)
+_linear(P.complex)
 
 
 def _mul_rule(primals, tangents):

@@ -324,6 +324,9 @@ def _layout(prim, fn):
 
 
 TRANSPOSE[P.add] = _add_t
+# the adjoint of re + im * 1j under the convention of the real/imag/convert rules
+TRANSPOSE[P.complex] = lambda ct, x, y: [P.real.bind(ct) if is_linear(x) else None,
+                                         P.neg.bind(P.imag.bind(ct)) if is_linear(y) else None]
 TRANSPOSE[P.sub] = _sub_t
 TRANSPOSE[P.mul] = _mul_t
 TRANSPOSE[P.div] = _div_t
