@@ -97,6 +97,41 @@ def _describe_change(old, new) -> str:
     return "the signature was evicted"
 
 
+_SCALAR_TYPES = (float, int, bool, complex)
+_FAST_ENTRIES = 64      # fast-path keys kept per jitted function
+
+
+def _fast_key(args):
+    """A cheap cache key for positional arguments that are all plain leaves, or None.
+
+    Each C-contiguous ndarray gives its shape and dtype, each Python scalar its type
+    (which fixes its weak dtype). None (take the general path) for anything else: other
+    types, non-contiguous arrays, and several arrays that might share memory (the same
+    array twice, or arrays that do not own their data), whose overlap the signature records.
+    """
+    key, arrays = [], 0
+    for a in args:
+        t = type(a)
+        if t is np.ndarray:
+            if not a.flags.c_contiguous:
+                return None
+            key.append(a.shape)
+            key.append(a.dtype)
+            arrays += 1
+        elif t in _SCALAR_TYPES:
+            key.append(t)
+        else:
+            return None
+    if arrays > 1:
+        seen = set()
+        for a in args:
+            if type(a) is np.ndarray:
+                if not a.flags.owndata or id(a) in seen:
+                    return None
+                seen.add(id(a))
+    return tuple(key)
+
+
 class Jitted:
     """A function compiled per input signature; see :func:`jit`."""
 
@@ -106,6 +141,8 @@ class Jitted:
         self.static_argnums = static_argnums
         self.backend = backend
         self.cache: dict = {}
+        # fast-path key -> (run, convert scalars, single output, out_tree, signature)
+        self._fast: dict | None = None if static_argnums not in ((), []) else {}
         self._last_key = None
 
     def _compile(self, args, kwargs, nums, key):
@@ -119,6 +156,20 @@ class Jitted:
         return _Compiled(graph, run, traced.out_tree, traced.captured, traced.graph, mutated)
 
     def __call__(self, *args, **kwargs):
+        fast = self._fast
+        if fast is not None and not kwargs:
+            fkey = _fast_key(args)
+            hit = fast.get(fkey)
+            if hit is not None and current_trace() is None:
+                run, scalars, single, out_tree, self._last_key = hit
+                outs = run([a if type(a) is np.ndarray else np.asarray(a) for a in args]
+                           if scalars else list(args))
+                return outs[0] if single else tree_unflatten(out_tree, outs)
+            return self._call(args, kwargs, fkey)
+        return self._call(args, kwargs, None)
+
+    def _call(self, args, kwargs, fkey):
+        """The general path: flatten, full signature (aliasing included), compile if new."""
         fname = fn_name(self.func)
         nums = normalize_argnums(self.static_argnums, len(args), fname)
         leaves, in_tree = flat_args(args, kwargs, nums)
@@ -139,6 +190,8 @@ class Jitted:
         elif current_trace() is not None or entry.captured:
             outs = P.call.bind(*leaves, *entry.captured, graph=entry.graph, name=fname)
         else:
+            if fkey is not None and not entry.mutated and key[1][-1] is None:
+                self._remember_fast(fkey, entry, key)
             check_writable(leaves, entry.mutated, f"jit({fname})")
             outs = entry.run([np.asarray(x) if not isinstance(x, np.ndarray) else x
                               for x in leaves])
@@ -146,6 +199,13 @@ class Jitted:
             write_back(leaves, entry.mutated, outs[n:])
             outs = outs[:n]
         return tree_unflatten(entry.out_tree, outs)
+
+    def _remember_fast(self, fkey, entry, key):
+        if len(self._fast) >= _FAST_ENTRIES:
+            self._fast.clear()
+        scalars = any(type(k) is type and k in _SCALAR_TYPES for k in fkey)
+        single = entry.out_tree.node is None
+        self._fast[fkey] = (entry.run, scalars, single, entry.out_tree, key)
 
 
 def jit(func=None, *, static_argnums=(), backend=None):
@@ -155,8 +215,11 @@ def jit(func=None, *, static_argnums=(), backend=None):
     signature (the pytree structure of the arguments, the shape, dtype and
     weak-typedness of every leaf, and the values of static arguments); the
     graph is simplified (inlining, constant folding, CSE, DCE), compiled by
-    the backend and cached. Later calls with the same signature skip Python
-    entirely except for flattening the arguments.
+    the backend and cached. Later calls with the same signature skip tracing
+    and compiling; a call whose positional arguments are all C-contiguous arrays
+    or Python scalars (no keyword or static arguments, no two arrays that may
+    share memory, no writes into arguments) is looked up by the arguments'
+    shapes and dtypes alone and runs the executable directly.
 
     Args:
         func: the function to compile; its arguments and results are arrays,

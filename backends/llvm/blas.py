@@ -63,8 +63,10 @@ class DotGeneral:
                       scalar(0.0), c_int(max(self.n, 1))]
         self._refs = [ctypes.addressof(a) for a in self._args]
 
-    def __call__(self, lhs, rhs):
-        out = np.empty(self.out_shape, self.dtype)
+    def __call__(self, lhs, rhs, out=None):
+        """The product; into ``out`` (C-contiguous, of the result's shape) when given."""
+        if out is None:
+            out = np.empty(self.out_shape, self.dtype)
         if self.m == 0 or self.n == 0 or self.batch == 0:
             return out
         if self.k == 0:

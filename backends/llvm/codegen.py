@@ -377,3 +377,34 @@ def _arg_dtypes(op):
     if op.prim is P.select:
         return [np.dtype(bool), op.arg_dtype, op.arg_dtype]
     return [op.arg_dtype] * len(op.args)
+
+
+def emit_graph_entry(module: ir.Module, name: str, calls, n_args: int, none_address: int,
+                     incref_none: bool):
+    """``name(self, PyObject *const *args, Py_ssize_t nargs)``: a CPython METH_FASTCALL
+    function that runs a whole graph of kernels in one call from Python.
+
+    ``args`` are the graph's array objects, one per slot; ``calls`` lists
+    ``(array-entry symbol, slot indices, lo, hi)`` per kernel, in execution order; each
+    entry reads its arrays' data pointers itself. Returns ``None`` (a new reference,
+    so incremented unless this CPython's None is immortal), or NULL for a wrong ``nargs``.
+    """
+    fn = ir.Function(module, ir.FunctionType(_PTR, [_PTR, _PTR, I64]), name)
+    _, args, nargs = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    body, fail = fn.append_basic_block("body"), fn.append_basic_block("fail")
+    b.cbranch(b.icmp_signed("==", nargs, ir.Constant(I64, n_args)), body, fail)
+    b.position_at_end(fail)
+    b.ret(ir.Constant(_PTR, None))
+    b.position_at_end(body)
+    objects = [b.load(b.gep(args, [ir.Constant(I64, i)], source_etype=_PTR), typ=_PTR)
+               for i in range(n_args)]
+    for symbol, slots, lo, hi in calls:
+        kernel = ir.Function(module, ir.FunctionType(
+            ir.VoidType(), [_PTR] * len(slots) + [I64, I64]), symbol)
+        b.call(kernel, [objects[s] for s in slots] + [ir.Constant(I64, lo), ir.Constant(I64, hi)])
+    none = ir.Constant(I64, none_address).inttoptr(_PTR)
+    if incref_none:
+        count = b.load(none, typ=I64)
+        b.store(b.add(count, ir.Constant(I64, 1)), none)
+    b.ret(none)

@@ -13,7 +13,11 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import itertools
+import operator
 import os
+import sys
+import sysconfig
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -212,6 +216,7 @@ class OptimizedIR:
 
 PARALLEL_MIN_POINTS = 1 << 18     # below this a kernel runs on the calling thread
 _WORKERS = os.cpu_count() or 1
+ARENA_ALIGN = 64                  # bytes; every intermediate buffer starts on a cache line
 
 
 def _pool():
@@ -220,21 +225,26 @@ def _pool():
     return _state["pool"]
 
 
-def _native_step(fn, slots, out_specs, outer, points):
-    """Allocate the kernel's outputs and call it; split its outermost loop over the cores
-    when it is big (ctypes releases the GIL during the call)."""
+def _native_step(fn, slots, outer, points):
+    """Call a kernel on the call's buffers (its outputs are already there); split its
+    outermost loop over the cores when it is big (ctypes releases the GIL during the call)."""
     chunks = min(_WORKERS, outer or 1) if points >= PARALLEL_MIN_POINTS else 1
     bounds = [(outer * i // chunks, outer * (i + 1) // chunks) for i in range(chunks)] \
         if outer else [(0, 0)]
+    if len(bounds) > 1 or DATA_OFFSET is None:
+        return _general_step(fn, slots, bounds)
+    (lo, hi), get = bounds[0], operator.itemgetter(*slots)
+    if len(slots) == 1:
+        return lambda bufs: fn(get(bufs), lo, hi)
+    return lambda bufs: fn(*get(bufs), lo, hi)
+
+
+def _general_step(fn, slots, bounds):
+    """A kernel call by data pointers (no known array layout) or split over threads."""
     by_pointer = DATA_OFFSET is None
 
     def run(bufs):
-        for slot, shape, dtype in out_specs:
-            bufs[slot] = np.empty(shape, dtype)
         args = [bufs[s].ctypes.data for s in slots] if by_pointer else [bufs[s] for s in slots]
-        if len(bounds) == 1:
-            fn(*args, *bounds[0])
-            return
         futures = [_pool().submit(fn, *args, lo, hi) for lo, hi in bounds[1:]]
         fn(*args, *bounds[0])
         for f in futures:
@@ -249,7 +259,9 @@ def _fetch(ref, bufs):
     return arr if arr.shape == ref[2] else arr.reshape(ref[2])
 
 
-def _fallback_step(step: Fallback):
+def _fallback_step(step: Fallback, arena: set):
+    """One equation through the interpreter; a result lands in the arena when it is an
+    intermediate, else in a fresh array (it may be a view of an argument)."""
     eqn, impl = step.eqn, step.eqn.prim.impl
     dtypes = [v.aval.dtype for v in eqn.outputs]
 
@@ -260,61 +272,240 @@ def _fallback_step(step: Fallback):
         if not eqn.prim.multiple_results:
             outs = [outs]
         for slot, o, dt in zip(step.outputs, outs, dtypes, strict=True):
-            bufs[slot] = np.array(o, dtype=dt, order="C", copy=True)
+            if slot in arena:
+                np.copyto(bufs[slot], o, casting="unsafe")
+            else:
+                bufs[slot] = np.array(o, dtype=dt, order="C", copy=True)
     return run
 
 
-def _blas_step(step: Blas, plan: Plan):
+def _blas_step(step: Blas, plan: Plan, arena: set):
     def shape(ref):
         return np.shape(ref[1]) if ref[0] == "lit" else ref[2]
     dot = DotGeneral(shape(step.lhs), shape(step.rhs), plan.slots[step.out][1],
                      step.dimension_numbers)
+    lhs, rhs, out = step.lhs, step.rhs, step.out
 
-    def run(bufs):
-        bufs[step.out] = dot(_fetch(step.lhs, bufs), _fetch(step.rhs, bufs))
+    if out in arena:
+        def run(bufs):
+            dot(_fetch(lhs, bufs), _fetch(rhs, bufs), out=bufs[out])
+    else:
+        def run(bufs):
+            bufs[out] = dot(_fetch(lhs, bufs), _fetch(rhs, bufs))
     return run
 
 
+def step_slots(step) -> tuple[set, set]:
+    """(slots ``step`` reads, slots it writes); a scatter's target is both."""
+    def refs(rs):
+        return {r[1] for r in rs if r[0] == "slot"}
+    if isinstance(step, Kernel):
+        scattered = {sc.slot for sc in step.scatters}
+        reads = {v.slot for v in step.reads + step.dyn_reads} | scattered
+        writes = {s for _, s, _ in step.stores} | {r.slot for r in step.reduces} | scattered
+        return reads, writes
+    if isinstance(step, Blas):
+        return refs([step.lhs, step.rhs]), {step.out}
+    return refs(step.inputs), set(step.outputs)
+
+
+def plan_arena(nbytes: dict, lifetimes: dict, align: int = ARENA_ALIGN):
+    """Byte offsets that let buffers share memory when their lifetimes do not overlap.
+
+    ``nbytes[s]`` is buffer s's size, ``lifetimes[s]`` its (first, last) step, both
+    inclusive: a buffer lives from the step that first writes it to the last step that
+    touches it, so a step never writes over a buffer it reads. Biggest first, each at the
+    lowest aligned offset free of every placed buffer whose lifetime overlaps its own.
+    Returns ({slot: offset}, total bytes).
+    """
+    placed, offsets = [], {}
+    for s in sorted(lifetimes, key=lambda s: (-nbytes[s], s)):
+        first, last = lifetimes[s]
+        size = -(-nbytes[s] // align) * align
+        off = 0
+        for lo, hi in sorted((o, e) for f, la, o, e in placed if f <= last and first <= la):
+            if off + size <= lo:
+                break
+            off = max(off, hi)
+        offsets[s] = off
+        placed.append((first, last, off, off + size))
+    return offsets, max((e for *_, e in placed), default=0)
+
+
+_METH_FASTCALL = 0x80
+_entry_ids = itertools.count()
+
+
+class _MethodDef(ctypes.Structure):
+    _fields_ = [("ml_name", ctypes.c_char_p), ("ml_meth", ctypes.c_void_p),
+                ("ml_flags", ctypes.c_int), ("ml_doc", ctypes.c_char_p)]
+
+
+def graph_entry_supported() -> bool:
+    """Whether a native function can be a CPython builtin here: a release CPython with
+    the GIL (plain reference counts) and a known ndarray layout."""
+    return (DATA_OFFSET is not None and sys.implementation.name == "cpython"
+            and not hasattr(sys, "gettotalrefcount")
+            and not sysconfig.get_config_var("Py_GIL_DISABLED"))
+
+
+def graph_entry(calls, n_args):
+    """One native function that runs kernels in order: ``(entry, keep-alive)``.
+
+    ``calls`` holds ``(ctypes kernel, slot indices, lo, hi)``. The entry is a builtin
+    (METH_FASTCALL) taking one array per slot, so calling it costs what calling any
+    builtin costs instead of a ctypes call per kernel; it holds the GIL, so it is only
+    for kernels too small to split over threads.
+    """
+    tm, engine = _engine()
+    n = next(_entry_ids)
+    named = []
+    for j, (fn, slots, lo, hi) in enumerate(calls):
+        symbol = f"fc_entry_{n}_kernel_{j}"
+        llvm.add_symbol(symbol, ctypes.cast(fn, ctypes.c_void_p).value)
+        named.append((symbol, slots, lo, hi))
+    name = f"fc_entry_{n}"   # not _MODULE's prefix: never in the disk cache
+    module = ir.Module(name=name)
+    codegen.emit_graph_entry(module, name, named, n_args, id(None), sys.version_info < (3, 12))
+    llmod = llvm.parse_assembly(str(module))
+    llmod.triple = tm.triple
+    llmod.data_layout = str(tm.target_data)
+    llmod.verify()
+    optimize(llmod, tm)
+    with _lock:
+        engine.add_module(llmod)
+        engine.finalize_object()
+        address = engine.get_function_address(name)
+    method = _MethodDef(name.encode(), address, _METH_FASTCALL, None)
+    new = ctypes.pythonapi.PyCFunction_NewEx
+    new.restype = ctypes.py_object
+    new.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    return new(ctypes.addressof(method), None, None), method
+
+
 class Executable:
-    """``run(list of arrays) -> list of fresh arrays`` for one graph and input signature."""
+    """``run(list of arrays) -> list of fresh arrays`` for one graph and input signature.
+
+    Intermediates (values that are neither inputs, constants nor results) live in an
+    *arena*: one block of memory per concurrent call, laid out by :func:`plan_arena`,
+    reused across calls so big temporaries do not pay fresh page faults every time.
+    A call takes a free arena (or makes one) and gives it back when it returns; results
+    are always fresh arrays, never views of the arena, inputs or constants.
+    """
 
     def __init__(self, graph: Graph):
         import backends.interpreter  # noqa: F401  (registers every primitive's impl)
         self.plan = plan = partition(graph)
         self.ir, fns = compile_plan(plan)
         self.fallbacks = [s for s in plan.steps if isinstance(s, Fallback)]
-        self.steps = []
-        for step in plan.steps:
+        self.n_inputs = plan.n_inputs
+        self.borrowed = set(range(plan.n_inputs)) | set(plan.consts)
+        results = {r[1] for r in plan.outputs if r[0] == "slot"} - self.borrowed
+        io = [step_slots(s) for s in plan.steps]
+        lifetimes: dict = {}
+        for k, (reads, writes) in enumerate(io):
+            for s in writes:
+                lifetimes.setdefault(s, [k, k])[1] = k
+            for s in reads:
+                if s in lifetimes:
+                    lifetimes[s][1] = k
+        for s in self.borrowed | results:
+            lifetimes.pop(s, None)
+        nbytes = {s: _nbytes(*plan.slots[s]) for s in lifetimes}
+        self.arena_offsets, self.arena_bytes = plan_arena(nbytes, lifetimes)
+        arena = set(self.arena_offsets)
+        self.steps, calls = [], []
+        fresh = set()
+        for step, (_, writes) in zip(plan.steps, io, strict=True):
             if isinstance(step, Kernel):
                 fn, slots, outer = fns[id(step)]
-                outs = [(s, plan.slots[s][0], plan.slots[s][1])
-                        for s in sorted({s for _, s, _ in step.stores}
-                                        | {r.slot for r in step.reduces})]
                 points = int(np.prod(step.shape, dtype=np.int64))
-                self.steps.append(_native_step(fn, slots, outs, outer, points))
+                self.steps.append(_native_step(fn, slots, outer, points))
+                if points < PARALLEL_MIN_POINTS or not outer:
+                    calls.append((fn, slots, 0, outer or 0))
+                fresh |= writes & results
             elif isinstance(step, Blas):
-                self.steps.append(_blas_step(step, plan))
+                self.steps.append(_blas_step(step, plan, arena))
             else:
-                self.steps.append(_fallback_step(step))
-        self.template = [plan.consts.get(i) for i in range(len(plan.slots))]
+                self.steps.append(_fallback_step(step, arena))
+        # results the kernels write: allocated for each call, handed to the caller
+        self.fresh = [(s, *plan.slots[s]) for s in sorted(fresh)]
         self.in_dtypes = [plan.slots[i][1] for i in range(plan.n_inputs)]
-        self.borrowed = set(range(plan.n_inputs)) | set(plan.consts)
+        self.outputs = self._output_rules(plan.outputs)
+        # results taken as they are (no copy, no reshape): a list of slots, else None
+        self._plain_outputs = [ref[1] for _, ref in self.outputs] if all(
+            not copy and ref[2] == plan.slots[ref[1]][0] for copy, ref in self.outputs) else None
+        self._in_dtypes = list(enumerate(self.in_dtypes))
+        self._no_inputs = [None] * plan.n_inputs
+        self._results = sorted(results)     # with the inputs, cleared after each call
+        self.template = [plan.consts.get(i) for i in range(len(plan.slots))]
+        self._free: list = []
         self._fns = fns     # keep the ctypes prototypes alive
+        # a graph of small kernels only: one native call runs them all
+        self.entry = self._entry_keep = None
+        if calls and len(calls) == len(plan.steps) and graph_entry_supported() and all(
+                isinstance(c, np.ndarray) for c in plan.consts.values()):
+            self.entry, self._entry_keep = graph_entry(calls, len(plan.slots))
+
+    def _output_rules(self, refs):
+        """(copy?, ref) per result: literals, inputs, constants and a second use of one
+        buffer are copied, so no two results and no result and argument share memory."""
+        rules, seen = [], set()
+        for ref in refs:
+            copy = ref[0] == "lit" or ref[1] in self.borrowed or ref[1] in seen
+            if ref[0] == "slot":
+                seen.add(ref[1])
+            rules.append((copy, ref))
+        return rules
+
+    def new_arena(self) -> list:
+        """A buffer list for one call: constants, and the arena's views for intermediates."""
+        bufs = self.template.copy()
+        if self.arena_offsets:
+            raw = np.empty(self.arena_bytes + ARENA_ALIGN, np.uint8)
+            base = -raw.ctypes.data % ARENA_ALIGN
+            for s, off in self.arena_offsets.items():
+                shape, dtype = self.plan.slots[s]
+                n = _nbytes(shape, dtype)
+                bufs[s] = raw[base + off:base + off + n].view(dtype).reshape(shape)
+        return bufs
 
     def __call__(self, args):
-        bufs = self.template.copy()
-        for i, (a, dt) in enumerate(zip(args, self.in_dtypes, strict=True)):
-            bufs[i] = a if type(a) is np.ndarray and a.dtype == dt and a.flags.c_contiguous \
-                else np.ascontiguousarray(a, dtype=dt)
-        for step in self.steps:
-            step(bufs)
-        outs = []
-        for ref in self.plan.outputs:
-            if ref[0] == "lit" or ref[1] in self.borrowed:
-                outs.append(np.array(_fetch(ref, bufs), copy=True))
+        n = self.n_inputs
+        if len(args) != n:
+            raise TypeError(f"this executable takes {n} arrays, got {len(args)}")
+        try:
+            bufs = self._free.pop()
+        except IndexError:
+            bufs = self.new_arena()
+        try:
+            bufs[:n] = args
+            for i, dt in self._in_dtypes:
+                a = bufs[i]
+                if type(a) is not np.ndarray or (a.dtype is not dt and a.dtype != dt) \
+                        or not a.flags.c_contiguous:
+                    bufs[i] = np.ascontiguousarray(a, dtype=dt)
+            for s, shape, dtype in self.fresh:
+                bufs[s] = np.empty(shape, dtype)
+            if self.entry is not None:
+                self.entry(*bufs)
             else:
-                outs.append(_fetch(ref, bufs))
-        return outs
+                for step in self.steps:
+                    step(bufs)
+            if self._plain_outputs is not None:
+                return [bufs[s] for s in self._plain_outputs]
+            return [np.array(_fetch(ref, bufs), copy=True) if copy else _fetch(ref, bufs)
+                    for copy, ref in self.outputs]
+        finally:
+            bufs[:n] = self._no_inputs
+            for s in self._results:
+                bufs[s] = None
+            if len(self._free) <= _WORKERS:
+                self._free.append(bufs)
+
+
+def _nbytes(shape, dtype) -> int:
+    return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
 
 
 def graph_key(graph: Graph):

@@ -1,0 +1,369 @@
+"""The jit call path and the cpu backend's runtime: the dispatch fast path and the arena.
+
+The fast path (``Jitted.__call__`` keyed on positional arrays and scalars) must give
+exactly what the general path gives and must step aside whenever the general path's
+signature would differ (aliasing, layout, writes into arguments, tracing). The arena
+(intermediates in memory reused across calls) must never change a result: not across
+repeated calls, not between threads, not through a result the caller mutates.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import functorch_core as fc
+from backends import registry
+from backends.interpreter import run_graph
+from backends.llvm import runtime
+from backends.llvm.plan import Fallback
+from functorch_core.api import _fast_key
+from ir import primitives as P
+from ir.check import check_graph
+from ir.core import AbstractArray, Eqn, Graph, Var
+
+CPU = registry.get("cpu")
+
+
+class Builder:
+    def __init__(self):
+        self.inputs, self.eqns = [], []
+
+    def input(self, shape, dtype):
+        v = Var(AbstractArray(shape, dtype))
+        self.inputs.append(v)
+        return v
+
+    def __call__(self, prim, *ins, **params):
+        avals = prim.shape_rule(*(a.aval for a in ins), **params)
+        outs = tuple(Var(a) for a in avals)
+        self.eqns.append(Eqn(prim, tuple(ins), outs, params))
+        return outs if prim.multiple_results else outs[0]
+
+    def graph(self, *outputs):
+        return check_graph(Graph(list(self.inputs), list(self.eqns), list(outputs)))
+
+
+def counting(fn):
+    """``fn`` and a list that grows by one each time it is traced."""
+    traces = []
+
+    def f(*args):
+        traces.append(1)
+        return fn(*args)
+    return f, traces
+
+
+def slow(jitted):
+    """The same jitted function with its fast path switched off."""
+    jitted._fast = None
+    return jitted
+
+
+def arena_memory(exe):
+    return [b for s, b in enumerate(exe.new_arena()) if s in exe.arena_offsets]
+
+
+# -- the fast-path key ---------------------------------------------------------------
+
+def test_fast_key_covers_plain_arrays_and_python_scalars():
+    a, b = np.ones((2, 3), np.float32), np.zeros(3)
+    assert _fast_key((a, b, 1.0, 2, True, 1j)) == \
+        ((2, 3), a.dtype, (3,), b.dtype, float, int, bool, complex)
+    assert _fast_key(()) == ()
+    assert _fast_key((a,)) != _fast_key((a.astype(np.float64),))
+    assert _fast_key((1.0,)) != _fast_key((1,))
+
+
+@pytest.mark.parametrize("args", [
+    lambda a, b: (a, a),                         # the same array twice
+    lambda a, b: (a[:1], b),                     # a view next to another array
+    lambda a, b: (a.T,),                         # not C-contiguous
+    lambda a, b: ([a],),                         # a pytree, not a leaf
+    lambda a, b: (np.float32(1),),               # a NumPy scalar
+    lambda a, b: (a.view(np.matrix),),           # an ndarray subclass
+])
+def test_fast_key_steps_aside(args):
+    a, b = np.ones((2, 2)), np.ones(2)
+    assert _fast_key(args(a, b)) is None
+
+
+def test_a_single_view_argument_is_fast():
+    base = np.arange(12.0)
+    assert _fast_key((base[2:6],)) == ((4,), base.dtype)
+
+
+# -- fast path == general path ---------------------------------------------------------
+
+DTYPES = [np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64, np.bool_)]
+SHAPES = [(), (1,), (4,), (2, 3), (3, 1, 2)]
+
+
+@st.composite
+def call_args(draw):
+    """Two arguments: arrays, Python scalars, one array twice, or views of one buffer."""
+    shape = draw(st.sampled_from(SHAPES))
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 16)))
+
+    def array(dtype):
+        return (rng.standard_normal(shape) * 3).astype(dtype)
+
+    kind = draw(st.sampled_from(["arrays", "scalar", "same", "views", "strided"]))
+    dx, dy = draw(st.sampled_from(DTYPES)), draw(st.sampled_from(DTYPES))
+    if kind == "arrays":
+        return array(dx), array(dy)
+    if kind == "scalar":
+        scalar = draw(st.sampled_from([1.5, -2, True, 0.25 + 1j]))
+        return (array(dx), scalar) if draw(st.booleans()) else (scalar, array(dx))
+    if kind == "same":
+        x = array(dx)
+        return x, x
+    if kind == "views":
+        buf = (rng.standard_normal(2 * max(1, int(np.prod(shape)))) * 3).astype(dx)
+        n = int(np.prod(shape))
+        return buf[:n].reshape(shape), buf[1:n + 1].reshape(shape)
+    x = np.repeat(array(dx)[..., None], 2, axis=-1)[..., 0]
+    return x, array(dy)
+
+
+def _same(got, want):
+    assert type(got) is type(want)
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+@given(call_args())
+def test_fast_and_general_paths_agree(args):
+    def f(x, y):
+        return x * y + x, y - 1
+    fast, general = fc.jit(f), slow(fc.jit(f))
+    for _ in range(3):          # the first call compiles, later ones may take the fast path
+        got, want = fast(*args), general(*args)
+        for g, w in zip(got, want, strict=True):
+            _same(g, w)
+    with np.errstate(all="ignore"):
+        eager = f(*args)
+    for g, e in zip(got, eager, strict=True):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=1e-6)
+
+
+def test_fast_path_serves_repeated_calls_without_retracing():
+    f, traces = counting(lambda x, y: x * 2.0 + y)
+    jf = fc.jit(f)
+    x, y = np.ones(4, np.float32), np.arange(4, dtype=np.float32)
+    for _ in range(5):
+        np.testing.assert_array_equal(jf(x, y), x * 2.0 + y)
+    assert len(traces) == 1 and len(jf._fast) == 1
+
+
+@pytest.mark.parametrize("change", ["shape", "dtype", "same array", "strided", "scalar kind"])
+def test_retraces_when_the_signature_changes(change):
+    f, traces = counting(lambda x, y: x * y)
+    jf = fc.jit(f)
+    x, y = np.arange(6.0).reshape(2, 3), np.full((2, 3), 2.0)
+    jf(x, y)
+    jf(x, y)
+    new = {"shape": (x.reshape(3, 2), y.reshape(3, 2)),
+           "dtype": (x.astype(np.float32), y),
+           "same array": (x, x),
+           "strided": (np.repeat(x, 2, axis=1)[:, ::2], y),
+           "scalar kind": (x, 2)}[change]
+    got = jf(*new)
+    assert len(traces) == 2
+    np.testing.assert_array_equal(got, new[0] * new[1])
+    assert np.asarray(got).dtype == np.result_type(*new)
+
+
+def test_writes_into_arguments_always_take_the_general_path():
+    def bump(x, y):
+        x += y
+        return x * 2
+    jf = fc.jit(bump)
+    x, y = np.zeros(3), np.ones(3)
+    for i in range(1, 4):
+        np.testing.assert_array_equal(jf(x, y), np.full(3, 2.0 * i))
+        np.testing.assert_array_equal(x, np.full(3, float(i)))
+    assert not jf._fast
+    a = np.ones(3)
+    jf(a, a)                        # x and y are one array: eager NumPy doubles it
+    np.testing.assert_array_equal(a, np.full(3, 2.0))
+
+
+def test_read_only_destination_is_refused_on_every_call():
+    def bump(x):
+        x += 1
+        return x
+    jf, x = fc.jit(bump), np.zeros(2)
+    jf(x)
+    x.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        jf(x)
+
+
+def test_fast_path_is_not_taken_under_a_trace():
+    jf = fc.jit(lambda x: np.sin(x) * x)
+    x = np.linspace(0.0, 1.0, 5)
+    jf(x)
+    jf(x)
+    g = fc.grad(lambda x: jf(x).sum())(x)
+    np.testing.assert_allclose(g, np.cos(x) * x + np.sin(x), rtol=1e-12)
+    v = fc.vmap(jf)(np.stack([x, 2 * x]))
+    np.testing.assert_allclose(v, np.sin(np.stack([x, 2 * x])) * np.stack([x, 2 * x]))
+
+
+def test_kwargs_and_static_arguments_still_work():
+    jf = fc.jit(lambda x, n, *, scale=1.0: x * n * scale, static_argnums=1)
+    x = np.ones(2)
+    assert jf._fast is None
+    np.testing.assert_array_equal(jf(x, 3, scale=2.0), np.full(2, 6.0))
+    jg = fc.jit(lambda x, *, scale=1.0: x * scale)
+    jg(x)
+    np.testing.assert_array_equal(jg(x, scale=3.0), np.full(2, 3.0))
+    np.testing.assert_array_equal(jg(x), np.ones(2))
+
+
+def test_pytree_results_through_the_fast_path():
+    jf = fc.jit(lambda x: {"a": x + 1, "b": (x * 2, x - 1)})
+    x = np.arange(3.0)
+    jf(x)
+    out = jf(x)
+    np.testing.assert_array_equal(out["a"], x + 1)
+    np.testing.assert_array_equal(out["b"][1], x - 1)
+
+
+def test_results_never_alias_arguments_or_each_other():
+    jf = fc.jit(lambda x: (x, x + 0.0, x + 0.0))
+    x = np.arange(3.0)
+    for _ in range(2):
+        a, b, c = jf(x)
+        assert not np.shares_memory(a, x)
+        assert not np.shares_memory(b, c)
+
+
+# -- the arena --------------------------------------------------------------------------
+
+@given(st.lists(st.tuples(st.integers(0, 300), st.integers(0, 8), st.integers(0, 4)),
+                min_size=0, max_size=12))
+def test_plan_arena_never_overlaps_buffers_that_live_together(specs):
+    nbytes = {i: n for i, (n, _, _) in enumerate(specs)}
+    lifetimes = {i: (first, first + span) for i, (_, first, span) in enumerate(specs)}
+    offsets, total = runtime.plan_arena(nbytes, lifetimes)
+    for i in nbytes:
+        assert offsets[i] % runtime.ARENA_ALIGN == 0
+        assert offsets[i] + nbytes[i] <= total
+        for j in nbytes:
+            (fi, li), (fj, lj) = lifetimes[i], lifetimes[j]
+            if i < j and fi <= lj and fj <= li and nbytes[i] and nbytes[j]:
+                assert offsets[i] + nbytes[i] <= offsets[j] or \
+                    offsets[j] + nbytes[j] <= offsets[i]
+
+
+def test_plan_arena_reuses_memory_of_dead_buffers():
+    offsets, total = runtime.plan_arena({0: 100, 1: 100, 2: 100},
+                                        {0: (0, 1), 1: (1, 2), 2: (2, 3)})
+    assert offsets[0] == offsets[2] != offsets[1]
+    assert total == 2 * 128
+
+
+def chain(n=6, shape=(64, 33), dtype=np.float64):
+    """x -> n stages, each a kernel that reads the previous stage's full result and its
+    row maxima: full-size intermediates whose lifetimes shift along the graph."""
+    b = Builder()
+    x = b.input(shape, dtype)
+    y, sums = x, []
+    for i in range(n):
+        m = b(P.reduce_max, y, axes=(1,))
+        low = b(P.broadcast_in_dim, m, shape=shape, broadcast_dimensions=(0,))
+        y = b(P.sin, b(P.sub, y, low)) if i % 2 else b(P.mul, b(P.sub, y, low), x)
+        sums.append(b(P.reduce_sum, y, axes=(0,)))
+    return b.graph(y, sums[-1], sums[0])
+
+
+def test_intermediates_share_an_arena_and_results_are_fresh():
+    graph = chain()
+    exe = CPU.compile(graph)
+    assert exe.arena_offsets
+    sizes = [runtime._nbytes(*exe.plan.slots[s]) for s in exe.arena_offsets]
+    assert exe.arena_bytes < sum(-(-n // 64) * 64 for n in sizes)     # memory is shared
+    x = np.random.default_rng(0).standard_normal((64, 33))
+    want = run_graph(graph, [x])
+    first = exe([x])
+    arena = arena_memory(exe)
+    for _ in range(4):
+        got = exe([x])
+        for g, w, f in zip(got, want, first, strict=True):
+            np.testing.assert_array_equal(g, f)
+            np.testing.assert_allclose(g, w, rtol=1e-12)
+            assert g.flags.owndata or (g.base is not None and g.base.flags.owndata)
+            assert not any(np.shares_memory(g, a) for a in arena)
+
+
+def test_mutating_a_result_does_not_change_the_next_call():
+    graph = chain(3, (8, 5))
+    exe = CPU.compile(graph)
+    x = np.random.default_rng(1).standard_normal((8, 5))
+    first = [r.copy() for r in exe([x])]
+    for r in exe([x]):
+        r[...] = 12345.0
+    for got, want in zip(exe([x]), first, strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_threads_calling_one_executable_get_their_own_arenas():
+    graph = chain(4, (128, 65))
+    exe = CPU.compile(graph)
+    rng = np.random.default_rng(2)
+    xs = [rng.standard_normal((128, 65)) for _ in range(8)]
+    wants = [exe([x]) for x in xs]
+    start = threading.Barrier(4)
+
+    def work(k):
+        start.wait()
+        return [[r.copy() for r in exe([xs[(k + i) % 8]])] for i in range(40)]
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(work, range(4)))
+    for k, calls in enumerate(results):
+        for i, got in enumerate(calls):
+            for g, w in zip(got, wants[(k + i) % 8], strict=True):
+                np.testing.assert_array_equal(g, w)
+
+
+def test_a_fallback_and_a_gemm_in_the_middle_of_a_graph():
+    b = Builder()
+    x = b.input((6, 4), np.float64)
+    w = b.input((4, 4), np.float64)
+    y = b(P.mul, x, x)
+    s, = b(P.sort, y, dimension=1, num_keys=1)   # interpreter fallback, into the arena
+    z = b(P.dot_general, s, w, dimension_numbers=(((1,), (0,)), ((), ())))   # BLAS
+    out = b(P.add, b(P.exp, z), y)
+    graph = b.graph(out, b(P.reduce_sum, z, axes=(0,)))
+    exe = CPU.compile(graph)
+    assert any(isinstance(st_, Fallback) for st_ in exe.plan.steps)
+    sorted_slot = next(st_ for st_ in exe.plan.steps if isinstance(st_, Fallback)).outputs[0]
+    assert sorted_slot in exe.arena_offsets
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        args = [rng.standard_normal((6, 4)), rng.standard_normal((4, 4))]
+        want = run_graph(graph, args)
+        for g, ww in zip(exe(args), want, strict=True):
+            np.testing.assert_allclose(g, ww, rtol=1e-12)
+
+
+def test_jit_of_a_big_intermediate_chain_repeats_exactly():
+    def f(x):
+        y = np.tanh(x) * x
+        z = np.exp(-y) + y.sum(axis=0)
+        return z * 2.0, y.max()
+    jf = fc.jit(f)
+    x = np.random.default_rng(4).standard_normal((300, 70)).astype(np.float32)
+    first = [np.copy(r) for r in jf(x)]
+    for _ in range(3):
+        for g, w in zip(jf(x), first, strict=True):
+            np.testing.assert_array_equal(g, w)
+    np.testing.assert_allclose(first[0], f(x)[0], rtol=2e-6)
