@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .algebra import simplify_products
 from .core import Eqn, Graph, Lit, Var
 from .primitives import call
 from .products import rewrite_products
@@ -136,4 +137,4 @@ class _Bind:
 
 def simplify(graph: Graph) -> Graph:
     """inline, rewrite products (``ir.products``), then fold constants, CSE and DCE."""
-    return dce(cse(fold_constants(rewrite_products(inline(graph)))))
+    return dce(cse(fold_constants(simplify_products(rewrite_products(inline(graph))))))

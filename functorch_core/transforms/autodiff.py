@@ -426,7 +426,12 @@ def _rows(x, start, stop, shape):
     if (start, stop) != (0, av.shape[0]):
         x = P.slice.bind(x, start_indices=(start,) + (0,) * (nd - 1),
                          limit_indices=(stop,) + av.shape[1:], strides=(1,) * nd)
-    return x if tuple(shape) == av.shape else P.reshape.bind(x, new_sizes=tuple(shape))
+    return _reshaped(x, shape)
+
+
+def _reshaped(x, shape):
+    same = tuple(shape) == leaf_aval(x, "a Jacobian block").shape
+    return x if same else P.reshape.bind(x, new_sizes=tuple(shape))
 
 
 def _basis(avals, dtypes_of):
@@ -493,6 +498,12 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
         if total == 0 or any(a.size == 0 for a in in_avals):
             blocks = [[np.zeros(o.shape + i.shape, i.dtype) for i in in_avals]
                       for o in out_avals]
+        elif sizes == [1]:
+            # one output element: a single vjp with a ones cotangent, no size-1 batch
+            flat_cts = tree_leaves(vjp_fn(tree_unflatten(out_tree, [basis[0].reshape(
+                out_avals[0].shape)])))
+            blocks = [[_reshaped(c, out_avals[0].shape + i.shape)
+                       for c, i in zip(flat_cts, in_avals, strict=True)]]
         else:
             cts = _vmap()(vjp_fn, chunk_size=chunk_size)(tree_unflatten(out_tree, basis))
             flat_cts = tree_leaves(cts)

@@ -1,0 +1,244 @@
+"""Algebraic rewrites of products that forward-mode Jacobians create.
+
+``jacfwd`` pushes an identity basis through the function, so ``x @ w`` turns
+into ``I @ w``: a full matrix product whose answer is a transpose of ``w``.
+``simplify_products`` finds ``dot_general`` with a scaled identity ``c * I``
+(a literal, checked by value, or ``mul``/``neg`` of one by a uniform constant)
+contracted over one dimension and replaces it with ``c * transpose(x)``. It also
+drops multiplications of real and integer arrays by a literal one.
+
+Exactness. ``sum_m (c I)[i, m] x[m, r]`` is ``c * x[i, r]`` plus products
+``0 * x[m, r]``: zeros while ``x`` is finite, NaN where ``x[m, r]`` is
+infinite or NaN. The rewrite keeps that:
+
+* a literal ``x`` is rewritten (folded into a new literal) only when all its
+  entries and ``c`` are finite;
+* a real floating-point ``x`` computed at run time gets a guard: an entry is
+  NaN when another entry of its contracted fibre is not finite, as the product
+  gives. Integer ``x`` needs none;
+* a complex ``x`` computed at run time is left alone (a product spreads a
+  non-finite part over both components in ways a select cannot follow cheaply).
+
+The one difference left is the sign of a zero result: the rewrite gives
+``c * x[i, r]`` (``-0.0`` for ``x[i, r] == -0.0``, ``c > 0``), a BLAS product
+usually ``+0.0`` (its accumulator starts at ``+0.0``); the two compare equal.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import primitives as P
+from .core import AbstractArray, Eqn, Graph, Lit, Var
+
+INT_KINDS = "iu"
+IDENTITY_KINDS = "iufc"
+
+
+def simplify_products(graph: Graph) -> Graph:
+    """Rewrite products with (scaled) identity matrices and ones into layout changes.
+
+    Args:
+        graph: a functional graph; it is left untouched.
+
+    Returns:
+        A new graph computing the same values (see the module notes on
+        non-finite values and the sign of zero). Equations it makes dead stay
+        in place for ``dce``.
+
+    Example::
+
+        >>> x = Var(AbstractArray((3, 4), np.dtype(np.int64)))
+        >>> y = Var(AbstractArray((4, 3), np.dtype(np.int64)))
+        >>> dn = (((0,), (0,)), ((), ()))         # y = x.T @ I
+        >>> g = Graph([x], [Eqn(P.dot_general, (x, Lit(np.eye(3, dtype=np.int64))), (y,),
+        ...                     {"dimension_numbers": dn})], [y])
+        >>> print(simplify_products(g))
+        graph(a:i64[3,4]) {
+          b:i64[4,3] = transpose[permutation=(1, 0)] a
+          return b
+        }
+    """
+    return _Rewriter(graph).run()
+
+
+class _Rewriter:
+    def __init__(self, graph):
+        self.graph = graph
+        self.env: dict[int, Var | Lit] = {}
+        self.scales: dict[int, object] = {}      # id(var) -> c, for vars known to be c * I
+        self.lit_scales: dict[int, object] = {}  # id(lit) -> c or None, checked once
+        self.broadcasts: dict[int, Eqn] = {}     # id(var) -> its broadcast_in_dim
+        self.eqns: list[Eqn] = []
+
+    def run(self) -> Graph:
+        for eqn in self.graph.eqns:
+            inputs = tuple(self.read(a) for a in eqn.inputs)
+            new = Eqn(eqn.prim, inputs, eqn.outputs, eqn.params, eqn.source)
+            if eqn.prim is P.dot_general:
+                if self.identity_product(new):
+                    continue
+            elif eqn.prim is P.mul:
+                if self.times_one(new):
+                    continue
+                self.note_scaled(new)
+            elif eqn.prim is P.neg:
+                c = self.scale_of(inputs[0])
+                if c is not None:
+                    self.scales[id(eqn.outputs[0])] = -c
+            elif eqn.prim is P.broadcast_in_dim:
+                self.broadcasts[id(eqn.outputs[0])] = new
+            self.eqns.append(new)
+        return Graph(list(self.graph.inputs), self.eqns, [self.read(o) for o in self.graph.outputs])
+
+    def read(self, a):
+        return self.env.get(id(a), a) if isinstance(a, Var) else a
+
+    # --- what is known about an atom ---------------------------------------------
+
+    def scale_of(self, a):
+        """``c`` when ``a`` is ``c * I`` for a finite nonzero ``c``, else None."""
+        if isinstance(a, Var):
+            return self.scales.get(id(a))
+        if id(a) not in self.lit_scales:
+            self.lit_scales[id(a)] = _literal_scale(a.value)
+        return self.lit_scales[id(a)]
+
+    def note_scaled(self, eqn):
+        x, y = eqn.inputs
+        for a, b in ((x, y), (y, x)):
+            c, s = self.scale_of(a), _uniform(b, self.eqn_of)
+            if c is not None and s is not None:
+                dt = eqn.outputs[0].aval.dtype
+                with np.errstate(all="ignore"):
+                    cs = np.asarray(c, dt) * np.asarray(s, dt)
+                if _finite_nonzero(cs):
+                    self.scales[id(eqn.outputs[0])] = cs[()]
+                return
+
+    def eqn_of(self, v):
+        return self.broadcasts.get(id(v))
+
+    # --- rewrites ---------------------------------------------------------------------
+
+    def times_one(self, eqn) -> bool:
+        """``mul(x, 1)`` is ``x`` exactly for real and integer dtypes."""
+        out = eqn.outputs[0]
+        if out.aval.dtype.kind not in "iuf":
+            return False
+        x, y = eqn.inputs
+        for a, b in ((x, y), (y, x)):
+            s = _uniform(b, self.eqn_of)
+            if s is not None and s == 1 and a.aval == out.aval:
+                self.env[id(out)] = a
+                return True
+        return False
+
+    def identity_product(self, eqn) -> bool:
+        lhs, rhs = eqn.inputs
+        (lc, rc), (lb, _) = eqn.params["dimension_numbers"]
+        if lb or len(lc) != 1:
+            return False
+        out = eqn.outputs[0]
+        if out.aval.dtype.kind not in IDENTITY_KINDS:
+            return False
+        for eye, x, j, eye_first in ((lhs, rhs, rc[0], True), (rhs, lhs, lc[0], False)):
+            if eye.aval.ndim != 2:
+                continue
+            c = self.scale_of(eye)
+            if c is None:
+                continue
+            rest = tuple(d for d in range(x.aval.ndim) if d != j)
+            perm = (j,) + rest if eye_first else rest + (j,)
+            result = self.scaled_layout(x, c, perm, j, eqn.source)
+            if result is not None and result.aval == out.aval:
+                self.env[id(out)] = result
+                return True
+        return False
+
+    def scaled_layout(self, x, c, perm, j, source):
+        """``c * transpose(x, perm)``, guarded as the product would be; None if not exact."""
+        dt = x.aval.dtype
+        c = np.asarray(c, dt)
+        if dt.kind == "c" and c.imag != 0:
+            return None
+        if isinstance(x, Lit):
+            if dt.kind in "fc" and not np.all(np.isfinite(x.value)):
+                return None
+            value = np.ascontiguousarray(np.transpose(x.value, perm))
+            return _lit(value if c == 1 else c * value, x.aval)
+        if dt.kind == "c":
+            return None
+        emit = _Emitter(self.eqns, source)
+        t = x if perm == tuple(range(len(perm))) else emit(P.transpose, x, permutation=perm)
+        if c != 1:
+            t = emit(P.mul, _lit(c, AbstractArray((), dt, x.aval.weak_type)), t)
+        if dt.kind in INT_KINDS:
+            return t
+        return self.nan_guard(emit, x, t, perm, j)
+
+    def nan_guard(self, emit, x, t, perm, j):
+        """NaN where another entry of the contracted fibre of ``x`` is not finite."""
+        count_t = np.dtype(np.int32) if x.aval.shape[j] < 2 ** 31 else np.dtype(np.int64)
+        bad = emit(P.convert, emit(P.not_, emit(P.is_finite, x)), new_dtype=count_t)
+        total = emit(P.reduce_sum, bad, axes=(j,))
+        out_shape = t.aval.shape
+        rest_at = tuple(i for i, p in enumerate(perm) if p != j)
+        total = emit(P.broadcast_in_dim, total, shape=out_shape, broadcast_dimensions=rest_at)
+        own = emit(P.transpose, bad, permutation=perm) if perm != tuple(range(len(perm))) \
+            else bad
+        others = emit(P.gt, total, own)
+        nan = _lit(np.asarray(np.nan, x.aval.dtype), AbstractArray((), x.aval.dtype))
+        return emit(P.select, others, nan, t)
+
+
+class _Emitter:
+    """Appends single-output equations to ``eqns`` with types from the shape rules."""
+
+    def __init__(self, eqns, source):
+        self.eqns, self.source = eqns, source
+
+    def __call__(self, prim, *inputs, **params):
+        (aval,) = prim.shape_rule(*(a.aval for a in inputs), **params)
+        out = Var(aval)
+        self.eqns.append(Eqn(prim, tuple(inputs), (out,), params, self.source))
+        return out
+
+
+def _lit(value, aval):
+    value = np.asarray(value, aval.dtype)
+    return Lit(value, aval.update(shape=value.shape))
+
+
+def _finite_nonzero(c) -> bool:
+    return bool(np.isfinite(c)) and c != 0 if np.asarray(c).dtype.kind in "fc" else c != 0
+
+
+def _literal_scale(value: np.ndarray):
+    """``c`` when ``value`` is ``c`` times a square identity (``c`` finite, nonzero)."""
+    if value.ndim != 2 or value.shape[0] != value.shape[1] or value.shape[0] == 0:
+        return None
+    if value.dtype.kind not in IDENTITY_KINDS:
+        return None
+    n = value.shape[0]
+    diag = np.diagonal(value)
+    c = diag[0]
+    if not _finite_nonzero(c) or not np.all(diag == c) or np.count_nonzero(value) != n:
+        return None
+    return c
+
+
+def _uniform(a, eqn_of):
+    """The value every entry of ``a`` has, when known at compile time; else None."""
+    if isinstance(a, Var):
+        eqn = eqn_of(a)
+        if eqn is None:
+            return None
+        a = eqn.inputs[0]
+        if not isinstance(a, Lit):
+            return None
+    v = a.value
+    if v.size == 0:
+        return None
+    first = v.flat[0]
+    return first if v.size == 1 or np.all(v == first) else None

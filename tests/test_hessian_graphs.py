@@ -1,0 +1,312 @@
+"""Lean Jacobian graphs: jacrev of one output element without a size-1 batch, and
+``ir.algebra.simplify_products`` turning products with identity matrices into layout
+changes (values, non-finite inputs, what it must leave alone)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import functorch_core as fc
+from backends import registry
+from backends.interpreter import run_graph
+from functorch_core.testing import check_grads
+from ir import AbstractArray, Eqn, Graph, Lit, Var, check_graph
+from ir import primitives as P
+from ir.algebra import simplify_products
+
+
+def _lse_quadratic(q):
+    def f(z):
+        m = np.max(z)
+        return np.log(np.sum(np.exp(z - m))) + m + 0.5 * z @ q @ z
+    return f
+
+
+def _lse_quadratic_hessian(q, z):
+    p = np.exp(z - z.max())
+    p /= p.sum()
+    return np.diag(p) - np.outer(p, p) + q
+
+
+def _graph_of(jitted, *args):
+    jitted(*args)
+    return next(iter(jitted.cache.values())).graph
+
+
+def _prims(graph):
+    return [e.prim.name for e in graph.eqns]
+
+
+# --- hessian / jacrev / jacfwd values ---------------------------------------------------
+
+@pytest.mark.parametrize("backend", ["cpu", "interpreter"])
+def test_hessian_of_logsumexp_plus_quadratic(backend):
+    rng = np.random.default_rng(0)
+    d = 24                       # the identity basis is too big to be folded as a constant
+    a = rng.normal(size=(d, d))
+    q = a @ a.T / d
+    z = rng.normal(size=d)
+    f = _lse_quadratic(q)
+    want = _lse_quadratic_hessian(q, z)
+    np.testing.assert_allclose(fc.jit(fc.hessian(f), backend=backend)(z), want,
+                               rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(fc.hessian(f)(z), want, rtol=1e-12, atol=1e-13)
+    check_grads(f, (z,), order=2)
+
+
+def test_hessian_graph_has_no_products_and_no_size1_axes():
+    rng = np.random.default_rng(1)
+    d = 32
+    q = rng.normal(size=(d, d))
+    graph = _graph_of(fc.jit(fc.hessian(_lse_quadratic(q))), rng.normal(size=d))
+    assert "dot_general" not in _prims(graph)
+    shapes = [v.aval.shape for e in graph.eqns for v in e.outputs]
+    assert all(1 not in s for s in shapes), shapes
+
+
+def test_jacrev_of_scalar_is_one_vjp_without_a_batch():
+    w = np.linspace(-1.0, 1.0, 12).reshape(3, 4)
+
+    def f(x):
+        return np.sum(np.tanh(w @ x))
+    x = np.linspace(0.1, 0.9, 4)
+    graph = _graph_of(fc.jit(fc.jacrev(f)), x)
+    assert all(1 not in v.aval.shape for e in graph.eqns for v in e.outputs)
+    np.testing.assert_allclose(fc.jacrev(f)(x), fc.grad(f)(x), rtol=1e-14)
+    np.testing.assert_allclose(fc.jit(fc.jacrev(f))(x), fc.grad(f)(x), rtol=1e-14)
+
+
+@pytest.mark.parametrize("out_shape", [(), (1,), (1, 1)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_jacrev_of_one_element_output_shapes_and_dtypes(out_shape, dtype):
+    x = np.array([0.5, -1.5, 2.0], dtype)
+    y = np.array([[1.0, 2.0], [3.0, 4.0]], dtype)
+
+    def f(x, y):
+        return np.reshape(np.sum(np.sin(x)) * np.sum(y * y), out_shape)
+    jx, jy = fc.jacrev(f, argnums=(0, 1))(x, y)
+    assert jx.shape == out_shape + x.shape and jx.dtype == dtype
+    assert jy.shape == out_shape + y.shape and jy.dtype == dtype
+    np.testing.assert_allclose(jx.reshape(x.shape), np.cos(x) * np.sum(y * y), rtol=1e-6)
+    np.testing.assert_allclose(jy.reshape(y.shape), 2 * y * np.sum(np.sin(x)), rtol=1e-6)
+    fwd = fc.jacfwd(f, argnums=(0, 1))(x, y)
+    np.testing.assert_allclose(jx, fwd[0], rtol=1e-6)
+    np.testing.assert_allclose(jy, fwd[1], rtol=1e-6)
+
+
+def test_jacrev_of_one_element_pytree_aux_and_chunks():
+    def f(p):
+        out = np.sum(p["a"] ** 2) + np.prod(p["b"])
+        return {"loss": out}, p["a"] * 2
+    p = {"a": np.array([1.0, 2.0]), "b": np.array([[3.0, 4.0]])}
+    for chunk in (None, 1, 3):
+        jac, aux = fc.jacrev(f, has_aux=True, chunk_size=chunk)(p)
+        np.testing.assert_array_equal(aux, [2.0, 4.0])
+        np.testing.assert_allclose(jac["loss"]["a"], [2.0, 4.0])
+        np.testing.assert_allclose(jac["loss"]["b"], [[4.0, 3.0]])
+    jit_jac, _ = fc.jit(fc.jacrev(f, has_aux=True))(p)
+    np.testing.assert_allclose(jit_jac["loss"]["b"], [[4.0, 3.0]])
+
+
+def test_jacrev_of_one_complex_element():
+    x = np.array([0.5 + 1.0j, -1.0 + 0.25j])
+    jac = fc.jacrev(lambda x: np.sum(x * x, keepdims=True))(x)
+    want = fc.jacfwd(lambda x: np.sum(x * x, keepdims=True))(x)
+    assert jac.shape == (1, 2) and jac.dtype == np.complex128
+    np.testing.assert_allclose(jac, want)
+
+
+@pytest.mark.parametrize("chunk", [None, 5])
+def test_jacfwd_of_matrix_product_matches_the_matrix(chunk):
+    rng = np.random.default_rng(2)
+    w = rng.normal(size=(9, 7))
+    x = rng.normal(size=7)
+    jf = fc.jit(fc.jacfwd(lambda w, x: np.tanh(w @ x), argnums=1, chunk_size=chunk))
+    want = (1 - np.tanh(w @ x) ** 2)[:, None] * w
+    np.testing.assert_allclose(jf(w, x), want, rtol=1e-12, atol=1e-14)
+    jr = fc.jit(fc.jacrev(lambda w, x: np.tanh(w @ x), argnums=1, chunk_size=chunk))
+    np.testing.assert_allclose(jr(w, x), want, rtol=1e-12, atol=1e-14)
+
+
+def test_jacfwd_identity_product_with_nonfinite_argument_is_nan_like_the_product():
+    w = np.array([[1.0, 2.0, 3.0], [np.inf, 0.5, -1.0], [2.0, np.nan, 4.0], [1.0, 1.0, 1.0]])
+    x = np.array([0.5, -0.5, 1.5])
+    jf = fc.jit(fc.jacfwd(lambda w, x: w @ x, argnums=1))
+    assert "dot_general" not in _prims(_graph_of(jf, w, x))
+    got = jf(w, x)
+    with np.errstate(invalid="ignore"):
+        want = w @ np.eye(3)      # what pushing the basis through a matrix product gives
+    np.testing.assert_array_equal(got, want)
+    assert np.isnan(got[1, 1]) and got[1, 0] == np.inf
+
+
+# --- simplify_products on hand-built graphs ---------------------------------------------
+
+def _product_graph(lhs, rhs, dn):
+    """``dot_general(lhs, rhs)`` where each side is an aval (an input) or a Lit."""
+    inputs = [a for a in (lhs, rhs) if isinstance(a, AbstractArray)]
+    vars_ = {id(a): Var(a) for a in inputs}
+    atoms = [vars_[id(a)] if isinstance(a, AbstractArray) else a for a in (lhs, rhs)]
+    (aval,) = P.dot_general.shape_rule(*(a.aval for a in atoms), dimension_numbers=dn)
+    out = Var(aval)
+    eqn = Eqn(P.dot_general, tuple(atoms), (out,), {"dimension_numbers": dn})
+    return Graph([vars_[id(a)] for a in inputs], [eqn], [out])
+
+
+def _rewritten(graph):
+    from ir import passes
+    return check_graph(passes.dce(simplify_products(graph)))
+
+
+def _run_all(graph, args):
+    """The interpreter and the cpu backend on ``graph``, the interpreter on the original."""
+    new = _rewritten(graph)
+    return (run_graph(graph, args)[0], run_graph(new, args)[0],
+            registry.get("cpu").compile(new)(list(args))[0], new)
+
+
+MATMUL = (((1,), (0,)), ((), ()))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32, np.int64])
+@pytest.mark.parametrize("eye_side", ["lhs", "rhs"])
+@pytest.mark.parametrize("contract", [0, 1])
+def test_identity_product_becomes_a_layout_change(dtype, eye_side, contract):
+    rng = np.random.default_rng(3)
+    x = (rng.normal(size=(5, 5)) * 10).astype(dtype)
+    eye = Lit(np.eye(5, dtype=dtype))
+    xa = AbstractArray(x.shape, np.dtype(dtype))
+    dn = (((contract,), (1,)), ((), ())) if eye_side == "rhs" else (((1,), (contract,)), ((), ()))
+    graph = _product_graph(xa, eye, dn) if eye_side == "rhs" else _product_graph(eye, xa, dn)
+    want, interp, cpu, new = _run_all(graph, [x])
+    assert "dot_general" not in _prims(new)
+    assert interp.dtype == want.dtype and interp.shape == want.shape
+    np.testing.assert_array_equal(interp, want)
+    np.testing.assert_array_equal(cpu, want)
+
+
+def test_rank3_operand_moves_its_contracted_axis():
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(2, 6, 3))
+    xa = AbstractArray(x.shape, np.dtype(np.float64))
+    for graph in (_product_graph(xa, Lit(np.eye(6)), (((1,), (0,)), ((), ()))),
+                  _product_graph(Lit(np.eye(6)), xa, (((0,), (1,)), ((), ())))):
+        want, interp, cpu, new = _run_all(graph, [x])
+        assert _prims(new) == ["transpose", "is_finite", "not", "convert", "reduce_sum",
+                               "broadcast_in_dim", "transpose", "gt", "select"]
+        np.testing.assert_array_equal(interp, want)
+        np.testing.assert_array_equal(cpu, want)
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+def test_nonfinite_entries_give_the_products_nans(bad):
+    x = np.arange(20.0).reshape(4, 5)
+    x[1, 2] = bad
+    x[3, 0] = np.inf
+    x[3, 4] = bad                # a column whose only non-finite entry is on the diagonal
+    xa = AbstractArray(x.shape, np.dtype(np.float64))
+    for graph in (_product_graph(Lit(np.eye(4)), xa, MATMUL),
+                  _product_graph(xa, Lit(np.eye(5)), MATMUL),
+                  _product_graph(xa, Lit(np.eye(4)), (((0,), (0,)), ((), ())))):
+        want, interp, cpu, _ = _run_all(graph, [x])
+        assert np.isnan(want).any()
+        np.testing.assert_array_equal(interp, want)
+        np.testing.assert_array_equal(cpu, want)
+
+
+def test_scaled_identity_literal_and_scaled_by_equations():
+    x = np.arange(12.0).reshape(3, 4) - 5.0
+    xa = AbstractArray(x.shape, np.dtype(np.float64))
+    graph = _product_graph(Lit(2.5 * np.eye(3)), xa, MATMUL)
+    want, interp, cpu, new = _run_all(graph, [x])
+    assert "dot_general" not in _prims(new)
+    np.testing.assert_array_equal(interp, want)
+    np.testing.assert_array_equal(cpu, want)
+
+    # 0.5 * -(broadcast(3) * I) @ x, the way jvp of a scaled product meets the basis
+    xv = Var(xa)
+    f64 = np.dtype(np.float64)
+    three = Var(AbstractArray((3, 3), f64))
+    s1, s2, s3 = (Var(AbstractArray((3, 3), f64)) for _ in range(3))
+    out = Var(AbstractArray((3, 4), f64))
+    eqns = [Eqn(P.broadcast_in_dim, (Lit(np.float64(3.0)),), (three,),
+                {"shape": (3, 3), "broadcast_dimensions": ()}),
+            Eqn(P.mul, (three, Lit(np.eye(3))), (s1,), {}),
+            Eqn(P.neg, (s1,), (s2,), {}),
+            Eqn(P.mul, (Lit(np.float64(0.5)), s2), (s3,), {}),
+            Eqn(P.dot_general, (s3, xv), (out,), {"dimension_numbers": MATMUL})]
+    graph = Graph([xv], eqns, [out])
+    want, interp, cpu, new = _run_all(graph, [x])
+    assert "dot_general" not in _prims(new) and "neg" not in _prims(new)
+    np.testing.assert_array_equal(interp, want)
+    np.testing.assert_array_equal(cpu, want)
+
+
+@pytest.mark.parametrize("matrix", [
+    np.diag([1.0, 2.0, 1.0]),                       # diagonal, not a multiple of I
+    np.eye(3) + np.eye(3, k=1) * 1e-300,             # one tiny off-diagonal entry
+    np.eye(3)[::-1],                                 # a permutation
+    np.zeros((3, 3)),
+    np.where(np.eye(3) == 1, np.nan, 0.0),
+    np.where(np.eye(3) == 1, np.inf, 0.0),
+])
+def test_non_identity_literals_are_left_alone(matrix):
+    xa = AbstractArray((3, 4), np.dtype(np.float64))
+    graph = _product_graph(Lit(matrix), xa, MATMUL)
+    assert "dot_general" in _prims(_rewritten(graph))
+
+
+def test_batched_and_multi_contraction_products_are_left_alone():
+    eye = Lit(np.eye(3))
+    batched = _product_graph(eye, AbstractArray((3, 3), np.dtype(np.float64)),
+                             (((1,), (1,)), ((0,), (0,))))        # a diagonal extraction
+    both = _product_graph(eye, AbstractArray((3, 3), np.dtype(np.float64)),
+                          (((0, 1), (0, 1)), ((), ())))           # a trace
+    for graph in (batched, both):
+        assert "dot_general" in _prims(_rewritten(graph))
+
+
+def test_literal_operand_is_folded_only_when_finite():
+    q = np.arange(12.0).reshape(3, 4)
+    graph = _product_graph(Lit(np.eye(3)), Lit(q), MATMUL)
+    new = _rewritten(graph)
+    assert new.eqns == [] and isinstance(new.outputs[0], Lit)
+    np.testing.assert_array_equal(new.outputs[0].value, q)
+    q[0, 0] = np.inf
+    graph = _product_graph(Lit(np.eye(3)), Lit(q.copy()), (((0,), (0,)), ((), ())))
+    assert "dot_general" in _prims(_rewritten(graph))
+
+
+def test_complex_products():
+    x = np.array([[1 + 2j, 3 - 1j], [0.5j, -2.0]])
+    xa = AbstractArray(x.shape, np.dtype(np.complex128))
+    eye = Lit(np.eye(2, dtype=np.complex128))
+    assert "dot_general" in _prims(_rewritten(_product_graph(eye, xa, MATMUL)))
+    graph = _product_graph(eye, Lit(x), (((0,), (0,)), ((), ())))
+    new = _rewritten(graph)
+    assert new.eqns == []
+    np.testing.assert_array_equal(new.outputs[0].value, run_graph(graph, [])[0])
+
+
+def test_multiplication_by_one():
+    f64 = np.dtype(np.float64)
+    x = Var(AbstractArray((4,), f64))
+    ones, out = Var(AbstractArray((4,), f64)), Var(AbstractArray((4,), f64))
+    graph = Graph([x], [Eqn(P.broadcast_in_dim, (Lit(np.float64(1.0)),), (ones,),
+                            {"shape": (4,), "broadcast_dimensions": ()}),
+                        Eqn(P.mul, (ones, x), (out,), {})], [out])
+    new = _rewritten(graph)
+    assert new.eqns == [] and new.outputs[0] is x
+    c128 = np.dtype(np.complex128)
+    xc, oc = Var(AbstractArray((2,), c128)), Var(AbstractArray((2,), c128))
+    kept = Graph([xc], [Eqn(P.mul, (xc, Lit(np.ones(2, c128))), (oc,), {})], [oc])
+    assert _prims(_rewritten(kept)) == ["mul"]   # (inf + 0j) * (1 + 0j) has a NaN part
+
+
+def test_negative_zero_differs_only_in_sign():
+    x = np.array([[-0.0, 1.0], [2.0, -0.0]])
+    graph = _product_graph(Lit(np.eye(2)), AbstractArray(x.shape, np.dtype(np.float64)),
+                           MATMUL)
+    want, interp, cpu, _ = _run_all(graph, [x])
+    assert np.all(interp == want) and np.all(cpu == want)
