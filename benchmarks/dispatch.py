@@ -1,0 +1,106 @@
+"""Per-call dispatch overhead of a cached jit call, against NumPy, JAX and torch.
+
+Run from the repository root: ``python benchmarks/dispatch.py`` (JAX and torch rows
+appear when they are installed). Every row is the median over repeats of a timed
+loop of calls, in one process, so the ratios compare like with like on a noisy host.
+
+Two workloads: ``x + 1.0`` on f32[4] (pure overhead: one tiny kernel), and a
+multi-output graph of a few small ops on f32[16] (several kernels, three results).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import functorch_core as fc
+from benchmarks._timing import optional_import
+
+INNER = 2000       # calls per timed loop
+REPEATS = 15
+
+
+def per_call(fn, arg):
+    """Median seconds per call of ``fn(arg)``."""
+    for _ in range(50):
+        fn(arg)
+    times = []
+    for _ in range(REPEATS):
+        t0 = time.perf_counter()
+        for _ in range(INNER):
+            fn(arg)
+        times.append((time.perf_counter() - t0) / INNER)
+    return float(np.median(times))
+
+
+def add_one(x):
+    return x + 1.0
+
+
+def several(x):
+    y = x * 2.0 - 1.0
+    return y.sum(), np.maximum(y, 0.0), x * x.max()
+
+
+def _jax_rows(rows, x):
+    jax = optional_import("jax")
+    if jax is None:
+        rows["jax jit"] = rows["jax jit (several)"] = None
+        return
+    import jax.numpy as jnp
+    f = jax.jit(lambda x: x + 1.0)
+    g = jax.jit(lambda x: (jnp.sum(x * 2.0 - 1.0), jnp.maximum(x * 2.0 - 1.0, 0.0),
+                           x * jnp.max(x)))
+    rows["jax jit"] = per_call(lambda a: f(a).block_until_ready(), x[0])
+    rows["jax jit (several)"] = per_call(lambda a: jax.block_until_ready(g(a)), x[1])
+
+
+def _torch_rows(rows, x):
+    torch = optional_import("torch")
+    if torch is None:
+        rows["torch eager"] = rows["torch eager (several)"] = None
+        return
+    t4, t16 = torch.from_numpy(x[0]), torch.from_numpy(x[1])
+    rows["torch eager"] = per_call(lambda a: a + 1.0, t4)
+    rows["torch eager (several)"] = per_call(
+        lambda a: ((a * 2.0 - 1.0).sum(), torch.clamp_min(a * 2.0 - 1.0, 0.0), a * a.max()),
+        t16)
+
+
+def main():
+    x4 = np.ones(4, np.float32)
+    x16 = np.linspace(-1, 1, 16, dtype=np.float32)
+    cpu, interp = fc.jit(add_one, backend="cpu"), fc.jit(add_one, backend="interpreter")
+    cpu_several = fc.jit(several, backend="cpu")
+    interp_several = fc.jit(several, backend="interpreter")
+    executable = next(iter(cpu.cache.values())).run if cpu(x4) is not None else None
+    cpu_several(x16)
+    rows = {
+        "numpy x + 1.0": per_call(add_one, x4),
+        "jit cpu": per_call(cpu, x4),
+        "  of which the executable": per_call(lambda a: executable([a]), x4),
+        "jit cpu, general path": per_call(lambda a: cpu._call((a,), {}, None), x4),
+        "jit interpreter": per_call(interp, x4),
+        "numpy (several)": per_call(several, x16),
+        "jit cpu (several)": per_call(cpu_several, x16),
+        "jit interpreter (several)": per_call(interp_several, x16),
+    }
+    _jax_rows(rows, (x4, x16))
+    _torch_rows(rows, (x4, x16))
+    base = rows["jit cpu"]
+    print(f"per-call time, median of {REPEATS} loops of {INNER} calls "
+          f"(ratio: row / jit cpu on x + 1.0)")
+    for name, t in rows.items():
+        if t is None:
+            print(f"  {name:<30} {'not installed':>12}")
+        else:
+            print(f"  {name:<30} {t * 1e6:9.2f} us {t / base:8.2f}x")
+
+
+if __name__ == "__main__":
+    main()
