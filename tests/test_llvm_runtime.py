@@ -86,6 +86,7 @@ def test_fast_key_covers_plain_arrays_and_python_scalars():
     lambda a, b: (a.T,),                         # not C-contiguous
     lambda a, b: ([a],),                         # a pytree, not a leaf
     lambda a, b: (np.float32(1),),               # a NumPy scalar
+    lambda a, b: (np.float64(1),),               # a float subclass, but not weakly typed
     lambda a, b: (a.view(np.matrix),),           # an ndarray subclass
 ])
 def test_fast_key_steps_aside(args):
@@ -367,3 +368,18 @@ def test_jit_of_a_big_intermediate_chain_repeats_exactly():
         for g, w in zip(jf(x), first, strict=True):
             np.testing.assert_array_equal(g, w)
     np.testing.assert_allclose(first[0], f(x)[0], rtol=2e-6)
+
+
+def test_small_kernel_graphs_run_as_one_native_call_and_big_ones_do_not():
+    small = CPU.compile(chain(3, (8, 5)))
+    assert small.entry is not None or not runtime.graph_entry_supported()
+    b = Builder()
+    x = b.input((1 << 19,), np.float32)
+    big = CPU.compile(b.graph(b(P.reduce_sum, b(P.mul, x, x), axes=(0,))))
+    assert big.entry is None        # a long kernel releases the GIL through ctypes
+    arg = np.linspace(-1, 1, 1 << 19, dtype=np.float32)
+    np.testing.assert_allclose(big([arg])[0], np.sum(arg * arg), rtol=1e-5)
+    x = np.random.default_rng(5).standard_normal((8, 5))
+    want = run_graph(chain(3, (8, 5)), [x])
+    for g, w in zip(small([x]), want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-12)

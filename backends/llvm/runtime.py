@@ -421,7 +421,7 @@ class Executable:
                 fn, slots, outer = fns[id(step)]
                 points = int(np.prod(step.shape, dtype=np.int64))
                 self.steps.append(_native_step(fn, slots, outer, points))
-                if points < PARALLEL_MIN_POINTS or not outer:
+                if points < PARALLEL_MIN_POINTS:   # the entry holds the GIL: small only
                     calls.append((fn, slots, 0, outer or 0))
                 fresh |= writes & results
             elif isinstance(step, Blas):
