@@ -1,9 +1,10 @@
 """Compile a partitioned graph with llvmlite's MCJIT and run it.
 
 All kernels of a graph go into one LLVM module, optimized with the new pass builder
-(O3 with loop and SLP vectorization, without loop unrolling) for the host CPU. The
-module's symbols are named from a digest of its IR, so its object code can be cached on
-disk (``cache.py``) and several graphs share one MCJIT engine. The executable is a short
+(O3, loop and SLP vectorization) for the host CPU; small kernels go in a second module
+compiled without loop unrolling. A module's symbols are named from a digest of its IR,
+so its object code can be cached on disk (``cache.py``) and several graphs share one
+MCJIT engine. The executable is a short
 Python loop over steps: native kernels (called through ctypes), BLAS calls, and
 interpreter fallbacks for single equations. Compiled graphs are cached in memory by
 (graph structure, input avals).
@@ -14,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import itertools
+import math
 import operator
 import os
 import sys
@@ -41,11 +43,17 @@ _CACHE: dict = {}
 # kernels are built as @"fc_kernel_<i>" and renamed @"fc_<digest>_<i>" once the IR is known
 _STEM = "fc_kernel_"
 _MODULE = "fc_graph_"
-# loop unrolling more than doubled optimization and code generation time (full unrolling
-# of short inner loops, runtime unrolling of vector loops) for no measurable speed: the
-# vectorizer still interleaves its loops
-_PIPELINE = dict(speed_level=3, loop_vectorization=True, slp_vectorization=True,
-                 loop_unrolling=False)
+# Kernels of fewer than SMALL_KERNEL_POINTS points are compiled without loop unrolling:
+# they take microseconds either way, and fully unrolling their short inner loops (then
+# vectorizing the loop around them) was most of the compile time of small graphs. Big
+# kernels keep it (2-4x faster on reductions and broadcasts over short axes).
+PIPELINES = {
+    "full": dict(speed_level=3, loop_vectorization=True, slp_vectorization=True,
+                 loop_unrolling=True),
+    "small": dict(speed_level=3, loop_vectorization=True, slp_vectorization=True,
+                  loop_unrolling=False),
+}
+SMALL_KERNEL_POINTS = 1 << 12
 _CODEGEN_OPT = 3
 _loaded: dict = {}      # digest -> {symbol: address} of modules already in the engine
 _pending: dict = {}     # module name -> cached object code MCJIT should load instead
@@ -65,8 +73,7 @@ def _engine():
         empty.triple = llvm.get_process_triple()
         engine = llvm.create_mcjit_compiler(empty, tm)
         engine.set_object_cache(_object_compiled, _cached_object)
-        target = (f"{tm.triple} cpu={cpu} features={features} codegen=O{_CODEGEN_OPT} "
-                  f"pipeline={sorted(_PIPELINE.items())}")
+        target = f"{tm.triple} cpu={cpu} features={features} codegen=O{_CODEGEN_OPT}"
         _state.update(tm=tm, engine=engine, target=target)
     return _state["tm"], _state["engine"]
 
@@ -95,9 +102,11 @@ def _register_libm():
             llvm.add_symbol(sym, ctypes.cast(getattr(libm, sym), ctypes.c_void_p).value)
 
 
-def optimize(llmod, tm):
-    pto = llvm.create_pipeline_tuning_options(speed_level=_PIPELINE["speed_level"])
-    for option, value in _PIPELINE.items():
+def optimize(llmod, tm, pipeline="full"):
+    """Run the pass pipeline ``PIPELINES[pipeline]`` on ``llmod`` in place."""
+    options = PIPELINES[pipeline]
+    pto = llvm.create_pipeline_tuning_options(speed_level=options["speed_level"])
+    for option, value in options.items():
         setattr(pto, option, value)
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(llmod, pb)
@@ -115,9 +124,9 @@ def _array_data_offset():
 DATA_OFFSET = _array_data_offset()
 
 
-def build_module(plan: Plan):
-    """LLVM IR for every kernel of ``plan``: (ir.Module, {id(kernel): (entry name, slots,
-    outer)}), the same text for the same plan in every process (kernel i is
+def build_module(kernels):
+    """LLVM IR for ``kernels`` (Kernel steps): (ir.Module, {id(kernel): (entry name, slots,
+    outer)}), the same text for the same kernels in every process (kernel i is
     ``fc_kernel_<i>``).
 
     The entry takes array objects when the data-pointer offset is known (then the kernel
@@ -126,7 +135,6 @@ def build_module(plan: Plan):
     """
     module = ir.Module(name="fc_graph")
     entries = {}
-    kernels = (step for step in plan.steps if isinstance(step, Kernel))
     for i, step in enumerate(kernels):
         name = f"{_STEM}{i}"
         slots, outer = codegen.emit_kernel(module, name, step)
@@ -140,37 +148,53 @@ def build_module(plan: Plan):
 
 def compile_plan(plan: Plan):
     """Native code for every kernel of ``plan``: (:class:`OptimizedIR`, {id: (fn, slots,
-    outer)}). Object code comes from this process's engine when it already holds the same
-    module, else from the disk cache, else from LLVM (then it is written to the cache)."""
+    outer)}). Small kernels and the others form two modules (two pipelines); each one's
+    object code comes from this process's engine when it already holds the same module,
+    else from the disk cache, else from LLVM (then it is written to the cache)."""
     tm, engine = _engine()
-    module, entries = build_module(plan)
-    if not entries:
-        return OptimizedIR(""), {}
+    groups: dict = {name: [] for name in PIPELINES}
+    for step in plan.steps:
+        if isinstance(step, Kernel):
+            small = math.prod(step.shape) < SMALL_KERNEL_POINTS
+            groups["small" if small else "full"].append(step)
+    fns, parts = {}, []
+    for pipeline, kernels in groups.items():
+        if kernels:
+            text, group_fns = _compile_kernels(kernels, pipeline, tm, engine)
+            parts.append((text, pipeline))
+            fns.update(group_fns)
+    return OptimizedIR(parts), fns
+
+
+def _compile_kernels(kernels, pipeline, tm, engine):
+    """One module for ``kernels``: (its IR text, {id: (fn, slots, outer)})."""
+    module, entries = build_module(kernels)
     text = str(module)
-    digest = cache.key(text, _state["target"])
+    digest = cache.key(text, f"{_state['target']} {sorted(PIPELINES[pipeline].items())}")
     stem = f"fc_{digest[:32]}_"
     text = text.replace(f'@"{_STEM}', f'@"{stem}')
     with _lock:
         addresses = _loaded.get(digest)
         if addresses is None:
             names = [stem + name[len(_STEM):] for name, _, _ in entries.values()]
-            addresses = _loaded[digest] = _add_module(text, digest, names, tm, engine)
+            addresses = _loaded[digest] = _add_module(text, digest, names, pipeline, tm,
+                                                      engine)
     fns = {}
     arg = ctypes.c_void_p if DATA_OFFSET is None else ctypes.py_object
     for key, (name, slots, outer) in entries.items():
         proto = ctypes.CFUNCTYPE(None, *([arg] * len(slots)), ctypes.c_int64, ctypes.c_int64)
         fns[key] = (proto(addresses[stem + name[len(_STEM):]]), slots, outer)
-    return OptimizedIR(text), fns
+    return text, fns
 
 
-def _add_module(text, digest, names, tm, engine):
+def _add_module(text, digest, names, pipeline, tm, engine):
     """Add the module ``text`` to the engine, optimizing it only when the disk cache has
     no object code for ``digest``; the addresses of ``names``. Holds ``_lock``."""
     llmod = _parse(text, tm)
     llmod.name = _MODULE + digest
     obj = cache.load(digest)
     if obj is None:
-        optimize(llmod, tm)
+        optimize(llmod, tm, pipeline)
     else:
         _pending[llmod.name] = obj
     try:
@@ -193,19 +217,19 @@ class OptimizedIR:
     """The optimized LLVM IR of a graph's kernels, produced when first asked for
     (``str(ir)``, ``"<8 x float>" in ir``): a disk-cache hit never optimizes."""
 
-    def __init__(self, text: str):
-        self.source = text      # the unoptimized IR
+    def __init__(self, parts):
+        self.parts = parts      # (unoptimized IR, pipeline) per module
         self._text = None
 
     def __str__(self):
         if self._text is None:
-            if not self.source:
-                self._text = ""
-            else:
-                tm, _ = _engine()
-                llmod = _parse(self.source, tm)
-                optimize(llmod, tm)
-                self._text = str(llmod)
+            tm, _ = _engine()
+            texts = []
+            for source, pipeline in self.parts:
+                llmod = _parse(source, tm)
+                optimize(llmod, tm, pipeline)
+                texts.append(str(llmod))
+            self._text = "\n".join(texts)
         return self._text
 
     def __contains__(self, fragment: str):
