@@ -5,7 +5,9 @@ into ``I @ w``: a full matrix product whose answer is a transpose of ``w``.
 ``simplify_products`` finds ``dot_general`` with a scaled identity ``c * I``
 (a literal, checked by value, or ``mul``/``neg`` of one by a uniform constant)
 contracted over one dimension and replaces it with ``c * transpose(x)``. It also
-drops multiplications of real and integer arrays by a literal one.
+drops multiplications of real and integer arrays by a literal one, and moves
+each ``transpose`` into what computes its operand (``jacfwd`` ends with one),
+so that no separate transposed copy is made.
 
 Exactness. ``sum_m (c I)[i, m] x[m, r]`` is ``c * x[i, r]`` plus products
 ``0 * x[m, r]``: zeros while ``x`` is finite, NaN where ``x[m, r]`` is
@@ -36,7 +38,7 @@ IDENTITY_KINDS = "iufc"
 
 
 def simplify_products(graph: Graph) -> Graph:
-    """Rewrite products with (scaled) identity matrices and ones into layout changes.
+    """Rewrite products with (scaled) identity matrices and ones; move transposes up.
 
     Args:
         graph: a functional graph; it is left untouched.
@@ -59,7 +61,7 @@ def simplify_products(graph: Graph) -> Graph:
           return b
         }
     """
-    return _Rewriter(graph).run()
+    return _push_transposes(_Rewriter(graph).run())
 
 
 class _Rewriter:
@@ -190,6 +192,86 @@ class _Rewriter:
         others = emit(P.gt, total, own)
         nan = _lit(np.asarray(np.nan, x.aval.dtype), AbstractArray((), x.aval.dtype))
         return emit(P.select, others, nan, t)
+
+
+ELEMENTWISE = {"unary", "binary", "select", "convert"}
+
+
+def _push_transposes(graph: Graph) -> Graph:
+    """Move each ``transpose`` towards the graph inputs (see ``_Transposer``)."""
+    if not any(e.prim is P.transpose for e in graph.eqns):
+        return graph
+    return _Transposer(graph).run()
+
+
+class _Transposer:
+    """Rewrites ``transpose(y)`` by transposing what ``y`` is computed from.
+
+    A transpose of a transpose composes into one (or none); a transpose of a
+    broadcast is a broadcast; a transpose of a literal is a transposed literal; a
+    transpose of an elementwise result used nowhere else is the elementwise op
+    on transposed operands. A transpose left at the end of a Jacobian then
+    becomes part of the fused loop that computes it, instead of a copy.
+    """
+
+    def __init__(self, graph):
+        self.graph = graph
+        self.uses: dict[int, int] = {}
+        for e in graph.eqns:
+            for a in e.inputs:
+                self.uses[id(a)] = self.uses.get(id(a), 0) + 1
+        for o in graph.outputs:
+            self.uses[id(o)] = self.uses.get(id(o), 0) + 2
+        self.producer = {id(o): e for e in graph.eqns for o in e.outputs}
+        self.env: dict[int, Var | Lit] = {}
+        self.eqns: list[Eqn] = []
+
+    def read(self, a):
+        return self.env.get(id(a), a) if isinstance(a, Var) else a
+
+    def run(self) -> Graph:
+        for eqn in self.graph.eqns:
+            new = Eqn(eqn.prim, tuple(self.read(a) for a in eqn.inputs), eqn.outputs,
+                      eqn.params, eqn.source)
+            if eqn.prim is P.transpose:
+                out = eqn.outputs[0]
+                start = len(self.eqns)
+                result = self.transposed(eqn.inputs[0], tuple(eqn.params["permutation"]),
+                                         _Emitter(self.eqns, eqn.source))
+                if result.aval == out.aval:
+                    self.env[id(out)] = result
+                    continue
+                del self.eqns[start:]
+            self.eqns.append(new)
+        return Graph(list(self.graph.inputs), self.eqns, [self.read(o) for o in self.graph.outputs])
+
+    def transposed(self, a, perm, emit):
+        """``transpose(a, perm)`` for an atom ``a`` of the original graph."""
+        if perm == tuple(range(len(perm))):
+            return self.read(a)
+        if isinstance(a, Lit):
+            return _lit(np.ascontiguousarray(np.transpose(a.value, perm)), a.aval)
+        eqn = self.producer.get(id(a))
+        if eqn is None:
+            return emit(P.transpose, self.read(a), permutation=perm)
+        if eqn.prim is P.transpose:
+            inner = eqn.params["permutation"]
+            return self.transposed(eqn.inputs[0], tuple(inner[p] for p in perm), emit)
+        if eqn.prim is P.broadcast_in_dim:
+            return self.broadcast(eqn.inputs[0], eqn.params, perm, emit)
+        if eqn.prim.family in ELEMENTWISE and self.uses.get(id(a)) == 1:
+            moved = [self.read(x) if x.aval.ndim == 0 else self.transposed(x, perm, emit)
+                     for x in eqn.inputs]
+            return emit(eqn.prim, *moved, **eqn.params)
+        return emit(P.transpose, self.read(a), permutation=perm)
+
+    def broadcast(self, x, params, perm, emit):
+        shape, dims = params["shape"], params["broadcast_dimensions"]
+        where = [perm.index(d) for d in dims]           # x's axes in the transposed result
+        order = tuple(sorted(range(len(where)), key=where.__getitem__))
+        x = self.transposed(x, order, emit)
+        return emit(P.broadcast_in_dim, x, shape=tuple(shape[p] for p in perm),
+                    broadcast_dimensions=tuple(sorted(where)))
 
 
 class _Emitter:

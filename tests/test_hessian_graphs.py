@@ -310,3 +310,62 @@ def test_negative_zero_differs_only_in_sign():
                            MATMUL)
     want, interp, cpu, _ = _run_all(graph, [x])
     assert np.all(interp == want) and np.all(cpu == want)
+
+
+# --- transposes move into the computation that feeds them --------------------------------
+
+def _eqn(prim, inputs, **params):
+    (aval,) = prim.shape_rule(*(a.aval for a in inputs), **params)
+    return Eqn(prim, tuple(inputs), (Var(aval),), params)
+
+
+def test_transpose_of_transpose_composes():
+    x = Var(AbstractArray((2, 3, 4), np.dtype(np.float64)))
+    t1 = _eqn(P.transpose, [x], permutation=(1, 2, 0))
+    t2 = _eqn(P.transpose, [t1.outputs[0]], permutation=(2, 0, 1))
+    t3 = _eqn(P.transpose, [t2.outputs[0]], permutation=(0, 2, 1))
+    back = _rewritten(Graph([x], [t1, t2], [t2.outputs[0]]))
+    assert back.eqns == [] and back.outputs[0] is x
+    once = _rewritten(Graph([x], [t1, t2, t3], [t3.outputs[0]]))
+    assert [e.params["permutation"] for e in once.eqns] == [(0, 2, 1)]
+
+
+def test_transpose_moves_through_single_use_elementwise_ops():
+    rng = np.random.default_rng(5)
+    f64 = np.dtype(np.float64)
+    x = Var(AbstractArray((2, 4, 3), f64))
+    v = Var(AbstractArray((2, 3), f64))
+    c = Lit(rng.normal(size=(2, 4, 3)))
+    b = _eqn(P.broadcast_in_dim, [v], shape=(2, 4, 3), broadcast_dimensions=(0, 2))
+    m = _eqn(P.mul, [x, c])
+    s = _eqn(P.add, [m.outputs[0], b.outputs[0]])
+    e = _eqn(P.exp, [s.outputs[0]])
+    t = _eqn(P.transpose, [e.outputs[0]], permutation=(2, 0, 1))
+    graph = Graph([x, v], [b, m, s, e, t], [t.outputs[0]])
+    args = [rng.normal(size=(2, 4, 3)), rng.normal(size=(2, 3))]
+    want, interp, cpu, new = _run_all(graph, args)
+    assert _prims(new)[-1] == "exp"
+    # the input and the broadcast's (reordered) operand are transposed, nothing else
+    assert [e.inputs[0] for e in new.eqns if e.prim is P.transpose] == [x, v]
+    np.testing.assert_array_equal(interp, want)
+    np.testing.assert_array_equal(cpu, want)
+
+
+def test_transpose_of_a_shared_value_stays_a_transpose():
+    f64 = np.dtype(np.float64)
+    x = Var(AbstractArray((3, 4), f64))
+    e = _eqn(P.exp, [x])
+    t = _eqn(P.transpose, [e.outputs[0]], permutation=(1, 0))
+    graph = Graph([x], [e, t], [t.outputs[0], e.outputs[0]])
+    new = _rewritten(graph)
+    assert _prims(new) == ["exp", "transpose"]
+    assert new.eqns[1].inputs[0] is new.eqns[0].outputs[0]
+
+
+def test_jacfwd_graph_ends_in_the_fused_computation():
+    w = np.arange(12.0).reshape(4, 3) / 10
+    jf = fc.jit(fc.jacfwd(lambda x: np.tanh(w @ x)))
+    x = np.array([0.5, -0.5, 1.0])
+    graph = _graph_of(jf, x)
+    assert "transpose" not in _prims(graph) and "dot_general" in _prims(graph)
+    np.testing.assert_allclose(jf(x), (1 - np.tanh(w @ x) ** 2)[:, None] * w, rtol=1e-14)
