@@ -99,6 +99,7 @@ def _describe_change(old, new) -> str:
 
 _SCALAR_TYPES = (float, int, bool, complex)
 _FAST_ENTRIES = 64      # fast-path keys kept per jitted function
+_INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 
 
 def _fast_key(args):
@@ -106,9 +107,13 @@ def _fast_key(args):
 
     Each C-contiguous ndarray gives its shape and dtype, each Python scalar its type
     (which fixes its weak dtype). None (take the general path) for anything else: other
-    types, non-contiguous arrays, and several arrays that might share memory (the same
-    array twice, or arrays that do not own their data), whose overlap the signature records.
+    types, ints outside int64, non-contiguous arrays, and several arrays that might share
+    memory (the same array twice, or arrays that do not own their data), whose overlap the
+    signature records.
     """
+    if len(args) == 1 and type(args[0]) is np.ndarray:     # the commonest call, inlined
+        a = args[0]
+        return (a.shape, a.dtype) if a.flags.c_contiguous else None
     key, arrays = [], 0
     for a in args:
         t = type(a)
@@ -118,7 +123,7 @@ def _fast_key(args):
             key.append(a.shape)
             key.append(a.dtype)
             arrays += 1
-        elif t in _SCALAR_TYPES:
+        elif t in _SCALAR_TYPES and (t is not int or _INT64_MIN <= a <= _INT64_MAX):
             key.append(t)
         else:
             return None
@@ -205,7 +210,10 @@ class Jitted:
             self._fast.clear()
         scalars = any(type(k) is type and k in _SCALAR_TYPES for k in fkey)
         single = entry.out_tree.node is None
-        self._fast[fkey] = (entry.run, scalars, single, entry.out_tree, key)
+        # a backend may offer run.trusted: run without argument checks, for exactly what
+        # the fast key guarantees (C-contiguous arrays of the signature's dtypes)
+        run = getattr(entry.run, "trusted", entry.run)
+        self._fast[fkey] = (run, scalars, single, entry.out_tree, key)
 
 
 def jit(func=None, *, static_argnums=(), backend=None):

@@ -87,6 +87,7 @@ def test_fast_key_covers_plain_arrays_and_python_scalars():
     lambda a, b: ([a],),                         # a pytree, not a leaf
     lambda a, b: (np.float32(1),),               # a NumPy scalar
     lambda a, b: (np.float64(1),),               # a float subclass, but not weakly typed
+    lambda a, b: (a, 2 ** 63),                   # an int that int64 cannot hold
     lambda a, b: (a.view(np.matrix),),           # an ndarray subclass
 ])
 def test_fast_key_steps_aside(args):

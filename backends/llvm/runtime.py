@@ -470,6 +470,40 @@ class Executable:
         if calls and len(calls) == len(plan.steps) and graph_entry_supported() and all(
                 isinstance(c, np.ndarray) for c in plan.consts.values()):
             self.entry, self._entry_keep = graph_entry(calls, len(plan.slots))
+        self.trusted = self._trusted_call()
+
+    def _trusted_call(self):
+        """``call(args)`` for a caller that guarantees ``n_inputs`` C-contiguous ndarrays of
+        the input dtypes (jit's fast path keys on exactly that): ``__call__`` without the
+        argument checks, on local names. Results that need copies take ``__call__``."""
+        if self._plain_outputs is None:
+            return self.__call__
+        free, new_arena, entry, steps = self._free, self.new_arena, self.entry, self.steps
+        fresh, outputs, n = self.fresh, self._plain_outputs, self.n_inputs
+        nones, results, keep, empty = self._no_inputs, self._results, _WORKERS, np.empty
+
+        def call(args):
+            try:
+                bufs = free.pop()
+            except IndexError:
+                bufs = new_arena()
+            try:
+                bufs[:n] = args
+                for s, shape, dtype in fresh:
+                    bufs[s] = empty(shape, dtype)
+                if entry is not None:
+                    entry(*bufs)
+                else:
+                    for step in steps:
+                        step(bufs)
+                return [bufs[s] for s in outputs]
+            finally:
+                bufs[:n] = nones
+                for s in results:
+                    bufs[s] = None
+                if len(free) <= keep:
+                    free.append(bufs)
+        return call
 
     def _output_rules(self, refs):
         """(copy?, ref) per result: literals, inputs, constants and a second use of one
