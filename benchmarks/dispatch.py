@@ -83,7 +83,8 @@ def main():
     rows = {
         "numpy x + 1.0": per_call(add_one, x4),
         "jit cpu": per_call(cpu, x4),
-        "  of which the executable": per_call(lambda a: executable([a]), x4),
+        "  of which the executable": per_call(lambda a: executable.trusted([a]), x4),
+        "  executable, checked call": per_call(lambda a: executable([a]), x4),
         "jit cpu, general path": per_call(lambda a: cpu._call((a,), {}, None), x4),
         "jit interpreter": per_call(interp, x4),
         "numpy (several)": per_call(several, x16),
