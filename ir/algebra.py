@@ -4,7 +4,10 @@
 into ``I @ w``: a full matrix product whose answer is a transpose of ``w``.
 ``simplify_products`` finds ``dot_general`` with a scaled identity ``c * I``
 (a literal, checked by value, or ``mul``/``neg`` of one by a uniform constant)
-contracted over one dimension and replaces it with ``c * transpose(x)``. It also
+contracted over one dimension and replaces it with ``c * transpose(x)``.
+``jacrev`` of an elementwise function meets ``(I * v[None, :]) @ w`` (the basis
+times the local derivative): a diagonal matrix, ``c * I`` times a broadcast real
+vector, becomes a row scaling ``(c * v)[:, None] * w`` the same way. It also
 drops multiplications of real and integer arrays by a literal one, and moves
 each ``transpose`` into what computes its operand (``jacfwd`` ends with one),
 so that no separate transposed copy is made.
@@ -18,6 +21,8 @@ infinite or NaN. The rewrite keeps that:
 * a real floating-point ``x`` computed at run time gets a guard: an entry is
   NaN when another entry of its contracted fibre is not finite, as the product
   gives. Integer ``x`` needs none;
+* for a diagonal matrix the off-diagonal entries are ``0 * v[m]``, NaN where
+  ``v[m]`` is not finite, and the guard counts those too;
 * a complex ``x`` computed at run time is left alone (a product spreads a
   non-finite part over both components in ways a select cannot follow cheaply).
 
@@ -68,7 +73,7 @@ class _Rewriter:
     def __init__(self, graph):
         self.graph = graph
         self.env: dict[int, Var | Lit] = {}
-        self.scales: dict[int, object] = {}      # id(var) -> c, for vars known to be c * I
+        self.diagonals: dict[int, tuple] = {}    # id(var) -> (c, v, k): see diagonal_of
         self.lit_scales: dict[int, object] = {}  # id(lit) -> c or None, checked once
         self.broadcasts: dict[int, Eqn] = {}     # id(var) -> its broadcast_in_dim
         self.eqns: list[Eqn] = []
@@ -83,11 +88,11 @@ class _Rewriter:
             elif eqn.prim is P.mul:
                 if self.times_one(new):
                     continue
-                self.note_scaled(new)
+                self.note_product(new)
             elif eqn.prim is P.neg:
                 c = self.scale_of(inputs[0])
                 if c is not None:
-                    self.scales[id(eqn.outputs[0])] = -c
+                    self.diagonals[id(eqn.outputs[0])] = (-c, None, None)
             elif eqn.prim is P.broadcast_in_dim:
                 self.broadcasts[id(eqn.outputs[0])] = new
             self.eqns.append(new)
@@ -98,24 +103,41 @@ class _Rewriter:
 
     # --- what is known about an atom ---------------------------------------------
 
-    def scale_of(self, a):
-        """``c`` when ``a`` is ``c * I`` for a finite nonzero ``c``, else None."""
+    def diagonal_of(self, a):
+        """``(c, v, k)`` when ``a`` is ``c * I`` times ``v`` broadcast along axis ``k``
+        (``v`` None: a plain ``c * I``; ``c`` finite and nonzero), else None."""
         if isinstance(a, Var):
-            return self.scales.get(id(a))
+            return self.diagonals.get(id(a))
         if id(a) not in self.lit_scales:
             self.lit_scales[id(a)] = _literal_scale(a.value)
-        return self.lit_scales[id(a)]
+        c = self.lit_scales[id(a)]
+        return None if c is None else (c, None, None)
 
-    def note_scaled(self, eqn):
+    def scale_of(self, a):
+        d = self.diagonal_of(a)
+        return d[0] if d is not None and d[1] is None else None
+
+    def note_product(self, eqn):
+        """Record ``c * I`` times a uniform constant, or times a broadcast vector."""
         x, y = eqn.inputs
+        out = eqn.outputs[0]
         for a, b in ((x, y), (y, x)):
-            c, s = self.scale_of(a), _uniform(b, self.eqn_of)
-            if c is not None and s is not None:
-                dt = eqn.outputs[0].aval.dtype
+            c = self.scale_of(a)
+            if c is None:
+                continue
+            s = _uniform(b, self.eqn_of)
+            if s is not None:
+                dt = out.aval.dtype
                 with np.errstate(all="ignore"):
                     cs = np.asarray(c, dt) * np.asarray(s, dt)
                 if _finite_nonzero(cs):
-                    self.scales[id(eqn.outputs[0])] = cs[()]
+                    self.diagonals[id(out)] = (cs[()], None, None)
+                return
+            bcast = self.eqn_of(b)
+            if bcast is not None and out.aval.dtype.kind in "iuf":
+                v, dims = bcast.inputs[0], bcast.params["broadcast_dimensions"]
+                if v.aval.shape == out.aval.shape[:1] and len(dims) == 1:
+                    self.diagonals[id(out)] = (c, v, dims[0])
                 return
 
     def eqn_of(self, v):
@@ -144,21 +166,25 @@ class _Rewriter:
         out = eqn.outputs[0]
         if out.aval.dtype.kind not in IDENTITY_KINDS:
             return False
-        for eye, x, j, eye_first in ((lhs, rhs, rc[0], True), (rhs, lhs, lc[0], False)):
-            if eye.aval.ndim != 2:
+        for eye, x, j, k, first in ((lhs, rhs, rc[0], lc[0], True),
+                                    (rhs, lhs, lc[0], rc[0], False)):
+            diagonal = self.diagonal_of(eye) if eye.aval.ndim == 2 else None
+            if diagonal is None:
                 continue
-            c = self.scale_of(eye)
-            if c is None:
-                continue
+            c, v, vdim = diagonal
             rest = tuple(d for d in range(x.aval.ndim) if d != j)
-            perm = (j,) + rest if eye_first else rest + (j,)
-            result = self.scaled_layout(x, c, perm, j, eqn.source)
+            perm = (j,) + rest if first else rest + (j,)
+            emit = _Emitter(self.eqns, eqn.source)
+            if v is None:
+                result = self.scaled_layout(emit, x, c, perm, j)
+            else:
+                result = self.diagonal_layout(emit, x, c, v, vdim == k, perm, j)
             if result is not None and result.aval == out.aval:
                 self.env[id(out)] = result
                 return True
         return False
 
-    def scaled_layout(self, x, c, perm, j, source):
+    def scaled_layout(self, emit, x, c, perm, j):
         """``c * transpose(x, perm)``, guarded as the product would be; None if not exact."""
         dt = x.aval.dtype
         c = np.asarray(c, dt)
@@ -171,27 +197,64 @@ class _Rewriter:
             return _lit(value if c == 1 else c * value, x.aval)
         if dt.kind == "c":
             return None
-        emit = _Emitter(self.eqns, source)
-        t = x if perm == tuple(range(len(perm))) else emit(P.transpose, x, permutation=perm)
+        t = _transpose(emit, x, perm)
         if c != 1:
             t = emit(P.mul, _lit(c, AbstractArray((), dt, x.aval.weak_type)), t)
         if dt.kind in INT_KINDS:
             return t
-        return self.nan_guard(emit, x, t, perm, j)
+        return self.nan_guard(emit, _not_finite(emit, x), t, perm, j)
 
-    def nan_guard(self, emit, x, t, perm, j):
-        """NaN where another entry of the contracted fibre of ``x`` is not finite."""
-        count_t = np.dtype(np.int32) if x.aval.shape[j] < 2 ** 31 else np.dtype(np.int64)
-        bad = emit(P.convert, emit(P.not_, emit(P.is_finite, x)), new_dtype=count_t)
+    def diagonal_layout(self, emit, x, c, v, on_contracted, perm, j):
+        """``diag(c * v)`` times ``x`` as a row scaling of ``transpose(x, perm)``, guarded.
+
+        An off-diagonal entry of the matrix is ``0 * v[m]``, NaN when ``v[m]`` is not
+        finite; it meets ``x`` along the contracted axis when ``v`` lies on the
+        matrix's contracted axis, and along the whole row otherwise.
+        """
+        dt = x.aval.dtype
+        if dt.kind not in "iuf":
+            return None
+        c = np.asarray(c, dt)
+        d = v if c == 1 else emit(P.mul, _lit(c, AbstractArray((), dt, v.aval.weak_type)), v)
+        t = _transpose(emit, x, perm)
+        at = perm.index(j)                     # the matrix's free axis in the result
+        t = emit(P.mul, emit(P.broadcast_in_dim, d, shape=t.aval.shape,
+                             broadcast_dimensions=(at,)), t)
+        if dt.kind in INT_KINDS:
+            return t
+        bad_v = _not_finite(emit, v)
+        bad = _not_finite(emit, x)
+        if on_contracted:
+            spread = emit(P.broadcast_in_dim, bad_v, shape=x.aval.shape, broadcast_dimensions=(j,))
+            return self.nan_guard(emit, emit(P.or_, bad, spread), t, perm, j)
+        guarded = self.nan_guard(emit, bad, t, perm, j)
+        if x.aval.shape[j] == 1:               # no off-diagonal entries
+            return guarded
+        row = emit(P.broadcast_in_dim, bad_v, shape=t.aval.shape, broadcast_dimensions=(at,))
+        return emit(P.select, row, _nan(dt), guarded)
+
+    def nan_guard(self, emit, bad, t, perm, j):
+        """``t`` (``x`` transposed by ``perm``), NaN where ``bad`` (in ``x``'s layout) holds
+        for another entry of the contracted fibre: the products ``0 * x`` are NaN there."""
+        count_t = np.dtype(np.int32) if bad.aval.shape[j] < 2 ** 31 else np.dtype(np.int64)
+        bad = emit(P.convert, bad, new_dtype=count_t)
         total = emit(P.reduce_sum, bad, axes=(j,))
-        out_shape = t.aval.shape
         rest_at = tuple(i for i, p in enumerate(perm) if p != j)
-        total = emit(P.broadcast_in_dim, total, shape=out_shape, broadcast_dimensions=rest_at)
-        own = emit(P.transpose, bad, permutation=perm) if perm != tuple(range(len(perm))) \
-            else bad
-        others = emit(P.gt, total, own)
-        nan = _lit(np.asarray(np.nan, x.aval.dtype), AbstractArray((), x.aval.dtype))
-        return emit(P.select, others, nan, t)
+        total = emit(P.broadcast_in_dim, total, shape=t.aval.shape, broadcast_dimensions=rest_at)
+        others = emit(P.gt, total, _transpose(emit, bad, perm))
+        return emit(P.select, others, _nan(t.aval.dtype), t)
+
+
+def _transpose(emit, x, perm):
+    return x if perm == tuple(range(len(perm))) else emit(P.transpose, x, permutation=perm)
+
+
+def _not_finite(emit, x):
+    return emit(P.not_, emit(P.is_finite, x))
+
+
+def _nan(dt):
+    return _lit(np.asarray(np.nan, dt), AbstractArray((), dt))
 
 
 ELEMENTWISE = {"unary", "binary", "select", "convert"}

@@ -369,3 +369,59 @@ def test_jacfwd_graph_ends_in_the_fused_computation():
     graph = _graph_of(jf, x)
     assert "transpose" not in _prims(graph) and "dot_general" in _prims(graph)
     np.testing.assert_allclose(jf(x), (1 - np.tanh(w @ x) ** 2)[:, None] * w, rtol=1e-14)
+
+
+# --- diagonal matrices: c * I times a broadcast vector ------------------------------------
+
+def _diagonal_product_graph(n, r, vdim, eye_side, contract, dtype, scale):
+    """``dot_general(scale * I * broadcast(v, vdim), x)`` (or with x on the left)."""
+    dt = np.dtype(dtype)
+    v = Var(AbstractArray((n,), dt))
+    x = Var(AbstractArray((n, r) if eye_side == "lhs" else (r, n), dt))
+    b = _eqn(P.broadcast_in_dim, [v], shape=(n, n), broadcast_dimensions=(vdim,))
+    d = _eqn(P.mul, [Lit((scale * np.eye(n)).astype(dt)), b.outputs[0]])
+    if eye_side == "lhs":
+        dot = _eqn(P.dot_general, [d.outputs[0], x], dimension_numbers=(((contract,), (0,)),
+                                                                         ((), ())))
+    else:
+        dot = _eqn(P.dot_general, [x, d.outputs[0]], dimension_numbers=(((1,), (contract,)),
+                                                                         ((), ())))
+    return Graph([v, x], [b, d, dot], [dot.outputs[0]])
+
+
+@pytest.mark.parametrize("vdim", [0, 1])
+@pytest.mark.parametrize("eye_side", ["lhs", "rhs"])
+@pytest.mark.parametrize("contract", [0, 1])
+@pytest.mark.parametrize("case", ["finite", "x_inf", "x_nan_alone", "v_inf", "v_nan", "int"])
+def test_diagonal_matrix_product_is_a_row_scaling(vdim, eye_side, contract, case):
+    rng = np.random.default_rng(6)
+    n, r = 4, 3
+    dtype = np.int64 if case == "int" else np.float64
+    v = (rng.normal(size=n) * 5).astype(dtype)
+    x = (rng.normal(size=(n, r)) * 5).astype(dtype)
+    if case == "x_inf":
+        x[1, 2], x[3, 0] = np.inf, -np.inf
+    elif case == "x_nan_alone":
+        x[2, 1] = np.nan
+    elif case == "v_inf":
+        v[1] = np.inf
+    elif case == "v_nan":
+        v[3] = np.nan
+    if eye_side == "rhs":
+        x = np.ascontiguousarray(x.T)
+    graph = _diagonal_product_graph(n, r, vdim, eye_side, contract, dtype, 2.0)
+    with np.errstate(invalid="ignore"):
+        want, interp, cpu, new = _run_all(graph, [v, x])
+    assert "dot_general" not in _prims(new)
+    np.testing.assert_array_equal(interp, want)
+    np.testing.assert_array_equal(cpu, want)
+
+
+def test_jacrev_of_elementwise_after_matrix_product_has_no_product_left():
+    rng = np.random.default_rng(7)
+    w, b, x = rng.normal(size=(6, 5)), rng.normal(size=6), rng.normal(size=5)
+    jr = fc.jit(fc.jacrev(lambda w, b, x: np.tanh(w @ x + b), argnums=2))
+    graph = _graph_of(jr, w, b, x)
+    assert _prims(graph).count("dot_general") == 1          # only the primal w @ x
+    np.testing.assert_allclose(jr(w, b, x), (1 - np.tanh(w @ x + b) ** 2)[:, None] * w,
+                               rtol=1e-13, atol=1e-15)
