@@ -258,6 +258,7 @@ def _nan(dt):
 
 
 ELEMENTWISE = {"unary", "binary", "select", "convert"}
+MAX_PUSH_DEPTH = 64      # equations a transpose moves through (keeps the recursion short)
 
 
 def _push_transposes(graph: Graph) -> Graph:
@@ -308,31 +309,31 @@ class _Transposer:
             self.eqns.append(new)
         return Graph(list(self.graph.inputs), self.eqns, [self.read(o) for o in self.graph.outputs])
 
-    def transposed(self, a, perm, emit):
+    def transposed(self, a, perm, emit, depth=0):
         """``transpose(a, perm)`` for an atom ``a`` of the original graph."""
         if perm == tuple(range(len(perm))):
             return self.read(a)
         if isinstance(a, Lit):
             return _lit(np.ascontiguousarray(np.transpose(a.value, perm)), a.aval)
         eqn = self.producer.get(id(a))
-        if eqn is None:
+        if eqn is None or depth > MAX_PUSH_DEPTH:
             return emit(P.transpose, self.read(a), permutation=perm)
         if eqn.prim is P.transpose:
             inner = eqn.params["permutation"]
-            return self.transposed(eqn.inputs[0], tuple(inner[p] for p in perm), emit)
+            return self.transposed(eqn.inputs[0], tuple(inner[p] for p in perm), emit, depth + 1)
         if eqn.prim is P.broadcast_in_dim:
-            return self.broadcast(eqn.inputs[0], eqn.params, perm, emit)
+            return self.broadcast(eqn.inputs[0], eqn.params, perm, emit, depth + 1)
         if eqn.prim.family in ELEMENTWISE and self.uses.get(id(a)) == 1:
-            moved = [self.read(x) if x.aval.ndim == 0 else self.transposed(x, perm, emit)
-                     for x in eqn.inputs]
+            moved = [self.read(x) if x.aval.ndim == 0 else
+                     self.transposed(x, perm, emit, depth + 1) for x in eqn.inputs]
             return emit(eqn.prim, *moved, **eqn.params)
         return emit(P.transpose, self.read(a), permutation=perm)
 
-    def broadcast(self, x, params, perm, emit):
+    def broadcast(self, x, params, perm, emit, depth):
         shape, dims = params["shape"], params["broadcast_dimensions"]
         where = [perm.index(d) for d in dims]           # x's axes in the transposed result
         order = tuple(sorted(range(len(where)), key=where.__getitem__))
-        x = self.transposed(x, order, emit)
+        x = self.transposed(x, order, emit, depth)
         return emit(P.broadcast_in_dim, x, shape=tuple(shape[p] for p in perm),
                     broadcast_dimensions=tuple(sorted(where)))
 

@@ -425,3 +425,18 @@ def test_jacrev_of_elementwise_after_matrix_product_has_no_product_left():
     assert _prims(graph).count("dot_general") == 1          # only the primal w @ x
     np.testing.assert_allclose(jr(w, b, x), (1 - np.tanh(w @ x + b) ** 2)[:, None] * w,
                                rtol=1e-13, atol=1e-15)
+
+
+def test_transpose_after_a_long_elementwise_chain():
+    f64 = np.dtype(np.float64)
+    x = Var(AbstractArray((2, 3), f64))
+    eqns, y = [], x
+    for _ in range(3000):
+        eqns.append(_eqn(P.sin, [y]))
+        y = eqns[-1].outputs[0]
+    eqns.append(_eqn(P.transpose, [y], permutation=(1, 0)))
+    graph = Graph([x], eqns, [eqns[-1].outputs[0]])
+    args = [np.arange(6.0).reshape(2, 3)]
+    want, interp, _, new = _run_all(graph, args)
+    assert _prims(new).count("transpose") == 1 and _prims(new)[-1] == "sin"
+    np.testing.assert_array_equal(interp, want)
