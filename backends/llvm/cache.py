@@ -18,6 +18,9 @@ again. Any error reading or writing the folder only costs a recompilation, never
 The folder is bounded to :data:`MAX_BYTES`: after a write that takes it past the bound,
 the least recently used entries (by modification time, refreshed on every hit) are
 removed until it is back under three quarters of it.
+
+Entries are machine code that runs in the process: point the cache only at a folder
+that no one else can write (the default is per user; entries are created mode 0600).
 """
 
 from __future__ import annotations
@@ -207,6 +210,6 @@ def clear() -> int:
         return 0
     removed = 0
     for name in os.listdir(folder):
-        if name.endswith(_SUFFIX):
+        if name.endswith(_SUFFIX) and not name.startswith(".tmp-"):
             removed += _unlink(os.path.join(folder, name))
     return removed
