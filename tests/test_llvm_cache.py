@@ -129,6 +129,13 @@ def test_store_then_load_round_trips(folder):
     assert not [n for n in os.listdir(folder) if n.startswith(".tmp-")]
 
 
+def test_clear_removes_every_entry(folder):
+    for i in range(3):
+        cache.store(cache.key(str(i), "t"), b"obj")
+    assert cache.clear() == 3
+    assert entries(folder.parent) == [] and cache.clear() == 0
+
+
 def test_key_depends_on_ir_and_target():
     keys = {cache.key("a", "x86"), cache.key("b", "x86"), cache.key("a", "x86 -avx")}
     assert len(keys) == 3 and cache.key("a", "x86") == cache.key("a", "x86")

@@ -136,7 +136,7 @@ def store(digest: str, obj: bytes) -> bool:
     header = _HEADER.pack(_MAGIC, bytes.fromhex(digest), len(obj), hashlib.sha256(obj).digest())
     tmp = None
     try:
-        os.makedirs(folder, exist_ok=True)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=_SUFFIX)
         with os.fdopen(fd, "wb") as f:
             f.write(header)
