@@ -4,7 +4,9 @@
 into ``I @ w``: a full matrix product whose answer is a transpose of ``w``.
 ``simplify_products`` finds ``dot_general`` with a scaled identity ``c * I``
 (a literal, checked by value, or ``mul``/``neg`` of one by a uniform constant)
-contracted over one dimension and replaces it with ``c * transpose(x)``.
+contracted over one dimension and replaces it with ``c * transpose(x)``; a
+row or column slice of one (``chunk_size`` splits the basis so) picks a slice
+of ``x``.
 ``jacrev`` of an elementwise function meets ``(I * v[None, :]) @ w`` (the basis
 times the local derivative): a diagonal matrix, ``c * I`` times a broadcast real
 vector, becomes a row scaling ``(c * v)[:, None] * w`` the same way. It also
@@ -73,8 +75,8 @@ class _Rewriter:
     def __init__(self, graph):
         self.graph = graph
         self.env: dict[int, Var | Lit] = {}
-        self.diagonals: dict[int, tuple] = {}    # id(var) -> (c, v, k): see diagonal_of
-        self.lit_scales: dict[int, object] = {}  # id(lit) -> c or None, checked once
+        self.diagonals: dict[int, tuple] = {}    # id(var) -> (c, v, k, off): see diagonal_of
+        self.lit_scales: dict[int, object] = {}  # id(lit) -> (c, off) or None, checked once
         self.broadcasts: dict[int, Eqn] = {}     # id(var) -> its broadcast_in_dim
         self.eqns: list[Eqn] = []
 
@@ -90,9 +92,11 @@ class _Rewriter:
                     continue
                 self.note_product(new)
             elif eqn.prim is P.neg:
-                c = self.scale_of(inputs[0])
-                if c is not None:
-                    self.diagonals[id(eqn.outputs[0])] = (-c, None, None)
+                d = self.diagonal_of(inputs[0])
+                if d is not None and d[1] is None:
+                    self.diagonals[id(eqn.outputs[0])] = (-d[0], None, None, d[3])
+            elif eqn.prim is P.slice:
+                self.note_slice(new)
             elif eqn.prim is P.broadcast_in_dim:
                 self.broadcasts[id(eqn.outputs[0])] = new
             self.eqns.append(new)
@@ -104,40 +108,52 @@ class _Rewriter:
     # --- what is known about an atom ---------------------------------------------
 
     def diagonal_of(self, a):
-        """``(c, v, k)`` when ``a`` is ``c * I`` times ``v`` broadcast along axis ``k``
-        (``v`` None: a plain ``c * I``; ``c`` finite and nonzero), else None."""
+        """``(c, v, k, off)`` for a matrix ``a`` known to be ``c`` where ``col - row == off``
+        and zero elsewhere (``c`` finite, nonzero; a slice of ``c * I``), times ``v``
+        broadcast along axis ``k`` (``v`` None: no vector; else ``off == 0``, square)."""
         if isinstance(a, Var):
             return self.diagonals.get(id(a))
         if id(a) not in self.lit_scales:
             self.lit_scales[id(a)] = _literal_scale(a.value)
-        c = self.lit_scales[id(a)]
-        return None if c is None else (c, None, None)
+        found = self.lit_scales[id(a)]
+        return None if found is None else (found[0], None, None, found[1])
 
     def scale_of(self, a):
+        """``c`` when ``a`` is exactly ``c * I`` (square, no offset), else None."""
         d = self.diagonal_of(a)
-        return d[0] if d is not None and d[1] is None else None
+        if d is None or d[1] is not None or d[3] != 0 or a.aval.shape[0] != a.aval.shape[1]:
+            return None
+        return d[0]
+
+    def note_slice(self, eqn):
+        d = self.diagonal_of(eqn.inputs[0])
+        if d is None or d[1] is not None or set(eqn.params["strides"]) != {1}:
+            return
+        (r0, c0) = eqn.params["start_indices"]
+        self.diagonals[id(eqn.outputs[0])] = (d[0], None, None, d[3] + r0 - c0)
 
     def note_product(self, eqn):
         """Record ``c * I`` times a uniform constant, or times a broadcast vector."""
         x, y = eqn.inputs
         out = eqn.outputs[0]
         for a, b in ((x, y), (y, x)):
-            c = self.scale_of(a)
-            if c is None:
+            d = self.diagonal_of(a) if a.aval.ndim == 2 else None
+            if d is None or d[1] is not None:
                 continue
             s = _uniform(b, self.eqn_of)
             if s is not None:
                 dt = out.aval.dtype
                 with np.errstate(all="ignore"):
-                    cs = np.asarray(c, dt) * np.asarray(s, dt)
+                    cs = np.asarray(d[0], dt) * np.asarray(s, dt)
                 if _finite_nonzero(cs):
-                    self.diagonals[id(out)] = (cs[()], None, None)
+                    self.diagonals[id(out)] = (cs[()], None, None, d[3])
                 return
+            c = self.scale_of(a)
             bcast = self.eqn_of(b)
-            if bcast is not None and out.aval.dtype.kind in "iuf":
+            if c is not None and bcast is not None and out.aval.dtype.kind in "iuf":
                 v, dims = bcast.inputs[0], bcast.params["broadcast_dimensions"]
                 if v.aval.shape == out.aval.shape[:1] and len(dims) == 1:
-                    self.diagonals[id(out)] = (c, v, dims[0])
+                    self.diagonals[id(out)] = (c, v, dims[0], 0)
                 return
 
     def eqn_of(self, v):
@@ -171,12 +187,15 @@ class _Rewriter:
             diagonal = self.diagonal_of(eye) if eye.aval.ndim == 2 else None
             if diagonal is None:
                 continue
-            c, v, vdim = diagonal
+            c, v, vdim, off = diagonal
+            picked = _picked(eye.aval.shape, k, off)
+            if picked is None:
+                continue
             rest = tuple(d for d in range(x.aval.ndim) if d != j)
             perm = (j,) + rest if first else rest + (j,)
             emit = _Emitter(self.eqns, eqn.source)
             if v is None:
-                result = self.scaled_layout(emit, x, c, perm, j)
+                result = self.scaled_layout(emit, x, c, perm, j, picked)
             else:
                 result = self.diagonal_layout(emit, x, c, v, vdim == k, perm, j)
             if result is not None and result.aval == out.aval:
@@ -184,8 +203,9 @@ class _Rewriter:
                 return True
         return False
 
-    def scaled_layout(self, emit, x, c, perm, j):
-        """``c * transpose(x, perm)``, guarded as the product would be; None if not exact."""
+    def scaled_layout(self, emit, x, c, perm, j, picked):
+        """``c * transpose(x[picked along j], perm)``, guarded as the product would be;
+        None if not exact. ``picked`` is ``(start, stop)``: the entries the matrix selects."""
         dt = x.aval.dtype
         c = np.asarray(c, dt)
         if dt.kind == "c" and c.imag != 0:
@@ -193,16 +213,17 @@ class _Rewriter:
         if isinstance(x, Lit):
             if dt.kind in "fc" and not np.all(np.isfinite(x.value)):
                 return None
-            value = np.ascontiguousarray(np.transpose(x.value, perm))
+            value = np.take(x.value, range(*picked), axis=j)
+            value = np.ascontiguousarray(np.transpose(value, perm))
             return _lit(value if c == 1 else c * value, x.aval)
         if dt.kind == "c":
             return None
-        t = _transpose(emit, x, perm)
+        t = _transpose(emit, _take(emit, x, j, picked), perm)
         if c != 1:
             t = emit(P.mul, _lit(c, AbstractArray((), dt, x.aval.weak_type)), t)
         if dt.kind in INT_KINDS:
             return t
-        return self.nan_guard(emit, _not_finite(emit, x), t, perm, j)
+        return self.nan_guard(emit, _not_finite(emit, x), t, perm, j, picked)
 
     def diagonal_layout(self, emit, x, c, v, on_contracted, perm, j):
         """``diag(c * v)`` times ``x`` as a row scaling of ``transpose(x, perm)``, guarded.
@@ -233,16 +254,39 @@ class _Rewriter:
         row = emit(P.broadcast_in_dim, bad_v, shape=t.aval.shape, broadcast_dimensions=(at,))
         return emit(P.select, row, _nan(dt), guarded)
 
-    def nan_guard(self, emit, bad, t, perm, j):
-        """``t`` (``x`` transposed by ``perm``), NaN where ``bad`` (in ``x``'s layout) holds
-        for another entry of the contracted fibre: the products ``0 * x`` are NaN there."""
+    def nan_guard(self, emit, bad, t, perm, j, picked=None):
+        """``t`` (``x[picked]`` transposed by ``perm``), NaN where ``bad`` (in ``x``'s
+        layout) holds for another entry of the contracted fibre: ``0 * x`` is NaN there."""
         count_t = np.dtype(np.int32) if bad.aval.shape[j] < 2 ** 31 else np.dtype(np.int64)
         bad = emit(P.convert, bad, new_dtype=count_t)
         total = emit(P.reduce_sum, bad, axes=(j,))
         rest_at = tuple(i for i, p in enumerate(perm) if p != j)
         total = emit(P.broadcast_in_dim, total, shape=t.aval.shape, broadcast_dimensions=rest_at)
-        others = emit(P.gt, total, _transpose(emit, bad, perm))
+        own = bad if picked is None else _take(emit, bad, j, picked)
+        others = emit(P.gt, total, _transpose(emit, own, perm))
         return emit(P.select, others, _nan(t.aval.dtype), t)
+
+
+def _picked(shape, k, off):
+    """``(start, stop)`` of the contracted entries a matrix with ones at ``col - row ==
+    off`` picks, one per free index, when it picks exactly one for each; else None."""
+    rows, cols = shape
+    if k == 1:              # rows are free: row r picks column r + off
+        start, stop = off, off + rows
+        return (start, stop) if 0 <= start and stop <= cols else None
+    start, stop = -off, cols - off      # columns are free: column q picks row q - off
+    return (start, stop) if 0 <= start and stop <= rows else None
+
+
+def _take(emit, x, j, picked):
+    """``x[start:stop]`` along axis ``j`` (``x`` itself when that is all of it)."""
+    start, stop = picked
+    if (start, stop) == (0, x.aval.shape[j]):
+        return x
+    nd = x.aval.ndim
+    return emit(P.slice, x, start_indices=tuple(start if d == j else 0 for d in range(nd)),
+                limit_indices=tuple(stop if d == j else x.aval.shape[d] for d in range(nd)),
+                strides=(1,) * nd)
 
 
 def _transpose(emit, x, perm):
@@ -361,17 +405,21 @@ def _finite_nonzero(c) -> bool:
 
 
 def _literal_scale(value: np.ndarray):
-    """``c`` when ``value`` is ``c`` times a square identity (``c`` finite, nonzero)."""
-    if value.ndim != 2 or value.shape[0] != value.shape[1] or value.shape[0] == 0:
+    """``(c, off)`` when ``value`` is ``c`` on its diagonal ``col - row == off`` and zero
+    elsewhere, and that diagonal spans its shorter side (a slice of ``c * I``)."""
+    if value.ndim != 2 or 0 in value.shape or value.dtype.kind not in IDENTITY_KINDS:
         return None
-    if value.dtype.kind not in IDENTITY_KINDS:
-        return None
-    n = value.shape[0]
-    diag = np.diagonal(value)
+    rows, cols = value.shape
+    if rows <= cols:
+        off = int(np.argmax(value[0] != 0))
+    else:
+        off = -int(np.argmax(value[:, 0] != 0))
+    diag = np.diagonal(value, off)
     c = diag[0]
-    if not _finite_nonzero(c) or not np.all(diag == c) or np.count_nonzero(value) != n:
+    if (len(diag) != min(rows, cols) or not _finite_nonzero(c) or not np.all(diag == c)
+            or np.count_nonzero(value) != len(diag)):
         return None
-    return c
+    return c, off
 
 
 def _uniform(a, eqn_of):

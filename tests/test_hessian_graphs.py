@@ -440,3 +440,62 @@ def test_transpose_after_a_long_elementwise_chain():
     want, interp, _, new = _run_all(graph, args)
     assert _prims(new).count("transpose") == 1 and _prims(new)[-1] == "sin"
     np.testing.assert_array_equal(interp, want)
+
+
+# --- slices of identity matrices (chunked jacobians) --------------------------------------
+
+@pytest.mark.parametrize("rows, contract", [(slice(2, 5), 1), (slice(0, 6), 1),
+                                            (slice(None), 0)])
+@pytest.mark.parametrize("case", ["finite", "bad_picked", "bad_elsewhere"])
+def test_identity_slices_pick_rows(rows, contract, case):
+    eye = np.eye(6)[rows] if contract == 1 else np.eye(6)[:, 1:4]
+    x = np.arange(18.0).reshape(6, 3) - 7.0
+    if case == "bad_picked":
+        x[2, 1] = np.inf
+    elif case == "bad_elsewhere":
+        x[5, 0] = np.nan
+    xa = AbstractArray(x.shape, np.dtype(np.float64))
+    graph = _product_graph(Lit(eye), xa, (((contract,), (0,)), ((), ())))
+    with np.errstate(invalid="ignore"):
+        want, interp, cpu, new = _run_all(graph, [x])
+    assert "dot_general" not in _prims(new)
+    np.testing.assert_array_equal(interp, want)
+    np.testing.assert_array_equal(cpu, want)
+
+
+def test_identity_slice_that_would_pad_is_left_alone():
+    xa = AbstractArray((3, 4), np.dtype(np.float64))
+    graph = _product_graph(Lit(np.eye(6)[2:5]), xa, (((0,), (0,)), ((), ())))
+    assert "dot_general" in _prims(_rewritten(graph))
+    partial = np.zeros((3, 6))
+    partial[0, 4] = partial[1, 5] = 1.0       # a diagonal that stops short
+    graph = _product_graph(Lit(partial), AbstractArray((6, 2), np.dtype(np.float64)), MATMUL)
+    assert "dot_general" in _prims(_rewritten(graph))
+
+
+def test_sliced_and_scaled_identity_equations():
+    x = np.arange(24.0).reshape(6, 4)
+    x[0, 3] = np.inf
+    xv = Var(AbstractArray(x.shape, np.dtype(np.float64)))
+    s = _eqn(P.slice, [Lit(np.eye(6))], start_indices=(3, 0), limit_indices=(5, 6),
+             strides=(1, 1))
+    m = _eqn(P.mul, [Lit(np.float64(-0.5)), s.outputs[0]])
+    dot = _eqn(P.dot_general, [m.outputs[0], xv], dimension_numbers=MATMUL)
+    graph = Graph([xv], [s, m, dot], [dot.outputs[0]])
+    with np.errstate(invalid="ignore"):
+        want, interp, cpu, new = _run_all(graph, [x])
+    assert "dot_general" not in _prims(new)
+    np.testing.assert_array_equal(interp, want)
+    np.testing.assert_array_equal(cpu, want)
+
+
+def test_chunked_hessian_has_no_products():
+    rng = np.random.default_rng(8)
+    d = 20
+    q = rng.normal(size=(d, d))
+    z = rng.normal(size=d)
+    f = _lse_quadratic(q)
+    jh = fc.jit(fc.hessian(f, chunk_size=7))
+    assert "dot_general" not in _prims(_graph_of(jh, z))
+    want = _lse_quadratic_hessian((q + q.T) / 2, z)
+    np.testing.assert_allclose(jh(z), want, rtol=1e-12, atol=1e-13)
