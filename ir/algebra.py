@@ -35,6 +35,8 @@ usually ``+0.0`` (its accumulator starts at ``+0.0``); the two compare equal.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from . import primitives as P
@@ -71,12 +73,23 @@ def simplify_products(graph: Graph) -> Graph:
     return _push_transposes(_Rewriter(graph).run())
 
 
+class _Diagonal(NamedTuple):
+    """A matrix that is ``c`` (finite, nonzero) where ``col - row == off`` and zero
+    elsewhere: ``c * I`` or a slice of it. With ``v``, times ``v`` broadcast along
+    matrix axis ``axis`` (then square with ``off == 0``)."""
+
+    c: object
+    off: int = 0
+    v: Var | None = None
+    axis: int | None = None
+
+
 class _Rewriter:
     def __init__(self, graph):
         self.graph = graph
         self.env: dict[int, Var | Lit] = {}
-        self.diagonals: dict[int, tuple] = {}    # id(var) -> (c, v, k, off): see diagonal_of
-        self.lit_scales: dict[int, object] = {}  # id(lit) -> (c, off) or None, checked once
+        self.diagonals: dict[int, _Diagonal] = {}
+        self.lit_diagonals: dict[int, _Diagonal | None] = {}   # checked once per literal
         self.broadcasts: dict[int, Eqn] = {}     # id(var) -> its broadcast_in_dim
         self.eqns: list[Eqn] = []
 
@@ -93,8 +106,8 @@ class _Rewriter:
                 self.note_product(new)
             elif eqn.prim is P.neg:
                 d = self.diagonal_of(inputs[0])
-                if d is not None and d[1] is None:
-                    self.diagonals[id(eqn.outputs[0])] = (-d[0], None, None, d[3])
+                if d is not None and d.v is None:
+                    self.diagonals[id(eqn.outputs[0])] = d._replace(c=-d.c)
             elif eqn.prim is P.slice:
                 self.note_slice(new)
             elif eqn.prim is P.broadcast_in_dim:
@@ -107,30 +120,27 @@ class _Rewriter:
 
     # --- what is known about an atom ---------------------------------------------
 
-    def diagonal_of(self, a):
-        """``(c, v, k, off)`` for a matrix ``a`` known to be ``c`` where ``col - row == off``
-        and zero elsewhere (``c`` finite, nonzero; a slice of ``c * I``), times ``v``
-        broadcast along axis ``k`` (``v`` None: no vector; else ``off == 0``, square)."""
+    def diagonal_of(self, a) -> _Diagonal | None:
+        """What ``a`` is known to be, if it is a ``_Diagonal``."""
         if isinstance(a, Var):
             return self.diagonals.get(id(a))
-        if id(a) not in self.lit_scales:
-            self.lit_scales[id(a)] = _literal_scale(a.value)
-        found = self.lit_scales[id(a)]
-        return None if found is None else (found[0], None, None, found[1])
+        if id(a) not in self.lit_diagonals:
+            self.lit_diagonals[id(a)] = _literal_diagonal(a.value)
+        return self.lit_diagonals[id(a)]
 
     def scale_of(self, a):
         """``c`` when ``a`` is exactly ``c * I`` (square, no offset), else None."""
         d = self.diagonal_of(a)
-        if d is None or d[1] is not None or d[3] != 0 or a.aval.shape[0] != a.aval.shape[1]:
+        if d is None or d.v is not None or d.off != 0 or a.aval.shape[0] != a.aval.shape[1]:
             return None
-        return d[0]
+        return d.c
 
     def note_slice(self, eqn):
         d = self.diagonal_of(eqn.inputs[0])
-        if d is None or d[1] is not None or set(eqn.params["strides"]) != {1}:
+        if d is None or d.v is not None or set(eqn.params["strides"]) != {1}:
             return
         (r0, c0) = eqn.params["start_indices"]
-        self.diagonals[id(eqn.outputs[0])] = (d[0], None, None, d[3] + r0 - c0)
+        self.diagonals[id(eqn.outputs[0])] = d._replace(off=d.off + r0 - c0)
 
     def note_product(self, eqn):
         """Record ``c * I`` times a uniform constant, or times a broadcast vector."""
@@ -138,22 +148,22 @@ class _Rewriter:
         out = eqn.outputs[0]
         for a, b in ((x, y), (y, x)):
             d = self.diagonal_of(a) if a.aval.ndim == 2 else None
-            if d is None or d[1] is not None:
+            if d is None or d.v is not None:
                 continue
             s = _uniform(b, self.eqn_of)
             if s is not None:
                 dt = out.aval.dtype
                 with np.errstate(all="ignore"):
-                    cs = np.asarray(d[0], dt) * np.asarray(s, dt)
+                    cs = np.asarray(d.c, dt) * np.asarray(s, dt)
                 if _finite_nonzero(cs):
-                    self.diagonals[id(out)] = (cs[()], None, None, d[3])
+                    self.diagonals[id(out)] = d._replace(c=cs[()])
                 return
             c = self.scale_of(a)
             bcast = self.eqn_of(b)
             if c is not None and bcast is not None and out.aval.dtype.kind in "iuf":
                 v, dims = bcast.inputs[0], bcast.params["broadcast_dimensions"]
                 if v.aval.shape == out.aval.shape[:1] and len(dims) == 1:
-                    self.diagonals[id(out)] = (c, v, dims[0], 0)
+                    self.diagonals[id(out)] = _Diagonal(c, 0, v, dims[0])
                 return
 
     def eqn_of(self, v):
@@ -187,17 +197,17 @@ class _Rewriter:
             diagonal = self.diagonal_of(eye) if eye.aval.ndim == 2 else None
             if diagonal is None:
                 continue
-            c, v, vdim, off = diagonal
-            picked = _picked(eye.aval.shape, k, off)
+            picked = _picked(eye.aval.shape, k, diagonal.off)
             if picked is None:
                 continue
             rest = tuple(d for d in range(x.aval.ndim) if d != j)
             perm = (j,) + rest if first else rest + (j,)
             emit = _Emitter(self.eqns, eqn.source)
+            c, v = diagonal.c, diagonal.v
             if v is None:
                 result = self.scaled_layout(emit, x, c, perm, j, picked)
             else:
-                result = self.diagonal_layout(emit, x, c, v, vdim == k, perm, j)
+                result = self.diagonal_layout(emit, x, c, v, diagonal.axis == k, perm, j)
             if result is not None and result.aval == out.aval:
                 self.env[id(out)] = result
                 return True
@@ -404,9 +414,8 @@ def _finite_nonzero(c) -> bool:
     return bool(np.isfinite(c)) and c != 0 if np.asarray(c).dtype.kind in "fc" else c != 0
 
 
-def _literal_scale(value: np.ndarray):
-    """``(c, off)`` when ``value`` is ``c`` on its diagonal ``col - row == off`` and zero
-    elsewhere, and that diagonal spans its shorter side (a slice of ``c * I``)."""
+def _literal_diagonal(value: np.ndarray) -> _Diagonal | None:
+    """``value`` as a ``_Diagonal`` whose diagonal spans its shorter side, or None."""
     if value.ndim != 2 or 0 in value.shape or value.dtype.kind not in IDENTITY_KINDS:
         return None
     rows, cols = value.shape
@@ -419,7 +428,7 @@ def _literal_scale(value: np.ndarray):
     if (len(diag) != min(rows, cols) or not _finite_nonzero(c) or not np.all(diag == c)
             or np.count_nonzero(value) != len(diag)):
         return None
-    return c, off
+    return _Diagonal(c, off)
 
 
 def _uniform(a, eqn_of):

@@ -464,6 +464,9 @@ def _jac_structure(argnums, args, nums, blocks_per_out, out_tree):
 def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
     """Jacobian of ``func`` by reverse mode: one vjp per output element, batched with vmap.
 
+    A function with a single output element (a scalar loss) takes one plain vjp
+    with a ones cotangent, with no batch axis of size one.
+
     Args:
         func: a Python function of arrays (pytrees of arrays).
         argnums (int or tuple of ints, default ``0``): arguments to differentiate.
