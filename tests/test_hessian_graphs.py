@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import functorch_core as fc
 from backends import registry
@@ -499,3 +501,29 @@ def test_chunked_hessian_has_no_products():
     assert "dot_general" not in _prims(_graph_of(jh, z))
     want = _lse_quadratic_hessian((q + q.T) / 2, z)
     np.testing.assert_allclose(jh(z), want, rtol=1e-12, atol=1e-13)
+
+
+SPECIAL = [0.0, -0.0, 1.5, -3.0, np.inf, -np.inf, np.nan, 1e308]
+
+
+@given(data=st.data(), n=st.integers(1, 4), rest=st.lists(st.integers(1, 3), max_size=2),
+       scale=st.sampled_from([1.0, -2.5, 0.5]), eye_first=st.booleans(),
+       contract=st.integers(0, 1), rows=st.integers(0, 2))
+def test_identity_like_products_match_the_product(data, n, rest, scale, eye_first, contract,
+                                                   rows):
+    """Random (sliced, scaled) identities against random operands with special values."""
+    j = data.draw(st.integers(0, len(rest)))
+    shape = (*rest[:j], n, *rest[j:])
+    x = np.array(data.draw(st.lists(st.sampled_from(SPECIAL) | st.floats(-4, 4),
+                                    min_size=int(np.prod(shape)),
+                                    max_size=int(np.prod(shape)))), np.float64).reshape(shape)
+    skip = min(rows, n - 1)        # drop leading rows (columns) of I: a chunk of the basis
+    eye = scale * (np.eye(n)[skip:] if contract == 1 else np.eye(n)[:, skip:])
+    xa = AbstractArray(shape, np.dtype(np.float64))
+    dn = (((contract,), (j,)), ((), ())) if eye_first else (((j,), (contract,)), ((), ()))
+    graph = _product_graph(Lit(eye), xa, dn) if eye_first else _product_graph(xa, Lit(eye), dn)
+    with np.errstate(all="ignore"):
+        want, interp, cpu, new = _run_all(graph, [x])
+    assert "dot_general" not in _prims(new)
+    np.testing.assert_array_equal(interp, want)
+    np.testing.assert_array_equal(cpu, want)
