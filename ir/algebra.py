@@ -419,10 +419,11 @@ def _literal_diagonal(value: np.ndarray) -> _Diagonal | None:
     if value.ndim != 2 or 0 in value.shape or value.dtype.kind not in IDENTITY_KINDS:
         return None
     rows, cols = value.shape
-    if rows <= cols:
-        off = int(np.argmax(value[0] != 0))
-    else:
-        off = -int(np.argmax(value[:, 0] != 0))
+    edge = value[0] if rows <= cols else value[:, 0]
+    if np.count_nonzero(edge) != 1:        # rejects a dense matrix without a full scan
+        return None
+    off = int(np.argmax(edge != 0))
+    off = off if rows <= cols else -off
     diag = np.diagonal(value, off)
     c = diag[0]
     if (len(diag) != min(rows, cols) or not _finite_nonzero(c) or not np.all(diag == c)
@@ -444,4 +445,6 @@ def _uniform(a, eqn_of):
     if v.size == 0:
         return None
     first = v.flat[0]
-    return first if v.size == 1 or np.all(v == first) else None
+    if v.size > 1 and (v.flat[-1] != first or not np.all(v == first)):
+        return None
+    return first
