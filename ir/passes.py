@@ -12,7 +12,8 @@ from .core import Eqn, Graph, Lit, Var
 from .primitives import call
 from .products import rewrite_products
 
-FOLD_MAX_ELEMENTS = 64
+FOLD_MAX_ELEMENTS = 64          # results this small are always folded
+FOLD_MAX_SAME_SIZE = 1 << 20    # bigger ones only if no larger than a literal operand
 
 
 def _has_effect(eqn: Eqn) -> bool:
@@ -68,15 +69,23 @@ def cse(graph: Graph) -> Graph:
     return Graph(list(graph.inputs), eqns, [_rename(env, o) for o in graph.outputs])
 
 
+def _fold_size_ok(inputs, outputs) -> bool:
+    """Small results, or results no bigger than an operand (up to FOLD_MAX_SAME_SIZE): a
+    folded broadcast or outer product would hold memory the graph never needed."""
+    largest = max((a.aval.size for a in inputs), default=0)
+    return all(v.aval.size <= FOLD_MAX_ELEMENTS
+               or v.aval.size <= min(largest, FOLD_MAX_SAME_SIZE) for v in outputs)
+
+
 def fold_constants(graph: Graph) -> Graph:
-    """Evaluate equations whose inputs are all literals and whose outputs are small."""
+    """Evaluate equations whose inputs are all literals (see :func:`_fold_size_ok`)."""
     env: dict[int, Var | Lit] = {}
     eqns = []
     for eqn in graph.eqns:
         inputs = tuple(_rename(env, a) for a in eqn.inputs)
         foldable = (eqn.prim.impl is not None and not _has_effect(eqn)
                     and all(isinstance(a, Lit) for a in inputs)
-                    and all(v.aval.size <= FOLD_MAX_ELEMENTS for v in eqn.outputs))
+                    and _fold_size_ok(inputs, eqn.outputs))
         if foldable:
             with np.errstate(all="ignore"):
                 outs = eqn.prim.impl(*(a.value for a in inputs), **eqn.params)

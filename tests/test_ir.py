@@ -219,10 +219,20 @@ def test_fold_constants_after_inlining_a_call_on_a_constant():
     np.testing.assert_allclose(run_graph(s, [np.ones(3)])[0], 1 + np.exp(c) * 2)
 
 
-def test_fold_constants_leaves_large_constants_alone():
-    c = np.ones(passes.FOLD_MAX_ELEMENTS + 1)
+def test_fold_constants_folds_big_results_only_when_no_bigger_than_an_operand():
+    c = np.linspace(0, 1, passes.FOLD_MAX_ELEMENTS + 1)
     x, y = Var(AbstractArray(c.shape, np.float64)), Var(AbstractArray(c.shape, np.float64))
     g = Graph([x], [Eqn(P.sin, (Lit(c),), (y,), {})], [y])
+    folded = passes.fold_constants(g)
+    assert _prims(folded) == [] and np.array_equal(folded.outputs[0].value, np.sin(c))
+    big = AbstractArray((2, c.size), np.float64)
+    z = Var(big)
+    g = Graph([x], [Eqn(P.broadcast_in_dim, (Lit(c),), (z,),
+                        {"shape": big.shape, "broadcast_dimensions": (1,)})], [z])
+    assert _prims(passes.fold_constants(g)) == ["broadcast_in_dim"]
+    huge = np.zeros(passes.FOLD_MAX_SAME_SIZE + 1)
+    h = Var(AbstractArray(huge.shape, np.float64))
+    g = Graph([x], [Eqn(P.sin, (Lit(huge),), (h,), {})], [h])
     assert _prims(passes.fold_constants(g)) == ["sin"]
 
 
