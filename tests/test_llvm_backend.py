@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+from graph_builder import Builder
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -21,33 +22,13 @@ from backends import registry
 from backends.interpreter import run_graph
 from backends.llvm import partition as part
 from ir import primitives as P
-from ir.check import check_graph
-from ir.core import AbstractArray, Eqn, Graph, Lit, Var
+from ir.core import AbstractArray, Lit
 
 CPU = registry.get("cpu")
 REALS = [np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8,
                                np.float16, np.float32, np.float64)]
 FLOATS = [np.dtype(t) for t in (np.float16, np.float32, np.float64)]
 INT_DTYPES = [np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64, np.uint8)]
-
-
-class Builder:
-    def __init__(self):
-        self.inputs, self.eqns = [], []
-
-    def input(self, shape, dtype):
-        v = Var(AbstractArray(shape, dtype))
-        self.inputs.append(v)
-        return v
-
-    def __call__(self, prim, *ins, **params):
-        avals = prim.shape_rule(*(a.aval for a in ins), **params)
-        outs = tuple(Var(a) for a in avals)
-        self.eqns.append(Eqn(prim, tuple(ins), outs, params))
-        return outs if prim.multiple_results else outs[0]
-
-    def graph(self, *outputs):
-        return check_graph(Graph(list(self.inputs), list(self.eqns), list(outputs)))
 
 
 def values(rng, shape, dtype, special=True):

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+from graph_builder import Builder
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -24,29 +25,8 @@ from backends.llvm import runtime
 from backends.llvm.plan import Fallback
 from functorch_core.api import _fast_key
 from ir import primitives as P
-from ir.check import check_graph
-from ir.core import AbstractArray, Eqn, Graph, Var
 
 CPU = registry.get("cpu")
-
-
-class Builder:
-    def __init__(self):
-        self.inputs, self.eqns = [], []
-
-    def input(self, shape, dtype):
-        v = Var(AbstractArray(shape, dtype))
-        self.inputs.append(v)
-        return v
-
-    def __call__(self, prim, *ins, **params):
-        avals = prim.shape_rule(*(a.aval for a in ins), **params)
-        outs = tuple(Var(a) for a in avals)
-        self.eqns.append(Eqn(prim, tuple(ins), outs, params))
-        return outs if prim.multiple_results else outs[0]
-
-    def graph(self, *outputs):
-        return check_graph(Graph(list(self.inputs), list(self.eqns), list(outputs)))
 
 
 def counting(fn):
