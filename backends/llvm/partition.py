@@ -14,13 +14,16 @@ of it is needed outside, which keeps the step order topological.
 
 from __future__ import annotations
 
+import math
+import os
+
 import numpy as np
 
 from ir import primitives as P
 from ir.core import AbstractArray, Graph, Lit, Var
 
 from .ops import RULES, unsupported
-from .plan import Blas, Fallback, Kernel, Op, Plan, Reduce, Scatter, View, c_strides
+from .plan import Blas, Fallback, Kernel, Op, Plan, Reduce, Scatter, Sort, View, c_strides
 from .views import VIEW_RULES
 
 # Why a primitive never lowers natively: the explicit fallback table. These run
@@ -30,7 +33,6 @@ FALLBACK = {
     P.imag: "complex dtypes are not lowered natively yet",
     P.conj: "complex dtypes are not lowered natively yet",
     P.complex: "complex dtypes are not lowered natively yet",
-    P.sort: "not lowered yet (NumPy's stable sort with NaN last)",
     P.setitem: "never reaches a backend (functionalize rewrites mutations)",
     P.call: "never reaches a backend (jit inlines calls)",
     P.custom_jvp_call: "runs its body graph through the interpreter (a call with rules)",
@@ -42,6 +44,9 @@ VIEW_OPS = (P.broadcast_in_dim, P.transpose, P.reshape, P.squeeze, P.expand_dims
 ELEMENTWISE_FAMILIES = ("unary", "binary", "select", "convert")
 SCANS = (P.cumsum, P.cumprod, P.cummax, P.cummin)
 BLAS_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+# a sort of at least this many elements splits its rows into parts run on several threads
+SORT_PARALLEL_POINTS = 1 << 16
+SORT_PARTS = os.cpu_count() or 1
 
 
 class _Member:
@@ -394,6 +399,23 @@ class Partitioner:
         self.seal(k)
         self.loc[id(out)] = self._buffer_view(slot, out.aval.shape, dt)
 
+    def sort(self, eqn):
+        """A native sort step over materialized operands, with an int64 scratch slot (four
+        rows of the sorted length per part of the rows) that lives in the arena."""
+        shape, dim = eqn.inputs[0].aval.shape, eqn.params["dimension"]
+        inputs = [self.view_of_array(self.array(a), a).slot for a in eqn.inputs]
+        n = shape[dim]
+        rows = math.prod(shape) // n if n else 0
+        parts = SORT_PARTS if math.prod(shape) >= SORT_PARALLEL_POINTS else 1
+        per = max(-(-rows // parts), 1)
+        scratch = self.new_slot((max(-(-rows // per), 1), 4 * n), np.int64)
+        outputs = []
+        for v in eqn.outputs:
+            outputs.append(self.new_slot(shape, v.aval.dtype))
+            self.loc[id(v)] = self._buffer_view(outputs[-1], shape, v.aval.dtype)
+        self.steps.append(Sort(tuple(shape), dim, eqn.params["num_keys"], inputs,
+                               [a.aval.dtype for a in eqn.inputs], outputs, scratch, rows, per))
+
     def fallback(self, eqn, reason):
         inputs = [self.array(a) for a in eqn.inputs]
         outs = []
@@ -425,6 +447,10 @@ class Partitioner:
 def lowering_gap(eqn) -> str | None:
     """Why ``eqn`` runs through the interpreter (None: it lowers natively)."""
     prim = eqn.prim
+    if prim is P.sort:      # moves raw bits: any dtype but complex keys
+        if any(a.aval.dtype.kind == "c" for a in eqn.inputs[:eqn.params["num_keys"]]):
+            return "sort: complex keys are not lowered natively (operands of other dtypes are)"
+        return None
     if prim not in NATIVE:
         return FALLBACK.get(prim, "no native lowering and no fallback entry")
     reason = unsupported(eqn)
@@ -449,7 +475,7 @@ DISPATCH = {"view": Partitioner.layout, "reduction": Partitioner.reduction,
             "contraction": Partitioner.blas, "creation": Partitioner.elementwise,
             "dynamic": Partitioner.dynamic_read, "cumulative": Partitioner.scan,
             "arg_reduction": Partitioner.arg_reduction, "concatenate": Partitioner.concatenate,
-            "pad": Partitioner.pad, "update": Partitioner.update,
+            "pad": Partitioner.pad, "update": Partitioner.update, "sort": Partitioner.sort,
             **{f: Partitioner.elementwise for f in ELEMENTWISE_FAMILIES}}
 _KIND = {**{p: "view" for p in VIEW_OPS}, P.gather: "dynamic", P.dynamic_slice: "dynamic",
          P.concatenate: "concatenate", P.pad: "pad", P.dynamic_update_slice: "update",
@@ -459,7 +485,8 @@ NATIVE = set(VIEW_RULES) | set(RULES) | set(P.REDUCTIONS) | {P.convert, P.iota, 
                                                                P.argmax, P.argmin, *SCANS,
                                                                P.concatenate, P.pad,
                                                                P.dynamic_update_slice,
-                                                               P.scatter, P.scatter_add}
+                                                               P.scatter, P.scatter_add,
+                                                               P.sort}
 
 
 def partition(graph: Graph) -> Plan:

@@ -3,7 +3,8 @@
 A :class:`Plan` numbers every value's buffer as a *slot* (graph inputs first, then
 constants, then what the steps produce) and lists the steps in execution order:
 :class:`Kernel` (one native loop nest), :class:`Blas` (a gemm call) and
-:class:`Fallback` (one equation through the interpreter).
+:class:`Fallback` (one equation through the interpreter) and :class:`Sort` (a native
+sort along one dimension).
 """
 
 from __future__ import annotations
@@ -110,10 +111,28 @@ class Blas:
     dimension_numbers: tuple
 
 
+@dataclass(eq=False)
+class Sort:
+    """Sort ``inputs`` (C-contiguous slots of one shape) along ``dimension`` by the first
+    ``num_keys`` of them, lexicographically and stably, into ``outputs``. ``scratch`` is
+    an int64 slot of four sorted-length rows per part of ``rows_per_part`` rows (rows:
+    the indices of the other dimensions), so parts can run on different threads."""
+
+    shape: tuple
+    dimension: int
+    num_keys: int
+    inputs: list          # slots
+    dtypes: list
+    outputs: list         # slots
+    scratch: int
+    rows: int
+    rows_per_part: int
+
+
 @dataclass
 class Plan:
     n_inputs: int
     slots: list           # (shape, dtype) per slot
     consts: dict          # slot -> array
-    steps: list           # Kernel | Fallback | Blas, in execution order
+    steps: list           # Kernel | Fallback | Blas | Sort, in execution order
     outputs: list         # ("slot", slot, shape) | ("lit", value)

@@ -29,10 +29,10 @@ from llvmlite import ir
 
 from ir.core import Graph, Lit
 
-from . import cache, codegen
+from . import cache, codegen, sort
 from .blas import DotGeneral
 from .partition import partition
-from .plan import Blas, Fallback, Kernel, Plan
+from .plan import Blas, Fallback, Kernel, Plan, Sort
 
 _LIBM_NAMES = ("exp", "exp2", "expm1", "log", "log1p", "cbrt", "tanh", "sin", "cos", "tan",
                "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "pow",
@@ -137,7 +137,8 @@ def build_module(kernels):
     entries = {}
     for i, step in enumerate(kernels):
         name = f"{_STEM}{i}"
-        slots, outer = codegen.emit_kernel(module, name, step)
+        emit = sort.emit_sort if isinstance(step, Sort) else codegen.emit_kernel
+        slots, outer = emit(module, name, step)
         if DATA_OFFSET is not None:
             module.globals[name].linkage = "internal"
             codegen.emit_array_entry(module, name + "_arrays", name, DATA_OFFSET)
@@ -154,7 +155,7 @@ def compile_plan(plan: Plan):
     tm, engine = _engine()
     groups: dict = {name: [] for name in PIPELINES}
     for step in plan.steps:
-        if isinstance(step, Kernel):
+        if isinstance(step, Kernel | Sort):
             small = math.prod(step.shape) < SMALL_KERNEL_POINTS
             groups["small" if small else "full"].append(step)
     fns, parts = {}, []
@@ -276,6 +277,15 @@ def _general_step(fn, slots, bounds):
     return run
 
 
+def _sort_step(fn, slots, step: Sort):
+    """A sort's rows, split in parts of ``rows_per_part`` (each sorts in its own scratch)."""
+    per, rows = step.rows_per_part, step.rows
+    bounds = [(lo, min(lo + per, rows)) for lo in range(0, rows, per)]
+    if len(bounds) <= 1 and DATA_OFFSET is not None:
+        return _native_step(fn, slots, rows, 0)
+    return _general_step(fn, slots, bounds or [(0, 0)])
+
+
 def _fetch(ref, bufs):
     if ref[0] == "lit":
         return ref[1]
@@ -330,6 +340,8 @@ def step_slots(step) -> tuple[set, set]:
         return reads, writes
     if isinstance(step, Blas):
         return refs([step.lhs, step.rhs]), {step.out}
+    if isinstance(step, Sort):
+        return set(step.inputs) | {step.scratch}, set(step.outputs) | {step.scratch}
     return refs(step.inputs), set(step.outputs)
 
 
@@ -447,6 +459,12 @@ class Executable:
                 self.steps.append(_native_step(fn, slots, outer, points))
                 if points < PARALLEL_MIN_POINTS:   # the entry holds the GIL: small only
                     calls.append((fn, slots, 0, outer or 0))
+                fresh |= writes & results
+            elif isinstance(step, Sort):
+                fn, slots, _ = fns[id(step)]
+                self.steps.append(_sort_step(fn, slots, step))
+                if step.rows <= step.rows_per_part:
+                    calls.append((fn, slots, 0, step.rows))
                 fresh |= writes & results
             elif isinstance(step, Blas):
                 self.steps.append(_blas_step(step, plan, arena))
