@@ -1,15 +1,18 @@
 """dot_general through SciPy's BLAS (sgemm/dgemm function pointers from its capsules).
 
-Operands are brought to (batch, m, k) and (batch, k, n) C-contiguous layouts with
-NumPy transposes/copies (no copy when they already are); each batch is one gemm call
-on the row-major problem, passed to the column-major BLAS as C^T = B^T A^T.
+Each batch is one gemm call on the row-major problem C = A B, passed to the
+column-major BLAS as C^T = B^T A^T. An operand stored as (batch, m, k) / (batch, k, n),
+or as its transpose, is passed as it is (:func:`gemm_layout`, BLAS's transpose flags);
+any other layout is first copied into one of those with NumPy.
 """
 
 from __future__ import annotations
 
 import ctypes
+from dataclasses import dataclass
 
 import numpy as np
+from llvmlite import ir
 
 _GEMM_NAMES = {np.dtype(np.float32): "sgemm", np.dtype(np.float64): "dgemm"}
 _SCALAR = {np.dtype(np.float32): ctypes.c_float, np.dtype(np.float64): ctypes.c_double}
@@ -25,15 +28,63 @@ def _capsule_pointer(capsule) -> int:
     return api.PyCapsule_GetPointer(capsule, api.PyCapsule_GetName(capsule))
 
 
+def gemm_address(dtype) -> int:
+    """The address of SciPy's ?gemm for ``dtype`` (Fortran ABI: every argument by pointer)."""
+    from scipy.linalg import cython_blas
+    return _capsule_pointer(cython_blas.__pyx_capi__[_GEMM_NAMES[np.dtype(dtype)]])
+
+
 def gemm(dtype):
-    """The ctypes-callable ?gemm for ``dtype`` (Fortran ABI: every argument by pointer)."""
+    """The ctypes-callable ?gemm for ``dtype``."""
     dtype = np.dtype(dtype)
     if dtype not in _cache:
-        from scipy.linalg import cython_blas
-        addr = _capsule_pointer(cython_blas.__pyx_capi__[_GEMM_NAMES[dtype]])
         proto = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * 13))
-        _cache[dtype] = proto(addr)
+        _cache[dtype] = proto(gemm_address(dtype))
     return _cache[dtype]
+
+
+@dataclass(frozen=True)
+class GemmLayout:
+    """A dot_general as ``batch`` row-major products (m, k) x (k, n) on the operands'
+    own memory: ``trans_lhs`` says the lhs is stored (k, m), ``trans_rhs`` that the rhs
+    is stored (n, k); ``lda``/``ldb`` are their row lengths."""
+
+    batch: int
+    m: int
+    n: int
+    k: int
+    trans_lhs: bool
+    trans_rhs: bool
+
+    @property
+    def lda(self):
+        return max(self.m if self.trans_lhs else self.k, 1)
+
+    @property
+    def ldb(self):
+        return max(self.k if self.trans_rhs else self.n, 1)
+
+
+def gemm_layout(lhs_shape, rhs_shape, dimension_numbers) -> GemmLayout | None:
+    """How C-contiguous operands of these shapes feed gemm without a copy (None: they
+    need one: batch dimensions not leading, or free and contracted dimensions interleaved)."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    lfree = [i for i in range(len(lhs_shape)) if i not in lc and i not in lb]
+    rfree = [i for i in range(len(rhs_shape)) if i not in rc and i not in rb]
+
+    def ordered(*groups):
+        return [d for g in groups for d in g] == list(range(sum(len(g) for g in groups)))
+    trans_lhs = not ordered(lb, lfree, lc)
+    if trans_lhs and not ordered(lb, lc, lfree):
+        return None
+    trans_rhs = not ordered(rb, rc, rfree)
+    if trans_rhs and not ordered(rb, rfree, rc):
+        return None
+
+    def size(dims, shape):
+        return int(np.prod([shape[i] for i in dims], dtype=np.int64))
+    return GemmLayout(size(lb, lhs_shape), size(lfree, lhs_shape), size(rfree, rhs_shape),
+                      size(lc, lhs_shape), trans_lhs, trans_rhs)
 
 
 class DotGeneral:
@@ -57,10 +108,14 @@ class DotGeneral:
         if max(self.m, self.n, self.k) >= 2 ** 31:
             raise ValueError("dot_general: a matrix dimension does not fit BLAS's 32-bit int")
         self.fn = gemm(self.dtype)
+        # operands already in a gemm layout go as they are; others are copied into one
+        self.layout = gemm_layout(lhs_shape, rhs_shape, dimension_numbers)
+        lay = self.layout or GemmLayout(self.batch, self.m, self.n, self.k, False, False)
         c_int, scalar = ctypes.c_int, _SCALAR[self.dtype]
-        self._args = [ctypes.c_char(b"N"), ctypes.c_char(b"N"), c_int(self.n), c_int(self.m),
-                      c_int(self.k), scalar(1.0), c_int(max(self.n, 1)), c_int(max(self.k, 1)),
-                      scalar(0.0), c_int(max(self.n, 1))]
+        self._args = [ctypes.c_char(b"T" if lay.trans_rhs else b"N"),
+                      ctypes.c_char(b"T" if lay.trans_lhs else b"N"), c_int(self.n),
+                      c_int(self.m), c_int(self.k), scalar(1.0), c_int(lay.ldb),
+                      c_int(lay.lda), scalar(0.0), c_int(max(self.n, 1))]
         self._refs = [ctypes.addressof(a) for a in self._args]
 
     def __call__(self, lhs, rhs, out=None):
@@ -72,11 +127,63 @@ class DotGeneral:
         if self.k == 0:
             out[...] = 0
             return out
-        a = np.ascontiguousarray(np.transpose(lhs, self.lperm)).reshape(self.batch, -1)
-        b = np.ascontiguousarray(np.transpose(rhs, self.rperm)).reshape(self.batch, -1)
+        if self.layout is not None:
+            a = np.ascontiguousarray(lhs).reshape(self.batch, -1)
+            b = np.ascontiguousarray(rhs).reshape(self.batch, -1)
+        else:
+            a = np.ascontiguousarray(np.transpose(lhs, self.lperm)).reshape(self.batch, -1)
+            b = np.ascontiguousarray(np.transpose(rhs, self.rperm)).reshape(self.batch, -1)
         c = out.reshape(self.batch, -1)
         ta, tb, n, m, k, alpha, ldb, lda, beta, ldc = self._refs
         for i in range(self.batch):
             self.fn(ta, tb, n, m, k, alpha, b[i].ctypes.data, ldb, a[i].ctypes.data, lda,
                     beta, c[i].ctypes.data, ldc)
         return out
+
+
+@dataclass(frozen=True)
+class GemmCall:
+    """A dot_general inside a native graph entry: ?gemm (``symbol``) on slots ``lhs`` and
+    ``rhs`` into slot ``out``, every operand in its own memory as ``layout`` says."""
+
+    symbol: str
+    dtype: np.dtype
+    lhs: int
+    rhs: int
+    out: int
+    layout: GemmLayout
+
+
+def emit_gemm(b: ir.IRBuilder, call: GemmCall, data):
+    """Call ?gemm once per batch at ``b``; ``data(slot)`` is the slot's data pointer."""
+    i32, i64, ptr = ir.IntType(32), ir.IntType(64), ir.PointerType()
+    scalar = ir.FloatType() if call.dtype == np.float32 else ir.DoubleType()
+    module, lay = b.module, call.layout
+    fn = module.globals.get(call.symbol) or ir.Function(
+        module, ir.FunctionType(ir.VoidType(), [ptr] * 13), call.symbol)
+
+    def cell(ty, value):
+        p = b.alloca(ty)
+        b.store(ir.Constant(ty, value), p)
+        return p
+    ta, tb = (cell(ir.IntType(8), ord("T" if t else "N")) for t in (lay.trans_rhs, lay.trans_lhs))
+    n, m, k = cell(i32, lay.n), cell(i32, lay.m), cell(i32, lay.k)
+    ldb, lda, ldc = cell(i32, lay.ldb), cell(i32, lay.lda), cell(i32, max(lay.n, 1))
+    alpha, beta = cell(scalar, 1.0), cell(scalar, 0.0)
+    lhs, rhs, out = data(call.lhs), data(call.rhs), data(call.out)
+    pre = b.block
+    head, body, done = (b.append_basic_block(x) for x in ("gemm_head", "gemm_body", "gemm_done"))
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.phi(i64)
+    i.add_incoming(ir.Constant(i64, 0), pre)
+    b.cbranch(b.icmp_signed("<", i, ir.Constant(i64, lay.batch)), body, done)
+    b.position_at_end(body)
+
+    def at(base, per_batch):
+        return b.gep(base, [b.mul(i, ir.Constant(i64, per_batch))], source_etype=scalar)
+    b.call(fn, [ta, tb, n, m, k, alpha, at(rhs, lay.k * lay.n), ldb, at(lhs, lay.m * lay.k),
+                lda, beta, at(out, lay.m * lay.n), ldc])
+    i.add_incoming(b.add(i, ir.Constant(i64, 1)), b.block)
+    b.branch(head)
+    b.position_at_end(done)

@@ -15,6 +15,7 @@ from llvmlite import ir
 
 from ir import primitives as P
 
+from .blas import GemmCall, emit_gemm
 from .ops import I64, RULES, Emitter, compute_type, convert, storage_type
 from .partition import SCANS
 from .plan import Kernel, c_strides
@@ -380,13 +381,14 @@ def _arg_dtypes(op):
 
 
 def emit_graph_entry(module: ir.Module, name: str, calls, n_args: int, none_address: int,
-                     incref_none: bool):
+                     incref_none: bool, data_offset: int = 0):
     """``name(self, PyObject *const *args, Py_ssize_t nargs)``: a CPython METH_FASTCALL
     function that runs a whole graph of kernels in one call from Python.
 
-    ``args`` are the graph's array objects, one per slot; ``calls`` lists
-    ``(array-entry symbol, slot indices, lo, hi)`` per kernel, in execution order; each
-    entry reads its arrays' data pointers itself. Returns ``None`` (a new reference,
+    ``args`` are the graph's array objects, one per slot; ``calls`` lists, in execution
+    order, ``(array-entry symbol, slot indices, lo, hi)`` per kernel (each entry reads its
+    arrays' data pointers itself) or a :class:`blas.GemmCall` (data pointers read here,
+    at ``data_offset`` in the array object). Returns ``None`` (a new reference,
     so incremented unless this CPython's None is immortal), or NULL for a wrong ``nargs``.
     """
     fn = ir.Function(module, ir.FunctionType(_PTR, [_PTR, _PTR, I64]), name)
@@ -399,7 +401,15 @@ def emit_graph_entry(module: ir.Module, name: str, calls, n_args: int, none_addr
     b.position_at_end(body)
     objects = [b.load(b.gep(args, [ir.Constant(I64, i)], source_etype=_PTR), typ=_PTR)
                for i in range(n_args)]
-    for symbol, slots, lo, hi in calls:
+    def data(slot):
+        field = b.gep(objects[slot], [ir.Constant(I64, data_offset)], source_etype=ir.IntType(8))
+        return b.load(field, typ=_PTR)
+
+    for call in calls:
+        if isinstance(call, GemmCall):
+            emit_gemm(b, call, data)
+            continue
+        symbol, slots, lo, hi = call
         kernel = ir.Function(module, ir.FunctionType(
             ir.VoidType(), [_PTR] * len(slots) + [I64, I64]), symbol)
         b.call(kernel, [objects[s] for s in slots] + [ir.Constant(I64, lo), ir.Constant(I64, hi)])

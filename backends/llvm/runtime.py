@@ -30,7 +30,7 @@ from llvmlite import ir
 from ir.core import Graph, Lit
 
 from . import cache, codegen, sort
-from .blas import DotGeneral
+from .blas import DotGeneral, GemmCall, gemm_address, gemm_layout
 from .partition import partition
 from .plan import Blas, Fallback, Kernel, Plan, Sort
 
@@ -329,6 +329,27 @@ def _blas_step(step: Blas, plan: Plan, arena: set):
     return run
 
 
+GEMM_ENTRY_MAX_MACS = 1 << 21   # bigger products run as their own (GIL-releasing) step
+_gemm_symbols: set = set()
+
+
+def _gemm_call(step: Blas, plan: Plan) -> GemmCall | None:
+    """``step`` as a call inside the native graph entry, when its operands are slots already
+    in a gemm layout and the product is small (the entry holds the GIL); else None."""
+    if step.lhs[0] != "slot" or step.rhs[0] != "slot":
+        return None
+    layout = gemm_layout(step.lhs[2], step.rhs[2], step.dimension_numbers)
+    if layout is None or min(layout.batch, layout.m, layout.n, layout.k) == 0 or \
+            layout.batch * layout.m * layout.n * layout.k > GEMM_ENTRY_MAX_MACS:
+        return None
+    dtype = plan.slots[step.out][1]
+    symbol = f"fc_{dtype.char}gemm"
+    if symbol not in _gemm_symbols:
+        llvm.add_symbol(symbol, gemm_address(dtype))
+        _gemm_symbols.add(symbol)
+    return GemmCall(symbol, dtype, step.lhs[1], step.rhs[1], step.out, layout)
+
+
 def step_slots(step) -> tuple[set, set]:
     """(slots ``step`` reads, slots it writes); a scatter's target is both."""
     def refs(rs):
@@ -388,21 +409,26 @@ def graph_entry_supported() -> bool:
 def graph_entry(calls, n_args):
     """One native function that runs kernels in order: ``(entry, keep-alive)``.
 
-    ``calls`` holds ``(ctypes kernel, slot indices, lo, hi)``. The entry is a builtin
-    (METH_FASTCALL) taking one array per slot, so calling it costs what calling any
-    builtin costs instead of a ctypes call per kernel; it holds the GIL, so it is only
-    for kernels too small to split over threads.
+    ``calls`` holds ``(ctypes kernel, slot indices, lo, hi)`` or a :class:`GemmCall`. The
+    entry is a builtin (METH_FASTCALL) taking one array per slot, so calling it costs what
+    calling any builtin costs instead of a ctypes call per step; it holds the GIL, so it
+    is only for kernels too small to split over threads and for small products.
     """
     tm, engine = _engine()
     n = next(_entry_ids)
     named = []
-    for j, (fn, slots, lo, hi) in enumerate(calls):
+    for j, call in enumerate(calls):
+        if isinstance(call, GemmCall):
+            named.append(call)
+            continue
+        fn, slots, lo, hi = call
         symbol = f"fc_entry_{n}_kernel_{j}"
         llvm.add_symbol(symbol, ctypes.cast(fn, ctypes.c_void_p).value)
         named.append((symbol, slots, lo, hi))
     name = f"fc_entry_{n}"   # not _MODULE's prefix: never in the disk cache
     module = ir.Module(name=name)
-    codegen.emit_graph_entry(module, name, named, n_args, id(None), sys.version_info < (3, 12))
+    codegen.emit_graph_entry(module, name, named, n_args, id(None), sys.version_info < (3, 12),
+                             DATA_OFFSET)
     llmod = llvm.parse_assembly(str(module))
     llmod.triple = tm.triple
     llmod.data_layout = str(tm.target_data)
@@ -451,7 +477,7 @@ class Executable:
         self.arena_offsets, self.arena_bytes = plan_arena(nbytes, lifetimes)
         arena = set(self.arena_offsets)
         self.steps, calls = [], []
-        fresh = set()
+        fresh, gemm_results = set(), set()
         for step, (_, writes) in zip(plan.steps, io, strict=True):
             if isinstance(step, Kernel):
                 fn, slots, outer = fns[id(step)]
@@ -468,6 +494,10 @@ class Executable:
                 fresh |= writes & results
             elif isinstance(step, Blas):
                 self.steps.append(_blas_step(step, plan, arena))
+                call = _gemm_call(step, plan)
+                if call is not None:
+                    calls.append(call)
+                    gemm_results |= writes & results
             else:
                 self.steps.append(_fallback_step(step, arena))
         # results the kernels write: allocated for each call, handed to the caller
@@ -488,6 +518,8 @@ class Executable:
         if calls and len(calls) == len(plan.steps) and graph_entry_supported() and all(
                 isinstance(c, np.ndarray) for c in plan.consts.values()):
             self.entry, self._entry_keep = graph_entry(calls, len(plan.slots))
+            # gemm results the entry writes: allocated with the kernels' results
+            self.fresh = [(s, *plan.slots[s]) for s in sorted(fresh | gemm_results)]
         self.trusted = self._trusted_call()
 
     def _trusted_call(self):

@@ -1,0 +1,77 @@
+"""dot_general on the cpu backend: gemm on the operands' own memory (BLAS transpose flags),
+and small products inside the one-call native graph entry."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from graph_builder import Builder
+from hypothesis import given
+from hypothesis import strategies as st
+from test_products import dot_problems
+
+import functorch_core as fc
+from backends import registry
+from backends.interpreter import run_graph
+from backends.llvm import runtime
+from backends.llvm.blas import gemm_layout
+from ir import primitives as P
+
+CPU = registry.get("cpu")
+
+
+def _compile_fresh(graph):
+    runtime._CACHE.clear()
+    return CPU.compile(graph)
+
+
+@pytest.mark.parametrize("in_entry", [True, False])
+@given(dot_problems(contracting=True), st.sampled_from([np.float32, np.float64]),
+       st.integers(0, 2 ** 32 - 1))
+def test_products_match_the_interpreter_in_every_layout(in_entry, problem, dtype, seed):
+    lshape, rshape, dn, _ = problem
+    b = Builder()
+    lhs, rhs = b.input(lshape, np.dtype(dtype)), b.input(rshape, np.dtype(dtype))
+    graph = b.graph(b(P.dot_general, lhs, rhs, dimension_numbers=dn))
+    rng = np.random.default_rng(seed)
+    args = [rng.normal(size=lshape).astype(dtype), rng.normal(size=rshape).astype(dtype)]
+    limit = runtime.GEMM_ENTRY_MAX_MACS
+    try:
+        runtime.GEMM_ENTRY_MAX_MACS = limit if in_entry else 0
+        exe = _compile_fresh(graph)
+        got, again = exe(args)[0], exe(args)[0]
+    finally:
+        runtime.GEMM_ENTRY_MAX_MACS = limit
+        runtime._CACHE.clear()
+    want = run_graph(graph, args)[0]
+    layout = gemm_layout(lshape, rshape, dn)
+    uses_entry = in_entry and layout is not None and min(
+        layout.batch, layout.m, layout.n, layout.k) > 0
+    assert (exe.entry is not None) == uses_entry
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == np.float32 else 1e-12,
+                               atol=1e-5)
+    assert not np.shares_memory(got, again)
+
+
+def test_a_small_mlp_runs_as_one_native_call_and_a_big_product_does_not():
+    rng = np.random.default_rng(0)
+    w1, w2 = rng.normal(size=(64, 32)), rng.normal(size=(32, 10))
+
+    def predict(x):
+        return np.tanh(x @ w1) @ w2.T.T
+    x = rng.normal(size=(8, 64))
+    f = fc.jit(predict)
+    np.testing.assert_allclose(f(x), predict(x), rtol=1e-12)
+    assert next(iter(f.cache.values())).run.entry is not None
+    big = rng.normal(size=(2 * runtime.GEMM_ENTRY_MAX_MACS // (64 * 32), 64))
+    np.testing.assert_allclose(f(big), predict(big), rtol=1e-12)
+    entries = [e.run.entry for e in f.cache.values()]
+    assert entries[1] is None       # a product over the limit runs as its own step
+
+
+def test_layouts_that_need_a_copy_are_refused():
+    # batch dimension in the middle of the lhs: no gemm layout without a copy
+    assert gemm_layout((3, 2, 4), (2, 4, 5), (((2,), (1,)), ((1,), (0,)))) is None
+    lay = gemm_layout((4, 3), (5, 4), (((0,), (1,)), ((), ())))
+    assert (lay.trans_lhs, lay.trans_rhs, lay.m, lay.n, lay.k) == (True, True, 3, 5, 4)
