@@ -121,7 +121,8 @@ class _SortEmitter:
         for block, value in ((yes, 1), (no, 0)):
             ir.IRBuilder(block).ret(ir.Constant(I1, value))
         stride = _c(self.inner)
-        for j, (x, y) in enumerate([(ka, kb)] + [None] * len(later)):
+        for j in range(1 + len(later)):
+            x, y = ka, kb
             if j:
                 ptr, dt = keys[j - 1], later[j - 1][1]
                 x, y = (order_key(b, _load(b, ptr, dt, b.add(base, b.mul(p, stride))), dt)
