@@ -27,7 +27,6 @@ from .plan import Sort
 
 RUN = 16        # rows are insertion-sorted in runs of this many before merging
 _PTR = ir.PointerType()
-_BIAS = 1 << 63
 
 
 def _c(v):
@@ -50,11 +49,17 @@ def _store(b, ptr, dt, index, value):
     b.store(value, b.gep(ptr, [index], inbounds=True, source_etype=t), align=dt.alignment)
 
 
+def key_type(dt: np.dtype):
+    """The type of a cached first key: i32 for dtypes of up to 4 bytes, else i64."""
+    return ir.IntType(32 if dt.itemsize <= 4 else 64)
+
+
 def order_key(b, bits, dt: np.dtype):
-    """A u64 whose unsigned order is NumPy's sort order of ``dt`` values with these bits."""
-    width = 8 * dt.itemsize
+    """An unsigned integer (of :func:`key_type`) whose order is NumPy's sort order of
+    ``dt`` values with these bits."""
+    width, kt = 8 * dt.itemsize, key_type(dt)
     if dt.kind in "bu":
-        return bits if width == 64 else b.zext(bits, I64)
+        return bits if width == kt.width else b.zext(bits, kt)
     if dt.kind == "f":
         t = bits.type
         mantissa = np.finfo(dt).nmant
@@ -64,8 +69,8 @@ def order_key(b, bits, dt: np.dtype):
         negative = b.icmp_signed("<", bits, ir.Constant(t, 0))
         signed = b.select(negative, b.sub(ir.Constant(t, 0), magnitude), magnitude)
         bits = b.select(nan, ir.Constant(t, (1 << (width - 1)) - 1), signed)   # -0.0 -> 0
-    wide = bits if width == 64 else b.sext(bits, I64)
-    return b.xor(wide, _c(_BIAS))
+    wide = bits if width == kt.width else b.sext(bits, kt)
+    return b.xor(wide, ir.Constant(kt, 1 << (kt.width - 1)))
 
 
 class _Loop:
@@ -105,14 +110,30 @@ class _SortEmitter:
         self.arg = dict(zip(self.slots, self.fn.args, strict=False))
         self.n = s.shape[s.dimension]
         self.inner = math.prod(s.shape[s.dimension + 1:])
+        # cached keys and positions as narrow as they can be: less memory to stream
+        self.kt = key_type(s.dtypes[0])
+        self.it = ir.IntType(32 if self.n < 2**31 else 64)
         self.less = self._emit_less(module, name + "_less")
+
+    def get(self, b, ptr, t, index):
+        return b.load(b.gep(ptr, [index], inbounds=True, source_etype=t), typ=t)
+
+    def put(self, b, ptr, t, index, value):
+        b.store(value, b.gep(ptr, [index], inbounds=True, source_etype=t))
+
+    def address(self, b, base, position):
+        """Where a row position (of the index type) is in an operand."""
+        return b.add(base, b.mul(b.zext(position, I64) if self.it != I64 else position,
+                                 _c(self.inner)))
 
     def _emit_less(self, module, name):
         """``less(ptr key..., i64 base, ka, a, kb, b)``: whether position ``a`` (cached
         first key ``ka``) sorts before ``b``; later keys decide ties, in order."""
         s = self.step
         later = [(s.inputs[k], s.dtypes[k]) for k in range(1, s.num_keys)]
-        fn = ir.Function(module, ir.FunctionType(I1, [_PTR] * len(later) + [I64] * 5), name)
+        kt, it = self.kt, self.it
+        fn = ir.Function(module, ir.FunctionType(I1, [_PTR] * len(later) + [I64, kt, it, kt, it]),
+                         name)
         fn.linkage = "internal"
         fn.attributes.add("alwaysinline")
         *keys, base, ka, a, kb, pb = fn.args
@@ -120,12 +141,11 @@ class _SortEmitter:
         yes, no = fn.append_basic_block("yes"), fn.append_basic_block("no")
         for block, value in ((yes, 1), (no, 0)):
             ir.IRBuilder(block).ret(ir.Constant(I1, value))
-        stride = _c(self.inner)
         for j in range(1 + len(later)):
             x, y = ka, kb
             if j:
                 ptr, dt = keys[j - 1], later[j - 1][1]
-                x, y = (order_key(b, _load(b, ptr, dt, b.add(base, b.mul(p, stride))), dt)
+                x, y = (order_key(b, _load(b, ptr, dt, self.address(b, base, p)), dt)
                         for p in (a, pb))
             tie = fn.append_basic_block("tie")
             lt = fn.append_basic_block("not_less")
@@ -164,9 +184,9 @@ class _SortEmitter:
         stride = _c(self.inner)
         key0, dt0 = self.arg[s.inputs[0]], s.dtypes[0]
         init = _Loop(b, _c(0), _c(n))
-        b.store(init.i, b.gep(perm, [init.i], inbounds=True, source_etype=I64))
+        self.put(b, perm, self.it, init.i, b.trunc(init.i, self.it) if self.it != I64 else init.i)
         value = _load(b, key0, dt0, b.add(base, b.mul(init.i, stride)))
-        b.store(order_key(b, value, dt0), b.gep(keys, [init.i], inbounds=True, source_etype=I64))
+        self.put(b, keys, self.kt, init.i, order_key(b, value, dt0))
         init.close()
         self.insertion_sort(b, base, perm, keys)
         for name, ptr in zip(("src", "srck", "dst", "dstk"), (perm, keys, tmp, tmpk),
@@ -176,8 +196,8 @@ class _SortEmitter:
         src = b.load(self.bufs["src"], typ=_PTR)
         for x, out, dt in zip(s.inputs, s.outputs, s.dtypes, strict=True):
             g = _Loop(b, _c(0), _c(n))
-            p = b.load(b.gep(src, [g.i], inbounds=True, source_etype=I64), typ=I64)
-            v = _load(b, self.arg[x], dt, b.add(base, b.mul(p, stride)))
+            p = self.get(b, src, self.it, g.i)
+            v = _load(b, self.arg[x], dt, self.address(b, base, p))
             _store(b, self.arg[out], dt, b.add(base, b.mul(g.i, stride)), v)
             g.close()
         rows.close()
@@ -191,8 +211,7 @@ class _SortEmitter:
         start = runs.i
         end = _min(b, b.add(start, _c(RUN)), _c(n))
         outer = _Loop(b, b.add(start, _c(1)), end)
-        p = b.load(b.gep(perm, [outer.i], inbounds=True, source_etype=I64), typ=I64)
-        k = b.load(b.gep(keys, [outer.i], inbounds=True, source_etype=I64), typ=I64)
+        p, k = self.get(b, perm, self.it, outer.i), self.get(b, keys, self.kt, outer.i)
         j = self.cells["j"]
         b.store(outer.i, j)
         fn = b.function
@@ -204,18 +223,17 @@ class _SortEmitter:
         b.cbranch(b.icmp_signed(">", jv, start), check, place)
         b.position_at_end(check)
         prev = b.sub(jv, _c(1))
-        pp = b.load(b.gep(perm, [prev], inbounds=True, source_etype=I64), typ=I64)
-        pk = b.load(b.gep(keys, [prev], inbounds=True, source_etype=I64), typ=I64)
+        pp, pk = self.get(b, perm, self.it, prev), self.get(b, keys, self.kt, prev)
         b.cbranch(self.is_less(b, base, k, p, pk, pp), shift, place)
         b.position_at_end(shift)
-        b.store(pp, b.gep(perm, [jv], inbounds=True, source_etype=I64))
-        b.store(pk, b.gep(keys, [jv], inbounds=True, source_etype=I64))
+        self.put(b, perm, self.it, jv, pp)
+        self.put(b, keys, self.kt, jv, pk)
         b.store(prev, j)
         b.branch(test)
         b.position_at_end(place)
         jv = b.load(j, typ=I64)
-        b.store(p, b.gep(perm, [jv], inbounds=True, source_etype=I64))
-        b.store(k, b.gep(keys, [jv], inbounds=True, source_etype=I64))
+        self.put(b, perm, self.it, jv, p)
+        self.put(b, keys, self.kt, jv, k)
         outer.close()
         runs.close()
 
@@ -244,38 +262,44 @@ class _SortEmitter:
         b.position_at_end(done)
 
     def merge(self, b, base, bufs, start, mid, end):
-        """dst[start:end] = the stable merge of src[start:mid] and src[mid:end]."""
+        """dst[start:end] = the stable merge of src[start:mid] and src[mid:end] (a plain
+        copy when the halves are already in order)."""
         src, srck, dst, dstk = bufs
-        fn, i, j = self.fn, self.cells["i"], self.cells["j"]
+        fn, i, j, it, kt = self.fn, self.cells["i"], self.cells["j"], self.it, self.kt
         b.store(start, i)
         b.store(mid, j)
-        out = _Loop(b, start, end)
+        check, head, body, tail = (fn.append_basic_block(x) for x in
+                                   ("check", "head", "step", "tail"))
+        b.cbranch(b.icmp_signed("<", mid, end), check, tail)
+        b.position_at_end(check)
+        last = b.sub(mid, _c(1))
+        first_right = (self.get(b, srck, kt, mid), self.get(b, src, it, mid))
+        last_left = (self.get(b, srck, kt, last), self.get(b, src, it, last))
+        ordered = b.not_(self.is_less(b, base, *first_right, *last_left))
+        b.cbranch(ordered, tail, head)
+        b.position_at_end(head)
         iv, jv = b.load(i, typ=I64), b.load(j, typ=I64)
-        left = b.icmp_signed("<", iv, mid)
-        right = b.icmp_signed("<", jv, end)
-        only_right = b.not_(left)
-        pre = b.block
-        compare, move = fn.append_basic_block("compare"), fn.append_basic_block("move")
-        b.cbranch(b.and_(left, right), compare, move)
-        b.position_at_end(compare)
-        pl = b.load(b.gep(src, [iv], inbounds=True, source_etype=I64), typ=I64)
-        kl = b.load(b.gep(srck, [iv], inbounds=True, source_etype=I64), typ=I64)
-        pr = b.load(b.gep(src, [jv], inbounds=True, source_etype=I64), typ=I64)
-        kr = b.load(b.gep(srck, [jv], inbounds=True, source_etype=I64), typ=I64)
-        take_both = self.is_less(b, base, kr, pr, kl, pl)
-        compared = b.block
-        b.branch(move)
-        b.position_at_end(move)
-        take_right = b.phi(I1)
-        take_right.add_incoming(only_right, pre)
-        take_right.add_incoming(take_both, compared)
-        at = b.select(take_right, jv, iv)
-        for s_, d_ in ((src, dst), (srck, dstk)):
-            v = b.load(b.gep(s_, [at], inbounds=True, source_etype=I64), typ=I64)
-            b.store(v, b.gep(d_, [out.i], inbounds=True, source_etype=I64))
-        b.store(b.add(iv, b.zext(b.not_(take_right), I64)), i)
-        b.store(b.add(jv, b.zext(take_right, I64)), j)
-        out.close()
+        both = b.and_(b.icmp_signed("<", iv, mid), b.icmp_signed("<", jv, end))
+        b.cbranch(both, body, tail)
+        b.position_at_end(body)
+        pl, kl = self.get(b, src, it, iv), self.get(b, srck, kt, iv)
+        pr, kr = self.get(b, src, it, jv), self.get(b, srck, kt, jv)
+        right = self.is_less(b, base, kr, pr, kl, pl)
+        at = b.sub(b.add(iv, jv), mid)
+        self.put(b, dst, it, at, b.select(right, pr, pl))
+        self.put(b, dstk, kt, at, b.select(right, kr, kl))
+        b.store(b.add(iv, b.zext(b.not_(right), I64)), i)
+        b.store(b.add(jv, b.zext(right, I64)), j)
+        b.branch(head)
+        b.position_at_end(tail)
+        iv, jv = b.load(i, typ=I64), b.load(j, typ=I64)
+        # what is left of one half lands right after the merged part
+        for lo, hi, shift in ((iv, mid, b.sub(jv, mid)), (jv, end, _c(0))):
+            rest = _Loop(b, lo, hi)
+            to = b.add(rest.i, shift)
+            self.put(b, dst, it, to, self.get(b, src, it, rest.i))
+            self.put(b, dstk, kt, to, self.get(b, srck, kt, rest.i))
+            rest.close()
 
 
 def emit_sort(module: ir.Module, name: str, step: Sort):
