@@ -210,3 +210,14 @@ def test_sort_of_views_and_constants():
     want = fc.jit(f, backend="interpreter")(x)
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
+
+
+def test_small_sorts_join_the_single_native_entry_and_big_ones_do_not():
+    rng = np.random.default_rng(9)
+    graph = sort_graph((4, 30), [np.dtype(np.float32)], 1, 1)
+    small = CPU.compile(graph)
+    assert small.entry is not None or not runtime.graph_entry_supported()
+    x = pool_values(rng, (4, 30), np.float32)
+    assert_same_bits(small([x]), run_graph(graph, [x]))
+    big = CPU.compile(sort_graph((1 << 18,), [np.dtype(np.float32)], 0, 1))
+    assert big.entry is None        # a long sort releases the GIL through ctypes

@@ -489,7 +489,7 @@ class Executable:
             elif isinstance(step, Sort):
                 fn, slots, _ = fns[id(step)]
                 self.steps.append(_sort_step(fn, slots, step))
-                if step.rows <= step.rows_per_part:
+                if step.rows <= step.rows_per_part and math.prod(step.shape) < PARALLEL_MIN_POINTS:
                     calls.append((fn, slots, 0, step.rows))
                 fresh |= writes & results
             elif isinstance(step, Blas):
