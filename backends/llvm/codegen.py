@@ -16,6 +16,7 @@ from llvmlite import ir
 from ir import primitives as P
 
 from .blas import GemmCall, emit_gemm
+from .complex_ops import add as complex_add
 from .ops import I64, RULES, Emitter, compute_type, convert, storage_type
 from .partition import SCANS
 from .plan import Kernel, c_strides
@@ -240,7 +241,11 @@ class _KernelEmitter:
             x = value(r.ref, r.in_dtype)
             if r.axis is None:
                 (ptr, dt, _), = self.acc[id(r)]
-                combined = RULES[_COMBINE[r.prim]](e, dt, b.load(ptr, typ=compute_type(dt)), x)
+                acc = b.load(ptr, typ=compute_type(dt))
+                if dt.kind == "c" and r.prim is P.reduce_sum:   # reassociated, as float sums
+                    combined = complex_add(e, dt, acc, x, flags=("reassoc",))
+                else:
+                    combined = RULES[_COMBINE[r.prim]](e, dt, acc, x)
                 if dt.kind == "f" and r.prim in (P.reduce_sum, P.reduce_prod):
                     combined.flags.append("reassoc")
                 b.store(combined, ptr)

@@ -1,9 +1,10 @@
-"""Scalar lowering of elementwise primitives to LLVM IR, NumPy-exact for real dtypes.
+"""Scalar lowering of elementwise primitives to LLVM IR, NumPy-exact.
 
 Values are held in a *compute type*: bool as ``i1``, integers as ``iN`` (signedness
 comes from the dtype, not the type), float16 and float32 as ``float``, float64 as
 ``double``. A float16 value lives in a ``float`` that is always rounded to half
 precision, which is how NumPy computes float16 (in float, rounded after each op).
+Complex values are ``{float, float}`` / ``{double, double}`` pairs (complex_ops.py).
 
 ``RULES`` maps a primitive to ``rule(e, dt, *args, **params)``: ``e`` is the
 :class:`Emitter`, ``dt`` the dtype of the (first value) operand, ``args`` compute
@@ -21,12 +22,16 @@ from llvmlite import ir
 
 from ir import primitives as P
 
+from . import complex_ops as C
+
 I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
 F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
 _INT_TYPES = {1: I8, 2: I16, 4: I32, 8: I64}
 
 
 def compute_type(dt: np.dtype):
+    if dt.kind == "c":
+        return C.pair_type(dt)
     if dt.kind == "b":
         return I1
     if dt.kind in "iu":
@@ -35,6 +40,8 @@ def compute_type(dt: np.dtype):
 
 
 def storage_type(dt: np.dtype):
+    if dt.kind == "c":
+        return C.pair_type(dt)
     if dt.kind == "b":
         return I8
     if dt.kind == "f":
@@ -51,6 +58,8 @@ class Emitter:
         self.libm_used: set[str] = set()
 
     def const(self, dt, value):
+        if dt.kind == "c":
+            return C.const(dt, value)
         ty = compute_type(dt)
         if dt.kind == "b":
             return ir.Constant(ty, int(bool(value)))
@@ -83,6 +92,8 @@ class Emitter:
         return self.b.fpext(self.b.fptrunc(value, F16), F32)
 
     def load(self, dt, ptr):
+        if dt.kind == "c":
+            return C.load(self, dt, ptr)
         v = self.b.load(ptr, typ=storage_type(dt))
         if dt.kind == "b":
             return self.b.icmp_unsigned("!=", v, ir.Constant(I8, 0))
@@ -91,6 +102,8 @@ class Emitter:
         return v
 
     def store(self, dt, value, ptr):
+        if dt.kind == "c":
+            return C.store(self, dt, value, ptr)
         if dt.kind == "b":
             value = self.b.zext(value, I8)
         elif dt.kind == "f" and dt.itemsize == 2:
@@ -305,11 +318,13 @@ def _select(e, dt, pred, on_true, on_false):
 # --- convert ----------------------------------------------------------------
 
 def convert(e, src, dst, x):
-    """NumPy ``astype`` between real dtypes; float->int follows x86 NumPy (never poison)."""
+    """NumPy ``astype``; float->int follows x86 NumPy (never poison)."""
     b = e.b
     to = compute_type(dst)
     if src == dst:
         return x
+    if "c" in (src.kind, dst.kind):
+        return C.convert(e, src, dst, x, convert)
     if dst.kind == "b":
         if src.kind == "f":
             return b.fcmp_unordered("!=", x, ir.Constant(x.type, 0.0))
@@ -370,7 +385,20 @@ RULES = {
     P.select: _select,
 } | {p: _libm(name) for p, name in _LIBM_UNARY.items()}
 
-# Primitive-specific dtype limits, on top of "no complex dtypes" (see unsupported()).
+
+def _real_or_complex(prim, real_rule):
+    complex_rule = C.COMPLEX_RULES[prim]
+
+    def rule(e, dt, *args, **params):
+        return (complex_rule if dt.kind == "c" else real_rule)(e, dt, *args, **params)
+    return rule
+
+
+RULES |= {p: _real_or_complex(p, RULES[p]) for p in C.COMPLEX_RULES if p in RULES}
+RULES |= {p: C.COMPLEX_RULES[p] for p in C.COMPLEX_RULES if p not in RULES}
+RULES[P.complex] = lambda e, dt, re, im: C.pack(e, re, im)
+
+# Primitive-specific dtype limits, on top of complex_ops.complex_gap (see unsupported()).
 _DTYPE_LIMITS = {
     P.pow: ("iu", "integer power raises on negative exponents in NumPy (data dependent)"),
     P.neg: ("b", "NumPy rejects boolean negative"),
@@ -388,7 +416,9 @@ def unsupported(eqn) -> str | None:
     """Why ``eqn`` cannot be lowered to a native scalar loop body (None: it can)."""
     avals = [a.aval for a in eqn.inputs] + [v.aval for v in eqn.outputs]
     if any(a.dtype.kind == "c" for a in avals):
-        return "complex dtypes are not lowered natively yet"
+        reason = C.complex_gap(eqn)
+        if reason is not None:
+            return reason
     if not host_has_f16c() and any(a.dtype == np.float16 for a in avals):
         return "float16 needs the F16C instructions, which this CPU lacks"
     limit = _DTYPE_LIMITS.get(eqn.prim)

@@ -29,10 +29,6 @@ from .views import VIEW_RULES
 # Why a primitive never lowers natively: the explicit fallback table. These run
 # through the interpreter's implementation for that one equation.
 FALLBACK = {
-    P.real: "complex dtypes are not lowered natively yet",
-    P.imag: "complex dtypes are not lowered natively yet",
-    P.conj: "complex dtypes are not lowered natively yet",
-    P.complex: "complex dtypes are not lowered natively yet",
     P.setitem: "never reaches a backend (functionalize rewrites mutations)",
     P.call: "never reaches a backend (jit inlines calls)",
     P.custom_jvp_call: "runs its body graph through the interpreter (a call with rules)",
