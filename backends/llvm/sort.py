@@ -3,16 +3,17 @@
 Every row (one index of the dimensions other than the sorted one) is sorted on its own:
 a permutation of row positions is ordered by a stable bottom-up merge sort (insertion
 sort for runs of ``RUN``), then every operand is gathered through it. The first key is
-cached beside the permutation as a ``u64`` whose unsigned order is the key's order, so
-the merges stream through memory; later keys are compared through the permutation only
-on ties. Every value is handled as raw bits (an integer of its width), so float16 needs
-no F16C and non-key operands of any dtype, complex included, are just moved.
+cached beside the permutation as an unsigned integer (32 or 64 bits) whose order is the
+key's order, so the merges stream through memory; later keys are compared through the
+permutation only on ties. Positions are i32 for rows shorter than 2**31. Every value is
+handled as raw bits (an integer of its width), so float16 needs no F16C and non-key
+operands of any dtype, complex included, are just moved.
 
 Float order is NumPy's: NaN after everything (all NaNs equal, so stability keeps their
 order), -0.0 equal to 0.0. The function takes ``(ptr per slot..., i64 lo, i64 hi)`` and
-sorts rows [lo, hi) with the scratch part ``lo // rows_per_part`` (four i64 rows of the
-sorted length: permutation, its merge buffer, cached keys, their merge buffer), so
-threads that take parts of ``rows_per_part`` rows never share scratch.
+sorts rows [lo, hi) with the scratch part ``lo // rows_per_part`` (four rows of the
+sorted length, 8 bytes an element: permutation, its merge buffer, cached keys, their
+merge buffer), so threads that take parts of ``rows_per_part`` rows never share scratch.
 """
 
 from __future__ import annotations
