@@ -365,8 +365,8 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     """``numpy.linspace``: ``num`` evenly spaced samples from ``start`` to ``stop``.
 
     ``start``/``stop`` may be traced (arrays broadcast as in NumPy; the samples run
-    along ``axis``); ``num`` must be concrete. NumPy's special case for subnormal
-    steps (divide before multiplying) is not reproduced under tracing.
+    along ``axis``); ``num`` must be concrete. As in NumPy, a step that underflows to
+    zero makes every sample ``i / div * (stop - start) + start`` instead.
     """
     _concrete("linspace", num)
     num = operator.index(num)
@@ -392,7 +392,17 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     else:
         step = np.nan
     y = P.iota.bind(dtype=dt, shape=shape, dimension=0)
-    y = P.mul.bind(y, _broadcast_lead(step if div > 0 else delta, shape))
+    if div > 0:
+        # as NumPy: when any step underflows to zero, divide the ramp first
+        stepped = P.mul.bind(y, _broadcast_lead(step, shape))
+        divided = P.mul.bind(P.div.bind(y, _broadcast(Lit(np.asarray(div, dt)), shape)),
+                             _broadcast_lead(delta, shape))
+        zero = P.eq.bind(step, _broadcast(Lit(np.zeros((), dt)), bshape))
+        if bshape:
+            zero = P.reduce_max.bind(zero, axes=tuple(range(len(bshape))))
+        y = P.select.bind(_broadcast(zero, shape), divided, stepped)
+    else:
+        y = P.mul.bind(y, _broadcast_lead(delta, shape))
     y = P.add.bind(y, _broadcast_lead(s, shape))
     if endpoint and num > 1:
         last = P.eq.bind(P.iota.bind(dtype=_I64, shape=shape, dimension=0),
