@@ -43,6 +43,14 @@ def _identity(prim, dt):
     return info.max if big else info.min
 
 
+def _scan_identity(prim, dt):
+    """A scan's first output is its first element, as in NumPy's accumulate: so a float
+    cumsum starts from -0.0 (-0.0 + x is x, +0.0 + -0.0 would not be)."""
+    if prim is P.cumsum and dt.kind in "fc":
+        return complex(-0.0, -0.0) if dt.kind == "c" else -0.0
+    return _identity(prim, dt)
+
+
 def _acc_dtype(prim, dt):
     """Sums and products of float16 accumulate in float32 as NumPy's reductions do;
     scans round every step (NumPy's accumulate stores each partial result)."""
@@ -114,7 +122,7 @@ class _KernelEmitter:
         for op in k.ops:
             if op.prim in SCANS:
                 self.acc[id(op)] = [(self.b.alloca(compute_type(op.dtype)), op.dtype,
-                                     _identity(op.prim, op.dtype))]
+                                     _scan_identity(op.prim, op.dtype))]
 
     def linear(self, j, offset=0):
         b, total = self.b, ir.Constant(I64, offset)

@@ -198,6 +198,8 @@ COMPLEX_GAPS = {
     P.dot_general: "complex dot_general: NumPy calls cgemm/zgemm (its own summation order)",
     P.max: "complex max/min order lexicographically with NaN rules; not lowered natively",
     P.min: "complex max/min order lexicographically with NaN rules; not lowered natively",
+    P.cumprod: "complex cumprod: NumPy's accumulate starts from the first element, and "
+               "(1+0j)*z is not z when a part is inf or nan",
 }
 _TRANSCENDENTAL_GAP = ("complex transcendental functions: NumPy's npymath c* functions "
                        "(branch cuts, special values) are not replicated bit-for-bit")
