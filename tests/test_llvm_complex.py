@@ -245,6 +245,20 @@ def test_sums_and_products_within_summation_bound(dt):
         np.testing.assert_allclose(g, w, rtol=64 * eps)
 
 
+@pytest.mark.parametrize("dt", COMPLEX + [np.dtype(np.float32)], ids=str)
+@given(data=st.data())
+def test_sums_and_products_over_no_axes_still_combine_with_the_identity(dt, data):
+    """NumPy computes 0 + x and 1 * x even over no axes: -0.0 becomes 0.0, and
+    (1+0j) * (0+infj) is nan+infj."""
+    b = Builder()
+    z = b.input((4, 6), dt)
+    graph = b.graph(b(P.reduce_sum, z, axes=()), b(P.reduce_prod, z, axes=()))
+    arg = (data.draw(complexes(dt, 24)) if dt.kind == "c" else data.draw(parts_of(dt, 24)))
+    exe, got, want = both(graph, [arg.reshape(4, 6)])
+    assert native(exe)
+    assert_bits(got, want)
+
+
 @pytest.mark.parametrize("dt", COMPLEX, ids=str)
 @given(data=st.data())
 def test_cumulative_sums_are_exact(dt, data):

@@ -39,6 +39,8 @@ VIEW_OPS = (P.broadcast_in_dim, P.transpose, P.reshape, P.squeeze, P.expand_dims
             P.slice)
 ELEMENTWISE_FAMILIES = ("unary", "binary", "select", "convert")
 SCANS = (P.cumsum, P.cumprod, P.cummax, P.cummin)
+# reductions that NumPy still applies over no axes: (combining op, identity)
+_COMBINED_WHEN_EMPTY = {P.reduce_sum: (P.add, 0), P.reduce_prod: (P.mul, 1)}
 BLAS_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 # a sort of at least this many elements splits its rows into parts run on several threads
 SORT_PARALLEL_POINTS = 1 << 16
@@ -321,6 +323,8 @@ class Partitioner:
         (x,), out = eqn.inputs, eqn.outputs[0]
         axes = tuple(sorted(eqn.params["axes"])) if axes is None else axes
         if not axes:
+            if eqn.prim in _COMBINED_WHEN_EMPTY and x.aval.dtype.kind in "fc":
+                return self._combine_with_identity(eqn)
             self.loc[id(out)] = x if isinstance(x, Lit) else self.loc[id(x)]
             return
         k, (r,) = self.refs(x.aval.shape, [x], axes, reverse=False)
@@ -329,6 +333,16 @@ class Partitioner:
         axis = eqn.params["axis"] if eqn.prim.family == "arg_reduction" else None
         k.reduces.append(Reduce(eqn.prim, r, slot, out.aval.dtype, x.aval.dtype, axis))
         self.loc[id(out)] = _Reduced(k, slot)
+
+    def _combine_with_identity(self, eqn):
+        """A sum or product over no axes is still ``0 + x`` / ``1 * x`` in NumPy (which
+        turns -0.0 into 0.0, and (1+0j)*z is not z when z has an inf or nan part)."""
+        (x,), out = eqn.inputs, eqn.outputs[0]
+        dt = out.aval.dtype
+        combine, identity = _COMBINED_WHEN_EMPTY[eqn.prim]
+        k, (r,) = self.refs(out.aval.shape, [x])
+        k.ops.append(Op(combine, (("const", np.asarray(identity, dt)[()]), r), {}, dt, dt))
+        self.loc[id(out)] = _Member(k, ("op", len(k.ops) - 1))
 
     def arg_reduction(self, eqn):
         self.reduction(eqn, (eqn.params["axis"],))
