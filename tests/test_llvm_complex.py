@@ -87,9 +87,9 @@ def native(exe):
 
 # --- one graph per dtype with every elementwise rule ------------------------------------
 
-def _elementwise_graph(dt):
+def _elementwise_graph(dt, n=N):
     b = Builder()
-    z, w = b.input((N,), dt), b.input((N,), dt)
+    z, w = b.input((n,), dt), b.input((n,), dt)
     outs = [b(P.neg, z), b(P.conj, z), b(P.real, z), b(P.imag, z), b(P.abs, z),
             b(P.is_finite, z), b(P.add, z, w), b(P.sub, z, w), b(P.mul, z, w),
             b(P.div, z, w), b(P.eq, z, w), b(P.ne, z, w), b(P.eq, z, z),
@@ -120,6 +120,25 @@ def test_mul_div_abs_on_all_special_pairs(dt, data):
     b = Builder()
     x, y = b.input(z.shape, dt), b.input(z.shape, dt)
     exe, got, want = both(b.graph(b(P.mul, x, y), b(P.div, x, y), b(P.abs, x)), [z, w])
+    assert native(exe)
+    assert_bits(got, want)
+
+
+@pytest.mark.parametrize("dt", COMPLEX, ids=str)
+def test_big_arrays_take_the_vectorized_threaded_path_bit_exactly(dt):
+    """Kernels over 4096 points are built by the other pass pipeline (vectorized) and
+    split over threads: the same bits."""
+    rng = np.random.default_rng(11)
+    ft, n = _part(dt), 1 << 16
+    special = np.array(_specials(ft), ft)
+
+    def mk():
+        x = (rng.standard_normal(2 * n) * 10.0 ** rng.integers(-8, 9, 2 * n)).astype(ft)
+        pick = rng.random(2 * n) < 0.2
+        x[pick] = rng.choice(special, int(pick.sum()))
+        return x.view(dt)
+
+    exe, got, want = both(_elementwise_graph(dt, n), [mk(), mk()])
     assert native(exe)
     assert_bits(got, want)
 
