@@ -11,6 +11,7 @@ follow NumPy's loops as measured against NumPy itself (tests/test_llvm_complex.p
   part by ``|br|``, giving NumPy's inf/nan pattern).
 - ``abs`` is NumPy's SIMD hypot: infinities win over NaNs, then
   ``big * sqrt(fma(r, r, 1))`` with ``r = small / big`` (0 when big is 0 or small inf).
+- ``sign`` divides by libm's ``hypot``/``hypotf`` (NumPy's npy_hypot), not by ``abs``.
 
 ``COMPLEX_RULES`` has the same ``rule(e, dt, *args)`` signature as ``ops.RULES``, ``dt``
 being the complex operand dtype (the float operand dtype for ``complex``).
@@ -167,6 +168,32 @@ def _abs(e, dt, x):
     return b.fmul(e.intrinsic("sqrt", s), big)
 
 
+def _sign(e, dt, x):
+    """NumPy's complex sign: z / hypot(z) through libm's hypot of the part type, with
+    NaN -> nan+nanj, an infinite modulus -> the unit along the infinite (or overflowing)
+    part (nan+nanj when both are infinite), 0 -> 0."""
+    b = e.b
+    re, im = parts(e, x)
+    ty = re.type
+    zero, one, nan = (ir.Constant(ty, v) for v in (0.0, 1.0, float("nan")))
+    inf = ir.Constant(ty, float("inf"))
+    h = e.libm("hypot", re, im)
+
+    def unit(v):
+        return b.select(b.fcmp_ordered(">", v, zero), one, b.fneg(one))
+    re_inf = b.fcmp_ordered("==", e.intrinsic("fabs", re), inf)
+    im_inf = b.fcmp_ordered("==", e.intrinsic("fabs", im), inf)
+    inf_re = b.select(re_inf, b.select(im_inf, nan, unit(re)), zero)
+    inf_im = b.select(re_inf, b.select(im_inf, nan, zero), unit(im))
+    out_re, out_im = b.fdiv(re, h), b.fdiv(im, h)
+    is_zero = b.fcmp_ordered("==", h, zero)
+    out_re, out_im = b.select(is_zero, zero, out_re), b.select(is_zero, zero, out_im)
+    is_inf = b.fcmp_ordered("==", h, inf)
+    out_re, out_im = b.select(is_inf, inf_re, out_re), b.select(is_inf, inf_im, out_im)
+    is_nan = e.isnan(h)
+    return pack(e, b.select(is_nan, nan, out_re), b.select(is_nan, nan, out_im))
+
+
 def _is_finite(e, dt, x):
     b = e.b
     inf = ir.Constant(pair_type(dt).elements[0], float("inf"))
@@ -186,14 +213,13 @@ def _ne(e, dt, x, y):
 
 COMPLEX_RULES = {
     P.add: add, P.sub: _sub, P.neg: _neg, P.conj: _conj, P.mul: _mul, P.div: _div,
-    P.abs: _abs, P.is_finite: _is_finite, P.eq: _eq, P.ne: _ne,
+    P.abs: _abs, P.sign: _sign, P.is_finite: _is_finite, P.eq: _eq, P.ne: _ne,
     P.real: lambda e, dt, x: e.b.extract_value(x, 0),
     P.imag: lambda e, dt, x: e.b.extract_value(x, 1),
 }
 
 # Why the other complex equations stay in the interpreter.
 COMPLEX_GAPS = {
-    P.sign: "complex sign (z/|z| with NumPy's own inf/nan cases) is not lowered natively",
     P.pow: "complex pow: NumPy special-cases small integer exponents; not lowered natively",
     P.dot_general: "complex dot_general: NumPy calls cgemm/zgemm (its own summation order)",
     P.max: "complex max/min order lexicographically with NaN rules; not lowered natively",
