@@ -39,6 +39,8 @@ def _identity(prim, dt):
         return big
     if dt.kind == "f":
         return np.inf if big else -np.inf
+    if dt.kind == "c":         # below/above every value in NumPy's lexicographic order
+        return complex(np.inf, np.inf) if big else complex(-np.inf, -np.inf)
     info = np.iinfo(dt)
     return info.max if big else info.min
 

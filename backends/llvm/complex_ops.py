@@ -194,6 +194,22 @@ def _sign(e, dt, x):
     return pack(e, b.select(is_nan, nan, out_re), b.select(is_nan, nan, out_im))
 
 
+def _minmax(is_max):
+    """NumPy's complex maximum/minimum: x when it is ordered after (before) y, the real
+    parts first (a NaN imaginary part makes a real-part win void), or when x has a NaN
+    part; otherwise y. Ties keep x."""
+    def rule(e, dt, x, y):
+        b = e.b
+        (xr, xi), (yr, yi) = parts(e, x), parts(e, y)
+        strict, loose = (">", ">=") if is_max else ("<", "<=")
+        no_nan_im = b.not_(b.or_(e.isnan(xi), e.isnan(yi)))
+        wins = b.or_(b.and_(b.fcmp_ordered(strict, xr, yr), no_nan_im),
+                     b.and_(b.fcmp_ordered("==", xr, yr), b.fcmp_ordered(loose, xi, yi)))
+        take_x = b.or_(wins, b.or_(e.isnan(xr), e.isnan(xi)))
+        return b.select(take_x, x, y)
+    return rule
+
+
 def _is_finite(e, dt, x):
     b = e.b
     inf = ir.Constant(pair_type(dt).elements[0], float("inf"))
@@ -213,7 +229,8 @@ def _ne(e, dt, x, y):
 
 COMPLEX_RULES = {
     P.add: add, P.sub: _sub, P.neg: _neg, P.conj: _conj, P.mul: _mul, P.div: _div,
-    P.abs: _abs, P.sign: _sign, P.is_finite: _is_finite, P.eq: _eq, P.ne: _ne,
+    P.abs: _abs, P.sign: _sign, P.is_finite: _is_finite, P.max: _minmax(True),
+    P.min: _minmax(False), P.eq: _eq, P.ne: _ne,
     P.real: lambda e, dt, x: e.b.extract_value(x, 0),
     P.imag: lambda e, dt, x: e.b.extract_value(x, 1),
 }
@@ -222,14 +239,11 @@ COMPLEX_RULES = {
 COMPLEX_GAPS = {
     P.pow: "complex pow: NumPy special-cases small integer exponents; not lowered natively",
     P.dot_general: "complex dot_general: NumPy calls cgemm/zgemm (its own summation order)",
-    P.max: "complex max/min order lexicographically with NaN rules; not lowered natively",
-    P.min: "complex max/min order lexicographically with NaN rules; not lowered natively",
     P.cumprod: "complex cumprod: NumPy's accumulate starts from the first element, and "
                "(1+0j)*z is not z when a part is inf or nan",
 }
 _TRANSCENDENTAL_GAP = ("complex transcendental functions: NumPy's npymath c* functions "
                        "(branch cuts, special values) are not replicated bit-for-bit")
-_ORDER_GAP = "complex reductions by order (max/min/arg) are not lowered natively"
 
 
 def complex_gap(eqn) -> str | None:
@@ -237,8 +251,6 @@ def complex_gap(eqn) -> str | None:
     prim = eqn.prim
     if prim in COMPLEX_GAPS:
         return COMPLEX_GAPS[prim]
-    if prim in (P.reduce_max, P.reduce_min, P.argmax, P.argmin, P.cummax, P.cummin):
-        return _ORDER_GAP
     if prim.family == "unary" and prim not in COMPLEX_RULES:
         return _TRANSCENDENTAL_GAP
     if prim.family == "binary" and prim not in COMPLEX_RULES and prim is not P.complex:
