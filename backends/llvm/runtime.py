@@ -36,7 +36,7 @@ from .plan import Blas, Fallback, Kernel, Plan, Sort
 
 _LIBM_NAMES = ("exp", "exp2", "expm1", "log", "log1p", "cbrt", "tanh", "sin", "cos", "tan",
                "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "pow",
-               "atan2", "fmod")
+               "atan2", "fmod", "hypot")
 _lock = threading.Lock()
 _state: dict = {}
 _CACHE: dict = {}
