@@ -12,6 +12,8 @@ follow NumPy's loops as measured against NumPy itself (tests/test_llvm_complex.p
 - ``abs`` is NumPy's SIMD hypot: infinities win over NaNs, then
   ``big * sqrt(fma(r, r, 1))`` with ``r = small / big`` (0 when big is 0 or small inf).
 - ``sign`` divides by libm's ``hypot``/``hypotf`` (NumPy's npy_hypot), not by ``abs``.
+- ``sqrt``, ``exp``, ``log`` and the trigonometric/hyperbolic functions call libm's
+  ``csqrt``/``csqrtf`` etc., as NumPy does (x86-64 calling convention).
 
 ``COMPLEX_RULES`` has the same ``rule(e, dt, *args)`` signature as ``ops.RULES``, ``dt``
 being the complex operand dtype (the float operand dtype for ``complex``).
@@ -194,6 +196,38 @@ def _sign(e, dt, x):
     return pack(e, b.select(is_nan, nan, out_re), b.select(is_nan, nan, out_im))
 
 
+# NumPy's complex loops call these C99 functions of the platform libm (npy_csqrt ...)
+LIBM_COMPLEX = {P.sqrt: "csqrt", P.exp: "cexp", P.log: "clog", P.sin: "csin", P.cos: "ccos",
+                P.tan: "ctan", P.asin: "casin", P.acos: "cacos", P.atan: "catan",
+                P.sinh: "csinh", P.cosh: "ccosh", P.tanh: "ctanh", P.asinh: "casinh",
+                P.acosh: "cacosh", P.atanh: "catanh"}
+
+
+@functools.cache
+def host_is_x86_64() -> bool:
+    """The C ABI of ``double _Complex`` / ``float _Complex`` spelled below is x86-64's."""
+    return llvm.get_process_triple().startswith("x86_64")
+
+
+def _libm_complex(name):
+    """A call to libm's ``name`` (double) or ``name``f (float) in the x86-64 SysV ABI:
+    a complex double travels as two doubles, a complex float packed in one vector."""
+    def rule(e, dt, x):
+        b = e.b
+        re, im = parts(e, x)
+        if dt.itemsize == 16:
+            fn = e._declare(name, pair_type(dt), [F64, F64])
+            return b.call(fn, [re, im])
+        v2, i32 = ir.VectorType(F32, 2), ir.IntType(32)
+        fn = e._declare(name + "f", v2, [v2])
+        packed = b.insert_element(b.insert_element(ir.Constant(v2, ir.Undefined), re,
+                                                   ir.Constant(i32, 0)), im, ir.Constant(i32, 1))
+        r = b.call(fn, [packed])
+        return pack(e, b.extract_element(r, ir.Constant(i32, 0)),
+                    b.extract_element(r, ir.Constant(i32, 1)))
+    return rule
+
+
 def _minmax(is_max):
     """NumPy's complex maximum/minimum: x when it is ordered after (before) y, the real
     parts first (a NaN imaginary part makes a real-part win void), or when x has a NaN
@@ -233,6 +267,7 @@ COMPLEX_RULES = {
     P.min: _minmax(False), P.eq: _eq, P.ne: _ne,
     P.real: lambda e, dt, x: e.b.extract_value(x, 0),
     P.imag: lambda e, dt, x: e.b.extract_value(x, 1),
+    **{p: _libm_complex(name) for p, name in LIBM_COMPLEX.items()},
 }
 
 # Why the other complex equations stay in the interpreter.
@@ -242,8 +277,9 @@ COMPLEX_GAPS = {
     P.cumprod: "complex cumprod: NumPy's accumulate starts from the first element, and "
                "(1+0j)*z is not z when a part is inf or nan",
 }
-_TRANSCENDENTAL_GAP = ("complex transcendental functions: NumPy's npymath c* functions "
-                       "(branch cuts, special values) are not replicated bit-for-bit")
+_TRANSCENDENTAL_GAP = ("complex exp2/expm1/log1p/logistic: NumPy composes them itself "
+                       "(not one libm call); not lowered natively")
+_ABI_GAP = "complex libm calls (csqrt, cexp, ...) are only spelled for the x86-64 C ABI"
 
 
 def complex_gap(eqn) -> str | None:
@@ -251,6 +287,8 @@ def complex_gap(eqn) -> str | None:
     prim = eqn.prim
     if prim in COMPLEX_GAPS:
         return COMPLEX_GAPS[prim]
+    if prim in LIBM_COMPLEX and not host_is_x86_64():
+        return _ABI_GAP
     if prim.family == "unary" and prim not in COMPLEX_RULES:
         return _TRANSCENDENTAL_GAP
     if prim.family == "binary" and prim not in COMPLEX_RULES and prim is not P.complex:

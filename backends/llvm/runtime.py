@@ -36,7 +36,8 @@ from .plan import Blas, Fallback, Kernel, Plan, Sort
 
 _LIBM_NAMES = ("exp", "exp2", "expm1", "log", "log1p", "cbrt", "tanh", "sin", "cos", "tan",
                "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "pow",
-               "atan2", "fmod", "hypot")
+               "atan2", "fmod", "hypot", "csqrt", "cexp", "clog", "csin", "ccos", "ctan",
+               "casin", "cacos", "catan", "csinh", "ccosh", "ctanh", "casinh", "cacosh", "catanh")
 _lock = threading.Lock()
 _state: dict = {}
 _CACHE: dict = {}
