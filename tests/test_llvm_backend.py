@@ -346,8 +346,28 @@ TRANSCENDENTAL = [P.exp, P.exp2, P.expm1, P.log, P.log1p, P.sqrt, P.cbrt, P.tanh
                   P.acosh, P.atanh]
 
 
+REFERENCE = {
+    "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1, "log": np.log, "log1p": np.log1p,
+    "sqrt": np.sqrt, "cbrt": np.cbrt, "tanh": np.tanh, "logistic": lambda x: 1 / (1 + np.exp(-x)),
+    "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
+    "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh,
+    "acosh": np.arccosh, "atanh": np.arctanh, "pow": np.power, "atan2": np.arctan2}
+
+
+def error_in_ulps(value, exact):
+    """|value - exact| in units of value's spacing at exact; inf where they differ in NaN/inf."""
+    wide = np.longdouble if value.dtype == np.float64 else np.float64
+    v, e = value.astype(wide), exact.astype(wide)
+    with np.errstate(all="ignore"):
+        err = np.abs(v - e) / np.spacing(np.abs(e).astype(value.dtype)).astype(wide)
+    same = (v == e) | (np.isnan(v) & np.isnan(e))
+    return np.where(same, 0, np.where(np.isfinite(err), err, np.inf))
+
+
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_transcendentals_within_two_ulp(dtype):
+    """Within 2 ulp of NumPy; where NumPy's own SIMD loop is further off (its AVX-512 loops on hosts
+    that have them), no less accurate than NumPy against a reference in wider precision."""
     rng = np.random.default_rng(1)
     x = np.concatenate([rng.standard_normal(2000) * s for s in (1e-6, 0.3, 1.0, 3.0, 30.0)])
     x = np.concatenate([x, [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, 88.5, -100.0]])
@@ -358,8 +378,21 @@ def test_transcendentals_within_two_ulp(dtype):
     outs = [b(p, xv) for p in TRANSCENDENTAL] + [b(P.pow, xv, yv), b(P.atan2, xv, yv)]
     got, want = both(b.graph(*outs), [x, y])
     names = [p.name for p in TRANSCENDENTAL] + ["pow", "atan2"]
-    worst = {n: int(ulp_distance(g, w).max()) for n, g, w in zip(names, got, want, strict=True)}
-    assert all(v <= 2 for v in worst.values()), worst
+    wide = np.longdouble if dtype == np.float64 else np.float64
+    extended = np.finfo(wide).nmant > np.finfo(np.float64).nmant or dtype != np.float64
+    bad = {}
+    for n, g, w in zip(names, got, want, strict=True):
+        far = ulp_distance(g, w) > 2
+        if far.any() and extended:
+            args = (x, y) if n in ("pow", "atan2") else (x,)
+            with np.errstate(all="ignore"):
+                exact = REFERENCE[n](*(a.astype(wide) for a in args))
+            ours, numpys = error_in_ulps(g, exact), error_in_ulps(w, exact)
+            far &= ~(ours <= np.maximum(numpys, 1.0))
+        if far.any():
+            i = int(np.argmax(far))
+            bad[n] = (x[i], y[i], g[i], w[i], int(ulp_distance(g, w)[i]))
+    assert not bad, bad
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32, np.bool_])
