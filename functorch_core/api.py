@@ -10,7 +10,7 @@ import numpy as np
 from backends import registry
 from ir import Graph, check_graph, current_trace, eval_graph, passes
 from ir import primitives as P
-from ir.pytree import tree_unflatten
+from ir.pytree import dict_keys, tree_unflatten
 
 from ._tracing import flat_args, fn_name, leaf_aval, normalize_argnums, trace_call
 from .config import config
@@ -103,38 +103,57 @@ _INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 
 
 def _fast_key(args):
-    """A cheap cache key for positional arguments that are all plain leaves, or None.
+    """A cheap cache key and the flat leaves of the positional arguments, or None.
 
-    Each C-contiguous ndarray gives its shape and dtype, each Python scalar its type
-    (which fixes its weak dtype). None (take the general path) for anything else: other
-    types, ints outside int64, non-contiguous arrays, and several arrays that might share
-    memory (the same array twice, or arrays that do not own their data), whose overlap the
-    signature records.
+    Arguments may be C-contiguous ndarrays, Python scalars and tuples, lists, dicts
+    and None nesting them. Each array gives its shape and dtype, each scalar its type
+    (which fixes its weak dtype), each container its type and length or keys; the
+    leaves come in ``tree_flatten``'s order. None (take the general path) for anything
+    else: other types, ints outside int64, non-contiguous arrays, and several arrays
+    that might share memory (the same array twice, or arrays that do not own their
+    data), whose overlap the signature records.
     """
     if len(args) == 1 and type(args[0]) is np.ndarray:     # the commonest call, inlined
         a = args[0]
-        return (a.shape, a.dtype) if a.flags.c_contiguous else None
-    key, arrays = [], 0
-    for a in args:
+        return ((a.shape, a.dtype), args) if a.flags.c_contiguous else None
+    key, leaves = [], []
+    if not _walk(args, key, leaves):
+        return None
+    arrays = [a for a in leaves if type(a) is np.ndarray]
+    if len(arrays) > 1:
+        if not all(a.flags.owndata for a in arrays) or len({id(a) for a in arrays}) < len(arrays):
+            return None
+    return tuple(key), leaves
+
+
+def _walk(items, key, leaves):
+    for a in items:
         t = type(a)
         if t is np.ndarray:
             if not a.flags.c_contiguous:
-                return None
+                return False
             key.append(a.shape)
             key.append(a.dtype)
-            arrays += 1
-        elif t in _SCALAR_TYPES and (t is not int or _INT64_MIN <= a <= _INT64_MAX):
+            leaves.append(a)
+        elif t in _SCALAR_TYPES:
+            if t is int and not _INT64_MIN <= a <= _INT64_MAX:
+                return False
             key.append(t)
+            leaves.append(a)
+        elif t is tuple or t is list:
+            key.append((t, len(a)))
+            if not _walk(a, key, leaves):
+                return False
+        elif t is dict:
+            keys = tuple(dict_keys(a))
+            key.append((dict, keys))
+            if not _walk([a[k] for k in keys], key, leaves):
+                return False
+        elif a is None:
+            key.append(None)
         else:
-            return None
-    if arrays > 1:
-        seen = set()
-        for a in args:
-            if type(a) is np.ndarray:
-                if not a.flags.owndata or id(a) in seen:
-                    return None
-                seen.add(id(a))
-    return tuple(key)
+            return False
+    return True
 
 
 class Jitted:
@@ -163,12 +182,15 @@ class Jitted:
     def __call__(self, *args, **kwargs):
         fast = self._fast
         if fast is not None and not kwargs:
-            fkey = _fast_key(args)
+            found = _fast_key(args)
+            if found is None:
+                return self._call(args, kwargs, None)
+            fkey, leaves = found
             hit = fast.get(fkey)
             if hit is not None and current_trace() is None:
                 run, scalars, single, out_tree, self._last_key = hit
-                outs = run([a if type(a) is np.ndarray else np.asarray(a) for a in args]
-                           if scalars else list(args))
+                outs = run([a if type(a) is np.ndarray else np.asarray(a) for a in leaves]
+                           if scalars else list(leaves))
                 return outs[0] if single else tree_unflatten(out_tree, outs)
             return self._call(args, kwargs, fkey)
         return self._call(args, kwargs, None)
@@ -224,10 +246,11 @@ def jit(func=None, *, static_argnums=(), backend=None):
     weak-typedness of every leaf, and the values of static arguments); the
     graph is simplified (inlining, constant folding, CSE, DCE), compiled by
     the backend and cached. Later calls with the same signature skip tracing
-    and compiling; a call whose positional arguments are all C-contiguous arrays
-    or Python scalars (no keyword or static arguments, no two arrays that may
-    share memory, no writes into arguments) is looked up by the arguments'
-    shapes and dtypes alone and runs the executable directly.
+    and compiling; a call whose positional arguments are C-contiguous arrays,
+    Python scalars, or tuples, lists and dicts of them (no keyword or static
+    arguments, no two arrays that may share memory, no writes into arguments)
+    is looked up by the arguments' structure, shapes and dtypes alone and runs
+    the executable directly.
 
     Args:
         func: the function to compile; its arguments and results are arrays,

@@ -39,14 +39,15 @@ register_pytree_node(list, lambda t: (list(t), None), lambda _, c: list(c))
 register_pytree_node(type(None), lambda _: ([], None), lambda _, c: None)
 
 
-def _dict_keys(d):
+def dict_keys(d):
+    """A dict's keys in flattening order: sorted when they sort, else insertion order."""
     try:
         return sorted(d)
     except TypeError:
         return list(d)
 
 
-register_pytree_node(dict, lambda d: ([d[k] for k in _dict_keys(d)], tuple(_dict_keys(d))),
+register_pytree_node(dict, lambda d: ([d[k] for k in dict_keys(d)], tuple(dict_keys(d))),
                      lambda keys, c: dict(zip(keys, c, strict=True)))
 
 

@@ -1,6 +1,7 @@
 """The jit call path and the cpu backend's runtime: the dispatch fast path and the arena.
 
-The fast path (``Jitted.__call__`` keyed on positional arrays and scalars) must give
+The fast path (``Jitted.__call__`` keyed on positional arrays, scalars and plain
+containers of them) must give
 exactly what the general path gives and must step aside whenever the general path's
 signature would differ (aliasing, layout, writes into arguments, tracing). The arena
 (intermediates in memory reused across calls) must never change a result: not across
@@ -10,6 +11,7 @@ repeated calls, not between threads, not through a result the caller mutates.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict, namedtuple
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -25,8 +27,10 @@ from backends.llvm import runtime
 from backends.llvm.plan import Fallback, Sort
 from functorch_core.api import _fast_key
 from ir import primitives as P
+from ir.pytree import tree_flatten
 
 CPU = registry.get("cpu")
+Pair = namedtuple("Pair", "a b")
 
 
 def counting(fn):
@@ -51,24 +55,45 @@ def arena_memory(exe):
 
 # -- the fast-path key ---------------------------------------------------------------
 
+def key_of(args):
+    found = _fast_key(args)
+    return None if found is None else found[0]
+
+
 def test_fast_key_covers_plain_arrays_and_python_scalars():
     a, b = np.ones((2, 3), np.float32), np.zeros(3)
-    assert _fast_key((a, b, 1.0, 2, True, 1j)) == \
+    assert key_of((a, b, 1.0, 2, True, 1j)) == \
         ((2, 3), a.dtype, (3,), b.dtype, float, int, bool, complex)
-    assert _fast_key(()) == ()
-    assert _fast_key((a,)) != _fast_key((a.astype(np.float64),))
-    assert _fast_key((1.0,)) != _fast_key((1,))
+    assert key_of(()) == ()
+    assert key_of((a,)) != key_of((a.astype(np.float64),))
+    assert key_of((1.0,)) != key_of((1,))
+
+
+def test_fast_key_leaves_follow_tree_flatten():
+    a, b, c = np.ones(2), np.zeros((1, 3), np.float32), np.arange(4)
+    args = ({"w": a, "b": [b, 2.0], "c": None}, (c,), 1)
+    key, leaves = _fast_key(args)
+    want, _ = tree_flatten(args)
+    assert len(leaves) == len(want) and all(x is y for x, y in zip(leaves, want, strict=True))
+    assert key != key_of(({"w": a, "b": (b, 2.0), "c": None}, (c,), 1))     # list vs tuple
+    assert key != key_of(({"w": a, "b": [b, 2.0]}, (c,), 1))                  # keys differ
+    assert key != key_of(({"w": a, "b": [b, 2.0], "c": None}, c, 1))          # nesting differs
+    assert key_of(([a, b],)) != key_of((a, b))
 
 
 @pytest.mark.parametrize("args", [
     lambda a, b: (a, a),                         # the same array twice
+    lambda a, b: ([a], {"x": a}),                # the same array twice, inside pytrees
     lambda a, b: (a[:1], b),                     # a view next to another array
+    lambda a, b: ({"v": a[:1], "w": b},),        # the same, inside a dict
     lambda a, b: (a.T,),                         # not C-contiguous
-    lambda a, b: ([a],),                         # a pytree, not a leaf
+    lambda a, b: ([a.T],),                       # not C-contiguous, inside a list
     lambda a, b: (np.float32(1),),               # a NumPy scalar
     lambda a, b: (np.float64(1),),               # a float subclass, but not weakly typed
     lambda a, b: (a, 2 ** 63),                   # an int that int64 cannot hold
     lambda a, b: (a.view(np.matrix),),           # an ndarray subclass
+    lambda a, b: (OrderedDict(x=a),),            # a dict subclass
+    lambda a, b: (Pair(a, b),),                  # a namedtuple
 ])
 def test_fast_key_steps_aside(args):
     a, b = np.ones((2, 2)), np.ones(2)
@@ -77,7 +102,7 @@ def test_fast_key_steps_aside(args):
 
 def test_a_single_view_argument_is_fast():
     base = np.arange(12.0)
-    assert _fast_key((base[2:6],)) == ((4,), base.dtype)
+    assert key_of((base[2:6],)) == ((4,), base.dtype)
 
 
 # -- fast path == general path ---------------------------------------------------------
@@ -208,6 +233,28 @@ def test_kwargs_and_static_arguments_still_work():
     jg(x)
     np.testing.assert_array_equal(jg(x, scale=3.0), np.full(2, 3.0))
     np.testing.assert_array_equal(jg(x), np.ones(2))
+
+
+@given(st.integers(0, 2 ** 16), st.sampled_from(["dict", "list", "nested", "scalar"]))
+def test_pytree_arguments_through_the_fast_path(seed, kind):
+    rng = np.random.default_rng(seed)
+    w, b, x = (rng.standard_normal(s).astype(np.float32) for s in ((3, 2), (2,), (4, 3)))
+    params = {"dict": {"w": w, "b": b}, "list": [w, b], "nested": {"layer": [(w, b)]},
+              "scalar": {"w": w, "b": b, "scale": 0.5}}[kind]
+
+    def f(p, x):
+        w, b = {"dict": lambda: (p["w"], p["b"]), "list": lambda: p,
+                "nested": lambda: p["layer"][0], "scalar": lambda: (p["w"], p["b"])}[kind]()
+        scale = p["scale"] if kind == "scalar" else 1.0
+        return {"y": np.tanh(x @ w + b) * scale, "n": (w * w).sum()}
+
+    fast, general = fc.jit(f), slow(fc.jit(f))
+    for _ in range(3):
+        got, want = fast(params, x), general(params, x)
+        for key in ("y", "n"):
+            _same(got[key], want[key])
+    assert len(fast._fast) == 1
+    np.testing.assert_allclose(got["y"], f(params, x)["y"], rtol=1e-5)
 
 
 def test_pytree_results_through_the_fast_path():
