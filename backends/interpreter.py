@@ -7,7 +7,6 @@ registers each implementation as the primitive's eager ``impl``.
 from __future__ import annotations
 
 import numpy as np
-import scipy.special
 
 from ir import primitives as P
 from ir.core import Graph, Lit
@@ -27,6 +26,11 @@ def _round_half_even(x):
     return np.rint(x)
 
 
+def _expit(x):
+    from scipy.special import expit  # imported on first use: scipy.special costs ~165 ms
+    return expit(x)
+
+
 def _floor_div(x, y):
     return np.floor_divide(x, y)
 
@@ -35,7 +39,7 @@ _UNARY = {
     P.neg: np.negative, P.sign: np.sign, P.abs: np.abs, P.floor: np.floor, P.ceil: np.ceil,
     P.round: _round_half_even, P.is_finite: np.isfinite, P.exp: np.exp, P.exp2: np.exp2,
     P.expm1: np.expm1, P.log: np.log, P.log1p: np.log1p, P.sqrt: np.sqrt, P.cbrt: np.cbrt,
-    P.tanh: np.tanh, P.logistic: scipy.special.expit, P.sin: np.sin, P.cos: np.cos,
+    P.tanh: np.tanh, P.logistic: _expit, P.sin: np.sin, P.cos: np.cos,
     P.tan: np.tan, P.asin: np.arcsin, P.acos: np.arccos, P.atan: np.arctan, P.sinh: np.sinh,
     P.cosh: np.cosh, P.asinh: np.arcsinh, P.acosh: np.arccosh, P.atanh: np.arctanh,
     P.not_: np.invert, P.real: np.real, P.imag: np.imag, P.conj: np.conjugate,

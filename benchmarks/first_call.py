@@ -9,7 +9,11 @@ the transforms benchmark's MLP 784-512-512-10:
         compilation cache left off (its default).
 ``first`` is the first call, ``steady`` the fastest of the next calls and ``overhead``
 their difference (what the first call costs beyond running: tracing, compiling, lazy
-imports, first-touch of buffers, thread start-up); ``compile`` is the part spent in
+imports, first-touch of buffers, thread start-up); ``sys`` is the kernel CPU time of
+the first call: mostly page faults on the ~700 MB of fresh results, cheap when the
+kernel has free huge pages at hand and up to ~1 s when it must compact memory for them
+first (it varies between identical processes; compare it before reading ``first``);
+``compile`` is the part spent in
 jit's compile step (trace, transforms, simplify, partition, LLVM or the disk cache).
 Medians over repeats. The phases split that step (nested: "LLVM optimize" is part of
 "LLVM optimize + codegen/load", which is part of "backend compile").
@@ -19,6 +23,7 @@ Medians over repeats. The phases split that step (nested: "LLVM optimize" is par
 
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -74,8 +79,8 @@ def child_functorch_core(t_start):
     _timed(phases, runtime, "Executable", "backend compile")
     params, xs, ys = inputs(np.random.default_rng(0))
     f = fc.jit(fc.vmap(fc.grad(mlp_loss), in_dims=(None, 0, 0)), backend="cpu")
-    first, steady = _first_and_steady(lambda: f(params, xs, ys))
-    return dict(import_s=t_import, first=first, steady=steady, phases=phases,
+    first, steady, first_sys = _first_and_steady(lambda: f(params, xs, ys))
+    return dict(import_s=t_import, first=first, steady=steady, first_sys=first_sys, phases=phases,
                 cache=dict(cache.stats))
 
 
@@ -94,20 +99,23 @@ def child_jax(t_start):
 
     params, xs, ys = inputs(np.random.default_rng(0))
     f = jax.jit(jax.vmap(jax.grad(loss), in_axes=(None, 0, 0)))
-    first, steady = _first_and_steady(lambda: jax.block_until_ready(f(params, xs, ys)))
-    return dict(import_s=t_import, first=first, steady=steady)
+    first, steady, first_sys = _first_and_steady(
+        lambda: jax.block_until_ready(f(params, xs, ys)))
+    return dict(import_s=t_import, first=first, steady=steady, first_sys=first_sys)
 
 
 def _first_and_steady(call):
+    sys0 = resource.getrusage(resource.RUSAGE_SELF).ru_stime
     t0 = time.perf_counter()
     call()
     first = time.perf_counter() - t0
+    first_sys = resource.getrusage(resource.RUSAGE_SELF).ru_stime - sys0
     times = []
     for _ in range(STEADY_CALLS):
         t0 = time.perf_counter()
         call()
         times.append(time.perf_counter() - t0)
-    return first, min(times)
+    return first, min(times), first_sys
 
 
 def run_child(kind, cache_dir):
@@ -150,7 +158,8 @@ def main():
 
     print("\nfirst call of jit(vmap(grad(mlp_loss))), MLP 784-512-512-10, batch 256, float32;"
           f" fresh processes, medians of {REPEATS}")
-    print(f"  {'':34} {'import':>9} {'first':>9} {'steady':>9} {'overhead':>9} {'compile':>9}")
+    print(f"  {'':34} {'import':>9} {'first':>9} {'sys':>9} {'steady':>9} {'overhead':>9} "
+          f"{'compile':>9}")
     overheads = {}
     for name, runs in rows.items():
         over = float(np.median([r["first"] - r["steady"] for r in runs]))
@@ -158,7 +167,8 @@ def main():
         compile_s = [r["phases"]["jit compile, all steps"] for r in runs if "phases" in r]
         compiled = f"{np.median(compile_s):8.3f}s" if compile_s else f"{'-':>9}"
         print(f"  {name:<34} {med(runs, 'import_s'):8.3f}s {med(runs, 'first'):8.3f}s "
-              f"{med(runs, 'steady'):8.3f}s {over:8.3f}s {compiled}")
+              f"{med(runs, 'first_sys'):8.3f}s {med(runs, 'steady'):8.3f}s {over:8.3f}s "
+              f"{compiled}")
     cold, warm = (overheads[k] for k in list(rows)[:2])
     print(f"  overhead, warm / empty cache: {warm / cold:.2f}x")
     if "JAX, first process" in overheads:

@@ -3,6 +3,10 @@ and small products inside the one-call native graph entry."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from graph_builder import Builder
@@ -18,6 +22,7 @@ from backends.llvm.blas import gemm_layout
 from ir import primitives as P
 
 CPU = registry.get("cpu")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _compile_fresh(graph):
@@ -75,3 +80,28 @@ def test_layouts_that_need_a_copy_are_refused():
     assert gemm_layout((3, 2, 4), (2, 4, 5), (((2,), (1,)), ((1,), (0,)))) is None
     lay = gemm_layout((4, 3), (5, 4), (((0,), (1,)), ((), ())))
     assert (lay.trans_lhs, lay.trans_rhs, lay.m, lay.n, lay.k) == (True, True, 3, 5, 4)
+
+
+LAZY_BLAS = """
+import sys
+import numpy as np
+import functorch_core as fc
+a = np.arange(6.0).reshape(2, 3)
+got = fc.jit(lambda x, y: x @ y, backend="cpu")(a, a.T.copy())
+assert np.array_equal(got, a @ a.T), got
+assert "scipy.linalg" not in sys.modules and "scipy.special" not in sys.modules
+import scipy.linalg.cython_blas
+assert "dgemm" in scipy.linalg.cython_blas.__pyx_capi__
+from scipy.linalg import blas
+assert np.array_equal(blas.dgemm(1.0, a, a.T), a @ a.T)
+print("ok")
+"""
+
+
+def test_gemm_pointers_without_importing_scipy_linalg(tmp_path):
+    """The first jit call loads only SciPy's cython_blas extension, and a later import of
+    scipy.linalg still works and sees the module (CPython's extension cache)."""
+    env = dict(os.environ, FUNCTORCH_CORE_CACHE_DIR=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", LAZY_BLAS], env=env, capture_output=True,
+                         text=True, timeout=120, cwd=ROOT)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr

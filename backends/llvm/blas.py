@@ -9,6 +9,11 @@ any other layout is first copied into one of those with NumPy.
 from __future__ import annotations
 
 import ctypes
+import importlib
+import importlib.machinery
+import importlib.util
+import os
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,10 +33,35 @@ def _capsule_pointer(capsule) -> int:
     return api.PyCapsule_GetPointer(capsule, api.PyCapsule_GetName(capsule))
 
 
+def _cython_blas():
+    """scipy.linalg.cython_blas, without importing the scipy.linalg package when it is not
+    imported yet (that costs ~150 ms of a process's first jit call; the extension alone
+    ~15 ms). The extension is loaded from its file and left out of sys.modules, so a later
+    ``import scipy.linalg.cython_blas`` runs the package as usual and gets this same module
+    from CPython's extension cache. Any surprise falls back to the plain import."""
+    name = "scipy.linalg.cython_blas"
+    if name in sys.modules or "scipy.linalg" in sys.modules:
+        return importlib.import_module(name)
+    try:
+        folder = os.path.join(os.path.dirname(importlib.util.find_spec("scipy").origin), "linalg")
+        path = next(os.path.join(folder, f"cython_blas{suffix}")
+                    for suffix in importlib.machinery.EXTENSION_SUFFIXES
+                    if os.path.exists(os.path.join(folder, f"cython_blas{suffix}")))
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules.pop(name, None)
+        if not all(n in module.__pyx_capi__ for n in _GEMM_NAMES.values()):
+            raise ImportError(f"{path} lacks ?gemm")
+        return module
+    except Exception:
+        sys.modules.pop(name, None)
+        return importlib.import_module(name)
+
+
 def gemm_address(dtype) -> int:
     """The address of SciPy's ?gemm for ``dtype`` (Fortran ABI: every argument by pointer)."""
-    from scipy.linalg import cython_blas
-    return _capsule_pointer(cython_blas.__pyx_capi__[_GEMM_NAMES[np.dtype(dtype)]])
+    return _capsule_pointer(_cython_blas().__pyx_capi__[_GEMM_NAMES[np.dtype(dtype)]])
 
 
 def gemm(dtype):
