@@ -355,12 +355,13 @@ def test_unlowered_binary_ops_and_reductions_fall_back_with_a_reason():
                     b(P.dot_general, z, w, dimension_numbers=dims))
     exe = CPU.compile(graph)
     reasons = [s.reason for s in exe.plan.steps if isinstance(s, Fallback)]
-    assert reasons == [COMPLEX_GAPS[p] for p in (P.pow, P.cumprod, P.dot_general)]
-    assert all(part.lowering_gap(e) for e in graph.eqns)
+    assert reasons == [COMPLEX_GAPS[p] for p in (P.pow, P.cumprod)]
+    assert [bool(part.lowering_gap(e)) for e in graph.eqns] == [True, True, False]
     rng = np.random.default_rng(0)
     args = [(rng.standard_normal((3, 3)) + 1j * rng.standard_normal((3, 3))) for _ in range(2)]
     _, got, want = both(graph, args)
-    assert_bits(got, want)
+    assert_bits(got[:2], want[:2])
+    np.testing.assert_allclose(got[2], want[2], rtol=1e-13)     # zgemm: BLAS summation order
 
 
 def test_every_complex_elementwise_equation_is_native_or_a_reasoned_fallback():

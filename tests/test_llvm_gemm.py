@@ -31,7 +31,8 @@ def _compile_fresh(graph):
 
 
 @pytest.mark.parametrize("in_entry", [True, False])
-@given(dot_problems(contracting=True), st.sampled_from([np.float32, np.float64]),
+@given(dot_problems(contracting=True),
+       st.sampled_from([np.float32, np.float64, np.complex64, np.complex128]),
        st.integers(0, 2 ** 32 - 1))
 def test_products_match_the_interpreter_in_every_layout(in_entry, problem, dtype, seed):
     lshape, rshape, dn, _ = problem
@@ -39,7 +40,9 @@ def test_products_match_the_interpreter_in_every_layout(in_entry, problem, dtype
     lhs, rhs = b.input(lshape, np.dtype(dtype)), b.input(rshape, np.dtype(dtype))
     graph = b.graph(b(P.dot_general, lhs, rhs, dimension_numbers=dn))
     rng = np.random.default_rng(seed)
-    args = [rng.normal(size=lshape).astype(dtype), rng.normal(size=rshape).astype(dtype)]
+    args = [rng.normal(size=s).astype(dtype) for s in (lshape, rshape)]
+    if np.dtype(dtype).kind == "c":
+        args = [a + 1j * rng.normal(size=a.shape).astype(dtype) for a in args]
     limit = runtime.GEMM_ENTRY_MAX_MACS
     try:
         runtime.GEMM_ENTRY_MAX_MACS = limit if in_entry else 0
@@ -54,8 +57,8 @@ def test_products_match_the_interpreter_in_every_layout(in_entry, problem, dtype
         layout.batch, layout.m, layout.n, layout.k) > 0
     assert (exe.entry is not None) == uses_entry
     assert got.shape == want.shape and got.dtype == want.dtype
-    np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == np.float32 else 1e-12,
-                               atol=1e-5)
+    single = dtype in (np.float32, np.complex64)
+    np.testing.assert_allclose(got, want, rtol=1e-5 if single else 1e-12, atol=1e-5)
     assert not np.shares_memory(got, again)
 
 

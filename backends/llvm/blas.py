@@ -1,4 +1,5 @@
-"""dot_general through SciPy's BLAS (sgemm/dgemm function pointers from its capsules).
+"""dot_general through SciPy's BLAS (?gemm function pointers from its capsules: sgemm,
+dgemm, cgemm, zgemm).
 
 Each batch is one gemm call on the row-major problem C = A B, passed to the
 column-major BLAS as C^T = B^T A^T. An operand stored as (batch, m, k) / (batch, k, n),
@@ -19,8 +20,16 @@ from dataclasses import dataclass
 import numpy as np
 from llvmlite import ir
 
-_GEMM_NAMES = {np.dtype(np.float32): "sgemm", np.dtype(np.float64): "dgemm"}
-_SCALAR = {np.dtype(np.float32): ctypes.c_float, np.dtype(np.float64): ctypes.c_double}
+_GEMM_NAMES = {np.dtype(np.float32): "sgemm", np.dtype(np.float64): "dgemm",
+               np.dtype(np.complex64): "cgemm", np.dtype(np.complex128): "zgemm"}
+_PART = {np.dtype(np.float32): ctypes.c_float, np.dtype(np.float64): ctypes.c_double,
+         np.dtype(np.complex64): ctypes.c_float, np.dtype(np.complex128): ctypes.c_double}
+
+
+def _scalar(dtype, value):
+    """A BLAS alpha/beta for ``dtype`` (complex: a (re, im) pair)."""
+    part = _PART[dtype]
+    return (part * 2)(value, 0.0) if dtype.kind == "c" else part(value)
 _cache: dict = {}
 
 
@@ -141,11 +150,11 @@ class DotGeneral:
         # operands already in a gemm layout go as they are; others are copied into one
         self.layout = gemm_layout(lhs_shape, rhs_shape, dimension_numbers)
         lay = self.layout or GemmLayout(self.batch, self.m, self.n, self.k, False, False)
-        c_int, scalar = ctypes.c_int, _SCALAR[self.dtype]
+        c_int = ctypes.c_int
         self._args = [ctypes.c_char(b"T" if lay.trans_rhs else b"N"),
                       ctypes.c_char(b"T" if lay.trans_lhs else b"N"), c_int(self.n),
-                      c_int(self.m), c_int(self.k), scalar(1.0), c_int(lay.ldb),
-                      c_int(lay.lda), scalar(0.0), c_int(max(self.n, 1))]
+                      c_int(self.m), c_int(self.k), _scalar(self.dtype, 1.0), c_int(lay.ldb),
+                      c_int(lay.lda), _scalar(self.dtype, 0.0), c_int(max(self.n, 1))]
         self._refs = [ctypes.addressof(a) for a in self._args]
 
     def __call__(self, lhs, rhs, out=None):
@@ -187,7 +196,8 @@ class GemmCall:
 def emit_gemm(b: ir.IRBuilder, call: GemmCall, data):
     """Call ?gemm once per batch at ``b``; ``data(slot)`` is the slot's data pointer."""
     i32, i64, ptr = ir.IntType(32), ir.IntType(64), ir.PointerType()
-    scalar = ir.FloatType() if call.dtype == np.float32 else ir.DoubleType()
+    part = ir.FloatType() if _PART[call.dtype] is ctypes.c_float else ir.DoubleType()
+    scalar = ir.ArrayType(part, 2) if call.dtype.kind == "c" else part
     module, lay = b.module, call.layout
     fn = module.globals.get(call.symbol) or ir.Function(
         module, ir.FunctionType(ir.VoidType(), [ptr] * 13), call.symbol)
@@ -199,7 +209,8 @@ def emit_gemm(b: ir.IRBuilder, call: GemmCall, data):
     ta, tb = (cell(ir.IntType(8), ord("T" if t else "N")) for t in (lay.trans_rhs, lay.trans_lhs))
     n, m, k = cell(i32, lay.n), cell(i32, lay.m), cell(i32, lay.k)
     ldb, lda, ldc = cell(i32, lay.ldb), cell(i32, lay.lda), cell(i32, max(lay.n, 1))
-    alpha, beta = cell(scalar, 1.0), cell(scalar, 0.0)
+    alpha, beta = ((cell(scalar, [v, 0.0]) if call.dtype.kind == "c" else cell(scalar, v))
+                   for v in (1.0, 0.0))
     lhs, rhs, out = data(call.lhs), data(call.rhs), data(call.out)
     pre = b.block
     head, body, done = (b.append_basic_block(x) for x in ("gemm_head", "gemm_body", "gemm_done"))

@@ -273,7 +273,6 @@ COMPLEX_RULES = {
 # Why the other complex equations stay in the interpreter.
 COMPLEX_GAPS = {
     P.pow: "complex pow: NumPy special-cases small integer exponents; not lowered natively",
-    P.dot_general: "complex dot_general: NumPy calls cgemm/zgemm (its own summation order)",
     P.cumprod: "complex cumprod: NumPy's accumulate starts from the first element, and "
                "(1+0j)*z is not z when a part is inf or nan",
 }

@@ -41,7 +41,7 @@ ELEMENTWISE_FAMILIES = ("unary", "binary", "select", "convert")
 SCANS = (P.cumsum, P.cumprod, P.cummax, P.cummin)
 # reductions that NumPy still applies over no axes: (combining op, identity)
 _COMBINED_WHEN_EMPTY = {P.reduce_sum: (P.add, 0), P.reduce_prod: (P.mul, 1)}
-BLAS_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+BLAS_DTYPES = tuple(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
 # a sort of at least this many elements splits its rows into parts run on several threads
 SORT_PARALLEL_POINTS = 1 << 16
 SORT_PARTS = os.cpu_count() or 1
