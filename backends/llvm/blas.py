@@ -24,13 +24,13 @@ _GEMM_NAMES = {np.dtype(np.float32): "sgemm", np.dtype(np.float64): "dgemm",
                np.dtype(np.complex64): "cgemm", np.dtype(np.complex128): "zgemm"}
 _PART = {np.dtype(np.float32): ctypes.c_float, np.dtype(np.float64): ctypes.c_double,
          np.dtype(np.complex64): ctypes.c_float, np.dtype(np.complex128): ctypes.c_double}
+_cache: dict = {}
 
 
 def _scalar(dtype, value):
     """A BLAS alpha/beta for ``dtype`` (complex: a (re, im) pair)."""
     part = _PART[dtype]
     return (part * 2)(value, 0.0) if dtype.kind == "c" else part(value)
-_cache: dict = {}
 
 
 def _capsule_pointer(capsule) -> int:
