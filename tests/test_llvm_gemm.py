@@ -62,6 +62,28 @@ def test_products_match_the_interpreter_in_every_layout(in_entry, problem, dtype
     assert not np.shares_memory(got, again)
 
 
+@given(dot_problems(contracting=True), st.integers(0, 2 ** 32 - 1), st.booleans())
+def test_float16_products_are_native_and_bit_exact(problem, seed, special):
+    """NumPy's half matmul: exact float32 products summed in order in float32, rounded
+    once; the native loop must give the same bits, infinities and NaNs included."""
+    lshape, rshape, dn, _ = problem
+    b = Builder()
+    lhs, rhs = b.input(lshape, np.dtype(np.float16)), b.input(rshape, np.dtype(np.float16))
+    graph = b.graph(b(P.dot_general, lhs, rhs, dimension_numbers=dn))
+    rng = np.random.default_rng(seed)
+    args = [(rng.normal(size=s) * 40).astype(np.float16) for s in (lshape, rshape)]
+    if special:
+        for a in args:
+            a.reshape(-1)[rng.random(a.size) < 0.2] = rng.choice([np.inf, -np.inf, np.nan, 6e4])
+    exe = _compile_fresh(graph)
+    assert not any(type(s).__name__ == "Fallback" for s in exe.plan.steps)
+    got = exe(args)[0]
+    with np.errstate(all="ignore"):
+        want = run_graph(graph, args)[0]
+    assert got.dtype == want.dtype == np.float16 and got.shape == want.shape
+    np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
+
+
 def test_a_small_mlp_runs_as_one_native_call_and_a_big_product_does_not():
     rng = np.random.default_rng(0)
     w1, w2 = rng.normal(size=(64, 32)), rng.normal(size=(32, 10))

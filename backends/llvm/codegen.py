@@ -256,7 +256,7 @@ class _KernelEmitter:
                     combined = complex_add(e, dt, acc, x, flags=("reassoc",))
                 else:
                     combined = RULES[_COMBINE[r.prim]](e, dt, acc, x)
-                if dt.kind == "f" and r.prim in (P.reduce_sum, P.reduce_prod):
+                if dt.kind == "f" and r.prim in (P.reduce_sum, P.reduce_prod) and not r.ordered:
                     combined.flags.append("reassoc")
                 b.store(combined, ptr)
             else:

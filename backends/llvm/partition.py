@@ -386,9 +386,10 @@ class Partitioner:
         self.loc[id(out)] = self._buffer_view(slot, out.aval.shape, out.aval.dtype)
 
     def contraction_loop(self, eqn):
-        """Integer/bool dot_general as a loop nest: the product of two views over the space
-        (batch, lhs free, rhs free, contracted), summed over the contracted dimensions (in
-        the dtype, wrapping, as NumPy's integer matmul does)."""
+        """Integer/bool/float16 dot_general as a loop nest: the product of two views over
+        the space (batch, lhs free, rhs free, contracted), summed over the contracted
+        dimensions as NumPy's own matmul loop does: integers in the dtype, wrapping;
+        float16 as exact float32 products summed in order in float32, rounded once."""
         (lhs, rhs), out = eqn.inputs, eqn.outputs[0]
         (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
         lfree = [i for i in range(lhs.aval.ndim) if i not in lc and i not in lb]
@@ -400,12 +401,14 @@ class Partitioner:
         rs = (tuple(vr.strides[i] for i in rb) + (0,) * len(lfree)
               + tuple(vr.strides[i] for i in (*rfree, *rc)))
         dt = out.aval.dtype
+        half = dt == np.float16
+        acc = np.dtype(np.float32) if half else dt
         k = Kernel(space, axes=tuple(range(out.aval.ndim, len(space))), reverse=False)
         a = k.read(View(vl.slot, space, dt, vl.offset, ls))
         b = k.read(View(vr.slot, space, dt, vr.offset, rs))
-        k.ops.append(Op(P.mul, (a, b), {}, dt, dt))
+        k.ops.append(Op(P.mul, (a, b), {}, acc, acc))
         slot = self.new_slot(out.aval.shape, dt)
-        k.reduces.append(Reduce(P.reduce_sum, ("op", 0), slot, dt, dt))
+        k.reduces.append(Reduce(P.reduce_sum, ("op", 0), slot, dt, acc, ordered=half))
         self.seal(k)
         self.loc[id(out)] = self._buffer_view(slot, out.aval.shape, dt)
 
@@ -466,9 +469,6 @@ def lowering_gap(eqn) -> str | None:
     reason = unsupported(eqn)
     if reason is not None:
         return reason
-    if prim is P.dot_general and eqn.inputs[0].aval.dtype.kind == "f" and \
-            eqn.inputs[0].aval.dtype not in BLAS_DTYPES:
-        return "dot_general: float16 has no BLAS; NumPy's own half matmul is the reference"
     if prim in (P.gather, P.scatter, P.scatter_add) and \
             eqn.inputs[1].aval.size // max(eqn.inputs[1].aval.shape[-1], 1) and any(
             eqn.inputs[0].aval.shape[a] == 0 for a in eqn.params["axes"]):

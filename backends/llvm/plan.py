@@ -54,6 +54,7 @@ class Reduce:
     out_dtype: np.dtype
     in_dtype: np.dtype
     axis: int | None = None     # argmax/argmin: the axis whose index is kept
+    ordered: bool = False       # a float sum kept in loop order (never reassociated)
 
 
 @dataclass(eq=False)
