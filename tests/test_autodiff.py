@@ -41,6 +41,12 @@ def _distinct(rng, shape):
     return (rng.permutation(n) * 0.37 + rng.uniform(0, 0.1, n) - n * 0.2).reshape(shape)
 
 
+def _distinct_pair(rng, shape):
+    """Two arrays with no ties between or within them (drawn together, once)."""
+    x, y = _distinct(rng, (2,) + shape)
+    return x, y
+
+
 def _unary(prim, lo=-2.0, hi=2.0):
     return lambda rng, shape: (prim.bind, (_u(rng, shape, lo, hi),))
 
@@ -174,10 +180,8 @@ OPS = {
     "add": _binary(P.add), "sub": _binary(P.sub), "mul": _binary(P.mul),
     "div": lambda rng, shape: (P.div.bind, (_u(rng, shape), _away_from_zero(rng, shape))),
     "pow": _binary(P.pow, (0.3, 2), (-2, 2)),
-    "max": lambda rng, shape: (P.max.bind, tuple(np.split(_distinct(rng, (2,) + shape), 2)[k][0]
-                                                 for k in range(2))),
-    "min": lambda rng, shape: (P.min.bind, tuple(np.split(_distinct(rng, (2,) + shape), 2)[k][0]
-                                                 for k in range(2))),
+    "max": lambda rng, shape: (P.max.bind, _distinct_pair(rng, shape)),
+    "min": lambda rng, shape: (P.min.bind, _distinct_pair(rng, shape)),
     "atan2": _binary(P.atan2, (0.3, 2), (0.3, 2)),
     "copysign": lambda rng, shape: (P.copysign.bind, (_away_from_zero(rng, shape),
                                                       _away_from_zero(rng, shape))),
