@@ -47,8 +47,12 @@ def dict_keys(d):
         return list(d)
 
 
-register_pytree_node(dict, lambda d: ([d[k] for k in dict_keys(d)], tuple(dict_keys(d))),
-                     lambda keys, c: dict(zip(keys, c, strict=True)))
+def _flatten_dict(d):
+    keys = tuple(dict_keys(d))
+    return [d[k] for k in keys], keys
+
+
+register_pytree_node(dict, _flatten_dict, lambda keys, c: dict(zip(keys, c, strict=True)))
 
 
 _NAMEDTUPLE = _NodeType(lambda t: (list(t), None), lambda _, c: c)   # rebuilt in _unflatten
