@@ -76,7 +76,7 @@ def _select(pred, on_true, on_false):
 
 
 @_impl(P.convert)
-def _convert(x, *, new_dtype):
+def _convert(x, *, new_dtype, weak_type=False):
     with np.errstate(all="ignore"):
         if np.iscomplexobj(x) and new_dtype.kind == "b":
             return np.asarray(x != 0)

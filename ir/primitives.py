@@ -153,8 +153,10 @@ def _select_rule(pred, on_true, on_false):
 select = _register("select", _select_rule, "select")
 
 
-def _convert_rule(x, *, new_dtype):
-    return [AbstractArray(x.shape, new_dtype)]
+def _convert_rule(x, *, new_dtype, weak_type=False):
+    # weak_type: the value still stands for a Python scalar (NEP 50), e.g. a Python int
+    # argument promoted to float by ``0.5 * step``
+    return [AbstractArray(x.shape, new_dtype, weak_type)]
 
 
 convert = _register("convert", _convert_rule, "convert")

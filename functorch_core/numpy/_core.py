@@ -114,6 +114,8 @@ def cast(x, dtype, weak=False):
                 return x != 0
             return np.real(x).astype(dtype) if x.dtype.kind == "c" and dtype.kind != "c" \
                 else x.astype(dtype)
+    if weak and aval(x).weak_type:
+        return P.convert.bind(x, new_dtype=dtype, weak_type=True)
     return P.convert.bind(x, new_dtype=dtype)
 
 

@@ -14,6 +14,7 @@ import numpy as np
 from ir import primitives as P
 
 from ._core import (
+    all_weak,
     aval,
     broadcast_all,
     cast,
@@ -46,7 +47,11 @@ def apply_ufunc(name, ufunc, build, args, dtype=None):
     ops = [operand(a) for a in args]
     resolved = _resolve(name, ufunc, ops, dtype)
     in_dts, out_dt = resolved[:ufunc.nin], resolved[ufunc.nin]
-    casted = [cast(o, dt, weak=aval(o).weak_type) for o, dt in zip(ops, in_dts, strict=True)]
+    # Python scalars combined (``0.5 * step``, ``step ** 0.5``) give a Python scalar, weak
+    # under NEP 50, so converting them for the operation keeps them weak
+    weak = len(ops) > 1 and all_weak(ops)
+    casted = [cast(o, dt, weak=aval(o).weak_type and (weak or not is_tracer(o)))
+              for o, dt in zip(ops, in_dts, strict=True)]
     result = build(*broadcast_all(name, *casted))
     if any(result is o for o in ops) and is_tracer(result):
         # a ufunc returns a new array: a later in-place write must not reach the input

@@ -165,7 +165,7 @@ def _div_t(ct, x, y):
     return [P.div.bind(ct, y), None]
 
 
-def _convert_t(ct, x, *, new_dtype):
+def _convert_t(ct, x, *, new_dtype, weak_type=False):
     src = x.aval.dtype
     if src.kind != "c" and ct.aval.dtype.kind == "c":
         ct = P.real.bind(ct)
