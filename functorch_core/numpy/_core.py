@@ -160,6 +160,18 @@ def normalize_axis(axis, ndim, name="axis"):
     return a % ndim
 
 
+def checked_axis(x, axis):
+    """``(x, axis)`` for functions NumPy runs through ``PyArray_CheckAxis``.
+
+    Those (repeat, take, argsort...) take a 0-d array with ``axis`` 0 or -1 as a
+    1-element 1-d array: ``np.repeat(np.array(1.5), 2, axis=0)`` is ``[1.5, 1.5]``.
+    """
+    if aval(x).ndim == 0:
+        normalize_axis(axis, 1)
+        return P.reshape.bind(x, new_sizes=(1,)), 0
+    return x, normalize_axis(axis, aval(x).ndim)
+
+
 def normalize_axes(axis, ndim):
     """None -> all axes; int or tuple -> sorted tuple of non-negative axes."""
     if axis is None:

@@ -27,6 +27,7 @@ from ._core import (
     _walk,
     aval,
     cast,
+    checked_axis,
     constant,
     implements,
     is_tracer,
@@ -399,7 +400,7 @@ def take(a, indices, axis=None, out=None, mode="raise"):
     x = operand(a)
     if axis is None:
         x, axis = ravel(x), 0
-    ax = normalize_axis(axis, aval(x).ndim)
+    x, ax = checked_axis(x, axis)
     idx = _index_array(indices)
     dt = aval(idx).dtype
     if dt == np.bool_:

@@ -22,6 +22,7 @@ from ir import primitives as P
 from ._core import (
     aval,
     cast,
+    checked_axis,
     implements,
     is_tracer,
     normalize_axis,
@@ -171,6 +172,9 @@ def squeeze(a, axis=None):
     shp = aval(a).shape
     if axis is None:
         dims = tuple(i for i, d in enumerate(shp) if d == 1)
+    elif not shp and not isinstance(axis, tuple | list):
+        normalize_axis(axis, 1)      # NumPy lets a 0-d array squeeze its "axis" 0 or -1
+        dims = ()
     else:
         dims = tuple(sorted(normalize_axis_tuple(axis, len(shp))))
         if any(shp[d] != 1 for d in dims):
@@ -376,7 +380,7 @@ def repeat(a, repeats, axis=None):
     x = operand(a)
     if axis is None:
         x, axis = ravel(x), 0
-    ax = normalize_axis(axis, aval(x).ndim)
+    x, ax = checked_axis(x, axis)
     index = np.repeat(np.arange(aval(x).shape[ax]), _index_array(repeats))
     return take(x, index, axis=ax)
 

@@ -6,18 +6,20 @@ import numpy as np
 
 from ir import primitives as P
 
-from ._core import aval, implements, normalize_axis, operand
+from ._core import aval, checked_axis, implements, normalize_axis, operand
 from ._shape import ravel
 
 __all__ = ["sort", "argsort"]
 
 
-def _operand_axis(name, a, axis, order):
+def _operand_axis(name, a, axis, order, zero_d=False):
     if order is not None:
         raise NotImplementedError(f"{name}(..., order=...) (structured arrays) is not supported")
     x = operand(a)
     if axis is None:
         x, axis = ravel(x), 0
+    if zero_d:          # argsort takes a 0-d array as 1-d, sort does not (as NumPy)
+        return checked_axis(x, axis)
     return x, normalize_axis(axis, aval(x).ndim)
 
 
@@ -47,7 +49,7 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     Always stable (``kind`` is ignored): equal elements keep their order, as
     NumPy's ``kind='stable'``; NaNs sort last.
     """
-    x, ax = _operand_axis("argsort", a, axis, order)
+    x, ax = _operand_axis("argsort", a, axis, order, zero_d=True)
     iota = P.iota.bind(dtype=np.dtype(np.int64), shape=aval(x).shape, dimension=ax)
     keys = _keys(x)
     return P.sort.bind(*keys, iota, dimension=ax, num_keys=len(keys))[-1]
