@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
 import operator
 from dataclasses import dataclass
 
 import numpy as np
 
 from ir import AbstractArray, Graph, Tracer, aval_of, check_graph, dtypes, trace_flat
-from ir.pytree import PyTreeDef, tree_flatten, tree_unflatten
+from ir.pytree import PyTreeDef, leaf_paths, tree_flatten, tree_unflatten
 
 
 def fn_name(fn) -> str:
@@ -16,6 +17,40 @@ def fn_name(fn) -> str:
 
 
 _ARRAY_AVALS: dict = {}   # (shape, dtype) -> AbstractArray; avals are immutable
+
+
+INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+
+
+def check_leaf(leaf, what: str):
+    """Refuse what no array of the type system can stand for (``what`` names the leaf)."""
+    if isinstance(leaf, int) and not isinstance(leaf, bool | Tracer) \
+            and not INT64_MIN <= leaf <= INT64_MAX:
+        raise OverflowError(
+            f"{what} is the Python int {leaf}, outside int64 (the dtype a Python int takes): "
+            f"the allowed range is [-2**63, 2**63 - 1]; pass a float, or a NumPy array of "
+            "a dtype that holds it")
+    if isinstance(leaf, np.ma.MaskedArray):
+        raise TypeError(
+            f"{what} is a numpy.ma.MaskedArray; the transforms compute on plain arrays and "
+            "would silently drop its mask. Pass x.filled(value) or np.asarray(x.data) and "
+            "the mask as a separate boolean array")
+
+
+def native_leaves(leaves: list) -> list:
+    """``leaves`` with non-native byte order arrays (``>f8``) copied to native order.
+
+    The same list when there are none; one copy per distinct array otherwise.
+    """
+    out = None
+    for i, x in enumerate(leaves):
+        if isinstance(x, np.ndarray) and not x.dtype.isnative:
+            if out is None:
+                out, copies = list(leaves), {}
+            if id(x) not in copies:
+                copies[id(x)] = x.astype(x.dtype.newbyteorder("="))
+            out[i] = copies[id(x)]
+    return leaves if out is None else out
 
 
 def leaf_aval(leaf, what: str) -> AbstractArray:
@@ -30,6 +65,7 @@ def leaf_aval(leaf, what: str) -> AbstractArray:
     if isinstance(leaf, Tracer):
         return leaf.aval
     if isinstance(leaf, bool | int | float | complex | np.ndarray | np.generic):
+        check_leaf(leaf, what)
         av = aval_of(leaf)
         dtypes.canonical(av.dtype)
         return av
@@ -94,9 +130,64 @@ def trace_call(fn, args, kwargs, static_argnums=(), *, name=None) -> Traced:
     return Traced(graph, captured, in_tree, out_tree_cell[0])
 
 
-def flat_args(args, kwargs, static_argnums):
+def flat_args(args, kwargs, static_argnums, fn=None, what=None):
+    """The leaves and structure of the non-static arguments.
+
+    With ``what`` (the call, as errors name it), every leaf is checked (``check_leaf``),
+    the offending one named by its path (``params['w1']``, ``args[1][0]``).
+    """
     dyn, _ = split_static(args, static_argnums)
-    return tree_flatten((dyn, kwargs))
+    leaves, tree = tree_flatten((dyn, kwargs))
+    if what is not None:
+        for i, x in enumerate(leaves):
+            if type(x) is not np.ndarray and type(x) is not float:
+                check_leaf(x, _LazyPath(fn, tree, i, static_argnums, len(args), what))
+    return leaves, tree
+
+
+class _LazyPath:
+    """``f'argument {path} of {what}'``, computed only when an error formats it."""
+
+    def __init__(self, fn, tree, i, static_argnums, nargs, what):
+        self.args = (fn, tree, i, static_argnums, nargs, what)
+
+    def __format__(self, spec):
+        fn, tree, i, nums, nargs, what = self.args
+        return f"argument {arg_paths(fn, tree, nums, nargs)[i]} of {what}"
+
+    __str__ = __repr__ = lambda self: format(self)
+
+
+def arg_paths(fn, in_tree, static_argnums, nargs) -> list[str]:
+    """Each leaf of the ``(dynamic args, kwargs)`` tree named as the user wrote it.
+
+    A positional argument is named by its parameter (``params['w1']``) when ``fn``'s
+    signature names it, else ``args[i]``; a keyword argument by its name.
+    """
+    names = _positional_names(fn, nargs)
+    dyn = [i for i in range(nargs) if i not in static_argnums]
+    out = []
+    args_td, kw_td = in_tree.children
+    for j, td in enumerate(args_td.children):
+        head = names[dyn[j]]
+        out += [head + p for p in leaf_paths(td)]
+    for key, td in zip(kw_td.aux, kw_td.children, strict=True):
+        out += [str(key) + p for p in leaf_paths(td)]
+    return out
+
+
+def _positional_names(fn, nargs) -> list[str]:
+    names = [f"args[{i}]" for i in range(nargs)]
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return names
+    for i, p in enumerate(params[:nargs]):
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            names[i] = p.name
+        else:
+            break
+    return names
 
 
 def unflatten_out(traced: Traced, outs):

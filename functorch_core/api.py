@@ -12,7 +12,15 @@ from ir import Graph, check_graph, current_trace, eval_graph, passes
 from ir import primitives as P
 from ir.pytree import dict_keys, tree_unflatten
 
-from ._tracing import flat_args, fn_name, leaf_aval, normalize_argnums, trace_call
+from ._tracing import (
+    flat_args,
+    fn_name,
+    leaf_aval,
+    merge_static,
+    native_leaves,
+    normalize_argnums,
+    trace_call,
+)
 from .config import config
 from .transforms.functionalize import (
     check_writable,
@@ -156,6 +164,12 @@ def _walk(items, key, leaves):
     return True
 
 
+def _with_leaves(args, kwargs, nums, in_tree, leaves):
+    """``args`` and ``kwargs`` with their dynamic leaves replaced by ``leaves``."""
+    dyn, kwargs = tree_unflatten(in_tree, leaves)
+    return tuple(merge_static(dyn, [(i, args[i]) for i in nums], len(args))), kwargs
+
+
 class Jitted:
     """A function compiled per input signature; see :func:`jit`."""
 
@@ -199,7 +213,11 @@ class Jitted:
         """The general path: flatten, full signature (aliasing included), compile if new."""
         fname = fn_name(self.func)
         nums = normalize_argnums(self.static_argnums, len(args), fname)
-        leaves, in_tree = flat_args(args, kwargs, nums)
+        leaves, in_tree = flat_args(args, kwargs, nums, self.func, f"jit({fname})")
+        given, leaves = leaves, native_leaves(leaves)
+        if leaves is not given:     # big-endian arrays: traced and run as native copies
+            fkey = None
+            args, kwargs = _with_leaves(args, kwargs, nums, in_tree, leaves)
         key = _signature(leaves, in_tree, tuple((i, args[i]) for i in nums), fname)
         entry = self.cache.get(key)
         if entry is None:
@@ -219,11 +237,11 @@ class Jitted:
         else:
             if fkey is not None and not entry.mutated and key[1][-1] is None:
                 self._remember_fast(fkey, entry, key)
-            check_writable(leaves, entry.mutated, f"jit({fname})")
+            check_writable(given, entry.mutated, f"jit({fname})")
             outs = entry.run([np.asarray(x) if not isinstance(x, np.ndarray) else x
                               for x in leaves])
             n = len(outs) - len(entry.mutated)
-            write_back(leaves, entry.mutated, outs[n:])
+            write_back(given, entry.mutated, outs[n:])
             outs = outs[:n]
         return tree_unflatten(entry.out_tree, outs)
 

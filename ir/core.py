@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,6 +11,12 @@ from typing import Any
 import numpy as np
 
 from . import dtypes
+
+_MAX_BYTES = 2 ** 63 - 1
+
+
+class ShapeTooLargeError(ValueError):
+    """A shape whose byte size does not fit int64 (sizes and offsets would wrap)."""
 
 
 @dataclass(frozen=True)
@@ -29,6 +36,12 @@ class AbstractArray:
         object.__setattr__(self, "dtype", dtypes.canonical(self.dtype))
         if any(d < 0 for d in self.shape):
             raise ValueError(f"negative dimension in shape {self.shape}")
+        if math.prod(self.shape) * self.dtype.itemsize > _MAX_BYTES:
+            raise ShapeTooLargeError(
+                f"the shape {self.shape} of {self.dtype} is too large: "
+                f"{math.prod(self.shape)} elements of {self.dtype.itemsize} bytes; an array "
+                "holds at most 2**63 - 1 bytes (the element count and byte offsets are int64, "
+                "as in NumPy)")
 
     @property
     def ndim(self) -> int:

@@ -20,8 +20,14 @@ _WEAK_PY_TYPE = {"b": bool, "i": int, "u": int, "f": float, "c": complex}
 
 
 def canonical(dtype) -> np.dtype:
-    """Return `dtype` as a supported `np.dtype`, or raise TypeError."""
+    """Return `dtype` as a supported `np.dtype`, or raise TypeError.
+
+    Byte order is not part of the type: a big-endian `>f8` is `float64`, as in JAX
+    (the arrays are converted to native order where they enter).
+    """
     dt = np.dtype(dtype)
+    if not dt.isnative:
+        dt = dt.newbyteorder("=")
     if dt not in SUPPORTED:
         names = ", ".join(str(d) for d in SUPPORTED)
         raise TypeError(f"dtype {dt} is not supported; supported dtypes are {names}")

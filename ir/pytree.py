@@ -145,6 +145,27 @@ def _unflatten(td, it):
     return nt.unflatten(td.aux, children)
 
 
+def leaf_paths(treedef: PyTreeDef) -> list[str]:
+    """Where each leaf sits, as Python would index it: ``[0]['w']``, ``.bias``, ``''``."""
+    paths: list[str] = []
+    _paths(treedef, "", paths)
+    return paths
+
+
+def _paths(td, prefix, out):
+    if td.node is _LEAF:
+        out.append(prefix)
+        return
+    if td.node is dict:
+        steps = [f"[{k!r}]" for k in td.aux]
+    elif hasattr(td.node, "_fields") and len(td.node._fields) == len(td.children):
+        steps = [f".{f}" for f in td.node._fields]
+    else:
+        steps = [f"[{i}]" for i in range(len(td.children))]
+    for step, child in zip(steps, td.children, strict=True):
+        _paths(child, prefix + step, out)
+
+
 def tree_leaves(tree, is_leaf=None) -> list:
     return tree_flatten(tree, is_leaf)[0]
 

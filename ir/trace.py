@@ -12,7 +12,7 @@ import contextvars
 
 import numpy as np
 
-from .core import AbstractArray, Eqn, Graph, Lit, Var, aval_of
+from .core import AbstractArray, Eqn, Graph, Lit, ShapeTooLargeError, Var, aval_of
 from .source import user_source
 
 _current: contextvars.ContextVar[GraphTrace | None] = contextvars.ContextVar(
@@ -149,10 +149,11 @@ def current_trace() -> GraphTrace | None:
     return _current.get()
 
 
-def _with_source(err: Exception, prim, source) -> Exception:
+def _with_source(err: Exception, prim, source, trace=None) -> Exception:
     msg = str(err.args[0]) if err.args else str(err)
     if source not in msg:
-        msg = f"{msg} (in {prim.name} at {source})"
+        where = f" while tracing {trace.name}" if trace is not None else ""
+        msg = f"{msg} (in {prim.name} at {source}{where})"
     return type(err)(msg)
 
 
@@ -165,6 +166,8 @@ def bind(prim, *args, **params):
     source = user_source()
     try:
         avals = prim.shape_rule(*(a.aval for a in atoms), **params)
+    except ShapeTooLargeError as err:
+        raise _with_source(err, prim, source, trace) from None
     except (ValueError, TypeError) as err:
         raise _with_source(err, prim, source) from None
     outs = tuple(Var(av) for av in avals)
@@ -220,7 +223,8 @@ def eval_graph(graph: Graph, args):
     """Replay ``graph`` on ``args``: eagerly on arrays, or into the current trace."""
     if len(args) != len(graph.inputs):
         raise TypeError(f"graph takes {len(graph.inputs)} inputs, got {len(args)}")
-    env = {id(v): a for v, a in zip(graph.inputs, args, strict=True)}
+    env = {id(v): a.astype(v.aval.dtype) if isinstance(a, np.ndarray) and not a.dtype.isnative
+           else a for v, a in zip(graph.inputs, args, strict=True)}   # >f8 -> f8: a copy
 
     def read(atom):
         return atom if isinstance(atom, Lit) else env[id(atom)]

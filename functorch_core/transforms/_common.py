@@ -65,7 +65,7 @@ def _cache_for(fn) -> dict:
 def signature(fn, args, kwargs, what) -> tuple[list, PyTreeDef, tuple]:
     """(leaves, in_tree, key) of a call; the key identifies its input signature."""
     from .functionalize import input_plan
-    leaves, in_tree = flat_args(args, kwargs, ())
+    leaves, in_tree = flat_args(args, kwargs, (), fn, what)
     avals = tuple(leaf_aval(x, f"an argument leaf of {what}") for x in leaves)
     # how the arguments overlap in memory decides what writes into them mean
     return leaves, in_tree, (in_tree, avals, _closure_arrays(fn), input_plan(leaves, what))
