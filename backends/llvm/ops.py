@@ -23,6 +23,7 @@ from llvmlite import ir
 from ir import primitives as P
 
 from . import complex_ops as C
+from . import mathfuncs as M
 
 I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
 F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
@@ -151,61 +152,6 @@ def _not(e, dt, x):
     return e.b.xor(x, ir.Constant(x.type, -1 if dt.kind != "b" else 1))
 
 
-def _exp_double(e, d):
-    """exp of a double in straight-line arithmetic (so loops over it vectorize), for
-    float32 results: |d| is clamped to 200, k = round(d/ln2), r = d - k*ln2 (two-part
-    ln2, exact products), e^r by its degree-10 Taylor polynomial (relative error below
-    1e-13 on |r| <= ln2/2), scaled by 2^k built from the exponent bits."""
-    b = e.b
-
-    def c(v):
-        return ir.Constant(F64, v)
-    d = b.select(b.fcmp_ordered(">", d, c(200.0)), c(200.0), d)
-    d = b.select(b.fcmp_ordered("<", d, c(-200.0)), c(-200.0), d)
-    kf = e.intrinsic("roundeven", b.fmul(d, c(1.4426950408889634)))
-    kf = b.select(e.isnan(kf), c(0.0), kf)
-    r = b.fsub(b.fsub(d, b.fmul(kf, c(0.6931471803691238))), b.fmul(kf, c(1.9082149292705877e-10)))
-    p = c(1.0 / 3628800.0)
-    for n in range(9, -1, -1):
-        p = b.fadd(b.fmul(p, r), c(1.0 / float(np.prod(np.arange(1, n + 1)))))
-    k = b.sext(b.fptosi(kf, I32), I64)
-    scale = b.bitcast(b.shl(b.add(k, ir.Constant(I64, 1023)), ir.Constant(I64, 52)), F64)
-    return b.fmul(p, scale)
-
-
-def _exp(e, dt, x):
-    if x.type == F64:
-        return e.libm("exp", x)
-    return e.b.fptrunc(_exp_double(e, e.b.fpext(x, F64)), F32)
-
-
-def _tanh(e, dt, x):
-    """float32/16: tanh in double, (e^2a - 1) / (e^2a + 1) for a = |x| >= 2^-12 and
-    a - a^3/3 below (no cancellation), then the sign of x: under an ulp after rounding."""
-    if x.type == F64:
-        return e.libm("tanh", x)
-    b = e.b
-    a = e.intrinsic("fabs", b.fpext(x, F64))
-    em = b.fsub(_exp_double(e, b.fmul(a, ir.Constant(F64, 2.0))), ir.Constant(F64, 1.0))
-    t = b.fdiv(em, b.fadd(em, ir.Constant(F64, 2.0)))
-    small = b.fsub(a, b.fmul(b.fmul(a, b.fmul(a, a)), ir.Constant(F64, 1.0 / 3.0)))
-    t = b.select(b.fcmp_ordered("<", a, ir.Constant(F64, 2.0 ** -12)), small, t)
-    t = b.select(b.fcmp_ordered(">", a, ir.Constant(F64, 9.5)), ir.Constant(F64, 1.0), t)
-    return e.intrinsic("copysign", b.fptrunc(t, F32), x)
-
-
-def _logistic(e, dt, x):
-    b = e.b
-    if x.type == F64:
-        one = ir.Constant(F64, 1.0)
-        return b.fdiv(one, b.fadd(one, e.libm("exp", b.fneg(x))))
-    one = ir.Constant(F64, 1.0)
-    ex = _exp_double(e, b.fneg(b.fpext(x, F64)))
-    # SciPy's float32 expit gives 0 once exp(-x) overflows float32; so do we.
-    overflow = b.fcmp_ordered("==", b.fptrunc(ex, F32), ir.Constant(F32, float("inf")))
-    return b.select(overflow, ir.Constant(F32, 0.0), b.fptrunc(b.fdiv(one, b.fadd(one, ex)), F32))
-
-
 def _cbrt(e, dt, x):
     r = e.libm("cbrt", x)
     if x.type != F64:
@@ -222,6 +168,10 @@ def _cbrt(e, dt, x):
 
 def _intrinsic(name):
     return lambda e, dt, x: e.intrinsic(name, x)
+
+
+def _inline(kernel):
+    return lambda e, dt, x: kernel(e, x)
 
 
 def _libm(name):
@@ -385,8 +335,8 @@ def _f64_to_f16(e, x):
 RULES = {
     P.neg: _neg, P.sign: _sign, P.abs: _abs, P.floor: _intrinsic("floor"),
     P.ceil: _intrinsic("ceil"), P.round: _intrinsic("roundeven"), P.is_finite: _is_finite,
-    P.sqrt: _intrinsic("sqrt"), P.logistic: _logistic, P.tanh: _tanh,
-    P.exp: _exp, P.cbrt: _cbrt, P.not_: _not,
+    P.sqrt: _intrinsic("sqrt"), P.logistic: _inline(M.logistic), P.tanh: _inline(M.tanh),
+    P.exp: _inline(M.exp), P.cbrt: _cbrt, P.not_: _not,
     P.add: _by_kind("or_", "add", "fadd"), P.sub: _by_kind("sub", "sub", "fsub"),
     P.mul: _by_kind("and_", "mul", "fmul"), P.div: lambda e, dt, x, y: e.b.fdiv(x, y),
     P.floor_div: _floor_div, P.rem: _rem, P.pow: _libm("pow"), P.atan2: _libm("atan2"),

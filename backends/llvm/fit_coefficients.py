@@ -1,0 +1,103 @@
+"""Derives the polynomial coefficients of mathfuncs.py.
+
+Run: ``python -m backends.llvm.fit_coefficients``.
+
+Each polynomial interpolates its target at Chebyshev nodes (near-minimax), solved exactly in
+60-digit ``decimal`` arithmetic, so the printed coefficients are the double nearest each exact
+one. The targets are smooth remainders (e.g. ``(e^r - 1 - r) / r^2``), so interpolation error,
+not cancellation, is what limits them; the max error on a dense grid is printed with each.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal, getcontext
+
+getcontext().prec = 60
+
+
+def _exp_remainder(r: Decimal) -> Decimal:
+    """(e^r - 1 - r) / r^2 by its series (no cancellation near 0)."""
+    term, total, n = Decimal(1) / 2, Decimal(0), 2
+    while abs(term) > Decimal(10) ** -58:
+        total += term
+        n += 1
+        term = term * r / n
+    return total
+
+
+def _tanh_remainder(x: Decimal) -> Decimal:
+    """(tanh(x) - x) / x^3, from tanh = (e^2x - 1)/(e^2x + 1) at 60 digits."""
+    if x == 0:
+        return Decimal(-1) / 3
+    e2 = (2 * x).exp()
+    return ((e2 - 1) / (e2 + 1) - x) / x ** 3
+
+
+def _solve(a, b):
+    """Gaussian elimination with partial pivoting, in Decimal."""
+    n = len(b)
+    m = [row[:] + [v] for row, v in zip(a, b, strict=True)]
+    for i in range(n):
+        p = max(range(i, n), key=lambda k: abs(m[k][i]))
+        m[i], m[p] = m[p], m[i]
+        for k in range(i + 1, n):
+            f = m[k][i] / m[i][i]
+            m[k] = [x - f * y for x, y in zip(m[k], m[i], strict=True)]
+    out = [Decimal(0)] * n
+    for i in reversed(range(n)):
+        out[i] = (m[i][n] - sum(m[i][j] * out[j] for j in range(i + 1, n))) / m[i][i]
+    return out
+
+
+def fit(target, half_width, degree, even=False):
+    """Coefficients c_j of sum_j c_j t^j (t = x, or x^2 when ``even``) interpolating ``target``
+    at Chebyshev nodes of [-half_width, half_width] (of [0, half_width] in x when even)."""
+    n = degree + 1
+    if even:
+        nodes = [half_width * math.cos(math.pi * (2 * i + 1) / (4 * n)) for i in range(n)]
+    else:
+        nodes = [half_width * math.cos(math.pi * (2 * i + 1) / (2 * n)) for i in range(n)]
+    xs = [Decimal(v) for v in nodes]
+    ts = [x * x for x in xs] if even else xs
+    coeffs = _solve([[t ** j for j in range(n)] for t in ts], [target(x) for x in xs])
+    return [float(c) for c in coeffs]
+
+
+def max_error(target, coeffs, half_width, even, weight, points=401):
+    """Max |poly - target| * weight(x) on a uniform grid, the polynomial in Decimal: the error
+    relative to the whole function when ``weight`` is (what multiplies the remainder) / f(x)."""
+    worst = 0.0
+    for i in range(1, points + 1):
+        x = Decimal(half_width) * (Decimal(2 * i - points) / points)
+        t = x * x if even else x
+        p = Decimal(0)
+        for c in reversed(coeffs):
+            p = p * t + Decimal(c)
+        worst = max(worst, float(abs(p - target(x)) * weight(x)))
+    return worst
+
+
+def _exp_weight(r):
+    return r * r / r.exp()
+
+
+def _tanh_weight(x):
+    e2 = (2 * x).exp()
+    return abs(x ** 3 / ((e2 - 1) / (e2 + 1)))
+
+
+SPECS = {
+    # name: (target, half width, degree, even, weight)
+    "EXP_F32": (_exp_remainder, math.log(2) / 2, 4, False, _exp_weight),
+    "EXP_F64": (_exp_remainder, math.log(2) / 2, 10, False, _exp_weight),
+    "TANH_F32": (_tanh_remainder, 0.625, 5, True, _tanh_weight),
+    "TANH_F64": (_tanh_remainder, 0.625, 11, True, _tanh_weight),
+}
+
+
+if __name__ == "__main__":
+    for name, (target, width, degree, even, weight) in SPECS.items():
+        coeffs = fit(target, width, degree, even)
+        print(f"{name} = ({', '.join(repr(c) for c in coeffs)})")
+        print(f"#   max relative error {max_error(target, coeffs, width, even, weight):.3g}")
