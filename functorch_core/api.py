@@ -11,6 +11,7 @@ from backends import registry
 from ir import Graph, check_graph, current_trace, eval_graph, passes
 from ir import primitives as P
 from ir.pytree import dict_keys, tree_unflatten
+from ir.trace import _current
 
 from ._tracing import (
     flat_args,
@@ -108,6 +109,8 @@ def _describe_change(old, new) -> str:
 _SCALAR_TYPES = (float, int, bool, complex)
 _FAST_ENTRIES = 64      # fast-path keys kept per jitted function
 _INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+_trace_get = _current.get     # current_trace() without a Python call
+_ndarray = np.ndarray
 
 
 def _fast_key(args):
@@ -196,13 +199,20 @@ class Jitted:
     def __call__(self, *args, **kwargs):
         fast = self._fast
         if fast is not None and not kwargs:
+            if len(args) == 1:      # one array: the commonest call, checked inline
+                a = args[0]
+                if type(a) is _ndarray and a.flags.c_contiguous:
+                    hit = fast.get((a.shape, a.dtype))
+                    if hit is not None and _trace_get() is None:
+                        self._last_key = hit[4]
+                        return hit[5](a)
             found = _fast_key(args)
             if found is None:
                 return self._call(args, kwargs, None)
             fkey, leaves = found
             hit = fast.get(fkey)
             if hit is not None and current_trace() is None:
-                run, scalars, single, out_tree, self._last_key = hit
+                run, scalars, single, out_tree, self._last_key, _ = hit
                 outs = run([a if type(a) is np.ndarray else np.asarray(a) for a in leaves]
                            if scalars else list(leaves))
                 return outs[0] if single else tree_unflatten(out_tree, outs)
@@ -253,7 +263,16 @@ class Jitted:
         # a backend may offer run.trusted: run without argument checks, for exactly what
         # the fast key guarantees (C-contiguous arrays of the signature's dtypes)
         run = getattr(entry.run, "trusted", entry.run)
-        self._fast[fkey] = (run, scalars, single, entry.out_tree, key)
+        one = None
+        if len(key[1]) == 2 and not scalars:     # one leaf, an array: the inline path
+            one = getattr(entry.run, "trusted_one", None) if single else None
+            if one is None:
+                out_tree = entry.out_tree
+
+                def one(a):
+                    outs = run([a])
+                    return outs[0] if single else tree_unflatten(out_tree, outs)
+        self._fast[fkey] = (run, scalars, single, entry.out_tree, key, one)
 
 
 def jit(func=None, *, static_argnums=(), backend=None):

@@ -411,3 +411,67 @@ def test_small_kernel_graphs_run_as_one_native_call_and_big_ones_do_not():
     want = run_graph(chain(3, (8, 5)), [x])
     for g, w in zip(small([x]), want, strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-12)
+
+
+# -- one array in, one array out: Executable.trusted_one through Jitted.__call__ -------------
+
+ONE_ARRAY_GRAPHS = {
+    "no intermediates": lambda x: x + 1.0,
+    "a constant": lambda x: x * np.arange(1.0, 6.0),
+    "intermediates in the arena": lambda x: np.exp(np.tanh(x) * 2.0).sum(axis=0) + x[0],
+    "a small product": lambda x: np.tanh(x @ x.T) + 1.0,
+    "a tuple result": lambda x: (x * 3.0,),
+}
+
+
+@pytest.mark.parametrize("name", list(ONE_ARRAY_GRAPHS))
+def test_one_array_calls_agree_with_the_general_path_and_never_alias(name):
+    fn = ONE_ARRAY_GRAPHS[name]
+    jf, ref = fc.jit(fn), slow(fc.jit(fn))
+    x = np.random.default_rng(6).standard_normal((4, 5))
+    first = jf(x)
+    outs = [jf(x) for _ in range(3)]
+    assert len(jf._fast) == 1
+    for out in outs:
+        for got, want, earlier in zip(tree_flatten(out)[0], tree_flatten(ref(x))[0],
+                                      tree_flatten(first)[0], strict=True):
+            np.testing.assert_array_equal(got, want)
+            assert not np.shares_memory(got, x) and not np.shares_memory(got, earlier)
+    assert type(outs[0]) is type(fn(x))
+
+
+def test_one_array_calls_run_the_native_entry_directly():
+    if not runtime.graph_entry_supported():
+        pytest.skip("no native graph entry on this build")
+    jf = fc.jit(lambda x: np.tanh(x) * 2.0 + x.sum())
+    x = np.linspace(-1, 1, 7, dtype=np.float32)
+    jf(x)
+    exe = next(iter(jf.cache.values())).run
+    assert exe.trusted_one is not None
+    assert jf._fast[(x.shape, x.dtype)][5] is exe.trusted_one
+    np.testing.assert_allclose(jf(x), np.tanh(x) * 2.0 + x.sum(), rtol=1e-6, atol=1e-6)
+
+
+def test_threads_calling_a_one_array_function_get_their_own_arenas():
+    jf = fc.jit(lambda x: np.exp(np.tanh(x) * 2.0).sum(axis=0) + x[0])
+    rng = np.random.default_rng(7)
+    xs = [rng.standard_normal((16, 9)) for _ in range(8)]
+    wants = [jf(x) for x in xs]
+    start = threading.Barrier(4)
+
+    def work(k):
+        start.wait()
+        return [jf(xs[(k + i) % 8]).copy() for i in range(200)]
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(work, range(4)))
+    for k, calls in enumerate(results):
+        for i, got in enumerate(calls):
+            np.testing.assert_array_equal(got, wants[(k + i) % 8])
+
+
+def test_a_one_array_call_under_a_trace_is_recorded_not_run():
+    jf = fc.jit(lambda x: x + 1.0)
+    x = np.ones(3)
+    jf(x)
+    graph = fc.make_graph(lambda y: jf(x) * y)(np.ones(3))
+    assert any(e.prim is P.call for e in graph.eqns)

@@ -526,9 +526,16 @@ class Executable:
     def _trusted_call(self):
         """``call(args)`` for a caller that guarantees ``n_inputs`` C-contiguous ndarrays of
         the input dtypes (jit's fast path keys on exactly that): ``__call__`` without the
-        argument checks, on local names. Results that need copies take ``__call__``."""
+        argument checks, on local names. Results that need copies take ``__call__``.
+
+        Also sets ``trusted_one``: ``call(array) -> array`` for a graph of one input and
+        one result run by the native entry, else None."""
+        self.trusted_one = None
         if self._plain_outputs is None:
             return self.__call__
+        if self.entry is not None and self.n_inputs == 1 and len(self._plain_outputs) == 1 \
+                and [s for s, *_ in self.fresh] == self._plain_outputs:
+            self.trusted_one = self._one_call()
         free, new_arena, entry, steps = self._free, self.new_arena, self.entry, self.steps
         fresh, outputs, n = self.fresh, self._plain_outputs, self.n_inputs
         nones, results, keep, empty = self._no_inputs, self._results, _WORKERS, np.empty
@@ -555,6 +562,42 @@ class Executable:
                 if len(free) <= keep:
                     free.append(bufs)
         return call
+
+    def _one_call(self):
+        """The native entry on one array, its result allocated per call. Without
+        intermediates every call builds its own argument tuple (nothing shared between
+        threads); with them, a call takes an arena from the free list as ``call`` does."""
+        entry, empty, free, new_arena = self.entry, np.empty, self._free, self.new_arena
+        (out, shape, dtype), = self.fresh
+        bufs = self.template
+        if not self.arena_offsets and out == len(bufs) - 1:
+            mid = tuple(bufs[1:-1])
+            if not mid:
+                def one(a):
+                    r = empty(shape, dtype)
+                    entry(a, r)
+                    return r
+            else:
+                def one(a):
+                    r = empty(shape, dtype)
+                    entry(a, *mid, r)
+                    return r
+            return one
+        keep = _WORKERS
+
+        def one_arena(a):
+            try:
+                bufs = free.pop()
+            except IndexError:
+                bufs = new_arena()
+            r = bufs[out] = empty(shape, dtype)
+            bufs[0] = a
+            entry(*bufs)
+            bufs[0] = bufs[out] = None
+            if len(free) <= keep:
+                free.append(bufs)
+            return r
+        return one_arena
 
     def _output_rules(self, refs):
         """(copy?, ref) per result: literals, inputs, constants and a second use of one
