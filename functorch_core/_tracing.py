@@ -73,14 +73,27 @@ def leaf_aval(leaf, what: str) -> AbstractArray:
                     "them; mark it static (static_argnums) if it is configuration")
 
 
+def argnums_tuple(argnums, fname, what="static_argnums") -> tuple[int, ...]:
+    """``argnums`` (an int or a sequence of ints) as a tuple of ints, or a clear TypeError."""
+    nums = (argnums,) if not isinstance(argnums, tuple | list) else tuple(argnums)
+    try:
+        if any(isinstance(a, bool) for a in nums):
+            raise TypeError
+        return tuple(operator.index(a) for a in nums)
+    except TypeError:
+        raise TypeError(f"{fname}: {what} must be an int or a tuple of ints, got "
+                        f"{argnums!r}") from None
+
+
 def normalize_argnums(argnums, nargs, fname, what="static_argnums") -> tuple[int, ...]:
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     out = []
-    for a in nums:
-        a = operator.index(a)
+    for a in argnums_tuple(argnums, fname, what):
         if not -nargs <= a < nargs:
             raise ValueError(f"{fname}: {what}={argnums} is out of range for a call with "
                              f"{nargs} positional arguments")
+        if a % nargs in out:
+            raise ValueError(f"{fname}: {what}={argnums} names positional argument "
+                             f"{a % nargs} twice; list each argument once")
         out.append(a % nargs)
     return tuple(out)
 
@@ -164,7 +177,7 @@ def arg_paths(fn, in_tree, static_argnums, nargs) -> list[str]:
     A positional argument is named by its parameter (``params['w1']``) when ``fn``'s
     signature names it, else ``args[i]``; a keyword argument by its name.
     """
-    names = _positional_names(fn, nargs)
+    names = positional_names(fn, nargs)
     dyn = [i for i in range(nargs) if i not in static_argnums]
     out = []
     args_td, kw_td = in_tree.children
@@ -176,7 +189,7 @@ def arg_paths(fn, in_tree, static_argnums, nargs) -> list[str]:
     return out
 
 
-def _positional_names(fn, nargs) -> list[str]:
+def positional_names(fn, nargs) -> list[str]:
     names = [f"args[{i}]" for i in range(nargs)]
     try:
         params = list(inspect.signature(fn).parameters.values())
