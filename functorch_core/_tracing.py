@@ -8,8 +8,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ir import AbstractArray, Graph, Tracer, aval_of, check_graph, dtypes, trace_flat
+from ir import (
+    AbstractArray,
+    Graph,
+    Tracer,
+    aval_of,
+    check_graph,
+    current_trace,
+    dtypes,
+    trace_flat,
+)
 from ir.pytree import PyTreeDef, leaf_paths, tree_flatten, tree_unflatten
+
+from . import _random_guard
 
 
 def fn_name(fn) -> str:
@@ -138,7 +149,15 @@ def trace_call(fn, args, kwargs, static_argnums=(), *, name=None) -> Traced:
         out_tree_cell.append(out_tree)
         return out_leaves
 
-    graph, captured = trace_flat(flat_fn, avals, name=fname)
+    if current_trace() is not None:         # an enclosing trace watches numpy.random
+        graph, captured = trace_flat(flat_fn, avals, name=fname)
+    else:
+        watch = _random_guard.Watch(fn, [v for _, v in static])
+        graph, captured = trace_flat(flat_fn, avals, name=fname)
+        if watch.moved():
+            out_tree_cell.clear()
+            graph, captured = watch.confirm(
+                lambda: trace_flat(flat_fn, avals, name=fname), fname)
     check_graph(graph)
     return Traced(graph, captured, in_tree, out_tree_cell[0])
 
