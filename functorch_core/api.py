@@ -226,7 +226,7 @@ class Jitted:
     def _compile(self, args, kwargs, nums, key, static_kw=None):
         func = functools.partial(self.func, **static_kw) if static_kw else self.func
         traced = trace_call(with_plan(func, key[1][-1]), args, kwargs, nums,
-                            name=fn_name(self.func))
+                            name=f"jit({fn_name(self.func)})")
         graph, mutated = traced.graph, []
         if has_mutation(graph):
             graph, mutated = functionalize_graph(graph, key[1][-1])

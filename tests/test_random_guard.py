@@ -17,7 +17,8 @@ def _noisy_helper(x):
 
 def test_global_numpy_random_in_jit_raises():
     f = jit(lambda x: x + np.random.randn(3))
-    with pytest.raises(TracerError, match=r"global RandomState.*pass them in as an argument"):
+    with pytest.raises(TracerError, match=r"jit\(.*lambda.*\) draws from numpy.random's "
+                                          r"global RandomState.*pass them in as an argument"):
         f(np.ones(3))
 
 
