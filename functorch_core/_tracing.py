@@ -8,8 +8,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ir import AbstractArray, Graph, Tracer, aval_of, check_graph, dtypes, trace_flat
+from ir import (
+    AbstractArray,
+    Graph,
+    Tracer,
+    aval_of,
+    check_graph,
+    current_trace,
+    dtypes,
+    trace_flat,
+)
 from ir.pytree import PyTreeDef, leaf_paths, tree_flatten, tree_unflatten
+
+from . import _random_guard
 
 
 def fn_name(fn) -> str:
@@ -73,14 +84,27 @@ def leaf_aval(leaf, what: str) -> AbstractArray:
                     "them; mark it static (static_argnums) if it is configuration")
 
 
+def argnums_tuple(argnums, fname, what="static_argnums") -> tuple[int, ...]:
+    """``argnums`` (an int or a sequence of ints) as a tuple of ints, or a clear TypeError."""
+    nums = (argnums,) if not isinstance(argnums, tuple | list) else tuple(argnums)
+    try:
+        if any(isinstance(a, bool) for a in nums):
+            raise TypeError
+        return tuple(operator.index(a) for a in nums)
+    except TypeError:
+        raise TypeError(f"{fname}: {what} must be an int or a tuple of ints, got "
+                        f"{argnums!r}") from None
+
+
 def normalize_argnums(argnums, nargs, fname, what="static_argnums") -> tuple[int, ...]:
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     out = []
-    for a in nums:
-        a = operator.index(a)
+    for a in argnums_tuple(argnums, fname, what):
         if not -nargs <= a < nargs:
             raise ValueError(f"{fname}: {what}={argnums} is out of range for a call with "
                              f"{nargs} positional arguments")
+        if a % nargs in out:
+            raise ValueError(f"{fname}: {what}={argnums} names positional argument "
+                             f"{a % nargs} twice; list each argument once")
         out.append(a % nargs)
     return tuple(out)
 
@@ -125,7 +149,15 @@ def trace_call(fn, args, kwargs, static_argnums=(), *, name=None) -> Traced:
         out_tree_cell.append(out_tree)
         return out_leaves
 
-    graph, captured = trace_flat(flat_fn, avals, name=fname)
+    if current_trace() is not None:         # an enclosing trace watches numpy.random
+        graph, captured = trace_flat(flat_fn, avals, name=fname)
+    else:
+        watch = _random_guard.Watch(fn, [v for _, v in static])
+        graph, captured = trace_flat(flat_fn, avals, name=fname)
+        if watch.moved():
+            out_tree_cell.clear()
+            graph, captured = watch.confirm(
+                lambda: trace_flat(flat_fn, avals, name=fname), fname)
     check_graph(graph)
     return Traced(graph, captured, in_tree, out_tree_cell[0])
 
@@ -164,7 +196,7 @@ def arg_paths(fn, in_tree, static_argnums, nargs) -> list[str]:
     A positional argument is named by its parameter (``params['w1']``) when ``fn``'s
     signature names it, else ``args[i]``; a keyword argument by its name.
     """
-    names = _positional_names(fn, nargs)
+    names = positional_names(fn, nargs)
     dyn = [i for i in range(nargs) if i not in static_argnums]
     out = []
     args_td, kw_td = in_tree.children
@@ -176,7 +208,7 @@ def arg_paths(fn, in_tree, static_argnums, nargs) -> list[str]:
     return out
 
 
-def _positional_names(fn, nargs) -> list[str]:
+def positional_names(fn, nargs) -> list[str]:
     names = [f"args[{i}]" for i in range(nargs)]
     try:
         params = list(inspect.signature(fn).parameters.values())

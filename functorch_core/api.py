@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
+import sys
 
 import numpy as np
 
@@ -14,12 +16,15 @@ from ir.pytree import dict_keys, tree_unflatten
 from ir.trace import _current
 
 from ._tracing import (
+    arg_paths,
+    argnums_tuple,
     flat_args,
     fn_name,
     leaf_aval,
     merge_static,
     native_leaves,
     normalize_argnums,
+    positional_names,
     trace_call,
 )
 from .config import config
@@ -91,19 +96,35 @@ def _signature(leaves, in_tree, static, fname):
     return (in_tree, avals, static)
 
 
-def _describe_change(old, new) -> str:
+def _describe_change(old, new, fn=None) -> str:
+    """Why ``new`` missed the cache, the arguments named as ``fn``'s signature names them."""
     (old_tree, old_avals, old_static), (new_tree, new_avals, new_static) = old, new
     if old_tree != new_tree:
         return f"the argument structure changed from {old_tree} to {new_tree}"
-    for i, (a, b) in enumerate(zip(old_avals[:-1], new_avals[:-1], strict=True)):
+    nums = [i for i, _ in new_static if isinstance(i, int)]
+    paths = arg_paths(fn, new_tree, nums, len(new_tree.children[0].children) + len(nums))
+    for path, a, b in zip(paths, old_avals[:-1], new_avals[:-1], strict=True):
         if a != b:
-            return f"argument leaf {i} changed from {a} to {b}"
+            return f"argument {path} changed from {a} to {b}"
     if old_avals[-1] != new_avals[-1]:
         return "the arguments share memory differently (same array twice, views, strides)"
-    for (i, a), (_, b) in zip(old_static, new_static, strict=True):
-        if a != b:
-            return f"static argument {i} changed from {a!r} to {b!r}"
+    old_s, new_s = dict(old_static), dict(new_static)
+    names = positional_names(fn, 1 + max((i for i in (*old_s, *new_s) if isinstance(i, int)),
+                                         default=-1))
+    for i in sorted(old_s.keys() | new_s.keys(), key=str):
+        a, b = old_s.get(i, _NOT_PASSED), new_s.get(i, _NOT_PASSED)
+        if type(a) is not type(b) or a != b:
+            where = names[i] if isinstance(i, int) else i
+            return f"static argument {where} changed from {a!r} to {b!r}"
     return "the signature was evicted"
+
+
+class _NotPassed:
+    def __repr__(self):
+        return "<not passed>"
+
+
+_NOT_PASSED = _NotPassed()
 
 
 _SCALAR_TYPES = (float, int, bool, complex)
@@ -176,18 +197,39 @@ def _with_leaves(args, kwargs, nums, in_tree, leaves):
 class Jitted:
     """A function compiled per input signature; see :func:`jit`."""
 
-    def __init__(self, func, static_argnums, backend):
+    def __init__(self, func, static_argnums, backend, static_argnames=(), named_nums=()):
         functools.update_wrapper(self, func)
         self.func = func
         self.static_argnums = static_argnums
+        self.static_argnames = static_argnames
+        self._named_nums = named_nums   # positions of static_argnames, when passed so
+        # a static argument keys the cache by name, by position or keyword alike
+        known = [i for i in (*static_argnums, *named_nums) if i >= 0]
+        self._key_names = {i: n for i, n in enumerate(
+            positional_names(func, max(known, default=-1) + 1)) if n in static_argnames}
         self.backend = backend
         self.cache: dict = {}
         # fast-path key -> (run, convert scalars, single output, out_tree, signature)
-        self._fast: dict | None = None if static_argnums not in ((), []) else {}
+        self._fast: dict | None = None if static_argnums not in ((), []) or named_nums else {}
         self._last_key = None
 
-    def _compile(self, args, kwargs, nums, key):
-        traced = trace_call(with_plan(self.func, key[1][-1]), args, kwargs, nums)
+    def __reduce__(self):
+        # by reference: the module attribute when this object is one (``@jit def f``),
+        # else jit applied again to the wrapped function; compiled code is not pickled
+        module = getattr(self, "__module__", None)
+        owner = sys.modules.get(module) if module else None
+        target = owner
+        for part in getattr(self, "__qualname__", "<>").split("."):
+            target = getattr(target, part, None)
+        if target is self:
+            return self.__qualname__
+        return (_rebuild_jitted, (self.func, self.static_argnums, self.backend,
+                                  self.static_argnames, self._named_nums))
+
+    def _compile(self, args, kwargs, nums, key, static_kw=None):
+        func = functools.partial(self.func, **static_kw) if static_kw else self.func
+        traced = trace_call(with_plan(func, key[1][-1]), args, kwargs, nums,
+                            name=f"jit({fn_name(self.func)})")
         graph, mutated = traced.graph, []
         if has_mutation(graph):
             graph, mutated = functionalize_graph(graph, key[1][-1])
@@ -222,19 +264,33 @@ class Jitted:
     def _call(self, args, kwargs, fkey):
         """The general path: flatten, full signature (aliasing included), compile if new."""
         fname = fn_name(self.func)
-        nums = normalize_argnums(self.static_argnums, len(args), fname)
+        nums = self.static_argnums
+        if kwargs and self._key_names:       # a static position passed by name instead
+            nums = tuple(i for i in nums if i < len(args) or self._key_names.get(i) not in kwargs)
+        nums = normalize_argnums(nums, len(args), fname)
+        if self._named_nums:
+            nums += tuple(i for i in self._named_nums if i < len(args) and i not in nums)
+        static_kw = None
+        if self.static_argnames and kwargs:
+            static_kw = {k: v for k, v in kwargs.items() if k in self.static_argnames}
+            kwargs = {k: v for k, v in kwargs.items() if k not in static_kw}
         leaves, in_tree = flat_args(args, kwargs, nums, self.func, f"jit({fname})")
         given, leaves = leaves, native_leaves(leaves)
         if leaves is not given:     # big-endian arrays: traced and run as native copies
             fkey = None
             args, kwargs = _with_leaves(args, kwargs, nums, in_tree, leaves)
-        key = _signature(leaves, in_tree, tuple((i, args[i]) for i in nums), fname)
+        static = tuple((self._key_names.get(i, i), args[i]) for i in nums)
+        if static_kw:
+            static += tuple(static_kw.items())
+        if self.static_argnames:
+            static = tuple(sorted(static, key=lambda kv: str(kv[0])))
+        key = _signature(leaves, in_tree, static, fname)
         entry = self.cache.get(key)
         if entry is None:
             if config.log_retraces and self._last_key is not None:
                 log.warning("jit(%s) is tracing again: %s", fname,
-                            _describe_change(self._last_key, key))
-            entry = self._compile(args, kwargs, nums, key)
+                            _describe_change(self._last_key, key, self.func))
+            entry = self._compile(args, kwargs, nums, key, static_kw)
             if not entry.captured:
                 self.cache[key] = entry
         self._last_key = key
@@ -275,7 +331,38 @@ class Jitted:
         self._fast[fkey] = (run, scalars, single, entry.out_tree, key, one)
 
 
-def jit(func=None, *, static_argnums=(), backend=None):
+def _rebuild_jitted(func, static_argnums, backend, static_argnames=(), named_nums=()):
+    return Jitted(func, static_argnums, backend, static_argnames, named_nums)
+
+
+def _static_args(func, static_argnums, static_argnames):
+    """(static_argnums, static_argnames, positions of static_argnames), as JAX infers them.
+
+    A parameter named static is static when passed by position too, and a static
+    position is static when passed by name.
+    """
+    fname = fn_name(func)
+    nums = argnums_tuple(static_argnums, f"jit({fname})")
+    names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+    if not all(isinstance(n, str) for n in names):
+        raise TypeError(f"jit({fname}): static_argnames must be a str or a tuple of str, got "
+                        f"{static_argnames!r}")
+    try:
+        params = list(inspect.signature(func).parameters.values())
+    except (TypeError, ValueError):
+        return nums, names, ()
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY,
+                                                         p.POSITIONAL_OR_KEYWORD)]
+    by_name = [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    named_nums = tuple(positional.index(n) for n in names
+                       if n in positional and positional.index(n) not in nums)
+    names += tuple(positional[i] for i in nums
+                   if -len(positional) <= i < len(positional) and positional[i] in by_name
+                   and positional[i] not in names)
+    return nums, names, named_nums
+
+
+def jit(func=None, *, static_argnums=(), static_argnames=(), backend=None):
     """Compile ``func`` once per input signature and run the compiled graph.
 
     The function is traced with abstract arguments the first time it sees a
@@ -296,6 +383,10 @@ def jit(func=None, *, static_argnums=(), backend=None):
         static_argnums (int or tuple of ints, default ``()``): positional
             arguments treated as compile-time constants. They must be hashable;
             a new value triggers a new trace.
+        static_argnames (str or tuple of str, default ``()``): the same for
+            arguments passed by keyword. As in JAX, a parameter named here is
+            static when passed by position too, and a parameter of
+            ``static_argnums`` is static when passed by name.
         backend (str, default ``None``): ``'cpu'`` (native code through
             llvmlite: fused loops and BLAS) or ``'interpreter'`` (the NumPy
             reference). ``None`` picks ``fc.default_backend()``, which is
@@ -322,6 +413,8 @@ def jit(func=None, *, static_argnums=(), backend=None):
         array([0., 0., 0.], dtype=float32)
     """
     if func is None:
-        return functools.partial(jit, static_argnums=static_argnums, backend=backend)
+        return functools.partial(jit, static_argnums=static_argnums,
+                                 static_argnames=static_argnames, backend=backend)
     registry.get(backend)  # reject an unknown backend now, not at the first call
-    return Jitted(func, static_argnums, backend)
+    nums, names, named_nums = _static_args(func, static_argnums, static_argnames)
+    return Jitted(func, nums, backend, names, named_nums)

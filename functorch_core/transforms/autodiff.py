@@ -18,7 +18,7 @@ from ir import Graph, Lit, eval_graph, passes, trace_flat
 from ir import primitives as P
 from ir.pytree import tree_flatten, tree_leaves, tree_structure, tree_unflatten
 
-from .._tracing import fn_name, leaf_aval, normalize_argnums
+from .._tracing import argnums_tuple, fn_name, leaf_aval, normalize_argnums
 from ._common import Transformed, cached, signature, trace_for_transform
 from .jvp import closed, differentiable, jvp_graph
 from .transpose import linearize_graph, transpose_graph
@@ -142,7 +142,7 @@ def _grad_call(func, args, kwargs, argnums, has_aux, what):
     value, aux = out if has_aux else (out, None)
     per_leaf = _fill_zeros(_diff_leaves(args, nums, leaves, mask), leaves, flat[n_out:])
     grads = _per_arg(args, nums, per_leaf)
-    grads = grads[0] if isinstance(argnums, int) else tuple(grads)
+    grads = grads[0] if not isinstance(argnums, tuple | list) else tuple(grads)
     return grads, value, aux
 
 
@@ -170,6 +170,7 @@ def grad(func, argnums=0, has_aux=False):
         (array(3.), array(2.))
     """
     what = f"grad({fn_name(func)})"
+    argnums_tuple(argnums, what, "argnums")   # a bad argnums fails here, not per call
 
     @functools.wraps(func)
     def grad_fn(*args, **kwargs):
@@ -194,6 +195,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
         (array(6.), array(9.))
     """
     what = f"grad_and_value({fn_name(func)})"
+    argnums_tuple(argnums, what, "argnums")   # a bad argnums fails here, not per call
 
     @functools.wraps(func)
     def fn(*args, **kwargs):
@@ -217,6 +219,7 @@ def value_and_grad(func, argnums=0, has_aux=False):
         (array(9.), array(6.))
     """
     what = f"value_and_grad({fn_name(func)})"
+    argnums_tuple(argnums, what, "argnums")   # a bad argnums fails here, not per call
 
     @functools.wraps(func)
     def fn(*args, **kwargs):
@@ -457,7 +460,7 @@ def _partial(func, args, nums):
 
 def _jac_structure(argnums, args, nums, blocks_per_out, out_tree):
     inner = [_per_arg(args, nums, blocks) for blocks in blocks_per_out]
-    inner = [i[0] if isinstance(argnums, int) else tuple(i) for i in inner]
+    inner = [i[0] if not isinstance(argnums, tuple | list) else tuple(i) for i in inner]
     return tree_unflatten(out_tree, inner)
 
 
@@ -487,6 +490,7 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
                [0.        , 0.54030231]])
     """
     what = f"jacrev({fn_name(func)})"
+    argnums_tuple(argnums, what, "argnums")   # a bad argnums fails here, not per call
 
     @functools.wraps(func)
     def jac_fn(*args):
@@ -541,6 +545,7 @@ def jacfwd(func, argnums=0, *, has_aux=False, chunk_size=None):
                [0., 4.]])
     """
     what = f"jacfwd({fn_name(func)})"
+    argnums_tuple(argnums, what, "argnums")   # a bad argnums fails here, not per call
 
     @functools.wraps(func)
     def jac_fn(*args):
