@@ -1,4 +1,4 @@
-"""exp, tanh, logistic, log and log1p of float and double as inline LLVM IR, no libm calls.
+"""exp, expm1, tanh, logistic, log and log1p of float and double as inline LLVM IR, no libm calls.
 
 Each is straight-line arithmetic (range reduction, a polynomial by ``llvm.fma``, 2^k built from
 exponent bits, selects for the special cases), so the loop vectorizer turns a loop over them
@@ -45,6 +45,9 @@ LN2 = {F32: (0.693145751953125, 1.428606765330187e-06),
        F64: (0.6931471803691238, 1.9082149292705877e-10)}
 # exp's argument is clamped to [lo, hi]: below lo the result rounds to +0, above hi to inf
 EXP_CLAMP = {F32: (-104.0, 89.0), F64: (-746.0, 710.0)}
+# below these expm1 rounds to -1; up to 2^EXPM1_EXACT_K, 2^k - 1 is exact
+EXPM1_CLAMP_LO = {F32: -30.0, F64: -40.0}
+EXPM1_EXACT_K = {F32: 23, F64: 52}
 # (integer type, mantissa bits, exponent bias) of each float type
 _BITS = {F32: (I32, 23, 127), F64: (I64, 52, 1023)}
 _SQRT_HALF_BITS = {F32: 0x3F3504F3, F64: 0x3FE6A09E667F3BCD}
@@ -78,20 +81,56 @@ def _scale(e, p, k):
     return p
 
 
-def exp(e, x):
-    """e^x for a float or double value ``x``."""
+def _reduce(e, x, lo, hi):
+    """(k, r, c): x clamped to [lo, hi] (NaN to lo) is k ln2 + r + c, k integral, |r| <= ln2/2,
+    c the rounding error of r (r itself is within half an ulp)."""
     b, ty = e.b, x.type
-    lo, hi = EXP_CLAMP[ty]
-    xc = b.select(b.fcmp_ordered(">=", x, _c(ty, lo)), x, _c(ty, lo))     # NaN -> lo
+    xc = b.select(b.fcmp_ordered(">=", x, _c(ty, lo)), x, _c(ty, lo))
     xc = b.select(b.fcmp_ordered("<=", xc, _c(ty, hi)), xc, _c(ty, hi))
     k = e.intrinsic("roundeven", b.fmul(xc, _c(ty, LOG2E)))
     ln2_hi, ln2_lo = LN2[ty]
     minus_k = b.fneg(k)
-    r = _fma(e, minus_k, _c(ty, ln2_hi), xc)
-    r = _fma(e, minus_k, _c(ty, ln2_lo), r)
-    q = _horner(e, r, EXP_F64 if ty == F64 else EXP_F32)
-    p = b.fadd(_c(ty, 1.0), _fma(e, b.fmul(r, r), q, r))
-    return b.select(e.isnan(x), x, _scale(e, p, k))
+    r_hi = _fma(e, minus_k, _c(ty, ln2_hi), xc)          # exact
+    r = _fma(e, minus_k, _c(ty, ln2_lo), r_hi)
+    return k, r, _fma(e, minus_k, _c(ty, ln2_lo), b.fsub(r_hi, r))
+
+
+def _exp_reduced(e, r, c):
+    """(hi, lo) with e^(r + c) = hi + lo for |r| <= ln2/2, hi = 1 + r rounded: lo carries r's
+    bits lost in hi, r^2 q(r) and c (1 + r), so the sum rounds once."""
+    b, ty = e.b, r.type
+    one = _c(ty, 1.0)
+    hi = b.fadd(one, r)
+    lo = _fma(e, c, hi, b.fadd(b.fsub(one, hi), r))            # (1 - hi) + r is exact
+    return hi, _fma(e, b.fmul(r, r), _horner(e, r, EXP_F64 if ty == F64 else EXP_F32), lo)
+
+
+def exp(e, x):
+    """e^x for a float or double value ``x``."""
+    b, ty = e.b, x.type
+    k, r, c = _reduce(e, x, *EXP_CLAMP[ty])
+    hi, lo = _exp_reduced(e, r, c)
+    return b.select(e.isnan(x), x, _scale(e, b.fadd(hi, lo), k))
+
+
+def expm1(e, x):
+    """e^x - 1 = 2^k (hi + lo) - 1: (2^k hi - 1) + 2^k lo for 0 <= k <= EXPM1_EXACT_K (the
+    first sum exact), (2^k - 1) + 2^k (hi - 1 + lo) below 0, 2^k (hi + (lo - 2^-k)) above."""
+    b, ty = e.b, x.type
+    ity, mant, bias = _BITS[ty]
+    one = _c(ty, 1.0)
+    k, r, c = _reduce(e, x, EXPM1_CLAMP_LO[ty], EXP_CLAMP[ty][1])
+    hi, lo = _exp_reduced(e, r, c)
+    far = b.fcmp_ordered(">", k, _c(ty, EXPM1_EXACT_K[ty]))
+    ki = b.fptosi(b.select(far, _c(ty, 0.0), k), ity)
+    p2 = b.bitcast(b.shl(b.add(ki, _c(ity, bias)), _c(ity, mant)), ty)
+    near = _fma(e, p2, lo, b.fsub(b.fmul(p2, hi), one))
+    below = _fma(e, p2, b.fadd(b.fsub(hi, one), lo), b.fsub(p2, one))
+    result = b.select(b.fcmp_ordered("<", k, _c(ty, 0.0)), below, near)
+    lo_far = b.fsub(lo, _scale(e, one, b.fneg(k)))                     # - 2^-k, exact
+    result = b.select(far, _scale(e, b.fadd(hi, lo_far), k), result)
+    result = b.select(b.fcmp_ordered("==", x, _c(ty, 0.0)), x, result)     # keeps -0.0
+    return b.select(e.isnan(x), x, result)
 
 
 def _two_over_one_plus(e, big):
