@@ -1,4 +1,4 @@
-"""exp, expm1, tanh, logistic, log and log1p of float and double as inline LLVM IR, no libm calls.
+"""exp, exp2, expm1, tanh, logistic, log and log1p of float and double as inline LLVM IR.
 
 Each is straight-line arithmetic (range reduction, a polynomial by ``llvm.fma``, 2^k built from
 exponent bits, selects for the special cases), so the loop vectorizer turns a loop over them
@@ -45,6 +45,10 @@ LN2 = {F32: (0.693145751953125, 1.428606765330187e-06),
        F64: (0.6931471803691238, 1.9082149292705877e-10)}
 # exp's argument is clamped to [lo, hi]: below lo the result rounds to +0, above hi to inf
 EXP_CLAMP = {F32: (-104.0, 89.0), F64: (-746.0, 710.0)}
+# ln 2 rounded to the type, and the rest
+LN2_ROUNDED = {F32: (0.6931471824645996, -1.904654299957768e-09),
+               F64: (0.6931471805599453, 2.3190468138462996e-17)}
+EXP2_CLAMP = {F32: (-151.0, 129.0), F64: (-1076.0, 1025.0)}
 # below these expm1 rounds to -1; up to 2^EXPM1_EXACT_K, 2^k - 1 is exact
 EXPM1_CLAMP_LO = {F32: -30.0, F64: -40.0}
 EXPM1_EXACT_K = {F32: 23, F64: 52}
@@ -111,6 +115,22 @@ def exp(e, x):
     k, r, c = _reduce(e, x, *EXP_CLAMP[ty])
     hi, lo = _exp_reduced(e, r, c)
     return b.select(e.isnan(x), x, _scale(e, b.fadd(hi, lo), k))
+
+
+def exp2(e, x):
+    """2^x = 2^k e^(r ln2) for k = round(x), r = x - k exact, r ln2 split in two (exact
+    powers of two for integral x)."""
+    b, ty = e.b, x.type
+    lo, hi = EXP2_CLAMP[ty]
+    xc = b.select(b.fcmp_ordered(">=", x, _c(ty, lo)), x, _c(ty, lo))
+    xc = b.select(b.fcmp_ordered("<=", xc, _c(ty, hi)), xc, _c(ty, hi))
+    k = e.intrinsic("roundeven", xc)
+    r = b.fsub(xc, k)
+    ln2, ln2_tail = LN2_ROUNDED[ty]
+    rl = b.fmul(r, _c(ty, ln2))
+    c = _fma(e, r, _c(ty, ln2_tail), _fma(e, r, _c(ty, ln2), b.fneg(rl)))
+    hi_, lo_ = _exp_reduced(e, rl, c)
+    return b.select(e.isnan(x), x, _scale(e, b.fadd(hi_, lo_), k))
 
 
 def expm1(e, x):
