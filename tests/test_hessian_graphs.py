@@ -76,7 +76,9 @@ def test_jacrev_of_scalar_is_one_vjp_without_a_batch():
     graph = _graph_of(fc.jit(fc.jacrev(f)), x)
     assert all(1 not in v.aval.shape for e in graph.eqns for v in e.outputs)
     np.testing.assert_allclose(fc.jacrev(f)(x), fc.grad(f)(x), rtol=1e-14)
-    np.testing.assert_allclose(fc.jit(fc.jacrev(f))(x), fc.grad(f)(x), rtol=1e-14)
+    # against jit(grad): the cpu backend's tanh need not be bit-equal to NumPy's, and entry 2
+    # cancels ~300x (a 1-ulp tanh difference moves it by 1e-13 relative)
+    np.testing.assert_allclose(fc.jit(fc.jacrev(f))(x), fc.jit(fc.grad(f))(x), rtol=1e-14)
 
 
 @pytest.mark.parametrize("out_shape", [(), (1,), (1, 1)])

@@ -34,6 +34,17 @@ def _tanh_remainder(x: Decimal) -> Decimal:
     return ((e2 - 1) / (e2 + 1) - x) / x ** 3
 
 
+def _atanh(s: Decimal) -> Decimal:
+    return ((1 + s) / (1 - s)).ln() / 2
+
+
+def _log_remainder(s: Decimal) -> Decimal:
+    """(2 atanh(s) / s - 2) / s^2: log(1 + f) = f - f^2/2 + s (f^2/2 + s^2 q(s^2)), s = f/(2+f)."""
+    if s == 0:
+        return Decimal(2) / 3
+    return (2 * _atanh(s) / s - 2) / s ** 2
+
+
 def _solve(a, b):
     """Gaussian elimination with partial pivoting, in Decimal."""
     n = len(b)
@@ -82,17 +93,24 @@ def _exp_weight(r):
     return r * r / r.exp()
 
 
+def _log_weight(s):
+    return abs(s ** 3 / (2 * _atanh(s)))
+
+
 def _tanh_weight(x):
     e2 = (2 * x).exp()
     return abs(x ** 3 / ((e2 - 1) / (e2 + 1)))
 
 
+LOG_S = (math.sqrt(2) - 1) / (math.sqrt(2) + 1)     # |s| for mantissas in [sqrt(1/2), sqrt(2))
 SPECS = {
     # name: (target, half width, degree, even, weight)
     "EXP_F32": (_exp_remainder, math.log(2) / 2, 4, False, _exp_weight),
     "EXP_F64": (_exp_remainder, math.log(2) / 2, 10, False, _exp_weight),
     "TANH_F32": (_tanh_remainder, 0.625, 5, True, _tanh_weight),
     "TANH_F64": (_tanh_remainder, 0.625, 11, True, _tanh_weight),
+    "LOG_F32": (_log_remainder, LOG_S, 2, True, _log_weight),
+    "LOG_F64": (_log_remainder, LOG_S, 6, True, _log_weight),
 }
 
 

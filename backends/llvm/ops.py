@@ -178,8 +178,7 @@ def _libm(name):
     return lambda e, dt, *xs: e.libm(name, *xs)
 
 
-_LIBM_UNARY = {P.exp2: "exp2", P.expm1: "expm1", P.log: "log", P.log1p: "log1p",
-               P.sin: "sin", P.cos: "cos", P.tan: "tan",
+_LIBM_UNARY = {P.sin: "sin", P.cos: "cos", P.tan: "tan",
                P.asin: "asin", P.acos: "acos", P.atan: "atan", P.sinh: "sinh", P.cosh: "cosh",
                P.asinh: "asinh", P.acosh: "acosh", P.atanh: "atanh"}
 
@@ -336,7 +335,9 @@ RULES = {
     P.neg: _neg, P.sign: _sign, P.abs: _abs, P.floor: _intrinsic("floor"),
     P.ceil: _intrinsic("ceil"), P.round: _intrinsic("roundeven"), P.is_finite: _is_finite,
     P.sqrt: _intrinsic("sqrt"), P.logistic: _inline(M.logistic), P.tanh: _inline(M.tanh),
-    P.exp: _inline(M.exp), P.cbrt: _cbrt, P.not_: _not,
+    P.exp: _inline(M.exp), P.exp2: _inline(M.exp2), P.expm1: _inline(M.expm1),
+    P.log: _inline(M.log),
+    P.log1p: _inline(M.log1p), P.cbrt: _cbrt, P.not_: _not,
     P.add: _by_kind("or_", "add", "fadd"), P.sub: _by_kind("sub", "sub", "fsub"),
     P.mul: _by_kind("and_", "mul", "fmul"), P.div: lambda e, dt, x, y: e.b.fdiv(x, y),
     P.floor_div: _floor_div, P.rem: _rem, P.pow: _libm("pow"), P.atan2: _libm("atan2"),
