@@ -1,0 +1,5 @@
+"""lax-style functions: structured primitives below the NumPy API.
+
+Convolutions and windowed reductions (``conv``), and structured control flow
+(``control_flow``), each a primitive with every transform rule.
+"""
