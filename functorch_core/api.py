@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import functools
 import logging
+import weakref
+from collections import OrderedDict
 
 import numpy as np
 
 from backends import registry
 from ir import Graph, check_graph, current_trace, eval_graph, passes
 from ir import primitives as P
+from ir.once import Once
 from ir.pytree import dict_keys, tree_unflatten
 
 from ._tracing import flat_args, fn_name, leaf_aval, normalize_argnums, trace_call
@@ -156,15 +159,21 @@ def _walk(items, key, leaves):
     return True
 
 
+_JITTED: weakref.WeakSet = weakref.WeakSet()     # every live Jitted, for clear_caches
+
+
 class Jitted:
     """A function compiled per input signature; see :func:`jit`."""
 
-    def __init__(self, func, static_argnums, backend):
+    def __init__(self, func, static_argnums, backend, cache_size=None):
         functools.update_wrapper(self, func)
         self.func = func
         self.static_argnums = static_argnums
         self.backend = backend
-        self.cache: dict = {}
+        self.cache_size = cache_size
+        self.cache: OrderedDict = OrderedDict()     # signature -> _Compiled, least recent first
+        self._once = Once()
+        _JITTED.add(self)
         # fast-path key -> (run, convert scalars, single output, out_tree, signature)
         self._fast: dict | None = None if static_argnums not in ((), []) else {}
         self._last_key = None
@@ -203,12 +212,19 @@ class Jitted:
         key = _signature(leaves, in_tree, tuple((i, args[i]) for i in nums), fname)
         entry = self.cache.get(key)
         if entry is None:
-            if config.log_retraces and self._last_key is not None:
-                log.warning("jit(%s) is tracing again: %s", fname,
-                            _describe_change(self._last_key, key))
-            entry = self._compile(args, kwargs, nums, key)
-            if not entry.captured:
-                self.cache[key] = entry
+            last = self._last_key
+
+            def build():
+                if config.log_retraces and last is not None:
+                    log.warning("jit(%s) is tracing again: %s", fname,
+                                _describe_change(last, key))
+                return self._compile(args, kwargs, nums, key)
+            entry = self._once.get(self.cache, key, build, self._store)
+        else:
+            try:
+                self.cache.move_to_end(key)
+            except KeyError:    # evicted by another thread meanwhile
+                pass
         self._last_key = key
         if entry.mutated and (current_trace() is not None or entry.captured):
             # writes into traced arguments: replay them into the enclosing trace, whose
@@ -227,6 +243,31 @@ class Jitted:
             outs = outs[:n]
         return tree_unflatten(entry.out_tree, outs)
 
+    def _store(self, key, entry):
+        """Cache ``entry`` (unless it captured tracers), evicting the least recently used
+        signatures beyond the bound. Called under ``self._once``'s lock."""
+        if entry.captured:
+            return
+        self.cache[key] = entry
+        limit = config.jit_cache_size if self.cache_size is None else self.cache_size
+        while limit is not None and len(self.cache) > max(limit, 1):
+            old, _ = self.cache.popitem(last=False)
+            if self._fast:
+                for fkey, hit in list(self._fast.items()):
+                    if hit[4] == old:
+                        self._fast.pop(fkey, None)
+            if config.log_retraces:
+                log.warning("jit(%s) evicted a compiled signature (cache_size=%d): %s",
+                            fn_name(self.func), limit, _describe_change(key, old))
+
+    def clear_cache(self):
+        """Drop every compiled signature of this function (they compile again when called)."""
+        with self._once._lock:
+            self.cache.clear()
+            if self._fast:
+                self._fast.clear()
+            self._last_key = None
+
     def _remember_fast(self, fkey, entry, key):
         if len(self._fast) >= _FAST_ENTRIES:
             self._fast.clear()
@@ -238,7 +279,7 @@ class Jitted:
         self._fast[fkey] = (run, scalars, single, entry.out_tree, key)
 
 
-def jit(func=None, *, static_argnums=(), backend=None):
+def jit(func=None, *, static_argnums=(), backend=None, cache_size=None):
     """Compile ``func`` once per input signature and run the compiled graph.
 
     The function is traced with abstract arguments the first time it sees a
@@ -264,6 +305,15 @@ def jit(func=None, *, static_argnums=(), backend=None):
             reference). ``None`` picks ``fc.default_backend()``, which is
             ``'cpu'`` unless the environment variable ``FUNCTORCH_CORE_BACKEND``
             names another.
+        cache_size (int, default ``None``): how many input signatures stay compiled
+            for this function; beyond it the least recently used one is dropped (and
+            its native code freed once no call is running it). Recency counts calls
+            that look the signature up in full (the first call of a signature, calls
+            with keyword or static arguments, and the fast path's occasional refills),
+            not each fast-path call, which stays free of bookkeeping. ``None`` takes
+            ``functorch_core.config.jit_cache_size`` (128 unless the environment
+            variable ``FUNCTORCH_CORE_JIT_CACHE_SIZE`` says otherwise; ``0`` there
+            means unbounded).
 
     A function that writes into arrays in place is functionalized first; writes
     into its own arguments are applied to the caller's arrays after a
@@ -285,6 +335,35 @@ def jit(func=None, *, static_argnums=(), backend=None):
         array([0., 0., 0.], dtype=float32)
     """
     if func is None:
-        return functools.partial(jit, static_argnums=static_argnums, backend=backend)
+        return functools.partial(jit, static_argnums=static_argnums, backend=backend,
+                                 cache_size=cache_size)
     registry.get(backend)  # reject an unknown backend now, not at the first call
-    return Jitted(func, static_argnums, backend)
+    if cache_size is not None and (type(cache_size) is not int or cache_size < 1):
+        raise ValueError(f"jit({fn_name(func)}): cache_size must be a positive int or None, "
+                         f"got {cache_size!r}")
+    return Jitted(func, static_argnums, backend, cache_size)
+
+
+def clear_caches():
+    """Forget everything compiled or traced so far in this process: every ``jit``
+    function's compiled signatures, the cpu backend's executables and the transforms'
+    traced graphs. Native code is freed once no call is running it. The on-disk object
+    cache is left alone (``backends.llvm.cache.clear()`` empties it).
+
+    Example::
+
+        >>> f = jit(lambda x: x + 1)
+        >>> f(np.ones(3))
+        array([2., 2., 2.])
+        >>> functorch_core.clear_caches()
+        >>> f(np.ones(3))                      # traced and compiled again
+        array([2., 2., 2.])
+    """
+    import gc
+
+    from .transforms._common import clear_transform_caches
+    for f in list(_JITTED):
+        f.clear_cache()
+    clear_transform_caches()
+    gc.collect()    # executables in reference cycles, before their native code is released
+    registry.clear_caches()
