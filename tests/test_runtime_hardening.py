@@ -74,6 +74,37 @@ def test_concurrent_first_calls_match_numpy(monkeypatch, tmp_path, disk_cache):
     assert errors == [] and wrong == [] and checked == 8 * 3 * len(WORKLOADS)
 
 
+def test_concurrent_transforms_match_numpy():
+    def loss(w, x):
+        return fnp.sum(fnp.tanh(x @ w) ** 2)
+
+    def expected(w, x):
+        t = np.tanh(x @ w)
+        return x.T @ (2 * t * (1 - t * t))
+    batched = fc.jit(fc.vmap(fc.grad(loss), in_axes=(None, 0)), backend="cpu")
+    eager = fc.grad(loss)
+    barrier, wrong, errors = threading.Barrier(8), [], []
+    n = 3 + uuid.uuid4().int % 1000
+
+    def worker(t):
+        rng = np.random.default_rng(t)
+        barrier.wait()
+        for k in range(3):
+            w, xs = rng.normal(size=(n, 2)), rng.normal(size=(4, 5 + k, n))
+            try:
+                ref = np.stack([expected(w, x) for x in xs])
+                if not (np.allclose(batched(w, xs), ref) and np.allclose(eager(w, xs[0]), ref[0])):
+                    wrong.append((t, k))
+            except Exception as e:  # counted: the assertion shows them
+                errors.append(repr(e))
+    pool = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
+    for th in pool:
+        th.start()
+    for th in pool:
+        th.join()
+    assert errors == [] and wrong == []
+
+
 def test_threads_asking_for_one_signature_trace_and_compile_it_once():
     traces = []
 
