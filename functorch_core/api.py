@@ -245,9 +245,10 @@ class Jitted:
 
     def _store(self, key, entry):
         """Cache ``entry`` (unless it captured tracers), evicting the least recently used
-        signatures beyond the bound. Called under ``self._once``'s lock."""
+        signatures beyond the bound. Called under ``self._once``'s lock; False when
+        ``entry`` is private to the calling trace."""
         if entry.captured:
-            return
+            return False
         self.cache[key] = entry
         limit = config.jit_cache_size if self.cache_size is None else self.cache_size
         while limit is not None and len(self.cache) > max(limit, 1):
@@ -259,6 +260,7 @@ class Jitted:
             if config.log_retraces:
                 log.warning("jit(%s) evicted a compiled signature (cache_size=%d): %s",
                             fn_name(self.func), limit, _describe_change(key, old))
+        return True
 
     def clear_cache(self):
         """Drop every compiled signature of this function (they compile again when called)."""
@@ -324,7 +326,12 @@ def jit(func=None, *, static_argnums=(), backend=None, cache_size=None):
         records one ``call`` equation instead of running.
 
     Set ``functorch_core.config.log_retraces = True`` (or the environment
-    variable ``FUNCTORCH_CORE_LOG_RETRACES=1``) to log why each retrace happened.
+    variable ``FUNCTORCH_CORE_LOG_RETRACES=1``) to log why each retrace happened
+    and when a signature is evicted.
+
+    The returned function may be called from several threads at once: a new
+    signature is traced and compiled once, by the first thread asking for it,
+    while the others wait for it.
 
     Example::
 

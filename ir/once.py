@@ -28,8 +28,9 @@ class Once:
     def get(self, cache, key, build, store=None):
         """``cache[key]``, built by ``build()`` on a miss and then saved by
         ``store(key, value)`` (default ``cache[key] = value``), called under this object's
-        lock. A thread asking again for a key it is itself building (a recursive call)
-        builds it again instead of waiting for itself."""
+        lock; a ``store`` returning False kept nothing (a value private to its builder),
+        and the threads that waited build their own. A thread asking again for a key it
+        is itself building (a recursive call) builds it again instead of waiting."""
         with self._lock:
             value = cache.get(key)
             if value is not None:
@@ -44,7 +45,8 @@ class Once:
             else:
                 return build()
         if future is None:
-            return pending[0].result()
+            value, shared = pending[0].result()
+            return value if shared else build()
         try:
             value = build()
         except BaseException as e:
@@ -55,10 +57,11 @@ class Once:
         with self._lock:
             if store is None:
                 cache[key] = value
+                shared = True
             else:
-                store(key, value)
+                shared = store(key, value) is not False
             self._building.pop(key, None)
-        future.set_result(value)
+        future.set_result((value, shared))
         return value
 
     def _reset(self):

@@ -14,6 +14,7 @@ import stat
 import subprocess
 import sys
 import threading
+import time
 import uuid
 import weakref
 
@@ -158,6 +159,31 @@ def test_once_hands_the_builders_exception_to_every_waiter_and_forgets_it():
     assert once.get(cache, "k", lambda: 7) == 7 and cache == {"k": 7}
 
 
+def test_once_waiters_build_their_own_when_the_value_was_not_kept():
+    once, cache, started, release = Once(), {}, threading.Event(), threading.Event()
+    built = []
+
+    def build():
+        built.append(threading.get_ident())
+        if len(built) == 1:
+            started.set()
+            release.wait(5)
+        return object()
+    got = []
+    first = threading.Thread(target=lambda: got.append(once.get(cache, "k", build,
+                                                                lambda k, v: False)))
+    first.start()
+    started.wait(5)
+    second = threading.Thread(target=lambda: got.append(once.get(cache, "k", build,
+                                                                 lambda k, v: False)))
+    second.start()
+    time.sleep(0.3)     # let the second thread reach the wait on the first one's build
+    release.set()
+    first.join()
+    second.join()
+    assert len(built) == 2 and got[0] is not got[1] and cache == {}
+
+
 def test_once_lets_a_recursive_builder_build_again():
     once, cache = Once(), {}
     assert once.get(cache, "k", lambda: once.get(cache, "k", lambda: 1) + 1) == 2
@@ -188,6 +214,7 @@ def _forked_call(_=None):
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+@pytest.mark.filterwarnings("ignore:This process.*multi-threaded:DeprecationWarning")
 def test_fork_after_a_threaded_kernel_runs_in_the_child():
     assert _forked_call()           # the parent's pool threads are now running
     assert runtime._state.get("pool") is not None
@@ -198,6 +225,7 @@ def test_fork_after_a_threaded_kernel_runs_in_the_child():
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+@pytest.mark.filterwarnings("ignore:This process.*multi-threaded:DeprecationWarning")
 def test_multiprocessing_fork_pool_after_a_threaded_kernel():
     assert _forked_call()
     with multiprocessing.get_context("fork").Pool(2) as pool:
