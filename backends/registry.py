@@ -49,6 +49,14 @@ def get(name=None):
         raise ValueError(f"unknown backend {name!r}; available: {sorted(_BACKENDS)}") from None
 
 
+def clear_caches():
+    """Forget what every backend compiled (executables in use stay valid)."""
+    for backend in _BACKENDS.values():
+        clear = getattr(backend, "clear_cache", None)
+        if clear is not None:
+            clear()
+
+
 def default_backend() -> str:
     """The backend ``jit`` uses when none is named: ``'cpu'``, or the environment variable
     ``FUNCTORCH_CORE_BACKEND`` when it is set.

@@ -19,7 +19,7 @@ from ir.pytree import (
 )
 
 from . import numpy
-from .api import jit, make_graph
+from .api import clear_caches, jit, make_graph
 from .config import config
 from .numpy._methods import install as _install_tracer_methods
 from .transforms import (
@@ -42,7 +42,8 @@ from .transforms import (
 _install_tracer_methods()
 
 __all__ = [
-    "Graph", "TracerError", "check_graph", "config", "default_backend", "jit", "make_graph",
+    "Graph", "TracerError", "check_graph", "clear_caches", "config", "default_backend", "jit",
+    "make_graph",
     "numpy", "pytree_dataclass", "register_pytree_node", "tree_flatten", "tree_leaves",
     "tree_map", "tree_structure", "tree_unflatten", "vmap",
     "custom_jvp", "custom_vjp", "functionalize",

@@ -6,12 +6,15 @@ import functools
 import inspect
 import logging
 import sys
+import weakref
+from collections import OrderedDict
 
 import numpy as np
 
 from backends import registry
 from ir import Graph, check_graph, current_trace, eval_graph, passes
 from ir import primitives as P
+from ir.once import Once
 from ir.pytree import dict_keys, tree_unflatten
 from ir.trace import _current
 
@@ -192,12 +195,14 @@ def _with_leaves(args, kwargs, nums, in_tree, leaves):
     """``args`` and ``kwargs`` with their dynamic leaves replaced by ``leaves``."""
     dyn, kwargs = tree_unflatten(in_tree, leaves)
     return tuple(merge_static(dyn, [(i, args[i]) for i in nums], len(args))), kwargs
+_JITTED: weakref.WeakSet = weakref.WeakSet()     # every live Jitted, for clear_caches
 
 
 class Jitted:
     """A function compiled per input signature; see :func:`jit`."""
 
-    def __init__(self, func, static_argnums, backend, static_argnames=(), named_nums=()):
+    def __init__(self, func, static_argnums, backend, static_argnames=(), named_nums=(),
+                 cache_size=None):
         functools.update_wrapper(self, func)
         self.func = func
         self.static_argnums = static_argnums
@@ -208,7 +213,10 @@ class Jitted:
         self._key_names = {i: n for i, n in enumerate(
             positional_names(func, max(known, default=-1) + 1)) if n in static_argnames}
         self.backend = backend
-        self.cache: dict = {}
+        self.cache_size = cache_size
+        self.cache: OrderedDict = OrderedDict()     # signature -> _Compiled, least recent first
+        self._once = Once()
+        _JITTED.add(self)
         # fast-path key -> (run, convert scalars, single output, out_tree, signature)
         self._fast: dict | None = None if static_argnums not in ((), []) or named_nums else {}
         self._last_key = None
@@ -224,7 +232,7 @@ class Jitted:
         if target is self:
             return self.__qualname__
         return (_rebuild_jitted, (self.func, self.static_argnums, self.backend,
-                                  self.static_argnames, self._named_nums))
+                                  self.static_argnames, self._named_nums, self.cache_size))
 
     def _compile(self, args, kwargs, nums, key, static_kw=None):
         func = functools.partial(self.func, **static_kw) if static_kw else self.func
@@ -287,12 +295,19 @@ class Jitted:
         key = _signature(leaves, in_tree, static, fname)
         entry = self.cache.get(key)
         if entry is None:
-            if config.log_retraces and self._last_key is not None:
-                log.warning("jit(%s) is tracing again: %s", fname,
-                            _describe_change(self._last_key, key, self.func))
-            entry = self._compile(args, kwargs, nums, key, static_kw)
-            if not entry.captured:
-                self.cache[key] = entry
+            last = self._last_key
+
+            def build():
+                if config.log_retraces and last is not None:
+                    log.warning("jit(%s) is tracing again: %s", fname,
+                                _describe_change(last, key, self.func))
+                return self._compile(args, kwargs, nums, key, static_kw)
+            entry = self._once.get(self.cache, key, build, self._store)
+        else:
+            try:
+                self.cache.move_to_end(key)
+            except KeyError:    # evicted by another thread meanwhile
+                pass
         self._last_key = key
         if entry.mutated and (current_trace() is not None or entry.captured):
             # writes into traced arguments: replay them into the enclosing trace, whose
@@ -310,6 +325,33 @@ class Jitted:
             write_back(given, entry.mutated, outs[n:])
             outs = outs[:n]
         return tree_unflatten(entry.out_tree, outs)
+
+    def _store(self, key, entry):
+        """Cache ``entry`` (unless it captured tracers), evicting the least recently used
+        signatures beyond the bound. Called under ``self._once``'s lock; False when
+        ``entry`` is private to the calling trace."""
+        if entry.captured:
+            return False
+        self.cache[key] = entry
+        limit = config.jit_cache_size if self.cache_size is None else self.cache_size
+        while limit is not None and len(self.cache) > max(limit, 1):
+            old, _ = self.cache.popitem(last=False)
+            if self._fast:
+                for fkey, hit in list(self._fast.items()):
+                    if hit[4] == old:
+                        self._fast.pop(fkey, None)
+            if config.log_retraces:
+                log.warning("jit(%s) evicted a compiled signature (cache_size=%d): %s",
+                            fn_name(self.func), limit, _describe_change(key, old, self.func))
+        return True
+
+    def clear_cache(self):
+        """Drop every compiled signature of this function (they compile again when called)."""
+        with self._once._lock:
+            self.cache.clear()
+            if self._fast:
+                self._fast.clear()
+            self._last_key = None
 
     def _remember_fast(self, fkey, entry, key):
         if len(self._fast) >= _FAST_ENTRIES:
@@ -331,8 +373,9 @@ class Jitted:
         self._fast[fkey] = (run, scalars, single, entry.out_tree, key, one)
 
 
-def _rebuild_jitted(func, static_argnums, backend, static_argnames=(), named_nums=()):
-    return Jitted(func, static_argnums, backend, static_argnames, named_nums)
+def _rebuild_jitted(func, static_argnums, backend, static_argnames=(), named_nums=(),
+                    cache_size=None):
+    return Jitted(func, static_argnums, backend, static_argnames, named_nums, cache_size)
 
 
 def _static_args(func, static_argnums, static_argnames):
@@ -362,7 +405,7 @@ def _static_args(func, static_argnums, static_argnames):
     return nums, names, named_nums
 
 
-def jit(func=None, *, static_argnums=(), static_argnames=(), backend=None):
+def jit(func=None, *, static_argnums=(), static_argnames=(), backend=None, cache_size=None):
     """Compile ``func`` once per input signature and run the compiled graph.
 
     The function is traced with abstract arguments the first time it sees a
@@ -392,6 +435,15 @@ def jit(func=None, *, static_argnums=(), static_argnames=(), backend=None):
             reference). ``None`` picks ``fc.default_backend()``, which is
             ``'cpu'`` unless the environment variable ``FUNCTORCH_CORE_BACKEND``
             names another.
+        cache_size (int, default ``None``): how many input signatures stay compiled
+            for this function; beyond it the least recently used one is dropped (and
+            its native code freed once no call is running it). Recency counts calls
+            that look the signature up in full (the first call of a signature, calls
+            with keyword or static arguments, and the fast path's occasional refills),
+            not each fast-path call, which stays free of bookkeeping. ``None`` takes
+            ``functorch_core.config.jit_cache_size`` (128 unless the environment
+            variable ``FUNCTORCH_CORE_JIT_CACHE_SIZE`` says otherwise; ``0`` there
+            means unbounded).
 
     A function that writes into arrays in place is functionalized first; writes
     into its own arguments are applied to the caller's arrays after a
@@ -402,7 +454,12 @@ def jit(func=None, *, static_argnums=(), static_argnames=(), backend=None):
         records one ``call`` equation instead of running.
 
     Set ``functorch_core.config.log_retraces = True`` (or the environment
-    variable ``FUNCTORCH_CORE_LOG_RETRACES=1``) to log why each retrace happened.
+    variable ``FUNCTORCH_CORE_LOG_RETRACES=1``) to log why each retrace happened
+    and when a signature is evicted.
+
+    The returned function may be called from several threads at once: a new
+    signature is traced and compiled once, by the first thread asking for it,
+    while the others wait for it.
 
     Example::
 
@@ -414,7 +471,36 @@ def jit(func=None, *, static_argnums=(), static_argnames=(), backend=None):
     """
     if func is None:
         return functools.partial(jit, static_argnums=static_argnums,
-                                 static_argnames=static_argnames, backend=backend)
+                                 static_argnames=static_argnames, backend=backend,
+                                 cache_size=cache_size)
     registry.get(backend)  # reject an unknown backend now, not at the first call
+    if cache_size is not None and (type(cache_size) is not int or cache_size < 1):
+        raise ValueError(f"jit({fn_name(func)}): cache_size must be a positive int or None, "
+                         f"got {cache_size!r}")
     nums, names, named_nums = _static_args(func, static_argnums, static_argnames)
-    return Jitted(func, nums, backend, names, named_nums)
+    return Jitted(func, nums, backend, names, named_nums, cache_size)
+
+
+def clear_caches():
+    """Forget everything compiled or traced so far in this process: every ``jit``
+    function's compiled signatures, the cpu backend's executables and the transforms'
+    traced graphs. Native code is freed once no call is running it. The on-disk object
+    cache is left alone (``backends.llvm.cache.clear()`` empties it).
+
+    Example::
+
+        >>> f = jit(lambda x: x + 1)
+        >>> f(np.ones(3))
+        array([2., 2., 2.])
+        >>> functorch_core.clear_caches()
+        >>> f(np.ones(3))                      # traced and compiled again
+        array([2., 2., 2.])
+    """
+    import gc
+
+    from .transforms._common import clear_transform_caches
+    for f in list(_JITTED):
+        f.clear_cache()
+    clear_transform_caches()
+    gc.collect()    # executables in reference cycles, before their native code is released
+    registry.clear_caches()

@@ -7,6 +7,8 @@ equation only; ``partition.FALLBACK`` lists them with the reason.
 
 from __future__ import annotations
 
+import sys
+
 
 class CpuBackend:
     name = "cpu"
@@ -15,3 +17,9 @@ class CpuBackend:
     def compile(graph):
         from .runtime import compile_graph
         return compile_graph(graph)
+
+    @staticmethod
+    def clear_cache():
+        runtime = sys.modules.get(__name__ + ".runtime")
+        if runtime is not None:     # nothing compiled yet: do not load LLVM to clear nothing
+            runtime.clear_cache()

@@ -14,7 +14,10 @@ variable takes effect for the next graph compiled.
 Robustness: an entry is written to a temporary file and renamed into place, so readers
 never see half an entry; each entry carries its key, length and SHA-256, and one that
 does not check out (truncated, corrupt, from another format) is ignored and compiled
-again. Any error reading or writing the folder only costs a recompilation, never the call.
+again. An entry is opened without blocking and without following a symbolic link, and
+read only when it is a regular file of at most :data:`MAX_ENTRY_BYTES`; anything else at
+its name (a FIFO, a folder, a device, a huge file) is removed and compiled again. Any
+error reading or writing the folder only costs a recompilation, never the call.
 The folder is bounded to :data:`MAX_BYTES`: after a write that takes it past the bound,
 the least recently used entries (by modification time, refreshed on every hit) are
 removed until it is back under three quarters of it.
@@ -27,6 +30,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
+import stat
 import struct
 import tempfile
 import threading
@@ -38,6 +43,7 @@ from llvmlite import binding as llvm
 
 FORMAT = 1
 MAX_BYTES = 256 << 20
+MAX_ENTRY_BYTES = 64 << 20      # no module's object code comes near: bigger is not ours
 _MAGIC = b"FCOBJ%03d" % FORMAT
 _HEADER = struct.Struct(f"<{len(_MAGIC)}s32sQ32s")   # magic, key, payload length, sha256
 _SUFFIX = ".o"
@@ -48,6 +54,15 @@ _STALE_TMP_S = 3600
 #: ``corrupt`` (entries ignored), ``errors`` (reads or writes that failed), ``evicted``.
 stats: Counter = Counter()
 _lock = threading.Lock()
+
+
+def _after_fork_in_child():
+    global _lock
+    _lock = threading.Lock()    # a thread of the parent may have held it
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def directory() -> str | None:
@@ -88,25 +103,33 @@ def _path(folder: str, digest: str) -> str:
 
 def load(digest: str) -> bytes | None:
     """The cached object code for ``digest``, or None (absent, disabled, unreadable or
-    failing its checks)."""
-    folder = _folder()
-    if folder is None:
-        return None
-    path = _path(folder, digest)
+    failing its checks); never raises."""
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        stats["misses"] += 1
-        return None
-    except OSError:
+        folder = _folder()
+        if folder is None:
+            return None
+        return _load(_path(folder, digest), digest)
+    except Exception:  # a cache problem only costs a recompilation
         stats["errors"] += 1
         stats["misses"] += 1
         return None
-    payload = _check(data, digest)
+
+
+def _load(path: str, digest: str) -> bytes | None:
+    try:
+        data = _read_entry(path)
+    except FileNotFoundError:
+        stats["misses"] += 1
+        return None
+    except (OSError, MemoryError):
+        stats["errors"] += 1
+        stats["misses"] += 1
+        return None
+    payload = None if data is None else _check(data, digest)
     if payload is None:
         stats["corrupt"] += 1
         stats["misses"] += 1
+        _remove(path)
         return None
     try:
         os.utime(path)      # least recently used eviction goes by modification time
@@ -114,6 +137,47 @@ def load(digest: str) -> bytes | None:
         pass
     stats["hits"] += 1
     return payload
+
+
+def _read_entry(path: str) -> bytes | None:
+    """The bytes of the entry at ``path``, or None when it is not a regular file of at
+    most MAX_ENTRY_BYTES. Opened non-blocking (a FIFO does not wait for a writer) and
+    not through a symbolic link."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) \
+        | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except IsADirectoryError:
+        return None
+    except OSError:
+        if os.path.islink(path) or os.path.isdir(path):     # O_NOFOLLOW's ELOOP, or a folder
+            return None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_ENTRY_BYTES:
+            return None
+        chunks, left = [], st.st_size + 1     # one more byte: growing while read is corrupt
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _remove(path: str):
+    """Remove whatever is at an entry's name (file, link, FIFO or folder); never raises."""
+    try:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.unlink(path)
+    except OSError:
+        pass
 
 
 def _check(data: bytes, digest: str) -> bytes | None:
@@ -129,7 +193,16 @@ def _check(data: bytes, digest: str) -> bytes | None:
 
 def store(digest: str, obj: bytes) -> bool:
     """Write ``obj`` as the entry for ``digest`` (atomically); False when it could not be
-    written (disabled, unwritable folder, full disk...), which callers may ignore."""
+    written (disabled, unwritable folder, full disk...), which callers may ignore; never
+    raises."""
+    try:
+        return _store(digest, obj)
+    except Exception:  # a cache problem only costs the next process a recompilation
+        stats["errors"] += 1
+        return False
+
+
+def _store(digest: str, obj: bytes) -> bool:
     folder = _folder()
     if folder is None:
         return False
@@ -141,7 +214,10 @@ def store(digest: str, obj: bytes) -> bool:
         with os.fdopen(fd, "wb") as f:
             f.write(header)
             f.write(obj)
-        os.replace(tmp, _path(folder, digest))
+        path = _path(folder, digest)
+        if os.path.isdir(path) and not os.path.islink(path):
+            _remove(path)       # a folder in an entry's place: repaired
+        os.replace(tmp, path)
         tmp = None
     except OSError:
         stats["errors"] += 1

@@ -7,7 +7,19 @@ so its object code can be cached on disk (``cache.py``) and several graphs share
 MCJIT engine. The executable is a short
 Python loop over steps: native kernels (called through ctypes), BLAS calls, and
 interpreter fallbacks for single equations. Compiled graphs are cached in memory by
-(graph structure, input avals).
+(graph structure, input avals) for as long as something can call them.
+
+Threads: every use of LLVM (parsing, passes, engines, symbols) holds ``_lock``, since
+LLVM's global context is not thread-safe; tracing and partitioning run in parallel, and
+threads asking for the same graph at once compile it once (``ir.once``).
+
+Memory: modules go into MCJIT engines of up to :data:`MODULES_PER_ENGINE` modules each
+(MCJIT never returns the memory of a module removed from a long-lived engine). The
+ctypes functions and graph entries that call into a module reference it, and it its
+engine; once none of an engine's modules is referenced and it takes no new ones, the
+engine (object code, IR, target machine) is disposed. What stays per compile is
+llvmlite's: each pass builder leaks its instrumentation callbacks (~70 KB per
+``optimize``).
 """
 
 from __future__ import annotations
@@ -21,6 +33,7 @@ import os
 import sys
 import sysconfig
 import threading
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -28,6 +41,7 @@ from llvmlite import binding as llvm
 from llvmlite import ir
 
 from ir.core import Graph, Lit
+from ir.once import Once
 
 from . import cache, codegen, sort
 from .blas import DotGeneral, GemmCall, gemm_address, gemm_layout
@@ -38,9 +52,10 @@ _LIBM_NAMES = ("exp", "exp2", "expm1", "log", "log1p", "cbrt", "tanh", "sin", "c
                "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "pow",
                "atan2", "fmod", "hypot", "csqrt", "cexp", "clog", "csin", "ccos", "ctan",
                "casin", "cacos", "catan", "csinh", "ccosh", "ctanh", "casinh", "cacosh", "catanh")
-_lock = threading.Lock()
+_lock = threading.Lock()      # held by everything that touches LLVM (never re-entered)
 _state: dict = {}
-_CACHE: dict = {}
+_CACHE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()   # graph key -> Executable
+_COMPILING = Once()
 # kernels are built as @"fc_kernel_<i>" and renamed @"fc_<digest>_<i>" once the IR is known
 _STEM = "fc_kernel_"
 _MODULE = "fc_graph_"
@@ -56,27 +71,94 @@ PIPELINES = {
 }
 SMALL_KERNEL_POINTS = 1 << 12
 _CODEGEN_OPT = 3
-_loaded: dict = {}      # digest -> {symbol: address} of modules already in the engine
+_loaded: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # digest -> _NativeModule
 _pending: dict = {}     # module name -> cached object code MCJIT should load instead
+_dead: list = []        # engines of collected modules, disposed under _lock at the next use
 
 
 def _engine():
-    """The process-wide target machine and MCJIT engine (created on first use)."""
-    if not _state:
+    """The process-wide target machine used to parse and optimize (created on first use);
+    call with ``_lock`` held."""
+    if "tm" not in _state:
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         _register_libm()
-        target = llvm.Target.from_default_triple()
-        cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
-        tm = target.create_target_machine(cpu=cpu, features=features, opt=_CODEGEN_OPT,
-                                          jit=True)
-        empty = llvm.parse_assembly("")
-        empty.triple = llvm.get_process_triple()
-        engine = llvm.create_mcjit_compiler(empty, tm)
-        engine.set_object_cache(_object_compiled, _cached_object)
+        tm = _target_machine()
+        cpu, features = _state["cpu"]
         target = f"{tm.triple} cpu={cpu} features={features} codegen=O{_CODEGEN_OPT}"
-        _state.update(tm=tm, engine=engine, target=target)
-    return _state["tm"], _state["engine"]
+        _state.update(tm=tm, target=target)
+    _dispose_dead()
+    return _state["tm"]
+
+
+def _dispose_dead():
+    """Dispose the engines of collected modules. Holds ``_lock``."""
+    while _dead:
+        engine, context = _dead.pop()
+        type(engine).close(engine)
+        type(context).close(context)
+
+
+def _current_engine():
+    """The engine taking new modules. Holds ``_lock``."""
+    engine = _state.get("engine")
+    if engine is None or engine.modules >= MODULES_PER_ENGINE:
+        engine = _state["engine"] = _Engine()
+    return engine
+
+
+def _target_machine():
+    if "cpu" not in _state:
+        _state["cpu"] = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+    cpu, features = _state["cpu"]
+    return llvm.Target.from_default_triple().create_target_machine(
+        cpu=cpu, features=features, opt=_CODEGEN_OPT, jit=True)
+
+
+MODULES_PER_ENGINE = 16   # a fresh engine (and target machine) costs ~3 ms to set up
+
+
+class _Engine:
+    """An MCJIT engine (with a target machine of its own) taking up to
+    :data:`MODULES_PER_ENGINE` modules; disposed, code and IR, once it is no longer the
+    engine taking new modules and none of its modules is referenced."""
+
+    def __init__(self):
+        # its modules are parsed in a context of their own: the types, constants and
+        # metadata LLVM interns go with them
+        self.context = llvm.create_context()
+        empty = llvm.parse_assembly("", context=self.context)
+        empty.triple = llvm.get_process_triple()
+        self.engine = llvm.create_mcjit_compiler(empty, _target_machine())   # owns its TM
+        # llvmlite disposes these when collected, from whichever thread runs the
+        # collection: only _dispose_dead may, under _lock (llvmlite skips a None close)
+        self.engine.close = self.context.close = None
+        self.engine.set_object_cache(_object_compiled, _cached_object)
+        self.modules = 0
+
+    def __del__(self):
+        # a collection may run inside LLVM work, in this thread or another: dispose now only
+        # when no one holds the lock, else at the next use of LLVM
+        _dead.append((self.engine, self.context))
+        lock = _lock
+        if lock is not None and lock.acquire(blocking=False):   # None: at interpreter exit
+            try:
+                _dispose_dead()
+            finally:
+                lock.release()
+
+
+class _NativeModule:
+    """One LLVM module (parsed in ``engine.context``) compiled into ``engine``:
+    ``addresses`` of its functions. Whoever calls into it holds a reference, which keeps
+    the engine alive. Build with ``_lock`` held."""
+
+    def __init__(self, engine, llmod, names):
+        engine.modules += 1
+        self.engine = engine
+        engine.engine.add_module(llmod)
+        engine.engine.finalize_object()
+        self.addresses = {name: engine.engine.get_function_address(name) for name in names}
 
 
 def _cached_object(module):
@@ -153,7 +235,6 @@ def compile_plan(plan: Plan):
     outer)}). Small kernels and the others form two modules (two pipelines); each one's
     object code comes from this process's engine when it already holds the same module,
     else from the disk cache, else from LLVM (then it is written to the cache)."""
-    tm, engine = _engine()
     groups: dict = {name: [] for name in PIPELINES}
     for step in plan.steps:
         if isinstance(step, Kernel | Sort):
@@ -162,37 +243,42 @@ def compile_plan(plan: Plan):
     fns, parts = {}, []
     for pipeline, kernels in groups.items():
         if kernels:
-            text, group_fns = _compile_kernels(kernels, pipeline, tm, engine)
+            text, group_fns = _compile_kernels(kernels, pipeline)
             parts.append((text, pipeline))
             fns.update(group_fns)
     return OptimizedIR(parts), fns
 
 
-def _compile_kernels(kernels, pipeline, tm, engine):
-    """One module for ``kernels``: (its IR text, {id: (fn, slots, outer)})."""
+def _compile_kernels(kernels, pipeline):
+    """One module for ``kernels``: (its IR text, {id: (fn, slots, outer)}); each ctypes
+    function keeps the module's native code alive (``fn.native``)."""
     module, entries = build_module(kernels)
     text = str(module)
-    digest = cache.key(text, f"{_state['target']} {sorted(PIPELINES[pipeline].items())}")
-    stem = f"fc_{digest[:32]}_"
-    text = text.replace(f'@"{_STEM}', f'@"{stem}')
     with _lock:
-        addresses = _loaded.get(digest)
-        if addresses is None:
+        _engine()
+        digest = cache.key(text, f"{_state['target']} {sorted(PIPELINES[pipeline].items())}")
+        stem = f"fc_{digest[:32]}_"
+        text = text.replace(f'@"{_STEM}', f'@"{stem}')
+        native = _loaded.get(digest)
+        if native is None:
             names = [stem + name[len(_STEM):] for name, _, _ in entries.values()]
-            addresses = _loaded[digest] = _add_module(text, digest, names, pipeline, tm,
-                                                      engine)
+            native = _loaded[digest] = _add_module(text, digest, names, pipeline)
     fns = {}
     arg = ctypes.c_void_p if DATA_OFFSET is None else ctypes.py_object
     for key, (name, slots, outer) in entries.items():
         proto = ctypes.CFUNCTYPE(None, *([arg] * len(slots)), ctypes.c_int64, ctypes.c_int64)
-        fns[key] = (proto(addresses[stem + name[len(_STEM):]]), slots, outer)
+        fn = proto(native.addresses[stem + name[len(_STEM):]])
+        fn.native = native
+        fns[key] = (fn, slots, outer)
     return text, fns
 
 
-def _add_module(text, digest, names, pipeline, tm, engine):
-    """Add the module ``text`` to the engine, optimizing it only when the disk cache has
-    no object code for ``digest``; the addresses of ``names``. Holds ``_lock``."""
-    llmod = _parse(text, tm)
+def _add_module(text, digest, names, pipeline):
+    """A :class:`_NativeModule` for the module ``text``, optimized only when the disk
+    cache has no object code for ``digest``. Holds ``_lock``."""
+    tm = _engine()
+    engine = _current_engine()
+    llmod = _parse(text, tm, engine.context)
     llmod.name = _MODULE + digest
     obj = cache.load(digest)
     if obj is None:
@@ -200,15 +286,13 @@ def _add_module(text, digest, names, pipeline, tm, engine):
     else:
         _pending[llmod.name] = obj
     try:
-        engine.add_module(llmod)
-        engine.finalize_object()
+        return _NativeModule(engine, llmod, names)
     finally:
         _pending.pop(llmod.name, None)
-    return {name: engine.get_function_address(name) for name in names}
 
 
-def _parse(text, tm):
-    llmod = llvm.parse_assembly(text)
+def _parse(text, tm, context=None):
+    llmod = llvm.parse_assembly(text, context=context)
     llmod.triple = tm.triple
     llmod.data_layout = str(tm.target_data)
     llmod.verify()
@@ -225,12 +309,13 @@ class OptimizedIR:
 
     def __str__(self):
         if self._text is None:
-            tm, _ = _engine()
             texts = []
-            for source, pipeline in self.parts:
-                llmod = _parse(source, tm)
-                optimize(llmod, tm, pipeline)
-                texts.append(str(llmod))
+            with _lock:
+                tm = _engine()
+                for source, pipeline in self.parts:
+                    llmod = _parse(source, tm)
+                    optimize(llmod, tm, pipeline)
+                    texts.append(str(llmod))
             self._text = "\n".join(texts)
         return self._text
 
@@ -246,9 +331,25 @@ ARENA_ALIGN = 64                  # bytes; every intermediate buffer starts on a
 
 
 def _pool():
-    if "pool" not in _state:
-        _state["pool"] = ThreadPoolExecutor(_WORKERS, thread_name_prefix="fc-cpu")
-    return _state["pool"]
+    pool = _state.get("pool")
+    if pool is None:
+        with _lock:
+            pool = _state.get("pool")
+            if pool is None:
+                pool = _state["pool"] = ThreadPoolExecutor(_WORKERS, thread_name_prefix="fc-cpu")
+    return pool
+
+
+def _after_fork_in_child():
+    """A forked child has only the forking thread: the pool's threads and any holder of
+    ``_lock`` in the parent do not exist here, so start both afresh."""
+    global _lock
+    _lock = threading.Lock()
+    _state.pop("pool", None)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _native_step(fn, slots, outer, points):
@@ -345,9 +446,10 @@ def _gemm_call(step: Blas, plan: Plan) -> GemmCall | None:
         return None
     dtype = plan.slots[step.out][1]
     symbol = f"fc_{dtype.char}gemm"
-    if symbol not in _gemm_symbols:
-        llvm.add_symbol(symbol, gemm_address(dtype))
-        _gemm_symbols.add(symbol)
+    with _lock:
+        if symbol not in _gemm_symbols:
+            llvm.add_symbol(symbol, gemm_address(dtype))
+            _gemm_symbols.add(symbol)
     return GemmCall(symbol, dtype, step.lhs[1], step.rhs[1], step.out, layout)
 
 
@@ -394,6 +496,11 @@ _METH_FASTCALL = 0x80
 _entry_ids = itertools.count()
 
 
+# a prototype of its own (setting ctypes.pythonapi's argtypes per call races between threads)
+_new_cfunction = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.py_object,
+                                   ctypes.c_void_p)(("PyCFunction_NewEx", ctypes.pythonapi))
+
+
 class _MethodDef(ctypes.Structure):
     _fields_ = [("ml_name", ctypes.c_char_p), ("ml_meth", ctypes.c_void_p),
                 ("ml_flags", ctypes.c_int), ("ml_doc", ctypes.c_char_p)]
@@ -408,42 +515,39 @@ def graph_entry_supported() -> bool:
 
 
 def graph_entry(calls, n_args):
-    """One native function that runs kernels in order: ``(entry, keep-alive)``.
+    """One native function that runs kernels in order: a builtin whose ``__self__`` keeps
+    its own code, its method definition and the kernels' modules alive.
 
     ``calls`` holds ``(ctypes kernel, slot indices, lo, hi)`` or a :class:`GemmCall`. The
     entry is a builtin (METH_FASTCALL) taking one array per slot, so calling it costs what
     calling any builtin costs instead of a ctypes call per step; it holds the GIL, so it
     is only for kernels too small to split over threads and for small products.
     """
-    tm, engine = _engine()
-    n = next(_entry_ids)
-    named = []
-    for j, call in enumerate(calls):
-        if isinstance(call, GemmCall):
-            named.append(call)
-            continue
-        fn, slots, lo, hi = call
-        symbol = f"fc_entry_{n}_kernel_{j}"
-        llvm.add_symbol(symbol, ctypes.cast(fn, ctypes.c_void_p).value)
-        named.append((symbol, slots, lo, hi))
-    name = f"fc_entry_{n}"   # not _MODULE's prefix: never in the disk cache
-    module = ir.Module(name=name)
-    codegen.emit_graph_entry(module, name, named, n_args, id(None), sys.version_info < (3, 12),
-                             DATA_OFFSET)
-    llmod = llvm.parse_assembly(str(module))
-    llmod.triple = tm.triple
-    llmod.data_layout = str(tm.target_data)
-    llmod.verify()
-    optimize(llmod, tm)
+    named, keep = [], []
     with _lock:
-        engine.add_module(llmod)
-        engine.finalize_object()
-        address = engine.get_function_address(name)
-    method = _MethodDef(name.encode(), address, _METH_FASTCALL, None)
-    new = ctypes.pythonapi.PyCFunction_NewEx
-    new.restype = ctypes.py_object
-    new.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
-    return new(ctypes.addressof(method), None, None), method
+        tm = _engine()
+        n = next(_entry_ids)
+        for j, call in enumerate(calls):
+            if isinstance(call, GemmCall):
+                named.append(call)
+                continue
+            fn, slots, lo, hi = call
+            symbol = f"fc_entry_{n}_kernel_{j}"   # never reused: a stale address is never looked up
+            llvm.add_symbol(symbol, ctypes.cast(fn, ctypes.c_void_p).value)
+            named.append((symbol, slots, lo, hi))
+            keep.append(fn.native)
+        name = f"fc_entry_{n}"   # not _MODULE's prefix: never in the disk cache
+        module = ir.Module(name=name)
+        codegen.emit_graph_entry(module, name, named, n_args, id(None),
+                                 sys.version_info < (3, 12), DATA_OFFSET)
+        # straight-line calls: the backend's own codegen optimizations suffice, and each
+        # optimize() leaks ~70 KB in llvmlite (its pass builder's callbacks)
+        engine = _current_engine()
+        llmod = _parse(str(module), tm, engine.context)
+        native = _NativeModule(engine, llmod, [name])
+    method = _MethodDef(name.encode(), native.addresses[name], _METH_FASTCALL, None)
+    owner = (method, native, *keep)
+    return _new_cfunction(ctypes.addressof(method), owner, None), owner
 
 
 class Executable:
@@ -679,13 +783,20 @@ def graph_key(graph: Graph):
 
 
 def compile_graph(graph: Graph) -> Executable:
-    """The cached executable for ``graph`` (compiled on the first request)."""
+    """The cached executable for ``graph``: compiled on the first request (once, when
+    several threads ask together), kept while a caller holds it."""
     try:
         key = graph_key(graph)
         hash(key)
     except TypeError:
         return Executable(graph)
-    exe = _CACHE.get(key)
-    if exe is None:
-        exe = _CACHE[key] = Executable(graph)
-    return exe
+    return _COMPILING.get(_CACHE, key, lambda: Executable(graph))
+
+
+def clear_cache():
+    """Forget every compiled graph (executables in use stay valid) and dispose the
+    native code nothing references any more."""
+    _CACHE.clear()
+    with _lock:
+        _state.pop("engine", None)      # its modules in use keep it
+        _dispose_dead()

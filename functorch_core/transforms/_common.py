@@ -55,6 +55,11 @@ def _cell_filled(cell) -> bool:
     return True
 
 
+def clear_transform_caches():
+    """Forget every transformed graph (``functorch_core.clear_caches``)."""
+    _CACHES.clear()
+
+
 def _cache_for(fn) -> dict:
     try:
         return _CACHES.setdefault(fn, {})
