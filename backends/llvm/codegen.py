@@ -482,16 +482,31 @@ def emit_kernel(module: ir.Module, name: str, kernel: Kernel):
     return _KernelEmitter(module, name, kernel).emit()
 
 
-def emit_array_entry(module: ir.Module, name: str, kernel_name: str, data_offset: int):
-    """``name(PyArrayObject*...)``: read each array's data pointer (at ``data_offset`` in
-    the object) and call the kernel, so Python passes arrays without converting them."""
+def emit_array_entry(module: ir.Module, name: str, kernel_name: str, data_offset: int | None,
+                     packed: bool = False):
+    """``name(PyArrayObject*..., lo, hi)``: read each array's data pointer (at
+    ``data_offset`` in the object) and call the kernel, so Python passes arrays without
+    converting them. ``packed``: ``name(PyArrayObject **arrays, int64 *index, lo, hi)``
+    takes its i-th array at ``arrays[index[i]]`` instead (a C call takes at most about a
+    thousand arguments; a graph entry passes its own argument vector and a constant
+    index). With ``data_offset`` None the pointers are the data pointers themselves."""
     kernel = module.globals[kernel_name]
     n = len(kernel.args) - 2
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [_PTR] * n + [I64, I64]), name)
+    params = [_PTR, _PTR] if packed else [_PTR] * n
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [*params, I64, I64]), name)
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    data = [b.load(b.gep(a, [ir.Constant(I64, data_offset)], source_etype=ir.IntType(8)),
-                   typ=_PTR) for a in fn.args[:n]]
-    b.call(kernel, [*data, *fn.args[n:]])
+    if packed:
+        arrays, index = fn.args[:2]
+        objects = []
+        for i in range(n):
+            k = b.load(b.gep(index, [ir.Constant(I64, i)], source_etype=I64), typ=I64)
+            objects.append(b.load(b.gep(arrays, [k], source_etype=_PTR), typ=_PTR))
+    else:
+        objects = fn.args[:n]
+    data = objects if data_offset is None else [
+        b.load(b.gep(a, [ir.Constant(I64, data_offset)], source_etype=ir.IntType(8)),
+               typ=_PTR) for a in objects]
+    b.call(kernel, [*data, *fn.args[-2:]])
     b.ret_void()
 
 
@@ -542,8 +557,9 @@ def emit_graph_entry(module: ir.Module, name: str, calls, n_args: int, none_addr
     function that runs a whole graph of kernels in one call from Python.
 
     ``args`` are the graph's array objects, one per slot; ``calls`` lists, in execution
-    order, ``(array-entry symbol, slot indices, lo, hi)`` per kernel (each entry reads its
-    arrays' data pointers itself) or a :class:`blas.GemmCall` (data pointers read here,
+    order, ``(array-entry symbol, slot indices, lo, hi, packed)`` per kernel (each entry
+    reads its arrays' data pointers itself; a packed one gets ``args`` and a constant
+    table of its slots) or a :class:`blas.GemmCall` (data pointers read here,
     at ``data_offset`` in the array object). Returns ``None`` (a new reference,
     so incremented unless this CPython's None is immortal), or NULL for a wrong ``nargs``.
     """
@@ -565,10 +581,20 @@ def emit_graph_entry(module: ir.Module, name: str, calls, n_args: int, none_addr
         if isinstance(call, GemmCall):
             emit_gemm(b, call, data)
             continue
-        symbol, slots, lo, hi = call
+        symbol, slots, lo, hi, packed = call
+        bounds = [ir.Constant(I64, lo), ir.Constant(I64, hi)]
+        if packed:
+            kernel = ir.Function(module, ir.FunctionType(
+                ir.VoidType(), [_PTR, _PTR, I64, I64]), symbol)
+            table_type = ir.ArrayType(I64, len(slots))
+            table = ir.GlobalVariable(module, table_type, f"{symbol}_slots")
+            table.initializer = ir.Constant(table_type, [ir.Constant(I64, s) for s in slots])
+            table.global_constant, table.linkage = True, "internal"
+            b.call(kernel, [args, table, *bounds])
+            continue
         kernel = ir.Function(module, ir.FunctionType(
             ir.VoidType(), [_PTR] * len(slots) + [I64, I64]), symbol)
-        b.call(kernel, [objects[s] for s in slots] + [ir.Constant(I64, lo), ir.Constant(I64, hi)])
+        b.call(kernel, [objects[s] for s in slots] + bounds)
     none = ir.Constant(I64, none_address).inttoptr(_PTR)
     if incref_none:
         count = b.load(none, typ=I64)

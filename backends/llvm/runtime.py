@@ -55,6 +55,8 @@ PIPELINES = {
                   loop_unrolling=False),
 }
 SMALL_KERNEL_POINTS = 1 << 12
+# a kernel of more slots takes them as one array of pointers (ctypes allows ~1024 arguments)
+MAX_DIRECT_ARGS = 64
 _CODEGEN_OPT = 3
 _loaded: dict = {}      # digest -> {symbol: address} of modules already in the engine
 _pending: dict = {}     # module name -> cached object code MCJIT should load instead
@@ -132,7 +134,8 @@ def build_module(kernels):
 
     The entry takes array objects when the data-pointer offset is known (then the kernel
     itself is internal: inlined into its entry, it is optimized and compiled once), else
-    raw pointers.
+    raw pointers; a kernel of more than ``MAX_DIRECT_ARGS`` slots takes them as one array
+    of pointers (see :class:`PackedKernel`).
     """
     module = ir.Module(name="fc_graph")
     entries = {}
@@ -140,9 +143,10 @@ def build_module(kernels):
         name = f"{_STEM}{i}"
         emit = sort.emit_sort if isinstance(step, Sort) else codegen.emit_kernel
         slots, outer = emit(module, name, step)
-        if DATA_OFFSET is not None:
+        if DATA_OFFSET is not None or len(slots) > MAX_DIRECT_ARGS:
             module.globals[name].linkage = "internal"
-            codegen.emit_array_entry(module, name + "_arrays", name, DATA_OFFSET)
+            codegen.emit_array_entry(module, name + "_arrays", name, DATA_OFFSET,
+                                     packed=len(slots) > MAX_DIRECT_ARGS)
             name += "_arrays"
         entries[id(step)] = (name, slots, outer)
     return module, entries
@@ -184,9 +188,32 @@ def _compile_kernels(kernels, pipeline, tm, engine):
     fns = {}
     arg = ctypes.c_void_p if DATA_OFFSET is None else ctypes.py_object
     for key, (name, slots, outer) in entries.items():
+        address = addresses[stem + name[len(_STEM):]]
+        if len(slots) > MAX_DIRECT_ARGS:
+            fns[key] = (PackedKernel(address, len(slots)), slots, outer)
+            continue
         proto = ctypes.CFUNCTYPE(None, *([arg] * len(slots)), ctypes.c_int64, ctypes.c_int64)
-        fns[key] = (proto(addresses[stem + name[len(_STEM):]]), slots, outer)
+        fns[key] = (proto(address), slots, outer)
     return text, fns
+
+
+class PackedKernel:
+    """A kernel entry that takes its arrays (or, with no known array layout, their data
+    pointers) as one C array of pointers: ``kernel(*arrays, lo, hi)`` from Python."""
+
+    _proto = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                              ctypes.c_int64)
+
+    def __init__(self, address, n):
+        self.raw = self._proto(address)
+        self.table = ctypes.c_void_p * n
+        self.index = (ctypes.c_int64 * n)(*range(n))
+
+    def __call__(self, *args):
+        *arrays, lo, hi = args
+        # id() is the object's address; the caller's buffer list keeps each one alive
+        pointers = self.table(*arrays) if DATA_OFFSET is None else self.table(*map(id, arrays))
+        self.raw(pointers, self.index, lo, hi)
 
 
 def _add_module(text, digest, names, pipeline, tm, engine):
@@ -424,8 +451,9 @@ def graph_entry(calls, n_args):
             continue
         fn, slots, lo, hi = call
         symbol = f"fc_entry_{n}_kernel_{j}"
-        llvm.add_symbol(symbol, ctypes.cast(fn, ctypes.c_void_p).value)
-        named.append((symbol, slots, lo, hi))
+        packed = isinstance(fn, PackedKernel)
+        llvm.add_symbol(symbol, ctypes.cast(fn.raw if packed else fn, ctypes.c_void_p).value)
+        named.append((symbol, slots, lo, hi, packed))
     name = f"fc_entry_{n}"   # not _MODULE's prefix: never in the disk cache
     module = ir.Module(name=name)
     codegen.emit_graph_entry(module, name, named, n_args, id(None), sys.version_info < (3, 12),
