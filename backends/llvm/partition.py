@@ -31,8 +31,10 @@ from .views import VIEW_RULES
 FALLBACK = {
     P.setitem: "never reaches a backend (functionalize rewrites mutations)",
     P.call: "never reaches a backend (jit inlines calls)",
-    P.custom_jvp_call: "runs its body graph through the interpreter (a call with rules)",
-    P.custom_vjp_call: "runs its body graph through the interpreter (a call with rules)",
+    P.custom_jvp_call: "jit inlines it (passes.lower_custom); compiled as is, its body "
+                       "graph runs through the interpreter",
+    P.custom_vjp_call: "jit inlines it (passes.lower_custom); compiled as is, its body "
+                       "graph runs through the interpreter",
     P.custom_lin: "exists only inside differentiation passes",
 }
 VIEW_OPS = (P.broadcast_in_dim, P.transpose, P.reshape, P.squeeze, P.expand_dims, P.rev,
