@@ -91,7 +91,7 @@ def test_row_sums_do_not_depend_on_the_thread_split():
     assert np.array_equal(rows, fc.jit(lambda a: fnp.sum(a, axis=1))(x))
 
 
-@given(shape=st.lists(st.integers(1, 48), min_size=1, max_size=3),
+@given(shape=st.lists(st.integers(1, 64), min_size=1, max_size=3),
        axes_bits=st.integers(1, 7), base=st.floats(0.01, 100), spread=st.floats(0, 2),
        dtype=st.sampled_from([np.float16, np.float32, np.float64, np.complex64]),
        seed=st.integers(0, 2**16), transposed=st.booleans())

@@ -6,8 +6,8 @@ Loops run over the kept dimensions first and the reduced ones innermost, so a
 reduction keeps its accumulator in a register (a scan, likewise, carries it along its
 axis); adjacent dimensions that every access walks contiguously are coalesced into one
 loop, which is what lets LLVM vectorize a plain elementwise kernel as one flat loop.
-A float sum runs its reduced loops in blocks of ``SUM_BLOCK`` elements (vectorized within
-a block) and adds the block sums pairwise, in an order fixed by the shape alone.
+A float sum runs its reduced loops in blocks (vectorized within a block) and adds the
+block sums pairwise, in an order fixed by the shape alone.
 """
 
 from __future__ import annotations
@@ -26,9 +26,12 @@ from .partition import SCANS
 from .plan import Kernel, c_strides
 
 _PTR = ir.PointerType()
-# a float sum adds this many elements in (vectorized) loop order per block, then adds the
-# block sums pairwise, so its rounding error grows with log2(n), not n, as NumPy's does
+# a float sum adds this many elements in loop order per block, then adds the block sums
+# pairwise, so its rounding error grows with log2(n), not n, as NumPy's does; along a long
+# contiguous innermost loop a block is LONG_SUM_BLOCK (vector lanes split it further, and
+# the per-block cost stays off the fast path)
 SUM_BLOCK = 1024
+LONG_SUM_BLOCK = 4096
 _CASCADE = 64       # pending block sums: one per bit of the block count
 # how a reduction, a scan or an arg reduction folds a value into its accumulator
 _COMBINE = {P.reduce_sum: P.add, P.reduce_prod: P.mul, P.reduce_max: P.max,
@@ -460,11 +463,16 @@ class _KernelEmitter:
 
 
 def _block_level(loops, n_kept):
-    """(level, iterations per block) for blocked float sums: the outermost reduced loop
-    whose inner loops cover at most half a block, or (None, 0) when the reduced loops
-    hold no more than one block."""
+    """(level, iterations per block) for blocked float sums: a long contiguous innermost
+    loop in LONG_SUM_BLOCK pieces, else the outermost reduced loop whose inner loops
+    cover at most half a SUM_BLOCK, or (None, 0) when the reduced loops hold no more
+    than one block."""
     sizes = [size for size, _ in loops]
-    if n_kept == len(loops) or math.prod(sizes[n_kept:]) <= SUM_BLOCK:
+    if n_kept == len(loops):
+        return None, 0
+    if sizes[-1] >= LONG_SUM_BLOCK and all(s in (0, 1) for s in loops[-1][1]):
+        return len(loops) - 1, LONG_SUM_BLOCK
+    if math.prod(sizes[n_kept:]) <= SUM_BLOCK:
         return None, 0
     for level in range(n_kept, len(loops)):
         inner = math.prod(sizes[level + 1:])
