@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 
 import numpy as np
+import pytest
 
 import functorch_core as fc
 from backends import registry
@@ -40,3 +41,18 @@ def test_1100_inputs_and_1100_outputs_run_natively_in_bounded_kernels():
         assert len(got) == N + 1
         for g, w in zip(got, want, strict=True):
             np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("by_pointer", [False, True])
+def test_a_packed_kernel_split_over_threads(monkeypatch, by_pointer):
+    """70 inputs (> MAX_DIRECT_ARGS) of 2**18 points: the kernel runs through ctypes on
+    several threads; with no known ndarray layout it takes data pointers instead."""
+    if by_pointer:
+        monkeypatch.setattr(runtime, "DATA_OFFSET", None)
+    n = runtime.MAX_DIRECT_ARGS + 6
+    xs = [np.full(1 << 18, i + (0.5 if by_pointer else 0.25), np.float32) for i in range(n)]
+    exe = runtime.Executable(fc.make_graph(lambda *a: sum(a[1:], a[0]) * 2)(*xs))
+    assert exe.entry is None
+    (kernel,) = [s for s in exe.plan.steps if isinstance(s, Kernel)]
+    assert len(kernel.reads) == n
+    np.testing.assert_array_equal(exe(xs)[0], 2 * np.sum(xs, axis=0))
