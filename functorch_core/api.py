@@ -243,7 +243,7 @@ class Jitted:
             graph, mutated = functionalize_graph(graph, key[1][-1])
         graph = check_graph(passes.simplify(graph))
         backend = registry.get(self.backend)
-        run = backend.compile(graph) if not traced.captured else None
+        run = backend.compile(passes.lower_custom(graph)) if not traced.captured else None
         return _Compiled(graph, run, traced.out_tree, traced.captured, traced.graph, mutated)
 
     def __call__(self, *args, **kwargs):

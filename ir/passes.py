@@ -9,7 +9,7 @@ import numpy as np
 
 from .algebra import simplify_products
 from .core import Eqn, Graph, Lit, Var
-from .primitives import call
+from .primitives import call, custom_jvp_call, custom_vjp_call
 from .products import rewrite_products
 
 FOLD_MAX_ELEMENTS = 64          # results this small are always folded
@@ -97,15 +97,31 @@ def fold_constants(graph: Graph) -> Graph:
     return Graph(list(graph.inputs), eqns, [_rename(env, o) for o in graph.outputs])
 
 
-def inline(graph: Graph) -> Graph:
-    """Replace every ``call`` equation by the equations of its graph (recursively)."""
+def inline(graph: Graph, prims=(call,)) -> Graph:
+    """Replace every equation of ``prims`` (calls of a ``graph`` param) by the equations
+    of its graph (recursively)."""
     env: dict[int, Var | Lit] = {}
     eqns: list[Eqn] = []
-    _inline_into(graph, env, eqns)
+    _inline_into(graph, env, eqns, frozenset(prims))
     return Graph(list(graph.inputs), eqns, [_rename(env, o) for o in graph.outputs])
 
 
-def _inline_into(graph, env, eqns):
+CUSTOM_CALLS = (custom_jvp_call, custom_vjp_call)
+
+
+def lower_custom(graph: Graph) -> Graph:
+    """``graph`` with every ``custom_jvp_call``/``custom_vjp_call`` (``stop_gradient`` is
+    one) replaced by the equations of its function, then simplified: for a backend, once
+    no transform is left to use their rules. A graph without them is returned as is.
+
+    Only for execution: a jitted function under another transform hands that transform
+    its graph with the custom calls kept, so their rules still apply."""
+    if not any(e.prim in CUSTOM_CALLS for e in graph.eqns):
+        return graph
+    return simplify(inline(graph, (call, *CUSTOM_CALLS)))
+
+
+def _inline_into(graph, env, eqns, prims):
     # An explicit work stack keeps deep nesting off the Python call stack. Equations
     # copied out of a called graph get fresh outputs: one graph may be called twice.
     stack = [(graph.eqns, 0, env, False)]
@@ -119,7 +135,7 @@ def _inline_into(graph, env, eqns):
             eqn.run()
             continue
         inputs = tuple(_rename(scope, a) for a in eqn.inputs)
-        if eqn.prim is call:
+        if eqn.prim in prims:
             sub = eqn.params["graph"]
             inner = {id(v): a for v, a in zip(sub.inputs, inputs, strict=True)}
             stack.append(([_Bind(sub.outputs, eqn.outputs, inner, scope)], 0, inner, True))

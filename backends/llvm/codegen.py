@@ -6,9 +6,13 @@ Loops run over the kept dimensions first and the reduced ones innermost, so a
 reduction keeps its accumulator in a register (a scan, likewise, carries it along its
 axis); adjacent dimensions that every access walks contiguously are coalesced into one
 loop, which is what lets LLVM vectorize a plain elementwise kernel as one flat loop.
+A float sum runs its reduced loops in blocks (vectorized within a block) and adds the
+block sums pairwise, in an order fixed by the shape alone.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from llvmlite import ir
@@ -22,6 +26,13 @@ from .partition import SCANS
 from .plan import Kernel, c_strides
 
 _PTR = ir.PointerType()
+# a float sum adds this many elements in loop order per block, then adds the block sums
+# pairwise, so its rounding error grows with log2(n), not n, as NumPy's does; along a long
+# contiguous innermost loop a block is LONG_SUM_BLOCK (vector lanes split it further, and
+# the per-block cost stays off the fast path)
+SUM_BLOCK = 1024
+LONG_SUM_BLOCK = 4096
+_CASCADE = 64       # pending block sums: one per bit of the block count
 # how a reduction, a scan or an arg reduction folds a value into its accumulator
 _COMBINE = {P.reduce_sum: P.add, P.reduce_prod: P.mul, P.reduce_max: P.max,
             P.reduce_min: P.min, P.cumsum: P.add, P.cumprod: P.mul, P.cummax: P.max,
@@ -125,6 +136,18 @@ class _KernelEmitter:
             if op.prim in SCANS:
                 self.acc[id(op)] = [(self.b.alloca(compute_type(op.dtype)), op.dtype,
                                      _scan_identity(op.prim, op.dtype))]
+        self.block_level, self.chunk = _block_level(self.loops, self.n_kept)
+        self.pairwise = {}     # id(reduce) -> its pending block sums, when blocked
+        if self.block_level is not None:
+            for r in k.reduces:
+                dt = _acc_dtype(r.prim, r.in_dtype)
+                if r.axis is None and r.prim is P.reduce_sum and dt.kind in "fc" \
+                        and not r.ordered:
+                    self.pairwise[id(r)] = self.b.alloca(
+                        ir.ArrayType(compute_type(dt), _CASCADE))
+            self.blocks = self.b.alloca(I64)
+            if not self.pairwise:
+                self.block_level = None
 
     def linear(self, j, offset=0):
         b, total = self.b, ir.Constant(I64, offset)
@@ -144,6 +167,90 @@ class _KernelEmitter:
         for cells in self.acc.values():
             for ptr, dt, value in cells:
                 self.b.store(self.e.const(dt, value), ptr)
+        if self.block_level is not None:
+            self.b.store(ir.Constant(I64, 0), self.blocks)
+
+    def init_block(self):
+        for r in self.kernel.reduces:
+            if id(r) in self.pairwise:
+                (ptr, dt, value), = self.acc[id(r)]
+                self.b.store(self.e.const(dt, value), ptr)
+
+    def _cascade_loop(self, count, state, step):
+        """A loop over the bits of ``count``, lowest first, carrying the values ``state``:
+        ``step(bits left, level, state, body, exit)`` emits the test that branches to
+        ``body`` or ``exit`` and, in ``body``, returns the next state. Returns the bits
+        left, the level and the state at the exit."""
+        b = self.b
+        pre = b.block
+        head, body, done = (self.fn.append_basic_block(n) for n in ("cas", "cas_body",
+                                                                    "cas_exit"))
+        b.branch(head)
+        b.position_at_end(head)
+        t, level = b.phi(I64), b.phi(I64)
+        phis = [b.phi(v.type) for v in state]
+        t.add_incoming(count, pre)
+        level.add_incoming(ir.Constant(I64, 0), pre)
+        for p, v in zip(phis, state, strict=True):
+            p.add_incoming(v, pre)
+        new = step(t, level, phis, body, done)
+        t.add_incoming(b.lshr(t, ir.Constant(I64, 1)), b.block)
+        level.add_incoming(b.add(level, ir.Constant(I64, 1)), b.block)
+        for p, v in zip(phis, new, strict=True):
+            p.add_incoming(v, b.block)
+        b.branch(head)
+        b.position_at_end(done)
+        return t, level, phis
+
+    def _pending(self, r, level):
+        return self.b.gep(self.pairwise[id(r)], [ir.Constant(I64, 0), level], inbounds=True)
+
+    def push_block(self):
+        """Carry each block sum into its pending sums as a binary counter does: block j
+        merges with one pending sum per trailing one bit of j (equal-sized halves)."""
+        b, e = self.b, self.e
+        rs = [r for r in self.kernel.reduces if id(r) in self.pairwise]
+        sums = []
+        for r in rs:
+            (ptr, dt, _), = self.acc[id(r)]
+            sums.append(b.load(ptr, typ=compute_type(dt)))
+        count = b.load(self.blocks, typ=I64)
+
+        def step(t, level, phis, body, done):
+            b.cbranch(b.trunc(t, ir.IntType(1)), body, done)
+            b.position_at_end(body)
+            new = []
+            for r, s in zip(rs, phis, strict=True):
+                dt = self.acc[id(r)][0][1]
+                pending = b.load(self._pending(r, level), typ=compute_type(dt))
+                new.append(RULES[P.add](e, dt, pending, s))
+            return new
+        _, level, phis = self._cascade_loop(count, sums, step)
+        for r, s in zip(rs, phis, strict=True):
+            b.store(s, self._pending(r, level))
+        b.store(b.add(count, ir.Constant(I64, 1)), self.blocks)
+
+    def fold_blocks(self):
+        """Each blocked sum becomes the sum of its pending block sums, lowest level first."""
+        if self.block_level is None:
+            return
+        b, e = self.b, self.e
+        rs = [r for r in self.kernel.reduces if id(r) in self.pairwise]
+        totals = [e.const(self.acc[id(r)][0][1], 0) for r in rs]
+
+        def step(t, level, phis, body, done):
+            b.cbranch(b.icmp_unsigned("!=", t, ir.Constant(I64, 0)), body, done)
+            b.position_at_end(body)
+            bit = b.trunc(t, ir.IntType(1))
+            new = []
+            for r, s in zip(rs, phis, strict=True):
+                dt = self.acc[id(r)][0][1]
+                pending = b.load(self._pending(r, level), typ=compute_type(dt))
+                new.append(b.select(bit, RULES[P.add](e, dt, s, pending), s))
+            return new
+        _, _, phis = self._cascade_loop(b.load(self.blocks, typ=I64), totals, step)
+        for r, s in zip(rs, phis, strict=True):
+            b.store(s, self.acc[id(r)][0][0])
 
     def store_reductions(self):
         if not self.kernel.reduces:
@@ -158,23 +265,43 @@ class _KernelEmitter:
                 value = self.e.round16(r.out_dtype, b.load(ptr, typ=compute_type(dt)))
             self.e.store(r.out_dtype, value, self.element(r.slot, r.out_dtype, index))
 
+    def open_loop(self, start, end, step=1):
+        b = self.b
+        pre = b.block
+        header, body, done = (self.fn.append_basic_block(n) for n in ("head", "body", "exit"))
+        b.branch(header)
+        b.position_at_end(header)
+        i = b.phi(I64)
+        i.add_incoming(start, pre)
+        b.cbranch(b.icmp_signed("<", i, end), body, done)
+        b.position_at_end(body)
+        return header, i, done, step
+
+    def close_loop(self, header, i, done, step):
+        b = self.b
+        i.add_incoming(b.add(i, ir.Constant(I64, step)), b.block)
+        b.branch(header)
+        b.position_at_end(done)
+
     def emit(self):
         b, stack = self.b, []
         for level, (size, _) in enumerate(self.loops):
             if level == self.n_kept:
                 self.init_accumulators()
-            pre = b.block
-            header, body, done = (self.fn.append_basic_block(n) for n in ("head", "body", "exit"))
-            b.branch(header)
-            b.position_at_end(header)
-            i = b.phi(I64)
             split = level == 0 and self.splittable
-            i.add_incoming(self.fn.args[-2] if split else ir.Constant(I64, 0), pre)
+            start = self.fn.args[-2] if split else ir.Constant(I64, 0)
             end = self.fn.args[-1] if split else ir.Constant(I64, size)
-            b.cbranch(b.icmp_signed("<", i, end), body, done)
-            b.position_at_end(body)
-            stack.append((header, i, done))
-            self.indices.append(i)
+            if level == self.block_level:
+                # blocks of `chunk` iterations: each sums into a fresh accumulator
+                block = self.open_loop(start, end, self.chunk)
+                stack.append(("block", block))
+                self.init_block()
+                stop = b.add(block[1], ir.Constant(I64, self.chunk))
+                start = block[1]
+                end = b.select(b.icmp_signed("<", stop, end), stop, end)
+            loop = self.open_loop(start, end)
+            stack.append(("loop", loop))
+            self.indices.append(loop[1])
         inner_reduces = self.n_kept < len(self.loops)
         if not inner_reduces:
             self.init_accumulators()
@@ -182,12 +309,15 @@ class _KernelEmitter:
         if not inner_reduces:
             self.store_reductions()
         while stack:
-            header, i, done = stack.pop()
-            i.add_incoming(b.add(i, ir.Constant(I64, 1)), b.block)
-            b.branch(header)
-            b.position_at_end(done)
-            self.indices.pop()
-            if len(stack) == self.n_kept and inner_reduces:
+            kind, loop = stack.pop()
+            self.close_loop(*loop)
+            if kind == "loop":
+                self.indices.pop()
+                if stack and stack[-1][0] == "block":
+                    self.push_block()
+                    continue
+            if len(self.indices) == self.n_kept and inner_reduces:
+                self.fold_blocks()
                 self.store_reductions()
         b.ret_void()
         return self.slots, (self.loops[0][0] if self.splittable else None)
@@ -332,6 +462,25 @@ class _KernelEmitter:
         b.store(b.select(take, self.linear(counter), b.load(iptr, typ=I64)), iptr)
 
 
+def _block_level(loops, n_kept):
+    """(level, iterations per block) for blocked float sums: a long contiguous innermost
+    loop in LONG_SUM_BLOCK pieces, else the outermost reduced loop whose inner loops
+    cover at most half a SUM_BLOCK, or (None, 0) when the reduced loops hold no more
+    than one block."""
+    sizes = [size for size, _ in loops]
+    if n_kept == len(loops):
+        return None, 0
+    if sizes[-1] >= LONG_SUM_BLOCK and all(s in (0, 1) for s in loops[-1][1]):
+        return len(loops) - 1, LONG_SUM_BLOCK
+    if math.prod(sizes[n_kept:]) <= SUM_BLOCK:
+        return None, 0
+    for level in range(n_kept, len(loops)):
+        inner = math.prod(sizes[level + 1:])
+        if inner <= SUM_BLOCK // 2:
+            return level, SUM_BLOCK // inner
+    raise AssertionError("the innermost loop covers one element")
+
+
 def emit_kernel(module: ir.Module, name: str, kernel: Kernel):
     """Add function ``name`` for ``kernel`` to ``module``.
 
@@ -341,16 +490,31 @@ def emit_kernel(module: ir.Module, name: str, kernel: Kernel):
     return _KernelEmitter(module, name, kernel).emit()
 
 
-def emit_array_entry(module: ir.Module, name: str, kernel_name: str, data_offset: int):
-    """``name(PyArrayObject*...)``: read each array's data pointer (at ``data_offset`` in
-    the object) and call the kernel, so Python passes arrays without converting them."""
+def emit_array_entry(module: ir.Module, name: str, kernel_name: str, data_offset: int | None,
+                     packed: bool = False):
+    """``name(PyArrayObject*..., lo, hi)``: read each array's data pointer (at
+    ``data_offset`` in the object) and call the kernel, so Python passes arrays without
+    converting them. ``packed``: ``name(PyArrayObject **arrays, int64 *index, lo, hi)``
+    takes its i-th array at ``arrays[index[i]]`` instead (a C call takes at most about a
+    thousand arguments; a graph entry passes its own argument vector and a constant
+    index). With ``data_offset`` None the pointers are the data pointers themselves."""
     kernel = module.globals[kernel_name]
     n = len(kernel.args) - 2
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [_PTR] * n + [I64, I64]), name)
+    params = [_PTR, _PTR] if packed else [_PTR] * n
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [*params, I64, I64]), name)
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    data = [b.load(b.gep(a, [ir.Constant(I64, data_offset)], source_etype=ir.IntType(8)),
-                   typ=_PTR) for a in fn.args[:n]]
-    b.call(kernel, [*data, *fn.args[n:]])
+    if packed:
+        arrays, index = fn.args[:2]
+        objects = []
+        for i in range(n):
+            k = b.load(b.gep(index, [ir.Constant(I64, i)], source_etype=I64), typ=I64)
+            objects.append(b.load(b.gep(arrays, [k], source_etype=_PTR), typ=_PTR))
+    else:
+        objects = fn.args[:n]
+    data = objects if data_offset is None else [
+        b.load(b.gep(a, [ir.Constant(I64, data_offset)], source_etype=ir.IntType(8)),
+               typ=_PTR) for a in objects]
+    b.call(kernel, [*data, *fn.args[-2:]])
     b.ret_void()
 
 
@@ -401,8 +565,9 @@ def emit_graph_entry(module: ir.Module, name: str, calls, n_args: int, none_addr
     function that runs a whole graph of kernels in one call from Python.
 
     ``args`` are the graph's array objects, one per slot; ``calls`` lists, in execution
-    order, ``(array-entry symbol, slot indices, lo, hi)`` per kernel (each entry reads its
-    arrays' data pointers itself) or a :class:`blas.GemmCall` (data pointers read here,
+    order, ``(array-entry symbol, slot indices, lo, hi, packed)`` per kernel (each entry
+    reads its arrays' data pointers itself; a packed one gets ``args`` and a constant
+    table of its slots) or a :class:`blas.GemmCall` (data pointers read here,
     at ``data_offset`` in the array object). Returns ``None`` (a new reference,
     so incremented unless this CPython's None is immortal), or NULL for a wrong ``nargs``.
     """
@@ -424,10 +589,20 @@ def emit_graph_entry(module: ir.Module, name: str, calls, n_args: int, none_addr
         if isinstance(call, GemmCall):
             emit_gemm(b, call, data)
             continue
-        symbol, slots, lo, hi = call
+        symbol, slots, lo, hi, packed = call
+        bounds = [ir.Constant(I64, lo), ir.Constant(I64, hi)]
+        if packed:
+            kernel = ir.Function(module, ir.FunctionType(
+                ir.VoidType(), [_PTR, _PTR, I64, I64]), symbol)
+            table_type = ir.ArrayType(I64, len(slots))
+            table = ir.GlobalVariable(module, table_type, f"{symbol}_slots")
+            table.initializer = ir.Constant(table_type, [ir.Constant(I64, s) for s in slots])
+            table.global_constant, table.linkage = True, "internal"
+            b.call(kernel, [args, table, *bounds])
+            continue
         kernel = ir.Function(module, ir.FunctionType(
             ir.VoidType(), [_PTR] * len(slots) + [I64, I64]), symbol)
-        b.call(kernel, [objects[s] for s in slots] + [ir.Constant(I64, lo), ir.Constant(I64, hi)])
+        b.call(kernel, [objects[s] for s in slots] + bounds)
     none = ir.Constant(I64, none_address).inttoptr(_PTR)
     if incref_none:
         count = b.load(none, typ=I64)

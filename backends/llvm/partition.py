@@ -31,8 +31,10 @@ from .views import VIEW_RULES
 FALLBACK = {
     P.setitem: "never reaches a backend (functionalize rewrites mutations)",
     P.call: "never reaches a backend (jit inlines calls)",
-    P.custom_jvp_call: "runs its body graph through the interpreter (a call with rules)",
-    P.custom_vjp_call: "runs its body graph through the interpreter (a call with rules)",
+    P.custom_jvp_call: "jit inlines it (passes.lower_custom); compiled as is, its body "
+                       "graph runs through the interpreter",
+    P.custom_vjp_call: "jit inlines it (passes.lower_custom); compiled as is, its body "
+                       "graph runs through the interpreter",
     P.custom_lin: "exists only inside differentiation passes",
 }
 VIEW_OPS = (P.broadcast_in_dim, P.transpose, P.reshape, P.squeeze, P.expand_dims, P.rev,
@@ -45,6 +47,18 @@ BLAS_DTYPES = tuple(np.dtype(t) for t in (np.float32, np.float64, np.complex64, 
 # a sort of at least this many elements splits its rows into parts run on several threads
 SORT_PARALLEL_POINTS = 1 << 16
 SORT_PARTS = os.cpu_count() or 1
+
+
+# A kernel grows until it touches this many buffers or holds this many operations: LLVM's
+# optimizer and instruction scheduler take superlinear time in one loop body's size (one
+# kernel of 2,200 buffers: 9 s), so a graph of thousands of arrays compiles in pieces.
+MAX_KERNEL_BUFFERS = 128
+MAX_KERNEL_OPS = 256
+
+
+def _room(k: Kernel) -> bool:
+    buffers = len(k.reads) + len(k.dyn_reads) + len(k.stores) + len(k.reduces) + len(k.scatters)
+    return buffers < MAX_KERNEL_BUFFERS and len(k.ops) < MAX_KERNEL_OPS
 
 
 class _Member:
@@ -174,7 +188,7 @@ class Partitioner:
 
     def pick(self, shape, inputs, axes=None, reverse=None) -> Kernel:
         def fits(k):
-            return (not k.sealed and k.shape == shape
+            return (not k.sealed and k.shape == shape and _room(k)
                     and (axes is None or k.axes in (None, axes))
                     and (reverse is None or k.reverse in (None, reverse)))
         for a in inputs:

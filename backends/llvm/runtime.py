@@ -70,6 +70,8 @@ PIPELINES = {
                   loop_unrolling=False),
 }
 SMALL_KERNEL_POINTS = 1 << 12
+# a kernel of more slots takes them as one array of pointers (ctypes allows ~1024 arguments)
+MAX_DIRECT_ARGS = 64
 _CODEGEN_OPT = 3
 _loaded: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # digest -> _NativeModule
 _pending: dict = {}     # module name -> cached object code MCJIT should load instead
@@ -214,7 +216,8 @@ def build_module(kernels):
 
     The entry takes array objects when the data-pointer offset is known (then the kernel
     itself is internal: inlined into its entry, it is optimized and compiled once), else
-    raw pointers.
+    raw pointers; a kernel of more than ``MAX_DIRECT_ARGS`` slots takes them as one array
+    of pointers (see :class:`PackedKernel`).
     """
     module = ir.Module(name="fc_graph")
     entries = {}
@@ -222,9 +225,10 @@ def build_module(kernels):
         name = f"{_STEM}{i}"
         emit = sort.emit_sort if isinstance(step, Sort) else codegen.emit_kernel
         slots, outer = emit(module, name, step)
-        if DATA_OFFSET is not None:
+        if DATA_OFFSET is not None or len(slots) > MAX_DIRECT_ARGS:
             module.globals[name].linkage = "internal"
-            codegen.emit_array_entry(module, name + "_arrays", name, DATA_OFFSET)
+            codegen.emit_array_entry(module, name + "_arrays", name, DATA_OFFSET,
+                                     packed=len(slots) > MAX_DIRECT_ARGS)
             name += "_arrays"
         entries[id(step)] = (name, slots, outer)
     return module, entries
@@ -266,11 +270,35 @@ def _compile_kernels(kernels, pipeline):
     fns = {}
     arg = ctypes.c_void_p if DATA_OFFSET is None else ctypes.py_object
     for key, (name, slots, outer) in entries.items():
-        proto = ctypes.CFUNCTYPE(None, *([arg] * len(slots)), ctypes.c_int64, ctypes.c_int64)
-        fn = proto(native.addresses[stem + name[len(_STEM):]])
+        address = native.addresses[stem + name[len(_STEM):]]
+        if len(slots) > MAX_DIRECT_ARGS:
+            fn = PackedKernel(address, len(slots))
+        else:
+            proto = ctypes.CFUNCTYPE(None, *([arg] * len(slots)), ctypes.c_int64,
+                                     ctypes.c_int64)
+            fn = proto(address)
         fn.native = native
         fns[key] = (fn, slots, outer)
     return text, fns
+
+
+class PackedKernel:
+    """A kernel entry that takes its arrays (or, with no known array layout, their data
+    pointers) as one C array of pointers: ``kernel(*arrays, lo, hi)`` from Python."""
+
+    _proto = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                              ctypes.c_int64)
+
+    def __init__(self, address, n):
+        self.raw = self._proto(address)
+        self.table = ctypes.c_void_p * n
+        self.index = (ctypes.c_int64 * n)(*range(n))
+
+    def __call__(self, *args):
+        *arrays, lo, hi = args
+        # id() is the object's address; the caller's buffer list keeps each one alive
+        pointers = self.table(*arrays) if DATA_OFFSET is None else self.table(*map(id, arrays))
+        self.raw(pointers, self.index, lo, hi)
 
 
 def _add_module(text, digest, names, pipeline):
@@ -533,8 +561,9 @@ def graph_entry(calls, n_args):
                 continue
             fn, slots, lo, hi = call
             symbol = f"fc_entry_{n}_kernel_{j}"   # never reused: a stale address is never looked up
-            llvm.add_symbol(symbol, ctypes.cast(fn, ctypes.c_void_p).value)
-            named.append((symbol, slots, lo, hi))
+            packed = isinstance(fn, PackedKernel)
+            llvm.add_symbol(symbol, ctypes.cast(fn.raw if packed else fn, ctypes.c_void_p).value)
+            named.append((symbol, slots, lo, hi, packed))
             keep.append(fn.native)
         name = f"fc_entry_{n}"   # not _MODULE's prefix: never in the disk cache
         module = ir.Module(name=name)
