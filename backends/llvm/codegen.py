@@ -395,7 +395,7 @@ def _arg_dtypes(op):
     return [op.arg_dtype] * len(op.args)
 
 
-def emit_graph_entry(module: ir.Module, name: str, calls, n_args: int, none_address: int,
+def emit_graph_entry(module: ir.Module, name: str, calls, n_args: int, none_symbol: str,
                      incref_none: bool, data_offset: int = 0):
     """``name(self, PyObject *const *args, Py_ssize_t nargs)``: a CPython METH_FASTCALL
     function that runs a whole graph of kernels in one call from Python.
@@ -405,6 +405,8 @@ def emit_graph_entry(module: ir.Module, name: str, calls, n_args: int, none_addr
     arrays' data pointers itself) or a :class:`blas.GemmCall` (data pointers read here,
     at ``data_offset`` in the array object). Returns ``None`` (a new reference,
     so incremented unless this CPython's None is immortal), or NULL for a wrong ``nargs``.
+    ``None`` is the external symbol ``none_symbol``: no address of this process is in the
+    code, so its object code can be cached on disk.
     """
     fn = ir.Function(module, ir.FunctionType(_PTR, [_PTR, _PTR, I64]), name)
     _, args, nargs = fn.args
@@ -428,8 +430,7 @@ def emit_graph_entry(module: ir.Module, name: str, calls, n_args: int, none_addr
         kernel = ir.Function(module, ir.FunctionType(
             ir.VoidType(), [_PTR] * len(slots) + [I64, I64]), symbol)
         b.call(kernel, [objects[s] for s in slots] + [ir.Constant(I64, lo), ir.Constant(I64, hi)])
-    none = ir.Constant(I64, none_address).inttoptr(_PTR)
+    none = ir.GlobalVariable(module, I64, none_symbol)     # its reference count
     if incref_none:
-        count = b.load(none, typ=I64)
-        b.store(b.add(count, ir.Constant(I64, 1)), none)
-    b.ret(none)
+        b.store(b.add(b.load(none, typ=I64), ir.Constant(I64, 1)), none)
+    b.ret(b.bitcast(none, _PTR))

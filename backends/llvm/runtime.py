@@ -57,6 +57,7 @@ PIPELINES = {
 SMALL_KERNEL_POINTS = 1 << 12
 _CODEGEN_OPT = 3
 _loaded: dict = {}      # digest -> {symbol: address} of modules already in the engine
+_symbols: dict = {}     # address -> symbol of the kernels in the engine
 _pending: dict = {}     # module name -> cached object code MCJIT should load instead
 
 
@@ -185,20 +186,23 @@ def _compile_kernels(kernels, pipeline, tm, engine):
     arg = ctypes.c_void_p if DATA_OFFSET is None else ctypes.py_object
     for key, (name, slots, outer) in entries.items():
         proto = ctypes.CFUNCTYPE(None, *([arg] * len(slots)), ctypes.c_int64, ctypes.c_int64)
-        fns[key] = (proto(addresses[stem + name[len(_STEM):]]), slots, outer)
+        symbol = stem + name[len(_STEM):]
+        fns[key] = (proto(addresses[symbol]), slots, outer)
+        _symbols[addresses[symbol]] = symbol
     return text, fns
 
 
 def _add_module(text, digest, names, pipeline, tm, engine):
-    """Add the module ``text`` to the engine, optimizing it only when the disk cache has
-    no object code for ``digest``; the addresses of ``names``. Holds ``_lock``."""
+    """Add the module ``text`` to the engine, optimizing it (``pipeline``; None: not at
+    all) only when the disk cache has no object code for ``digest``; the addresses of
+    ``names``. Holds ``_lock``."""
     llmod = _parse(text, tm)
     llmod.name = _MODULE + digest
     obj = cache.load(digest)
-    if obj is None:
-        optimize(llmod, tm, pipeline)
-    else:
+    if obj is not None:
         _pending[llmod.name] = obj
+    elif pipeline is not None:
+        optimize(llmod, tm, pipeline)
     try:
         engine.add_module(llmod)
         engine.finalize_object()
@@ -392,6 +396,8 @@ def plan_arena(nbytes: dict, lifetimes: dict, align: int = ARENA_ALIGN):
 
 _METH_FASTCALL = 0x80
 _entry_ids = itertools.count()
+_NONE_SYMBOL = "fcx_py_none"
+_ENTRY = "fc_entry"
 
 
 class _MethodDef(ctypes.Structure):
@@ -416,29 +422,32 @@ def graph_entry(calls, n_args):
     is only for kernels too small to split over threads and for small products.
     """
     tm, engine = _engine()
-    n = next(_entry_ids)
     named = []
-    for j, call in enumerate(calls):
+    for call in calls:
         if isinstance(call, GemmCall):
             named.append(call)
             continue
         fn, slots, lo, hi = call
-        symbol = f"fc_entry_{n}_kernel_{j}"
-        llvm.add_symbol(symbol, ctypes.cast(fn, ctypes.c_void_p).value)
+        address = ctypes.cast(fn, ctypes.c_void_p).value
+        # the kernel's own (digest-named) symbol makes the entry's IR the same in every
+        # process, so the disk cache keeps its object code and the engine shares it
+        kernel = _symbols.get(address) or f"fc_kernel_{next(_entry_ids)}"
+        symbol = f"fcx_{kernel}"
+        llvm.add_symbol(symbol, address)
         named.append((symbol, slots, lo, hi))
-    name = f"fc_entry_{n}"   # not _MODULE's prefix: never in the disk cache
-    module = ir.Module(name=name)
-    codegen.emit_graph_entry(module, name, named, n_args, id(None), sys.version_info < (3, 12),
-                             DATA_OFFSET)
-    llmod = llvm.parse_assembly(str(module))
-    llmod.triple = tm.triple
-    llmod.data_layout = str(tm.target_data)
-    llmod.verify()
-    optimize(llmod, tm)
+    llvm.add_symbol(_NONE_SYMBOL, id(None))
+    module = ir.Module(name=_ENTRY)
+    codegen.emit_graph_entry(module, _ENTRY, named, n_args, _NONE_SYMBOL,
+                             sys.version_info < (3, 12), DATA_OFFSET)
+    text = str(module)
+    digest = cache.key(text, f"{_state['target']} entry")
+    name = f"fc_{digest[:32]}_entry"
+    text = text.replace(f'@"{_ENTRY}"', f'@"{name}"')
     with _lock:
-        engine.add_module(llmod)
-        engine.finalize_object()
-        address = engine.get_function_address(name)
+        addresses = _loaded.get(digest)
+        if addresses is None:
+            addresses = _loaded[digest] = _add_module(text, digest, [name], None, tm, engine)
+    address = addresses[name]
     method = _MethodDef(name.encode(), address, _METH_FASTCALL, None)
     new = ctypes.pythonapi.PyCFunction_NewEx
     new.restype = ctypes.py_object
