@@ -61,10 +61,40 @@ def _acc_dtype(prim, dt):
     return dt
 
 
-def _loops(kernel: Kernel, accesses):
-    """Coalesced loops: [(size, strides per access)] and how many are kept (outer) loops."""
+def _leading_reduction(kernel: Kernel) -> bool:
+    """Whether ``kernel`` reduces leading axes only (every reduced axis before every kept
+    one, as a sum over the rows of a matrix), with plain reductions that accumulate in
+    their result's own dtype. Such a kernel loops in memory order and accumulates in the
+    result (initialised first), so its reads, its stores and the vectorized loop run along
+    the contiguous kept axes instead of striding down the reduced ones. Each result still
+    combines its elements in index order, as the reduced-axes-innermost loops do."""
+    k, axes = kernel, kernel.axes or ()
+    if not k.reduces or k.scatters or k.reverse or any(op.prim in SCANS for op in k.ops):
+        return False
+    if any(r.axis is not None or r.in_dtype != r.out_dtype or r.out_dtype.kind not in "fiu"
+           or _acc_dtype(r.prim, r.in_dtype) != r.out_dtype for r in k.reduces):
+        return False
+    dims = [d for d in range(len(k.shape)) if k.shape[d] != 1]
+    kept = [d for d in dims if d not in axes]
+    if not kept or not any(d in axes for d in dims) or not all(
+            d in axes for d in dims[:len(dims) - len(kept)]):
+        return False
+    # only when that walks memory more contiguously: the reads' and stores' steps along
+    # the innermost kept axis against those along the innermost reduced one
+    strides = [r.strides for r in k.reads] + [c_strides(k.shape)] * len(k.stores)
+
+    def cost(d):
+        return sum(min(abs(st[d]), 16) for st in strides)
+    return cost(kept[-1]) < cost(max(d for d in dims if d in axes))
+
+
+def _loops(kernel: Kernel, accesses, leading=False):
+    """Coalesced loops: [(size, strides per access)] and how many are kept (outer) loops
+    (``leading``: the reduced loops come first, see :func:`_leading_reduction`)."""
     shape, axes = kernel.shape, kernel.axes or ()
     order = [d for d in range(len(shape)) if d not in axes] + list(axes)
+    if leading:
+        order = list(range(len(shape)))
     loops, n_kept = [], 0
     prev_group = None
     for d in order:
@@ -109,8 +139,9 @@ class _KernelEmitter:
         self.dyn_base = 2 + len(k.reads)
         self.counter_base = self.dyn_base + len(k.dyn_reads)
         self.scatter_base = self.counter_base + len(unit)
-        self.loops, self.n_kept = _loops(k, accesses)
-        self.splittable = self.n_kept >= 1 and not k.scatters
+        self.leading = _leading_reduction(k)
+        self.loops, self.n_kept = _loops(k, accesses, self.leading)
+        self.splittable = self.n_kept >= 1 and not k.scatters and not self.leading
         self.b = ir.IRBuilder(self.fn.append_basic_block("entry"))
         self.e = Emitter(self.b)
         self.indices = []
@@ -158,10 +189,31 @@ class _KernelEmitter:
                 value = self.e.round16(r.out_dtype, b.load(ptr, typ=compute_type(dt)))
             self.e.store(r.out_dtype, value, self.element(r.slot, r.out_dtype, index))
 
+    def init_results(self):
+        """Leading reductions: every element of each result starts at its identity."""
+        b, k = self.b, self.kernel
+        kept = int(np.prod([d for i, d in enumerate(k.shape) if i not in k.axes], dtype=np.int64))
+        pre = b.block
+        header, body, done = (self.fn.append_basic_block(n) for n in ("init", "ibody", "iexit"))
+        b.branch(header)
+        b.position_at_end(header)
+        i = b.phi(I64)
+        i.add_incoming(ir.Constant(I64, 0), pre)
+        b.cbranch(b.icmp_signed("<", i, ir.Constant(I64, kept)), body, done)
+        b.position_at_end(body)
+        for r in k.reduces:
+            self.e.store(r.out_dtype, self.e.const(r.out_dtype, _identity(r.prim, r.out_dtype)),
+                         self.element(r.slot, r.out_dtype, i))
+        i.add_incoming(b.add(i, ir.Constant(I64, 1)), b.block)
+        b.branch(header)
+        b.position_at_end(done)
+
     def emit(self):
+        if self.leading:
+            self.init_results()
         b, stack = self.b, []
         for level, (size, _) in enumerate(self.loops):
-            if level == self.n_kept:
+            if level == self.n_kept and not self.leading:
                 self.init_accumulators()
             pre = b.block
             header, body, done = (self.fn.append_basic_block(n) for n in ("head", "body", "exit"))
@@ -175,11 +227,11 @@ class _KernelEmitter:
             b.position_at_end(body)
             stack.append((header, i, done))
             self.indices.append(i)
-        inner_reduces = self.n_kept < len(self.loops)
-        if not inner_reduces:
+        inner_reduces = self.n_kept < len(self.loops) and not self.leading
+        if not inner_reduces and not self.leading:
             self.init_accumulators()
         self.body()
-        if not inner_reduces:
+        if not inner_reduces and not self.leading:
             self.store_reductions()
         while stack:
             header, i, done = stack.pop()
@@ -249,7 +301,10 @@ class _KernelEmitter:
             e.store(dt, value(ref, dt), self.element(slot, dt, full))
         for r in k.reduces:
             x = value(r.ref, r.in_dtype)
-            if r.axis is None:
+            if self.leading:
+                dt, ptr = r.out_dtype, self.element(r.slot, r.out_dtype, self.linear(1))
+                e.store(dt, RULES[_COMBINE[r.prim]](e, dt, e.load(dt, ptr), x), ptr)
+            elif r.axis is None:
                 (ptr, dt, _), = self.acc[id(r)]
                 acc = b.load(ptr, typ=compute_type(dt))
                 if dt.kind == "c" and r.prim is P.reduce_sum:   # reassociated, as float sums
