@@ -98,10 +98,21 @@ def _object_compiled(module, obj):
 
 def _register_libm():
     """Bind the libm symbols kernels call to this process's libm, explicitly."""
-    libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+    libm = _libm()
     for base in _LIBM_NAMES:
         for sym in (base, base + "f"):
             llvm.add_symbol(sym, ctypes.cast(getattr(libm, sym), ctypes.c_void_p).value)
+
+
+def _libm():
+    """This process's libm, by its usual names first: ``find_library`` runs ``ldconfig``
+    in a subprocess (1-7 ms of a process's first compilation)."""
+    for name in ("libm.so.6", "libm.dylib"):
+        try:
+            return ctypes.CDLL(name)
+        except OSError:
+            pass
+    return ctypes.CDLL(ctypes.util.find_library("m"))
 
 
 def optimize(llmod, tm, pipeline="full"):
