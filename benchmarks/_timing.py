@@ -1,5 +1,7 @@
-"""Timing helpers shared by the benchmark scripts: medians over repeats, ratio tables."""
+"""Timing helpers shared by the benchmark scripts: medians over repeats, ratio tables, and
+the machine-readable result lines ``run_all.py`` gathers into one table."""
 
+import json
 import time
 
 import numpy as np
@@ -34,3 +36,17 @@ def optional_import(name):
         return __import__(name)
     except ImportError:
         return None
+
+
+RESULT_MARK = "@@fc-result "
+PEERS = ("NumPy", "JAX", "torch")
+
+
+def result(workload, functorch_core, *, numpy=None, jax=None, torch=None, unit="ms"):
+    """Print one line for ``run_all.py``'s table: seconds per call of ``workload`` through
+    functorch_core and through each peer that ran it (None: not installed, or no such
+    variant). ``unit`` ("ms" or "us") is how the table shows it. A peer is only given for
+    the same computation (not a closed form that skips the transform)."""
+    peers = dict(zip(PEERS, (numpy, jax, torch), strict=True))
+    print(RESULT_MARK + json.dumps({"workload": workload, "functorch_core": functorch_core,
+                                    "peers": peers, "unit": unit}), flush=True)

@@ -21,7 +21,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import functorch_core as fc
-from benchmarks._timing import optional_import
+from benchmarks._timing import optional_import, result
 
 INNER = 2000       # calls per timed loop
 REPEATS = 15
@@ -129,6 +129,11 @@ def main():
             print(f"  {name:<32} {'not installed':>12}")
         else:
             print(f"  {name:<32} {t * 1e6:9.2f} us {t / base:8.2f}x")
+    result("dispatch jit(x + 1.0), f32[4]", rows["jit cpu"], numpy=rows["numpy x + 1.0"],
+           jax=rows["jax jit"], torch=rows["torch eager"], unit="us")
+    result("dispatch f(params dict, x), 2-layer net", rows["jit cpu (params dict)"],
+           numpy=rows["numpy (params dict)"], jax=rows["jax jit (params dict)"],
+           torch=rows["torch eager (params dict)"], unit="us")
 
 
 if __name__ == "__main__":

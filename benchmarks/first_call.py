@@ -30,6 +30,7 @@ import tempfile
 import time
 
 import numpy as np
+from _timing import result
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -179,6 +180,12 @@ def main():
         cold_first, warm_first = (med(rows[k], "first") for k in list(rows)[:2])
         print(f"  first call vs JAX's: empty cache {cold_first / jax_first:.2f}x, "
               f"warm cache {warm_first / jax_first:.2f}x")
+    jax_first = med(rows["JAX, first process"], "first") if "JAX, first process" in rows else None
+    for name, label in zip(list(rows)[:2], ("empty cache", "warm cache"), strict=True):
+        compile_s = float(np.median([r["phases"]["jit compile, all steps"] for r in rows[name]]))
+        result(f"first call jit(vmap(grad)) MLP, {label}: compile", compile_s)
+        result(f"first call jit(vmap(grad)) MLP, {label}: whole call", med(rows[name], "first"),
+               jax=jax_first)
     for name in list(rows)[:2]:
         phases = rows[name][0]["phases"]
         print(f"\n  phases of the first call, {name} (first repeat):")

@@ -17,6 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
+from benchmarks._timing import optional_import, result
 
 
 def chain(x):
@@ -44,14 +45,26 @@ def _jax_rows(x, t_cpu):
         import jax.numpy as jnp
     except ImportError:
         print("  JAX jit         not installed")
-        return
+        return None
     f = jax.jit(lambda x: jnp.tanh(0.5 * x + 1) * jax.nn.sigmoid(x) + jnp.exp(-x ** 2))
-    t = median_time(lambda a: jax.block_until_ready(f(a)), x, 7)
+    t = t_jax = median_time(lambda a: jax.block_until_ready(f(a)), x, 7)
     print(f"  JAX jit         {t * 1e3:8.2f} ms   (jit cpu is {t_cpu / t:.2f}x JAX's time)")
     g = jax.jit(lambda x: x + 1.0)
     small = np.ones(4, np.float32)
     t = median_time(lambda a: g(a).block_until_ready(), small, 9, inner=2000)
     print(f"  JAX per-call jit(lambda x: x + 1.0), f32[4]: {t * 1e6:.2f} us")
+    return t_jax
+
+
+def _torch_time(x):
+    torch = optional_import("torch")
+    if torch is None:
+        return None
+    xt = torch.from_numpy(x)
+    t = median_time(lambda a: torch.tanh(0.5 * a + 1) * torch.sigmoid(a) + torch.exp(-a ** 2),
+                    xt, 7)
+    print(f"  torch eager     {t * 1e3:8.2f} ms")
+    return t
 
 
 def main():
@@ -79,7 +92,9 @@ def main():
           f"{workers} workers above)")
     print(f"  cpu first call (trace+compile+run) {compile_s * 1e3:.1f} ms, "
           f"max |cpu - numpy| = {err:.2e}")
-    _jax_rows(x, t_cpu)
+    t_jax = _jax_rows(x, t_cpu)
+    result("fused tanh(0.5x+1)*sigmoid(x)+exp(-x^2), 16M f32", t_cpu, numpy=t_np, jax=t_jax,
+           torch=_torch_time(x))
 
     small = np.ones(4, np.float32)
     for name in ("cpu", "interpreter"):

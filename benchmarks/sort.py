@@ -13,7 +13,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from _timing import median_time, optional_import, report
+from _timing import median_time, optional_import, report, result
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
@@ -61,6 +61,8 @@ def main():
                     return torch.argsort(xt, dim=axis, stable=True)
             rows["torch"] = median_time(t, repeats)
         report(title, rows, "numpy (kind='stable')")
+        result(title, rows["jit(cpu)"], numpy=rows["numpy (kind='stable')"],
+               jax=rows.get("JAX jit"), torch=rows.get("torch"))
 
 
 if __name__ == "__main__":

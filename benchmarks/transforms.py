@@ -12,7 +12,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import itertools
 
-from _timing import median_time, optional_import, report
+from _timing import median_time, optional_import, report, result
 
 import functorch_core as fc
 
@@ -79,6 +79,9 @@ def bench_per_sample(rng):
               for k in range(3) for j in range(2))
     report(f"per-sample gradients, MLP 784-512-512-10, batch {batch}, float32 "
            f"(max |error| vs loop {err:.1e})", rows, "functorch_core jit(vmap(grad))")
+    result(f"per-sample grads, MLP, batch {batch}, f32", rows["functorch_core jit(vmap(grad))"],
+           numpy=rows["NumPy per-example loop"], jax=rows["JAX jit(vmap(grad))"],
+           torch=rows["torch.func vmap(grad)"])
 
 
 def _jax_per_sample(params, xs, ys):
@@ -143,9 +146,11 @@ def bench_jacobians(rng):
         def jf(w, b, x):
             return jnp.tanh(w @ x + b)
         jr, jfw = jax.jit(jax.jacrev(jf, argnums=2)), jax.jit(jax.jacfwd(jf, argnums=2))
-        rows["JAX jit(jacrev)"] = median_time(lambda: jax.block_until_ready(jr(w, b, x)), REPEATS)
-        rows["JAX jit(jacfwd)"] = median_time(lambda: jax.block_until_ready(jfw(w, b, x)),
-                                              REPEATS)
+        with jax.enable_x64(True):      # float64 as here, not JAX's default float32
+            rows["JAX jit(jacrev)"] = median_time(lambda: jax.block_until_ready(jr(w, b, x)),
+                                                  REPEATS)
+            rows["JAX jit(jacfwd)"] = median_time(lambda: jax.block_until_ready(jfw(w, b, x)),
+                                                  REPEATS)
     torch = optional_import("torch")
     if torch is not None:
         from torch.func import jacfwd, jacrev
@@ -159,6 +164,9 @@ def bench_jacobians(rng):
                                                 REPEATS)
     report(f"Jacobian of tanh(W x + b), D={d}, float64 (max |error| {err:.1e})", rows,
            "functorch_core jit(jacrev)")
+    for kind in ("jacrev", "jacfwd"):
+        result(f"{kind} of tanh(W x + b), D={d}, f64", rows[f"functorch_core jit({kind})"],
+               jax=rows.get(f"JAX jit({kind})"), torch=rows.get(f"torch.func {kind}"))
 
 
 # --- hessian of a 512-dimensional scalar function ---------------------------------------------
@@ -185,9 +193,11 @@ def bench_hessian(rng):
     jax = optional_import("jax")
     if jax is not None:
         import jax.numpy as jnp
-        jq = jnp.asarray(q)
-        hj = jax.jit(jax.hessian(lambda z: jax.nn.logsumexp(z) + 0.5 * z @ jq @ z))
-        rows["JAX jit(hessian)"] = median_time(lambda: jax.block_until_ready(hj(z)), REPEATS)
+        with jax.enable_x64(True):      # float64 as here, not JAX's default float32
+            jq = jnp.asarray(q)
+            hj = jax.jit(jax.hessian(lambda z: jax.nn.logsumexp(z) + 0.5 * z @ jq @ z))
+            rows["JAX jit(hessian)"] = median_time(lambda: jax.block_until_ready(hj(z)),
+                                                   REPEATS)
     torch = optional_import("torch")
     if torch is not None:
         from torch.func import hessian
@@ -196,6 +206,57 @@ def bench_hessian(rng):
         rows["torch.func hessian"] = median_time(lambda: ht(tz), REPEATS)
     report(f"Hessian of log-sum-exp + quadratic, d={d}, float64 (max |error| {err:.1e})", rows,
            "functorch_core jit(hessian)")
+    result(f"hessian lse(z) + z'Qz/2, d={d}, f64", rows["functorch_core jit(hessian)"],
+           jax=rows.get("JAX jit(hessian)"), torch=rows.get("torch.func hessian"))
+
+
+def bench_hessian_affine(rng, dtype):
+    """The Hessian of logsumexp(A x) + |x|^2 / 2: A^T (diag(p) - p p^T) A + I, p =
+    softmax(A x); one d^3 product at least."""
+    d = 128 if QUICK else 512
+    a = (rng.normal(size=(d, d)) / np.sqrt(d)).astype(dtype)
+    x = rng.normal(size=d).astype(dtype)
+
+    def f(x):
+        z = a @ x
+        m = np.max(z)
+        return np.log(np.sum(np.exp(z - m))) + m + 0.5 * np.sum(x * x)
+    jh = fc.jit(fc.hessian(f))
+    p = np.exp(a @ x - np.max(a @ x))
+    p /= p.sum()
+    exact = a.T @ (np.diag(p) - np.outer(p, p)) @ a + np.eye(d, dtype=dtype)
+    got = jh(x)
+    assert got.dtype == dtype, got.dtype
+    err = float(np.max(np.abs(got - exact)))
+    name = np.dtype(dtype).name
+    rows = {"functorch_core jit(hessian)": median_time(lambda: jh(x), REPEATS)}
+    jax = optional_import("jax")
+    if jax is not None:
+        import jax.numpy as jnp
+        ja = jnp.asarray(a)
+        with jax.enable_x64(dtype == np.float64):
+            hj = jax.jit(jax.hessian(lambda x: jax.nn.logsumexp(ja @ x) + 0.5 * jnp.sum(x * x)))
+            jx = jnp.asarray(x)
+            rows["JAX jit(hessian)"] = median_time(lambda: jax.block_until_ready(hj(jx)), REPEATS)
+    rows["torch.func hessian"] = _torch_hessian_affine(a, x)
+    report(f"Hessian of logsumexp(A x) + |x|^2/2, d={d}, {name} (max |error| {err:.1e})", rows,
+           "functorch_core jit(hessian)")
+    result(f"hessian lse(A x) + |x|^2/2, d={d}, {name}", rows["functorch_core jit(hessian)"],
+           jax=rows.get("JAX jit(hessian)"), torch=rows["torch.func hessian"])
+
+
+def _torch_hessian_affine(a, x):
+    torch = optional_import("torch")
+    if torch is None:
+        return None
+    from torch.func import hessian
+    ta, tx = torch.from_numpy(a), torch.from_numpy(x)
+    ht = hessian(lambda x: torch.logsumexp(ta @ x, 0) + 0.5 * torch.sum(x * x))
+    try:
+        return median_time(lambda: ht(tx), REPEATS)
+    except Exception as e:      # a peer that fails is a row, not a crash
+        print(f"  torch.func hessian failed: {type(e).__name__}: {e}")
+        return None
 
 
 def main():
@@ -204,6 +265,8 @@ def main():
     bench_per_sample(rng)
     bench_jacobians(rng)
     bench_hessian(rng)
+    bench_hessian_affine(rng, np.float32)
+    bench_hessian_affine(rng, np.float64)
 
 
 if __name__ == "__main__":

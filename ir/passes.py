@@ -161,5 +161,8 @@ class _Bind:
 
 
 def simplify(graph: Graph) -> Graph:
-    """inline, rewrite products (``ir.products``), then fold constants, CSE and DCE."""
-    return dce(cse(fold_constants(simplify_products(rewrite_products(inline(graph))))))
+    """inline, rewrite products (``ir.products``), then fold constants, CSE and DCE, and
+    rewrite products once more: a transposed product whose other uses CSE merged or DCE
+    dropped folds only then (the symmetrised Hessian of ``hessian``, for one)."""
+    graph = dce(cse(fold_constants(simplify_products(rewrite_products(inline(graph))))))
+    return rewrite_products(graph)

@@ -20,7 +20,8 @@ from backends.llvm import cache, runtime
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # jit three graphs (two differ only in a constant), check them against NumPy and print
-# the cache counters and the results' bytes
+# the cache counters and the results' bytes. Each graph is one module of kernels and one
+# native graph entry (small kernels only): six modules, six cache entries.
 SCRIPT = """
 import json, sys
 import numpy as np
@@ -63,10 +64,10 @@ def test_second_process_loads_object_code_instead_of_compiling(tmp_path):
     cache_dir = tmp_path / "cache"
     first = run_script(cache_dir, tmp_path)
     assert first["stats"].get("hits", 0) == 0
-    assert first["stats"]["compiled"] == 3 and first["stats"]["writes"] == 3
-    assert len(entries(cache_dir)) == 3     # one per graph: no collisions
+    assert first["stats"]["compiled"] == 6 and first["stats"]["writes"] == 6
+    assert len(entries(cache_dir)) == 6     # two per graph: no collisions
     second = run_script(cache_dir, tmp_path)
-    assert second["stats"]["hits"] == 3
+    assert second["stats"]["hits"] == 6
     assert second["stats"].get("compiled", 0) == 0 and second["stats"].get("writes", 0) == 0
     assert second["results"] == first["results"]
 
@@ -76,7 +77,7 @@ def test_corrupt_entries_are_compiled_again_and_replaced(tmp_path):
     first = run_script(cache_dir, tmp_path)
     names = entries(cache_dir)
     folder = os.path.join(cache_dir, "llvm")
-    truncated, flipped, emptied = (os.path.join(folder, n) for n in names)
+    truncated, flipped, emptied = (os.path.join(folder, n) for n in names[:3])
     with open(truncated, "r+b") as f:
         f.truncate(os.path.getsize(truncated) // 2)
     with open(flipped, "r+b") as f:
@@ -89,18 +90,18 @@ def test_corrupt_entries_are_compiled_again_and_replaced(tmp_path):
     assert second["stats"]["corrupt"] == 3 and second["stats"]["compiled"] == 3
     assert second["results"] == first["results"]
     third = run_script(cache_dir, tmp_path)
-    assert third["stats"]["hits"] == 3 and third["stats"].get("compiled", 0) == 0
+    assert third["stats"]["hits"] == 6 and third["stats"].get("compiled", 0) == 0
 
 
 def test_disabled_cache_writes_nothing(tmp_path):
     out = run_script("", tmp_path)
-    assert out["stats"]["compiled"] == 3 and out["stats"].get("writes", 0) == 0
+    assert out["stats"]["compiled"] == 6 and out["stats"].get("writes", 0) == 0
     assert not any(files for _, _, files in os.walk(tmp_path))
 
 
 def test_default_folder_follows_xdg_cache_home(tmp_path):
     run_script(None, tmp_path)
-    assert len(entries(tmp_path / "xdg" / "functorch_core")) == 3
+    assert len(entries(tmp_path / "xdg" / "functorch_core")) == 6
 
 
 def test_directory_from_environment(monkeypatch, tmp_path):
@@ -192,7 +193,7 @@ def test_one_process_compiles_a_module_once(folder):
     a = fc.jit(lambda v: v * c - 1.0, backend="cpu")(x)
     runtime._CACHE.clear()      # a new executable: same IR, same engine module
     b = fc.jit(lambda v: v * c - 1.0, backend="cpu")(x)
-    assert cache.stats["compiled"] == compiled + 1
+    assert cache.stats["compiled"] == compiled + 2     # its kernels and its graph entry
     np.testing.assert_array_equal(a, b)
     np.testing.assert_allclose(a, x * c - 1, rtol=1e-6)
 
@@ -205,4 +206,5 @@ def test_small_and_big_kernels_are_two_entries(folder):
     got_big, got_small = fc.jit(lambda a, b: (a * c, fnp.exp(b) + c), backend="cpu")(big, small)
     np.testing.assert_allclose(got_big, big * c, rtol=1e-6)
     np.testing.assert_allclose(got_small, np.exp(small) + c, rtol=1e-6)
-    assert cache.stats["writes"] == writes + 2 and len(entries(folder.parent)) == 2
+    # the two modules of kernels and the graph entry that calls them all
+    assert cache.stats["writes"] == writes + 3 and len(entries(folder.parent)) == 3

@@ -475,3 +475,14 @@ def test_a_one_array_call_under_a_trace_is_recorded_not_run():
     jf(x)
     graph = fc.make_graph(lambda y: jf(x) * y)(np.ones(3))
     assert any(e.prim is P.call for e in graph.eqns)
+
+
+def test_libm_is_found_without_running_ldconfig(monkeypatch):
+    import ctypes.util
+
+    def refuse(name):
+        raise AssertionError(f"find_library({name!r}) runs ldconfig in a subprocess")
+    monkeypatch.setattr(ctypes.util, "find_library", refuse)
+    libm = runtime._libm()
+    libm.exp.restype, libm.exp.argtypes = ctypes.c_double, [ctypes.c_double]
+    assert libm.exp(1.0) == np.exp(1.0)

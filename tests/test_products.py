@@ -136,3 +136,28 @@ def test_per_sample_gradients_write_each_gradient_once():
     want = np.stack([fc.grad(loss)(w, x) for x in xs])
     np.testing.assert_allclose(fc.jit(f)(w, xs), want, rtol=1e-12)
     np.testing.assert_allclose(fc.jit(f, backend="interpreter")(w, xs), want, rtol=1e-12)
+
+
+def test_the_symmetrised_hessian_of_an_affine_argument_has_no_transposed_copy():
+    """hessian = jacfwd(jacrev): its d x d product reaches the result through a transpose
+    only once CSE and DCE have removed the product's other uses; the transposed product
+    must still fold into the product (BLAS's transpose flags, no copy)."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((6, 6)) / 3
+    x = rng.standard_normal(6)
+
+    def f(x):
+        z = a @ x
+        m = np.max(z)
+        return np.log(np.sum(np.exp(z - m))) + m + 0.5 * np.sum(x * x)
+    graph = passes.simplify(fc.make_graph(fc.hessian(f))(x))
+    products = {id(e.outputs[0]) for e in graph.eqns if e.prim is P.dot_general}
+    assert any(e.prim is P.dot_general and e.outputs[0].aval.shape == (6, 6)
+               for e in graph.eqns), graph
+    assert not any(e.prim is P.transpose and id(e.inputs[0]) in products
+                   for e in graph.eqns), graph
+    p = np.exp(a @ x - np.max(a @ x))
+    p /= p.sum()
+    want = a.T @ (np.diag(p) - np.outer(p, p)) @ a + np.eye(6)
+    np.testing.assert_allclose(run_graph(graph, [x])[0], want, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(fc.jit(fc.hessian(f))(x), want, rtol=1e-12, atol=1e-14)

@@ -280,7 +280,7 @@ def test_dropped_jit_functions_free_their_native_code(monkeypatch, tmp_path):
         del f
     gc.collect()
     grown = _rss_mb() - before
-    assert cache.stats["hits"] - hits == n
+    assert cache.stats["hits"] - hits == 2 * n      # each: its kernel module, its graph entry
     assert grown < 8, f"+{grown:.1f} MB after {n} compiled and dropped functions"
 
 

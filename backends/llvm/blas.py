@@ -1,5 +1,8 @@
-"""dot_general through SciPy's BLAS (?gemm function pointers from its capsules: sgemm,
-dgemm, cgemm, zgemm).
+"""dot_general through the BLAS NumPy itself loaded when it is the OpenBLAS its wheels
+bundle (64-bit ints: ``scipy_?gemm_64_``), else through SciPy's (?gemm function pointers
+from its capsules: sgemm, dgemm, cgemm, zgemm; 32-bit ints). NumPy's is already loaded
+and started, where loading SciPy's costs tens of milliseconds of the first jit call that
+has a product, and starts a second pool of BLAS threads.
 
 Each batch is one gemm call on the row-major problem C = A B, passed to the
 column-major BLAS as C^T = B^T A^T. An operand stored as (batch, m, k) / (batch, k, n),
@@ -25,6 +28,7 @@ _GEMM_NAMES = {np.dtype(np.float32): "sgemm", np.dtype(np.float64): "dgemm",
 _PART = {np.dtype(np.float32): ctypes.c_float, np.dtype(np.float64): ctypes.c_double,
          np.dtype(np.complex64): ctypes.c_float, np.dtype(np.complex128): ctypes.c_double}
 _cache: dict = {}
+_numpy_lib: list = []     # [NumPy's OpenBLAS as a CDLL, or None] once looked for
 
 
 def _scalar(dtype, value):
@@ -68,9 +72,41 @@ def _cython_blas():
         return importlib.import_module(name)
 
 
+def _numpy_openblas():
+    """NumPy's bundled ILP64 OpenBLAS, the same library NumPy loaded (so dlopen only hands
+    back its handle), when every ?gemm is there: a CDLL, or None."""
+    base = os.path.dirname(np.__file__)
+    for folder in (base + ".libs", os.path.join(base, ".dylibs")):
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            continue
+        for name in names:
+            if not name.startswith("libscipy_openblas64_"):
+                continue
+            try:
+                lib = ctypes.CDLL(os.path.join(folder, name))
+            except OSError:
+                continue
+            if all(hasattr(lib, f"scipy_{n}_64_") for n in _GEMM_NAMES.values()):
+                return lib
+    return None
+
+
+def blas_int_bits() -> int:
+    """The width of the BLAS's integer arguments: 64 for NumPy's OpenBLAS, 32 for SciPy's."""
+    if not _numpy_lib:
+        _numpy_lib.append(_numpy_openblas())
+    return 64 if _numpy_lib[0] is not None else 32
+
+
 def gemm_address(dtype) -> int:
-    """The address of SciPy's ?gemm for ``dtype`` (Fortran ABI: every argument by pointer)."""
-    return _capsule_pointer(_cython_blas().__pyx_capi__[_GEMM_NAMES[np.dtype(dtype)]])
+    """The address of ?gemm for ``dtype`` (Fortran ABI: every argument by pointer, integers
+    of :func:`blas_int_bits`)."""
+    name = _GEMM_NAMES[np.dtype(dtype)]
+    if blas_int_bits() == 64:
+        return ctypes.cast(getattr(_numpy_lib[0], f"scipy_{name}_64_"), ctypes.c_void_p).value
+    return _capsule_pointer(_cython_blas().__pyx_capi__[name])
 
 
 def gemm(dtype):
@@ -144,13 +180,13 @@ class DotGeneral:
         self.out_shape = tuple(lhs_shape[i] for i in lb) + tuple(lhs_shape[i] for i in lfree) \
             + tuple(rhs_shape[i] for i in rfree)
         self.dtype = np.dtype(dtype)
-        if max(self.m, self.n, self.k) >= 2 ** 31:
-            raise ValueError("dot_general: a matrix dimension does not fit BLAS's 32-bit int")
         self.fn = gemm(self.dtype)
+        if blas_int_bits() == 32 and max(self.m, self.n, self.k) >= 2 ** 31:
+            raise ValueError("dot_general: a matrix dimension does not fit BLAS's 32-bit int")
         # operands already in a gemm layout go as they are; others are copied into one
         self.layout = gemm_layout(lhs_shape, rhs_shape, dimension_numbers)
         lay = self.layout or GemmLayout(self.batch, self.m, self.n, self.k, False, False)
-        c_int = ctypes.c_int
+        c_int = ctypes.c_int64 if blas_int_bits() == 64 else ctypes.c_int
         self._args = [ctypes.c_char(b"T" if lay.trans_rhs else b"N"),
                       ctypes.c_char(b"T" if lay.trans_lhs else b"N"), c_int(self.n),
                       c_int(self.m), c_int(self.k), _scalar(self.dtype, 1.0), c_int(lay.ldb),
@@ -195,7 +231,7 @@ class GemmCall:
 
 def emit_gemm(b: ir.IRBuilder, call: GemmCall, data):
     """Call ?gemm once per batch at ``b``; ``data(slot)`` is the slot's data pointer."""
-    i32, i64, ptr = ir.IntType(32), ir.IntType(64), ir.PointerType()
+    i32, i64, ptr = ir.IntType(blas_int_bits()), ir.IntType(64), ir.PointerType()
     part = ir.FloatType() if _PART[call.dtype] is ctypes.c_float else ir.DoubleType()
     scalar = ir.ArrayType(part, 2) if call.dtype.kind == "c" else part
     module, lay = b.module, call.layout

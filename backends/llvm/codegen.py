@@ -72,10 +72,40 @@ def _acc_dtype(prim, dt):
     return dt
 
 
-def _loops(kernel: Kernel, accesses):
-    """Coalesced loops: [(size, strides per access)] and how many are kept (outer) loops."""
+def _leading_reduction(kernel: Kernel) -> bool:
+    """Whether ``kernel`` reduces leading axes only (every reduced axis before every kept
+    one, as a sum over the rows of a matrix), with plain reductions that accumulate in
+    their result's own dtype. Such a kernel loops in memory order and accumulates in the
+    result (initialised first), so its reads, its stores and the vectorized loop run along
+    the contiguous kept axes instead of striding down the reduced ones. Each result still
+    combines its elements in index order, as the reduced-axes-innermost loops do."""
+    k, axes = kernel, kernel.axes or ()
+    if not k.reduces or k.scatters or k.reverse or any(op.prim in SCANS for op in k.ops):
+        return False
+    if any(r.axis is not None or r.in_dtype != r.out_dtype or r.out_dtype.kind not in "fiu"
+           or _acc_dtype(r.prim, r.in_dtype) != r.out_dtype for r in k.reduces):
+        return False
+    dims = [d for d in range(len(k.shape)) if k.shape[d] != 1]
+    kept = [d for d in dims if d not in axes]
+    if not kept or not any(d in axes for d in dims) or not all(
+            d in axes for d in dims[:len(dims) - len(kept)]):
+        return False
+    # only when that walks memory more contiguously: the reads' and stores' steps along
+    # the innermost kept axis against those along the innermost reduced one
+    strides = [r.strides for r in k.reads] + [c_strides(k.shape)] * len(k.stores)
+
+    def cost(d):
+        return sum(min(abs(st[d]), 16) for st in strides)
+    return cost(kept[-1]) < cost(max(d for d in dims if d in axes))
+
+
+def _loops(kernel: Kernel, accesses, leading=False):
+    """Coalesced loops: [(size, strides per access)] and how many are kept (outer) loops
+    (``leading``: the reduced loops come first, see :func:`_leading_reduction`)."""
     shape, axes = kernel.shape, kernel.axes or ()
     order = [d for d in range(len(shape)) if d not in axes] + list(axes)
+    if leading:
+        order = list(range(len(shape)))
     loops, n_kept = [], 0
     prev_group = None
     for d in order:
@@ -120,8 +150,9 @@ class _KernelEmitter:
         self.dyn_base = 2 + len(k.reads)
         self.counter_base = self.dyn_base + len(k.dyn_reads)
         self.scatter_base = self.counter_base + len(unit)
-        self.loops, self.n_kept = _loops(k, accesses)
-        self.splittable = self.n_kept >= 1 and not k.scatters
+        self.leading = _leading_reduction(k)
+        self.loops, self.n_kept = _loops(k, accesses, self.leading)
+        self.splittable = self.n_kept >= 1 and not k.scatters and not self.leading
         self.b = ir.IRBuilder(self.fn.append_basic_block("entry"))
         self.e = Emitter(self.b)
         self.indices = []
@@ -136,7 +167,8 @@ class _KernelEmitter:
             if op.prim in SCANS:
                 self.acc[id(op)] = [(self.b.alloca(compute_type(op.dtype)), op.dtype,
                                      _scan_identity(op.prim, op.dtype))]
-        self.block_level, self.chunk = _block_level(self.loops, self.n_kept)
+        self.block_level, self.chunk = (None, 0) if self.leading else \
+            _block_level(self.loops, self.n_kept)
         self.pairwise = {}     # id(reduce) -> its pending block sums, when blocked
         if self.block_level is not None:
             for r in k.reduces:
@@ -283,10 +315,22 @@ class _KernelEmitter:
         b.branch(header)
         b.position_at_end(done)
 
+    def init_results(self):
+        """Leading reductions: every element of each result starts at its identity."""
+        k = self.kernel
+        kept = int(np.prod([d for i, d in enumerate(k.shape) if i not in k.axes], dtype=np.int64))
+        loop = self.open_loop(ir.Constant(I64, 0), ir.Constant(I64, kept))
+        for r in k.reduces:
+            self.e.store(r.out_dtype, self.e.const(r.out_dtype, _identity(r.prim, r.out_dtype)),
+                         self.element(r.slot, r.out_dtype, loop[1]))
+        self.close_loop(*loop)
+
     def emit(self):
+        if self.leading:
+            self.init_results()
         b, stack = self.b, []
         for level, (size, _) in enumerate(self.loops):
-            if level == self.n_kept:
+            if level == self.n_kept and not self.leading:
                 self.init_accumulators()
             split = level == 0 and self.splittable
             start = self.fn.args[-2] if split else ir.Constant(I64, 0)
@@ -302,11 +346,11 @@ class _KernelEmitter:
             loop = self.open_loop(start, end)
             stack.append(("loop", loop))
             self.indices.append(loop[1])
-        inner_reduces = self.n_kept < len(self.loops)
-        if not inner_reduces:
+        inner_reduces = self.n_kept < len(self.loops) and not self.leading
+        if not inner_reduces and not self.leading:
             self.init_accumulators()
         self.body()
-        if not inner_reduces:
+        if not inner_reduces and not self.leading:
             self.store_reductions()
         while stack:
             kind, loop = stack.pop()
@@ -379,7 +423,10 @@ class _KernelEmitter:
             e.store(dt, value(ref, dt), self.element(slot, dt, full))
         for r in k.reduces:
             x = value(r.ref, r.in_dtype)
-            if r.axis is None:
+            if self.leading:
+                dt, ptr = r.out_dtype, self.element(r.slot, r.out_dtype, self.linear(1))
+                e.store(dt, RULES[_COMBINE[r.prim]](e, dt, e.load(dt, ptr), x), ptr)
+            elif r.axis is None:
                 (ptr, dt, _), = self.acc[id(r)]
                 acc = b.load(ptr, typ=compute_type(dt))
                 if dt.kind == "c" and r.prim is P.reduce_sum:   # reassociated, as float sums
@@ -559,7 +606,7 @@ def _arg_dtypes(op):
     return [op.arg_dtype] * len(op.args)
 
 
-def emit_graph_entry(module: ir.Module, name: str, calls, n_args: int, none_address: int,
+def emit_graph_entry(module: ir.Module, name: str, calls, n_args: int, none_symbol: str,
                      incref_none: bool, data_offset: int = 0):
     """``name(self, PyObject *const *args, Py_ssize_t nargs)``: a CPython METH_FASTCALL
     function that runs a whole graph of kernels in one call from Python.
@@ -570,6 +617,8 @@ def emit_graph_entry(module: ir.Module, name: str, calls, n_args: int, none_addr
     table of its slots) or a :class:`blas.GemmCall` (data pointers read here,
     at ``data_offset`` in the array object). Returns ``None`` (a new reference,
     so incremented unless this CPython's None is immortal), or NULL for a wrong ``nargs``.
+    ``None`` is the external symbol ``none_symbol``: no address of this process is in the
+    code, so its object code can be cached on disk.
     """
     fn = ir.Function(module, ir.FunctionType(_PTR, [_PTR, _PTR, I64]), name)
     _, args, nargs = fn.args
@@ -603,8 +652,7 @@ def emit_graph_entry(module: ir.Module, name: str, calls, n_args: int, none_addr
         kernel = ir.Function(module, ir.FunctionType(
             ir.VoidType(), [_PTR] * len(slots) + [I64, I64]), symbol)
         b.call(kernel, [objects[s] for s in slots] + bounds)
-    none = ir.Constant(I64, none_address).inttoptr(_PTR)
+    none = ir.GlobalVariable(module, I64, none_symbol)     # its reference count
     if incref_none:
-        count = b.load(none, typ=I64)
-        b.store(b.add(count, ir.Constant(I64, 1)), none)
-    b.ret(none)
+        b.store(b.add(b.load(none, typ=I64), ir.Constant(I64, 1)), none)
+    b.ret(b.bitcast(none, _PTR))

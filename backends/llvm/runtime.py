@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import itertools
 import math
 import operator
 import os
@@ -181,10 +180,21 @@ def _object_compiled(module, obj):
 
 def _register_libm():
     """Bind the libm symbols kernels call to this process's libm, explicitly."""
-    libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+    libm = _libm()
     for base in _LIBM_NAMES:
         for sym in (base, base + "f"):
             llvm.add_symbol(sym, ctypes.cast(getattr(libm, sym), ctypes.c_void_p).value)
+
+
+def _libm():
+    """This process's libm, by its usual names first: ``find_library`` runs ``ldconfig``
+    in a subprocess (1-7 ms of a process's first compilation)."""
+    for name in ("libm.so.6", "libm.dylib"):
+        try:
+            return ctypes.CDLL(name)
+        except OSError:
+            pass
+    return ctypes.CDLL(ctypes.util.find_library("m"))
 
 
 def optimize(llmod, tm, pipeline="full"):
@@ -270,14 +280,15 @@ def _compile_kernels(kernels, pipeline):
     fns = {}
     arg = ctypes.c_void_p if DATA_OFFSET is None else ctypes.py_object
     for key, (name, slots, outer) in entries.items():
-        address = native.addresses[stem + name[len(_STEM):]]
+        symbol = stem + name[len(_STEM):]
+        address = native.addresses[symbol]
         if len(slots) > MAX_DIRECT_ARGS:
             fn = PackedKernel(address, len(slots))
         else:
             proto = ctypes.CFUNCTYPE(None, *([arg] * len(slots)), ctypes.c_int64,
                                      ctypes.c_int64)
             fn = proto(address)
-        fn.native = native
+        fn.native, fn.symbol = native, symbol
         fns[key] = (fn, slots, outer)
     return text, fns
 
@@ -302,17 +313,17 @@ class PackedKernel:
 
 
 def _add_module(text, digest, names, pipeline):
-    """A :class:`_NativeModule` for the module ``text``, optimized only when the disk
-    cache has no object code for ``digest``. Holds ``_lock``."""
+    """A :class:`_NativeModule` for the module ``text``, optimized (``pipeline``; None: not
+    at all) only when the disk cache has no object code for ``digest``. Holds ``_lock``."""
     tm = _engine()
     engine = _current_engine()
     llmod = _parse(text, tm, engine.context)
     llmod.name = _MODULE + digest
     obj = cache.load(digest)
-    if obj is None:
-        optimize(llmod, tm, pipeline)
-    else:
+    if obj is not None:
         _pending[llmod.name] = obj
+    elif pipeline is not None:
+        optimize(llmod, tm, pipeline)
     try:
         return _NativeModule(engine, llmod, names)
     finally:
@@ -521,7 +532,8 @@ def plan_arena(nbytes: dict, lifetimes: dict, align: int = ARENA_ALIGN):
 
 
 _METH_FASTCALL = 0x80
-_entry_ids = itertools.count()
+_NONE_SYMBOL = "fcx_py_none"
+_ENTRY = "fc_entry"
 
 
 # a prototype of its own (setting ctypes.pythonapi's argtypes per call races between threads)
@@ -553,29 +565,36 @@ def graph_entry(calls, n_args):
     """
     named, keep = [], []
     with _lock:
-        tm = _engine()
-        n = next(_entry_ids)
-        for j, call in enumerate(calls):
+        _engine()   # the target names the entry's digest
+        for call in calls:
             if isinstance(call, GemmCall):
                 named.append(call)
                 continue
             fn, slots, lo, hi = call
-            symbol = f"fc_entry_{n}_kernel_{j}"   # never reused: a stale address is never looked up
             packed = isinstance(fn, PackedKernel)
+            # the kernel's own (digest-named) symbol makes the entry's IR the same in every
+            # process, so the disk cache keeps its object code and the engine shares it; it
+            # is bound under the lock, to the module this entry keeps alive
+            symbol = f"fcx_{fn.symbol}"
             llvm.add_symbol(symbol, ctypes.cast(fn.raw if packed else fn, ctypes.c_void_p).value)
             named.append((symbol, slots, lo, hi, packed))
             keep.append(fn.native)
-        name = f"fc_entry_{n}"   # not _MODULE's prefix: never in the disk cache
-        module = ir.Module(name=name)
-        codegen.emit_graph_entry(module, name, named, n_args, id(None),
+        llvm.add_symbol(_NONE_SYMBOL, id(None))
+        module = ir.Module(name=_ENTRY)
+        codegen.emit_graph_entry(module, _ENTRY, named, n_args, _NONE_SYMBOL,
                                  sys.version_info < (3, 12), DATA_OFFSET)
-        # straight-line calls: the backend's own codegen optimizations suffice, and each
-        # optimize() leaks ~70 KB in llvmlite (its pass builder's callbacks)
-        engine = _current_engine()
-        llmod = _parse(str(module), tm, engine.context)
-        native = _NativeModule(engine, llmod, [name])
+        text = str(module)
+        digest = cache.key(text, f"{_state['target']} entry")
+        name = f"fc_{digest[:32]}_entry"
+        text = text.replace(f'@"{_ENTRY}"', f'@"{name}"')
+        native = _loaded.get(digest)
+        if native is None:
+            # straight-line calls: the backend's own codegen optimizations suffice, and each
+            # optimize() leaks ~70 KB in llvmlite (its pass builder's callbacks)
+            native = _loaded[digest] = _add_module(text, digest, [name], None)
+            native.kernels = keep       # the code it was linked against
     method = _MethodDef(name.encode(), native.addresses[name], _METH_FASTCALL, None)
-    owner = (method, native, *keep)
+    owner = (method, native)
     return _new_cfunction(ctypes.addressof(method), owner, None), owner
 
 
