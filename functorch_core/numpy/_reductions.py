@@ -136,10 +136,29 @@ def _sqrt(x):
 def _accumulate(name, fn, prim, combine, a, axis, dtype, out, keepdims, initial, where):
     x, axes = _prepare(name, a, axis, out, where)
     dt = _result_dtype(fn, name, aval(x).dtype, dtype)
-    y = prim.bind(cast(x, dt), axes=axes)
+    x = cast(x, dt)
+    if _given(initial) and prim is P.reduce_prod and dt.kind == "c" and axes \
+            and builtins.all(aval(x).shape[i] for i in axes):
+        x = _fold_initial(x, axes, combine, constant(np.asarray(initial, dtype=dt), dt))
+        return _finish(prim.bind(x, axes=axes), axes, keepdims)
+    y = prim.bind(x, axes=axes)
     if _given(initial):
         y = combine.bind(y, constant(np.asarray(initial, dtype=dt), dt))
     return _finish(y, axes, keepdims)
+
+
+def _fold_initial(x, axes, combine, init):
+    """``x`` with ``init`` combined into the first element of every reduced line, as
+    NumPy starts its accumulation: with complex infinities the order of a product decides
+    the result ((1+1j)*(inf j) is -inf+inf j, yet (that)*(1+0j) is nan+nan j)."""
+    shape = aval(x).shape
+    first = tuple(1 if i in axes else n for i, n in enumerate(shape))
+    head = P.slice.bind(x, start_indices=(0,) * len(shape), limit_indices=first,
+                        strides=(1,) * len(shape))
+    head = combine.bind(P.broadcast_in_dim.bind(init, shape=first, broadcast_dimensions=()),
+                        head)
+    zero = constant(0, np.dtype(np.int64))
+    return P.dynamic_update_slice.bind(x, head, *[zero] * len(shape))
 
 
 @implements(np.sum)
