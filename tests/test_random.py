@@ -334,3 +334,21 @@ def test_bad_arguments_are_named():
         R.categorical(K42, np.zeros((2, 4)), shape=(3,))
     with pytest.raises(ValueError, match=r"vmap\(.*\): randomness must be one of"):
         fc.vmap(_noisy, randomness="sometimes")
+
+
+def test_uint32_arithmetic_matches_numpy_on_every_backend():
+    import functorch_core.numpy as fnp
+    rng = np.random.default_rng(0)
+    a, b = (rng.integers(0, 2 ** 32, 64, dtype=np.uint32) for _ in range(2))
+    b[b == 0] = 1
+
+    def f(x, y):
+        return [x + y, x * y, x - y, x // y, x % y, x ^ y, x < y, x.astype(np.float32),
+                x.astype(np.float64), (x * 2).astype(np.int64), fnp.asarray(-x, np.uint8)]
+    want = f(a, b)
+    for backend in ("cpu", "interpreter"):
+        got = fc.jit(f, backend=backend)(a, b)
+        for g, w in zip(got, want, strict=True):
+            assert g.dtype == w.dtype
+            np.testing.assert_array_equal(g, w)
+    assert fnp.uint32 is np.uint32
