@@ -1,10 +1,15 @@
 """How a draw from the global random generator becomes a traced value under ``vmap``.
 
-``vmap`` traces the per-example function inside a :class:`Scope` (a ``contextvars``
-value). A draw there (``random.next_key()``) adds a fresh ``uint32[2]`` input to the
-per-example graph instead of freezing a key into it; ``vmap`` then feeds that input a
-fresh key on every call: one key for ``randomness='same'``, a batch of split keys
-(batched along the vmap axis) for ``'different'``. Under ``'error'`` the draw raises.
+Every transform (``jit``, ``grad``/``vjp``/``jvp``, ``vmap``, custom rules) traces its
+function inside a :class:`Scope` (a ``contextvars`` value). A draw there
+(``random.next_key()``) adds a fresh ``uint32[2]`` input to the traced graph instead of
+freezing a key into it, and the transform lists it as a captured value ``FRESH_KEY``
+that it fills with a fresh key on every call (``fill``): the compiled or cached graph
+is reused, the numbers are new. ``vmap`` fills it with one key for
+``randomness='same'`` and a batch of split keys (batched along the vmap axis) for
+``'different'``; under ``'error'`` the draw raises. The fresh key is itself drawn with
+``next_key()``: eagerly from the global generator, or, when the transform runs inside
+another one, as an input of the enclosing transform's graph.
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ KEY_AVAL = AbstractArray((2,), np.dtype(np.uint32))
 
 
 class Scope:
-    """The vmap being traced: its name, ``randomness`` mode and the trace around it."""
+    """The transform being traced: its name, mode (``'fresh'``, or vmap's ``randomness``)
+    and the trace around it."""
 
     def __init__(self, call: str, mode: str):
         self.call, self.mode = call, mode
@@ -64,3 +70,12 @@ class FreshKey:
 
 
 FRESH_KEY = FreshKey()
+
+
+def fill(captured, make_key=None) -> list:
+    """``captured`` with each FRESH_KEY replaced by a fresh key (``random.next_key()``)."""
+    if not any(c is FRESH_KEY for c in captured):
+        return list(captured)
+    if make_key is None:
+        from .random import next_key as make_key
+    return [make_key() if c is FRESH_KEY else c for c in captured]

@@ -19,9 +19,9 @@ Defaults follow NumPy, not JAX: floats are ``float64`` and integers ``int64`` un
 ``dtype`` is given (JAX gives float32/int32 with x64 off).
 
 Eager convenience: :func:`manual_seed` seeds a global generator and :func:`next_key`
-draws a fresh key from it (stateful modules such as Dropout use it). Inside
-``vmap`` the draw follows ``randomness=``; inside ``jit`` or a differentiation
-transform it raises (a drawn key would be frozen into the traced graph): pass a key.
+draws a fresh key from it (stateful modules such as Dropout use it). Inside ``jit``,
+``grad``/``vjp``/``jvp`` the draw becomes an implicit key input fed a fresh key on every
+call (the compiled graph is reused); inside ``vmap`` it follows ``randomness=``.
 """
 
 from __future__ import annotations
@@ -574,12 +574,14 @@ def _draw():
 def next_key():
     """A fresh key from the global generator (seeded by :func:`manual_seed`).
 
-    Eagerly it returns a new key and advances the generator. Inside
-    ``vmap(f, randomness=...)`` the key becomes an input of the traced function that
-    gets a fresh key on every call: ``'same'`` gives every batch element the same key,
-    ``'different'`` one key per element, ``'error'`` (vmap's default) raises. Inside
-    ``jit`` or ``grad`` (without a vmap that handles it) it raises, since a key drawn at
-    trace time would be the same on every call: pass a key argument instead.
+    Eagerly it returns a new key and advances the generator. Inside a transform
+    (``jit``, ``grad``, ``vjp``, ``jvp``, ``vmap``, custom rules) the key becomes an input
+    of the traced function that the transform feeds a fresh key on every call, so a
+    jitted function draws new numbers each call, the same ones the eager function would
+    have drawn from the same generator state. Under ``vmap(f, randomness=...)``:
+    ``'same'`` gives every batch element the same key, ``'different'`` one key per
+    element, ``'error'`` (vmap's default) raises. Where nothing feeds it (``make_graph``,
+    ``functionalize``) it raises: pass a key argument instead.
 
     Example::
 
@@ -593,10 +595,10 @@ def next_key():
     example = scope.example_trace(trace) if scope is not None else None
     if example is None:
         raise RuntimeError(
-            f"random.next_key was called while tracing {trace.name} (jit, grad or another "
-            "transform): a key drawn from the global generator at trace time would give the "
-            "same numbers on every call. Pass a key as an argument (random.key / "
-            "random.split), or under vmap pass randomness='same' or 'different'")
+            f"random.next_key was called while tracing {trace.name} outside the transforms "
+            "that feed it fresh keys (jit, grad, vjp, jvp, vmap), e.g. under make_graph or "
+            "functionalize: a key drawn at trace time would give the same numbers on every "
+            "call. Pass a key as an argument (random.key / random.split)")
     if scope.mode == "error":
         raise RuntimeError(
             f"{scope.call}: the function draws from the global random generator "

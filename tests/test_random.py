@@ -290,13 +290,35 @@ def test_nested_vmap_randomness_and_grad_inside():
     assert len({tuple(r) for r in g}) == 3 and np.all((g >= 0) & (g < 1))
 
 
-def test_global_draw_under_jit_or_grad_raises():
-    with pytest.raises(RuntimeError, match=r"next_key was called while tracing jit"):
-        fc.jit(_noisy)(np.zeros(2))
-    with pytest.raises(RuntimeError, match=r"Pass a key as an argument"):
-        fc.grad(lambda x: _noisy(x).sum())(np.zeros(2))
-    with pytest.raises(RuntimeError, match=r"next_key was called while tracing jit"):
-        fc.jit(fc.vmap(_noisy, randomness="same"))(np.zeros((3, 2)))
+@pytest.mark.parametrize("backend", ["cpu", "interpreter"])
+def test_jit_draws_fresh_keys_on_every_call(backend):
+    f = fc.jit(_noisy, backend=backend)
+    fc.manual_seed(5)
+    got = [f(np.zeros(2)) for _ in range(3)]
+    fc.manual_seed(5)
+    want = [_noisy(np.zeros(2)) for _ in range(3)]
+    np.testing.assert_array_equal(got, want)
+    assert len({tuple(g) for g in got}) == 3 and len(f.cache) == 1     # compiled once
+    jv = fc.jit(fc.vmap(_noisy, randomness="different"), backend=backend)
+    fc.manual_seed(6)
+    a = jv(np.zeros((3, 2)))
+    fc.manual_seed(6)
+    np.testing.assert_array_equal(a, fc.vmap(_noisy, randomness="different")(np.zeros((3, 2))))
+    assert len({tuple(r) for r in a}) == 3
+
+
+def test_grad_of_a_draw_gets_fresh_keys():
+    g = fc.grad(lambda x: (x * R.uniform(R.next_key(), (2,))).sum())
+    fc.manual_seed(7)
+    got = [g(np.zeros(2)), g(np.zeros(2)), fc.jit(g)(np.zeros(2))]
+    fc.manual_seed(7)
+    np.testing.assert_array_equal(got, [R.uniform(R.next_key(), (2,)) for _ in range(3)])
+
+
+def test_global_draw_where_nothing_feeds_keys_raises():
+    with pytest.raises(RuntimeError, match=r"next_key was called while tracing _noisy outside"
+                                           r".*Pass a key as an argument"):
+        fc.make_graph(_noisy)(np.zeros(2))
 
 
 # --- bad arguments -----------------------------------------------------------------------------

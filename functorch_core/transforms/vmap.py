@@ -12,7 +12,7 @@ from ir import dtypes, eval_graph
 from ir import primitives as P
 from ir.pytree import tree_flatten, tree_unflatten
 
-from .._random_scope import FRESH_KEY, Scope
+from .._random_scope import FRESH_KEY, Scope, fill
 from .._tracing import fn_name, leaf_aval
 from ._common import Transformed, cached, signature, trace_for_transform
 from .batching import BatchedOutputError, batch_graph
@@ -55,7 +55,8 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None,
             numbers, ``'different'`` independent numbers per element. Either way
             each call draws fresh keys. Functions of explicit keys
             (``random.uniform(key, ...)``) do not depend on it: a batched key gives
-            per-element numbers, an unbatched one the same numbers.
+            per-element numbers, an unbatched one the same numbers. Inside ``jit``
+            the fresh keys come from the enclosing jit's key inputs.
         chunk_size (int or None, default ``None``): with an int, the batch is
             split into chunks of this many examples (the last may be smaller),
             run one after the other, and the results are concatenated; this
@@ -262,10 +263,9 @@ def _run(func, spec, args, kwargs, dims, size):
     """Batch ``func`` (cached per signature) and run it: (out leaves, out tree, out dims)."""
     leaves, _, sig_key = signature(func, args, kwargs, spec.call)
     flat_dims = tuple(d for d, _, _ in dims) + (None,) * (len(leaves) - len(dims))
-    entry = cached(spec.owner, ("vmap", flat_dims, spec.out_key), sig_key,
+    entry = cached(spec.owner, ("vmap", flat_dims, spec.out_key, spec.randomness), sig_key,
                    lambda: _build(func, spec, args, kwargs, dims, flat_dims, size))
-    captured = [_fresh_key(spec.randomness, size) if c is FRESH_KEY else c
-                for c in entry.captured]
+    captured = fill(entry.captured, lambda: _fresh_key(spec.randomness, size))
     return eval_graph(entry.graph, list(leaves) + captured), entry.out_tree, entry.extra
 
 
@@ -295,10 +295,8 @@ def _example(x, d, aval):
 def _build(func, spec, args, kwargs, dims, flat_dims, size) -> Transformed:
     arg_leaves, arg_tree = tree_flatten(tuple(args))
     examples = [_example(x, d, aval) for x, (d, aval, _) in zip(arg_leaves, dims, strict=True)]
-    with Scope(spec.call, spec.randomness):
-        traced = trace_for_transform(func, tree_unflatten(arg_tree, examples), kwargs,
-                                     spec.fname)
-    n_keys = len(traced.graph.inputs) - len(flat_dims) - len(traced.captured)
+    traced = trace_for_transform(func, tree_unflatten(arg_tree, examples), kwargs,
+                                 spec.fname, Scope(spec.call, spec.randomness))
     out_avals = traced.graph.out_avals
     matched = _broadcast_prefix(spec.out_dims, tree_unflatten(traced.out_tree, out_avals),
                                 "out_dims", "the outputs", spec.call)
@@ -306,7 +304,7 @@ def _build(func, spec, args, kwargs, dims, flat_dims, size) -> Transformed:
                            _path("output", keys), (size, *av.shape))
                 for (d, keys), av in zip(matched, out_avals, strict=True)]
     key_dim = 0 if spec.randomness == "different" else None
-    in_dims = list(flat_dims) + [key_dim] * n_keys + [None] * len(traced.captured)
+    in_dims = list(flat_dims) + [key_dim if c is FRESH_KEY else None for c in traced.captured]
     try:
         graph, captured = batch_graph(traced.graph, in_dims, size, out_dims, name=spec.call)
     except BatchedOutputError as err:
@@ -314,5 +312,4 @@ def _build(func, spec, args, kwargs, dims, flat_dims, size) -> Transformed:
         raise ValueError(f"{spec.call}: out_dims={spec.out_dims!r} gives None for "
                          f"{_path('output', keys)} (shape {err.shape} with the batch), but it "
                          "depends on the batched inputs; give it an int out_dim") from None
-    return Transformed(graph, traced.out_tree, [FRESH_KEY] * n_keys + traced.captured + captured,
-                       extra=out_dims)
+    return Transformed(graph, traced.out_tree, traced.captured + captured, extra=out_dims)
