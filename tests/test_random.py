@@ -9,6 +9,9 @@ native backend against the interpreter at several thread counts; vmap's ``random
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 from scipy import stats
 
 import functorch_core as fc
@@ -54,6 +57,27 @@ def test_threefry_rank0_operands_broadcast_natively():
     want = P.threefry2x32.bind(k0[2], k1[2], np.zeros(3, U32), c1)
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
+
+
+_WORDS = hnp.arrays(U32, st.integers(1, 40), elements=st.integers(0, 2 ** 32 - 1))
+
+
+@given(_WORDS, _WORDS, st.integers(0, 2 ** 32 - 1), st.integers(0, 2 ** 32 - 1))
+def test_threefry_native_equals_interpreter(x0, x1, k0, k1):
+    n = min(len(x0), len(x1))
+    args = (U32(k0), U32(k1), x0[:n], x1[:n])
+    want = P.threefry2x32.bind(*args)
+    got = fc.jit(lambda *a: P.threefry2x32.bind(*a), backend="cpu")(*args)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
+@given(st.integers(0, 2 ** 64 - 1), st.floats(-1e6, 1e6), st.floats(0, 1e6),
+       st.sampled_from([np.float32, np.float64]))
+def test_uniform_stays_in_its_bounds(seed, lo, width, dtype):
+    lo, hi = dtype(lo), dtype(lo) + dtype(width)
+    u = R.uniform(R.key(seed), (64,), dtype, lo, hi)
+    assert u.dtype == dtype and np.all(u >= lo) and np.all(u <= hi)
 
 
 def test_threefry_shape_rule_errors():
