@@ -287,6 +287,27 @@ def _sort(*operands, dimension, num_keys):
                         dimension) for o in operands]
 
 
+_THREEFRY_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+
+
+def _threefry2x32(k0, k1, x0, x1):
+    """Threefry-2x32, 20 rounds (Salmon et al., SC'11; Random123's threefry2x32_R(20))."""
+    u32 = np.uint32
+    k0, k1, x0, x1 = np.broadcast_arrays(*(np.asarray(a, u32) for a in (k0, k1, x0, x1)))
+    ks = (k0, k1, k0 ^ k1 ^ u32(0x1BD11BDA))
+    x0, x1 = x0 + ks[0], x1 + ks[1]
+    for i in range(5):
+        for r in _THREEFRY_ROTATIONS[i % 2]:
+            x0 = x0 + x1
+            x1 = ((x1 << u32(r)) | (x1 >> u32(32 - r))) ^ x0
+        x0 = x0 + ks[(i + 1) % 3]
+        x1 = x1 + ks[(i + 2) % 3] + u32(i + 1)
+    return [x0, x1]
+
+
+IMPLS[P.threefry2x32] = _quiet(_threefry2x32)
+
+
 @_impl(P.setitem)
 def _setitem(x, value, *index_arrays, indexer):
     x[to_numpy_index(indexer, index_arrays)] = value

@@ -18,10 +18,11 @@ from ir.pytree import (
                        tree_unflatten,
 )
 
-from . import numpy
+from . import numpy, random
 from .api import clear_caches, jit, make_graph
 from .config import config
 from .numpy._methods import install as _install_tracer_methods
+from .random import manual_seed
 from .transforms import (
     custom_jvp,
     custom_vjp,
@@ -48,6 +49,6 @@ __all__ = [
     "tree_map", "tree_structure", "tree_unflatten", "vmap",
     "custom_jvp", "custom_vjp", "functionalize",
     "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
-    "linearize", "stop_gradient", "value_and_grad", "vjp",
+    "linearize", "stop_gradient", "value_and_grad", "vjp", "random", "manual_seed",
 ]
 __version__ = "0.1.0"

@@ -18,6 +18,7 @@ from ir.once import Once
 from ir.pytree import dict_keys, tree_unflatten
 from ir.trace import _current
 
+from ._random_scope import Scope
 from ._tracing import (
     arg_paths,
     argnums_tuple,
@@ -31,6 +32,7 @@ from ._tracing import (
     trace_call,
 )
 from .config import config
+from .random import next_key
 from .transforms.functionalize import (
     check_writable,
     functionalize_graph,
@@ -77,11 +79,12 @@ def make_graph(func, *, static_argnums=()):
 
 
 class _Compiled:
-    __slots__ = ("captured", "graph", "mutated", "out_tree", "raw", "run")
+    __slots__ = ("captured", "graph", "keys", "mutated", "out_tree", "raw", "run")
 
-    def __init__(self, graph, run, out_tree, captured, raw=None, mutated=()):
+    def __init__(self, graph, run, out_tree, captured, raw=None, mutated=(), keys=0):
         self.graph, self.run, self.out_tree, self.captured = graph, run, out_tree, captured
         self.raw, self.mutated = raw, mutated   # the traced graph; inputs written back
+        self.keys = keys    # global-generator draws: key inputs after the leaves
 
 
 def _signature(leaves, in_tree, static, fname):
@@ -236,15 +239,17 @@ class Jitted:
 
     def _compile(self, args, kwargs, nums, key, static_kw=None):
         func = functools.partial(self.func, **static_kw) if static_kw else self.func
-        traced = trace_call(with_plan(func, key[1][-1]), args, kwargs, nums,
-                            name=f"jit({fn_name(self.func)})")
+        name = f"jit({fn_name(self.func)})"
+        with Scope(name, "fresh") as scope:     # a draw becomes a key input: see _random_scope
+            traced = trace_call(with_plan(func, key[1][-1]), args, kwargs, nums, name=name)
         graph, mutated = traced.graph, []
         if has_mutation(graph):
             graph, mutated = functionalize_graph(graph, key[1][-1])
         graph = check_graph(passes.simplify(graph))
         backend = registry.get(self.backend)
         run = backend.compile(passes.lower_custom(graph)) if not traced.captured else None
-        return _Compiled(graph, run, traced.out_tree, traced.captured, traced.graph, mutated)
+        return _Compiled(graph, run, traced.out_tree, traced.captured, traced.graph, mutated,
+                         scope.n_keys)
 
     def __call__(self, *args, **kwargs):
         fast = self._fast
@@ -309,18 +314,19 @@ class Jitted:
             except KeyError:    # evicted by another thread meanwhile
                 pass
         self._last_key = key
+        keys = [next_key() for _ in range(entry.keys)] if entry.keys else []
         if entry.mutated and (current_trace() is not None or entry.captured):
             # writes into traced arguments: replay them into the enclosing trace, whose
             # own functionalization sees how those arguments alias
-            outs = eval_graph(entry.raw, [*leaves, *entry.captured])
+            outs = eval_graph(entry.raw, [*leaves, *keys, *entry.captured])
         elif current_trace() is not None or entry.captured:
-            outs = P.call.bind(*leaves, *entry.captured, graph=entry.graph, name=fname)
+            outs = P.call.bind(*leaves, *keys, *entry.captured, graph=entry.graph, name=fname)
         else:
-            if fkey is not None and not entry.mutated and key[1][-1] is None:
+            if fkey is not None and not entry.mutated and key[1][-1] is None and not keys:
                 self._remember_fast(fkey, entry, key)
             check_writable(given, entry.mutated, f"jit({fname})")
             outs = entry.run([np.asarray(x) if not isinstance(x, np.ndarray) else x
-                              for x in leaves])
+                              for x in leaves] + keys)
             n = len(outs) - len(entry.mutated)
             write_back(given, entry.mutated, outs[n:])
             outs = outs[:n]

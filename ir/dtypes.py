@@ -4,14 +4,14 @@ import numpy as np
 
 bool_ = np.dtype(np.bool_)
 int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
-uint8 = np.dtype(np.uint8)
+uint8, uint32 = np.dtype(np.uint8), np.dtype(np.uint32)   # uint32: random keys and bits
 float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
 complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
 
-SUPPORTED = (bool_, int8, int16, int32, int64, uint8,
+SUPPORTED = (bool_, int8, int16, int32, int64, uint8, uint32,
              float16, float32, float64, complex64, complex128)
 SHORT_NAMES = {bool_: "bool", int8: "i8", int16: "i16", int32: "i32", int64: "i64",
-               uint8: "u8", float16: "f16", float32: "f32", float64: "f64",
+               uint8: "u8", uint32: "u32", float16: "f16", float32: "f32", float64: "f64",
                complex64: "c64", complex128: "c128"}
 
 # The dtype a Python scalar takes when nothing else decides it, and the Python

@@ -439,6 +439,23 @@ def _sort_rule(*operands, dimension, num_keys):
 sort = _register("sort", _sort_rule, "sort", multiple_results=True)
 
 
+# --- random bits ---------------------------------------------------------------
+
+def _threefry2x32_rule(k0, k1, x0, x1):
+    avals = [k0, k1, x0, x1]
+    for name, a in zip(("k0", "k1", "x0", "x1"), avals, strict=True):
+        if a.dtype != dtypes.uint32:
+            raise TypeError(f"threefry2x32: operand {name} must be uint32, got {a.dtype} "
+                            f"(shape {a.shape})")
+    shape = _elementwise_shape("threefry2x32", avals)
+    return [AbstractArray(shape, dtypes.uint32), AbstractArray(shape, dtypes.uint32)]
+
+
+# threefry2x32(k0, k1, x0, x1) -> (y0, y1): the Threefry-2x32 block cipher (20 rounds),
+# elementwise: key (k0, k1) encrypts the counter (x0, x1). Equal shapes or rank-0 operands.
+threefry2x32 = _register("threefry2x32", _threefry2x32_rule, "random", multiple_results=True)
+
+
 # --- mutation (present only before functionalize) --------------------------
 
 def _setitem_rule(x, value, *index_operands, indexer):

@@ -29,6 +29,7 @@ NOT_LINEAR_REASON = {
     "arg_reduction": "integer valued: zero tangent",
     "cumulative": "cumprod/cummax/cummin differentiate through masks, sums and products",
     "sort": "differentiates through a gather with the sorting permutation",
+    "random": "threefry2x32 is integer valued: zero tangent",
     "custom": "user rules: custom_jvp_call/custom_vjp_call are replaced by the rules' output",
     "call": "inlined before any transform",
     "mutation": "functionalized before any transform",

@@ -18,7 +18,8 @@ EXPECTED_EXCEPTIONS = {
 
 # Rules exercised against loop-and-stack in tests/test_vmap.py (or, for the
 # custom-rule primitives, by the autodiff tests that own them).
-TESTED_ELSEWHERE = {"custom_jvp_call", "custom_vjp_call"}
+TESTED_ELSEWHERE = {"custom_jvp_call", "custom_vjp_call",
+                    "threefry2x32"}   # tests/test_random.py: vmap over keys == loop-and-stack
 
 
 @pytest.mark.parametrize("prim", list(P.ALL.values()), ids=lambda p: p.name)

@@ -329,6 +329,25 @@ def _f64_to_f16(e, x):
     return b.fpext(b.fptrunc(b.bitcast(bits, F32), F16), F32)
 
 
+def _rotl32(b, x, r):
+    return b.or_(b.shl(x, ir.Constant(I32, r)), b.lshr(x, ir.Constant(I32, 32 - r)))
+
+
+def _threefry2x32(e, dt, k0, k1, x0, x1, word):
+    """Word ``word`` of Threefry-2x32 (20 rounds); the kernel asks for both words with the
+    same operands, and LLVM's CSE keeps one copy of the rounds."""
+    b = e.b
+    ks = (k0, k1, b.xor(b.xor(k0, k1), ir.Constant(I32, 0x1BD11BDA)))
+    x0, x1 = b.add(x0, ks[0]), b.add(x1, ks[1])
+    for i in range(5):
+        for r in ((13, 15, 26, 6), (17, 29, 16, 24))[i % 2]:
+            x0 = b.add(x0, x1)
+            x1 = b.xor(_rotl32(b, x1, r), x0)
+        x0 = b.add(x0, ks[(i + 1) % 3])
+        x1 = b.add(b.add(x1, ks[(i + 2) % 3]), ir.Constant(I32, i + 1))
+    return (x0, x1)[word]
+
+
 # --- the table ---------------------------------------------------------------
 
 RULES = {
@@ -362,6 +381,7 @@ def _real_or_complex(prim, real_rule):
 RULES |= {p: _real_or_complex(p, RULES[p]) for p in C.COMPLEX_RULES if p in RULES}
 RULES |= {p: C.COMPLEX_RULES[p] for p in C.COMPLEX_RULES if p not in RULES}
 RULES[P.complex] = lambda e, dt, re, im: C.pack(e, re, im)
+RULES[P.threefry2x32] = _threefry2x32
 
 # Primitive-specific dtype limits, on top of complex_ops.complex_gap (see unsupported()).
 _DTYPE_LIMITS = {

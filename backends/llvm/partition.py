@@ -222,6 +222,15 @@ class Partitioner:
         k.ops.append(Op(eqn.prim, tuple(refs), dict(eqn.params), out.aval.dtype, arg_dtype))
         self.loc[id(out)] = _Member(k, ("op", len(k.ops) - 1))
 
+    def random_bits(self, eqn):
+        """threefry2x32: one op per output word, both reading the same operands."""
+        shape = eqn.outputs[0].aval.shape
+        k, refs = self.refs(shape, eqn.inputs)
+        for word, out in enumerate(eqn.outputs):
+            k.ops.append(Op(eqn.prim, tuple(refs), {"word": word}, out.aval.dtype,
+                            out.aval.dtype))
+            self.loc[id(out)] = _Member(k, ("op", len(k.ops) - 1))
+
     def dynamic_read(self, eqn):
         """dynamic_slice and gather: a read of an external view at a clamped runtime offset."""
         x, out = eqn.inputs[0], eqn.outputs[0]
@@ -500,6 +509,7 @@ DISPATCH = {"view": Partitioner.layout, "reduction": Partitioner.reduction,
             "dynamic": Partitioner.dynamic_read, "cumulative": Partitioner.scan,
             "arg_reduction": Partitioner.arg_reduction, "concatenate": Partitioner.concatenate,
             "pad": Partitioner.pad, "update": Partitioner.update, "sort": Partitioner.sort,
+            "random": Partitioner.random_bits,
             **{f: Partitioner.elementwise for f in ELEMENTWISE_FAMILIES}}
 _KIND = {**{p: "view" for p in VIEW_OPS}, P.gather: "dynamic", P.dynamic_slice: "dynamic",
          P.concatenate: "concatenate", P.pad: "pad", P.dynamic_update_slice: "update",
@@ -510,7 +520,7 @@ NATIVE = set(VIEW_RULES) | set(RULES) | set(P.REDUCTIONS) | {P.convert, P.iota, 
                                                                P.concatenate, P.pad,
                                                                P.dynamic_update_slice,
                                                                P.scatter, P.scatter_add,
-                                                               P.sort}
+                                                               P.sort, P.threefry2x32}
 
 
 def partition(graph: Graph) -> Plan:

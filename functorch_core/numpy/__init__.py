@@ -35,6 +35,7 @@ float16, float32, float64, complex64, complex128 = (_np.float16, _np.float32, _n
                                                     _np.complex64, _np.complex128)
 pi, e, inf, nan, newaxis = _np.pi, _np.e, _np.inf, _np.nan, None
 ndarray = _np.ndarray
+uint32 = _np.uint32      # random keys and bits (functorch_core.random)
 
 __all__ = [*_elementwise.__all__, *_shape.__all__, *_indexing.__all__, *_sorting.__all__,
            *_reductions.__all__, *_creation.__all__, *_linalg.__all__,

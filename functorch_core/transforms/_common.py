@@ -21,6 +21,7 @@ import numpy as np
 from ir import Graph, eval_graph, passes
 from ir.pytree import PyTreeDef
 
+from .._random_scope import FRESH_KEY, Scope, fill
 from .._tracing import Traced, flat_args, leaf_aval, trace_call
 
 _CACHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -83,21 +84,26 @@ def cached(fn, transform_key, sig_key, build) -> Transformed:
     entry = cache.get(key) if cache is not _UNCACHEABLE else None
     if entry is None:
         entry = build()
-        if not entry.captured and cache is not _UNCACHEABLE:
+        if all(c is FRESH_KEY for c in entry.captured) and cache is not _UNCACHEABLE:
             cache[key] = entry
     return entry
 
 
-def trace_for_transform(fn, args, kwargs, name) -> Traced:
+def trace_for_transform(fn, args, kwargs, name, scope=None) -> Traced:
     """Trace ``fn`` and prepare the graph for a transform (calls inlined, functionalized).
 
     Writes into ``fn``'s own arguments stay local to the transformed call: the
     transforms return values, they do not write back into the caller's arrays.
+    Draws from the global random generator become inputs listed first in
+    ``traced.captured`` as ``FRESH_KEY`` (see ``_random_scope``); ``scope`` is vmap's.
     """
     from .functionalize import functionalize_graph, has_mutation, input_plan, with_plan
     leaves = flat_args(args, kwargs, ())[0]
     plan = input_plan(leaves, name)
-    traced = trace_call(with_plan(fn, plan), args, kwargs, (), name=name)
+    with scope or Scope(name, "fresh"):
+        traced = trace_call(with_plan(fn, plan), args, kwargs, (), name=name)
+    n_keys = len(traced.graph.inputs) - len(leaves) - len(traced.captured)
+    traced.captured = [FRESH_KEY] * n_keys + traced.captured
     traced.graph = passes.inline(traced.graph)
     if has_mutation(traced.graph):
         graph, mutated = functionalize_graph(traced.graph, plan)
@@ -113,4 +119,4 @@ def trace_for_transform(fn, args, kwargs, name) -> Traced:
 
 def replay(entry: Transformed, leaves):
     """Run the transformed graph on the actual leaves (or record it into a trace)."""
-    return eval_graph(entry.graph, list(leaves) + list(entry.captured))
+    return eval_graph(entry.graph, list(leaves) + fill(entry.captured))

@@ -364,6 +364,16 @@ def _sort(args, dims, *, dimension, num_keys):
     return list(outs), [d] * len(outs)
 
 
+def _threefry2x32(args, dims):
+    """Elementwise with two results: every operand at the batch axis of a full-shape one."""
+    shapes = [_example_shape(x, d) for x, d in zip(args, dims, strict=True)]
+    full = max(shapes, key=len)
+    size = _axis_size(args, dims)
+    ops = [_elementwise_operand(x, d, s, full, size, 0)
+           for x, d, s in zip(args, dims, shapes, strict=True)]
+    return list(P.threefry2x32.bind(*ops)), [0, 0]
+
+
 # --- the table ------------------------------------------------------------------------
 
 _FAMILIES = {"unary": _elementwise, "binary": _elementwise, "select": _elementwise,
@@ -376,7 +386,7 @@ RULES.update({
     P.concatenate: _concatenate, P.pad: _pad, P.dynamic_slice: _dynamic_slice,
     P.dynamic_update_slice: _dynamic_update_slice, P.gather: _gather,
     P.scatter: _scatter(P.scatter), P.scatter_add: _scatter(P.scatter_add),
-    P.dot_general: _dot_general, P.sort: _sort,
+    P.dot_general: _dot_general, P.sort: _sort, P.threefry2x32: _threefry2x32,
 })
 
 

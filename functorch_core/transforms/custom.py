@@ -22,6 +22,7 @@ from ir import Lit, Tracer
 from ir import primitives as P
 from ir.pytree import tree_flatten, tree_map, tree_structure, tree_unflatten
 
+from .._random_scope import fill
 from .._tracing import fn_name, leaf_aval
 from ._common import Transformed, cached, signature, trace_for_transform
 from .batching import NOT_BATCHED, batch_graph, moveaxis
@@ -85,7 +86,8 @@ def _bind_custom(prim, self, args, kind, make_params):
         return Transformed(traced.graph, traced.out_tree, traced.captured, params)
 
     entry = cached(self.fun, (kind, *self.rules()), sig, build)
-    outs = prim.bind(*leaves, *entry.captured, graph=entry.graph, name=self.name, **entry.extra)
+    outs = prim.bind(*leaves, *fill(entry.captured), graph=entry.graph, name=self.name,
+                     **entry.extra)
     return tree_unflatten(entry.out_tree, outs)
 
 

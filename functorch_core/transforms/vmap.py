@@ -8,12 +8,13 @@ import weakref
 
 import numpy as np
 
-from ir import dtypes
+from ir import dtypes, eval_graph
 from ir import primitives as P
 from ir.pytree import tree_flatten, tree_unflatten
 
+from .._random_scope import FRESH_KEY, Scope, fill
 from .._tracing import fn_name, leaf_aval
-from ._common import Transformed, cached, replay, signature, trace_for_transform
+from ._common import Transformed, cached, signature, trace_for_transform
 from .batching import BatchedOutputError, batch_graph
 
 _UNSET = object()
@@ -47,9 +48,15 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None,
             in each output, with the same prefix rules. ``None`` requires the
             output not to depend on the batched inputs; an output that does not
             depend on them but has an int out_dim is broadcast along the batch.
-        randomness (str, default ``'error'``): ``'error'``, ``'different'`` or
-            ``'same'``, the torch.func choices for random operations inside
-            ``func``. No random primitives exist yet, so it is only validated.
+        randomness (str, default ``'error'``): what a draw from the global
+            random generator inside ``func`` (``functorch_core.random.next_key``,
+            used by stateful modules such as Dropout) does, as in torch.func:
+            ``'error'`` raises, ``'same'`` gives every batch element the same
+            numbers, ``'different'`` independent numbers per element. Either way
+            each call draws fresh keys. Functions of explicit keys
+            (``random.uniform(key, ...)``) do not depend on it: a batched key gives
+            per-element numbers, an unbatched one the same numbers. Inside ``jit``
+            the fresh keys come from the enclosing jit's key inputs.
         chunk_size (int or None, default ``None``): with an int, the batch is
             split into chunks of this many examples (the last may be smaller),
             run one after the other, and the results are concatenated; this
@@ -86,6 +93,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None,
     if isinstance(in_dims, list):
         in_dims = tuple(in_dims)
     spec = _Spec(fname, in_dims, out_dims, chunk_size)
+    spec.randomness = randomness
 
     @functools.wraps(func)
     def batched(*args, **kwargs):
@@ -255,9 +263,17 @@ def _run(func, spec, args, kwargs, dims, size):
     """Batch ``func`` (cached per signature) and run it: (out leaves, out tree, out dims)."""
     leaves, _, sig_key = signature(func, args, kwargs, spec.call)
     flat_dims = tuple(d for d, _, _ in dims) + (None,) * (len(leaves) - len(dims))
-    entry = cached(spec.owner, ("vmap", flat_dims, spec.out_key), sig_key,
+    entry = cached(spec.owner, ("vmap", flat_dims, spec.out_key, spec.randomness), sig_key,
                    lambda: _build(func, spec, args, kwargs, dims, flat_dims, size))
-    return replay(entry, leaves), entry.out_tree, entry.extra
+    captured = fill(entry.captured, lambda: _fresh_key(spec.randomness, size))
+    return eval_graph(entry.graph, list(leaves) + captured), entry.out_tree, entry.extra
+
+
+def _fresh_key(randomness, size):
+    """The key a global-generator draw of ``func`` gets on this call (see _random_scope)."""
+    from .. import random
+    key = random.next_key()     # eager, or an input of an enclosing vmap's trace
+    return random.split(key, size) if randomness == "different" else key
 
 
 def _example(x, d, aval):
@@ -280,14 +296,15 @@ def _build(func, spec, args, kwargs, dims, flat_dims, size) -> Transformed:
     arg_leaves, arg_tree = tree_flatten(tuple(args))
     examples = [_example(x, d, aval) for x, (d, aval, _) in zip(arg_leaves, dims, strict=True)]
     traced = trace_for_transform(func, tree_unflatten(arg_tree, examples), kwargs,
-                                 spec.fname)
+                                 spec.fname, Scope(spec.call, spec.randomness))
     out_avals = traced.graph.out_avals
     matched = _broadcast_prefix(spec.out_dims, tree_unflatten(traced.out_tree, out_avals),
                                 "out_dims", "the outputs", spec.call)
     out_dims = [_normalize(d, av.ndim + 1, spec.call, "out_dims", spec.out_dims,
                            _path("output", keys), (size, *av.shape))
                 for (d, keys), av in zip(matched, out_avals, strict=True)]
-    in_dims = list(flat_dims) + [None] * len(traced.captured)
+    key_dim = 0 if spec.randomness == "different" else None
+    in_dims = list(flat_dims) + [key_dim if c is FRESH_KEY else None for c in traced.captured]
     try:
         graph, captured = batch_graph(traced.graph, in_dims, size, out_dims, name=spec.call)
     except BatchedOutputError as err:
