@@ -367,15 +367,16 @@ def _select_and_scatter_add(ct, x, *, select, window_dimensions, window_strides,
     ct, x = np.asarray(ct), np.asarray(x)
     window = dict(window_strides=window_strides, padding=padding, base_dilation=base_dilation,
                   window_dilation=window_dilation)
-    k = np.unravel_index(_selected(x, select, window_dimensions, window), window_dimensions)
-    grid = np.indices(ct.shape, sparse=True)
-    # the selected element's coordinates in the padded, dilated operand
-    pos = [o * s + kd * wd for o, kd, s, wd in zip(grid, k, window_strides, window_dilation,
-                                                  strict=True)]
+    k = _selected(x, select, window_dimensions, window)
     sizes = [1 + (d - 1) * bd + lo + hi for d, bd, (lo, hi) in
              zip(x.shape, base_dilation, padding, strict=True)]
     acc = np.zeros(sizes, ct.dtype)
-    np.add.at(acc, tuple(np.broadcast_arrays(*pos)), ct)
+    zero = np.zeros((), ct.dtype)
+    for t, tap in enumerate(np.ndindex(*window_dimensions)):
+        # the positions this tap covers, one per window: distinct, so a strided add
+        at = tuple(slice(j * wd, j * wd + (o - 1) * s + 1, s) for j, wd, o, s in
+                   zip(tap, window_dilation, ct.shape, window_strides, strict=True))
+        acc[at] += np.where(k == t, ct, zero)
     return acc[tuple(slice(lo, lo + 1 + (d - 1) * bd, bd) for d, bd, (lo, _) in
                      zip(x.shape, base_dilation, padding, strict=True))]
 

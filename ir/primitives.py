@@ -455,8 +455,8 @@ def _window_out(name, sizes, windows, strides, padding, base_dil, win_dil, what)
                   f"{windows} must be positive")
         padded, span = _dilate(d, bd) + lo + hi, _dilate(w, wd)
         if padded < span:
-            _fail(f"{name}: {what} {tuple(windows)} (dilated extent {span} in spatial "
-                  f"dimension {i}) is larger than the padded input {tuple(sizes)} "
+            _fail(f"{name}: {what} {tuple(windows)} (dilated extent {span} along "
+                  f"window dimension {i}) is larger than the padded input {tuple(sizes)} "
                   f"(extent {padded} after padding {tuple(padding)})")
         out.append((padded - span) // s + 1)
     return out

@@ -448,8 +448,8 @@ class Partitioner:
                            zip(p["padding"], p["base_dilation"], strict=True))
             shape = tuple(lo + hi + 1 + (d - 1) * (it + 1) for d, (lo, hi, it) in
                           zip(x.aval.shape, config, strict=True))
-            fill = {P.reduce_window_sum: 0, P.reduce_window_max: _lowest(dt, "max"),
-                    P.reduce_window_min: _lowest(dt, "min")}[eqn.prim]
+            fill = 0 if eqn.prim is P.reduce_window_sum else \
+                _lowest(dt, "max" if eqn.prim is P.reduce_window_max else "min")
             k = Kernel(shape)
             k.dyn_reads.append(View(v.slot, shape, v.dtype, v.offset, (0,) * nd))
             params = {"config": config, "in_shape": v.shape, "strides": v.strides}

@@ -169,14 +169,10 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
                    ("batch_group_count", batch_group_count)):
         if not isinstance(v, int | np.integer) or v < 1:
             raise ValueError(f"{name}: {arg} must be a positive int, got {v!r}")
-    try:
-        out = P.conv_general_dilated.bind(
-            lhs, rhs, window_strides=strides, padding=pads, lhs_dilation=lhs_dil,
-            rhs_dilation=rhs_dil, dimension_numbers=specs,
-            feature_group_count=int(feature_group_count),
-            batch_group_count=int(batch_group_count))
-    except ValueError as e:
-        raise ValueError(f"{e} (at {user_source()})") from None
+    out = P.conv_general_dilated.bind(
+        lhs, rhs, window_strides=strides, padding=pads, lhs_dilation=lhs_dil,
+        rhs_dilation=rhs_dil, dimension_numbers=specs,
+        feature_group_count=int(feature_group_count), batch_group_count=int(batch_group_count))
     return to_result(out)
 
 

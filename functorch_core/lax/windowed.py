@@ -90,11 +90,8 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
     if kind == "add" and init != 0:
         raise ValueError(f"{name}: 'add' takes init_value 0, got {init_value!r} (add a "
                          "constant to the result instead)")
-    try:
-        out = _PRIMS[kind].bind(x, window_dimensions=windows, window_strides=strides,
-                                padding=pads, base_dilation=bd, window_dilation=wd)
-    except ValueError as e:
-        raise ValueError(f"{e} (at {user_source()})") from None
+    out = _PRIMS[kind].bind(x, window_dimensions=windows, window_strides=strides, padding=pads,
+                            base_dilation=bd, window_dilation=wd)
     identity = -np.inf if kind == "max" else np.inf
     if kind != "add" and not (dt.kind == "f" and init == identity):
         bound = np.asarray(init_value).astype(dt)
