@@ -241,3 +241,18 @@ def test_errors_name_the_function_the_argument_and_the_shapes():
                                  dimension_numbers=("NHWC", "HWIO", "NHXC"))
     with pytest.raises(ValueError, match=r"window_strides \(1,\) should have 2 entries"):
         lax.conv_general_dilated(x, w, (1,), "VALID")
+
+
+def test_cpu_backend_edge_shapes():
+    rng = np.random.default_rng(6)
+    cases = [((3, 4), (5, 4), ()),                  # no spatial dimension: a matmul
+             ((2, 0, 5), (3, 0, 2), (1,)),          # no input features: zeros
+             ((0, 2, 5), (3, 2, 2), (1,))]          # an empty batch
+    for xs, ws, strides in cases:
+        x, w = rng.normal(size=xs), rng.normal(size=ws)
+
+        def f(x, w, strides=strides):
+            return lax.conv_general_dilated(x, w, strides, "VALID")
+        want = f(x, w)
+        np.testing.assert_allclose(fc.jit(f, backend="cpu")(x, w), want, rtol=1e-12)
+    np.testing.assert_allclose(want.shape, (0, 3, 4))

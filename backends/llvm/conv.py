@@ -1,19 +1,23 @@
-"""conv_general_dilated as a few BLAS gemm calls on shifted views, without im2col.
+"""conv_general_dilated as gemm calls on blocks of packed rows of the padded input.
 
 The input is copied once into a zero-padded, dilated, feature-last grid
 ``(batch, *grid, features)``. A convolution is a sum over kernel taps and output
-positions, and one of the two is usually small; the step loops over the smaller:
+positions, and one of the two is usually small; the step contracts over the smaller:
 
-- *taps*: for each kernel tap, one gemm of the whole grid (rows = every grid position,
-  read ``stride`` positions apart, the tap's offset added to the start) with the tap's
-  ``(in features, out features)`` weight slice, accumulated (beta = 1). Rows that are not
+- *taps* (a small kernel: the forward pass, the input gradient): every grid position
+  (``stride`` apart along the last dimension) is a row; a block of rows is packed as
+  (row, tap, feature) straight from a strided view of the grid, then one gemm per block
+  (and group) with the ``(taps * in features, out features)`` kernel. Rows that are not
   output positions are computed and dropped (a ~(padded/out)^(spatial dims) overhead).
-- *outputs* (few output positions, a big kernel: the kernel gradient): for each output
-  position, one gemm contracting over the whole grid and the features at once, with the
-  kernel embedded in a zero grid of the same geometry. (As a contraction against zeros
-  this turns an ``inf`` outside a window into ``NaN``; finite inputs match exactly.)
+- *outputs* (few output positions, a big kernel: the kernel gradient): each (output
+  position, image) is a row of the whole grid times the features, contracted in blocks
+  against the kernel embedded in a zero grid of the same geometry. (A contraction against
+  zeros turns an ``inf`` outside a window into ``NaN``; finite inputs match.)
 
-Feature groups and batch groups are column/row blocks of the same gemm calls.
+Feature groups and batch groups are column/row blocks of the same gemm calls. Blocks hold
+``PACK_ELEMENTS`` elements; smaller blocks (more, smaller gemm calls) measured slower on
+the benchmark shapes (benchmarks/conv.py). Integer and float16 convolutions run in the
+interpreter (partition.lowering_gap).
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ import math
 import numpy as np
 
 from .blas import _scalar, gemm
+
+# the packed block of rows (elements) that one gemm consumes
+PACK_ELEMENTS = 1 << 23
 
 
 def _dilate(d, k):
@@ -118,25 +125,36 @@ class Conv:
         gstr = [math.prod(grid[j + 1:]) for j in range(len(grid))]
         per = math.prod(grid)
         G, B, C, O, I = self.G, self.B, self.c, self.o, self.i  # noqa: E741
-        w = np.ascontiguousarray(np.moveaxis(np.moveaxis(np.transpose(rhs, self.rspec),
-                                                         0, -1), 0, -2))   # *K, I, O
-        w = w.reshape(-1, I, O)
+        taps = math.prod(self.kernel)
+        depth = taps * I                        # the contraction of one group
+        og = O // G
+        # the kernel as (G, *taps, I, O // G): one (depth, O // G) matrix per group
+        w = np.transpose(rhs, self.rspec).reshape(G, og, I, *self.kernel)
+        w = np.ascontiguousarray(np.moveaxis(np.moveaxis(w, 1, -1), 1, -2))
         rows = self.n * per // s_last
         y = np.empty((rows, O), self.dtype)
         item = self.dtype.itemsize
-        base, wp, yp = buf.ctypes.data, w.ctypes.data, y.ctypes.data
+        # packed rows: (rows, G, *taps, I), a strided view of the grid, copied a block at
+        # a time (each block then feeds one gemm per group with the whole contraction)
+        tap_strides = [d * g * C * item for d, g in zip(self.rdil, gstr, strict=True)]
+        chunk = max(1, min(rows, PACK_ELEMENTS // max(G * depth, 1)))
+        packed = np.empty((chunk, G * depth), self.dtype)
+        wp, yp, pp = w.ctypes.data, y.ctypes.data, packed.ctypes.data
         blocks = G if G > 1 else B
-        rows_b = rows // B
         cols = O // blocks
-        for t, k in enumerate(np.ndindex(*self.kernel)):
-            off = sum(kj * d * g for kj, d, g in zip(k, self.rdil, gstr, strict=True))
-            for g in range(blocks):
-                r0 = g * rows_b if B > 1 else 0
-                cin = g * I if G > 1 else 0
-                self._call(rows_b if B > 1 else rows, cols, I,
-                           base + ((r0 * s_last + off) * C + cin) * item, s_last * C,
-                           wp + (t * I * O + g * cols) * item, O, t > 0,
-                           yp + (r0 * O + g * cols) * item, O)
+        rows_b = rows // B
+        for g_rows in range(B):
+            for r0 in range(g_rows * rows_b, (g_rows + 1) * rows_b, chunk):
+                m = min(chunk, (g_rows + 1) * rows_b - r0)
+                view = np.lib.stride_tricks.as_strided(
+                    buf[r0 * s_last * C:], (m, G, *self.kernel, I),
+                    (s_last * C * item, I * item, *tap_strides, item), writeable=False)
+                np.copyto(packed[:m].reshape(view.shape), view)
+                for g in range(G):
+                    col = g * og if G > 1 else g_rows * cols
+                    self._call(m, cols, depth, pp + g * depth * item, G * depth,
+                               wp + (g * depth * og + (col if G == 1 else 0)) * item,
+                               og, False, yp + (r0 * O + col) * item, O)
         y = y.reshape(self.n, *grid[:-1], grid[-1] // s_last, O)
         index = (slice(None), *(slice(0, (n - 1) * s + 1, s) for n, s in
                                 zip(self.out_sp[:-1], self.strides[:-1], strict=True)),
@@ -165,22 +183,34 @@ class Conv:
         kg[index] = np.moveaxis(np.moveaxis(w, 1, -1), 1, -2)
         gstr = [math.prod(grid[j + 1:]) for j in range(len(grid))]
         nb = self.n // B
-        z = np.empty((*self.out_sp, nb, O), self.dtype)
+        rows_n = self.n if G > 1 else nb            # images per gemm
+        outs = math.prod(self.out_sp)
+        z = np.empty((outs, rows_n, O), self.dtype)
         item = self.dtype.itemsize
-        base, kp, zp = buf.ctypes.data, kg.ctypes.data, z.ctypes.data
+        kp, zp = kg.ctypes.data, z.ctypes.data
         length = per * I
         blocks = G if G > 1 else B
         cols = O // blocks
-        for q, p in enumerate(np.ndindex(*self.out_sp)):
-            off = sum(pj * s * g for pj, s, g in zip(p, self.strides, gstr, strict=True))
-            for g in range(blocks):
-                if G > 1:       # rows: every image; features and kernel: group g
-                    a = base + (g * per * I + off * I) * item
-                    self._call(self.n, cols, length, a, G * length,
-                               kp + g * length * og * item, og, False,
-                               zp + (q * nb * O + g * cols) * item, O)
-                else:           # rows: the images of batch group g; columns: its block
-                    a = base + (g * nb * length + off * I) * item
-                    self._call(nb, cols, length, a, length, kp + g * cols * item, O, False,
-                               zp + (q * nb * O + g * cols) * item, O)
+        # packed rows (output position, image) x a block of the contraction (grid, I): a
+        # strided view of the grid, one gemm per block, accumulated
+        kc = max(1, min(length, PACK_ELEMENTS // max(outs * rows_n, 1)))
+        packed = np.empty(outs * rows_n * kc, self.dtype)
+        pp = packed.ctypes.data
+        pos_strides = [s * g * I * item for s, g in zip(self.strides, gstr, strict=True)]
+        image_stride = G * length * item
+        for g in range(blocks):
+            start = g * length if G > 1 else g * nb * length
+            for k0 in range(0, length, kc):
+                k = min(kc, length - k0)
+                view = np.lib.stride_tricks.as_strided(
+                    buf[start + k0:], (*self.out_sp, rows_n, k),
+                    (*pos_strides, image_stride, item), writeable=False)
+                np.copyto(packed[:outs * rows_n * k].reshape(view.shape), view)
+                if G > 1:
+                    b_ptr, ldb = kp + (g * length + k0) * og * item, og
+                else:
+                    b_ptr, ldb = kp + (k0 * O + g * cols) * item, O
+                self._call(outs * rows_n, cols, k, pp, k, b_ptr, ldb, k0 > 0,
+                           zp + g * cols * item, O)
+        z = z.reshape(*self.out_sp, rows_n, O)
         return np.moveaxis(np.moveaxis(z, -2, 0), -1, 1)

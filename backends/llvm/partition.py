@@ -536,6 +536,8 @@ def lowering_gap(eqn) -> str | None:
         return "iota: NumPy rejects boolean ranges longer than 2"
     if prim is P.conv_general_dilated and eqn.inputs[0].aval.dtype not in BLAS_DTYPES:
         return "conv_general_dilated: BLAS has no integer or float16 gemm (interpreter)"
+    if prim is P.conv_general_dilated and eqn.inputs[0].aval.ndim == 2:
+        return "conv_general_dilated without spatial dimensions (a matmul; interpreter)"
     if prim in _WINDOW_REDUCE and 0 in eqn.outputs[0].aval.shape + eqn.inputs[0].aval.shape:
         return "an empty windowed reduction (interpreter)"
     if prim in (P.reduce_max, P.reduce_min) and any(
