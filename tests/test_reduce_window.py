@@ -2,6 +2,7 @@
 the cpu backend, errors."""
 
 import itertools
+import warnings
 
 import numpy as np
 import pytest
@@ -178,6 +179,11 @@ def test_init_value_bounds_max_and_min():
     x = np.array([-3.0, -1.0, -2.0, 5.0])
     np.testing.assert_array_equal(lax.reduce_window(x, 0.0, np.maximum, (2,), (2,)), [0, 5])
     np.testing.assert_array_equal(lax.reduce_window(x, 0.0, "min", (2,), (2,)), [-3, -2])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # -inf is no bound for integers either
+        ints = lax.max_pool(np.arange(8).reshape(2, 4), (2,))
+    np.testing.assert_array_equal(ints, [[1, 3], [5, 7]])
+    assert ints.dtype == np.arange(1).dtype
 
 
 def test_errors_name_the_function_the_argument_and_the_shapes():

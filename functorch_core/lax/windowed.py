@@ -93,8 +93,8 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
     out = _PRIMS[kind].bind(x, window_dimensions=windows, window_strides=strides, padding=pads,
                             base_dilation=bd, window_dilation=wd)
     identity = -np.inf if kind == "max" else np.inf
-    if kind != "add" and not (dt.kind == "f" and init == identity):
-        bound = np.asarray(init_value).astype(dt)
+    if kind != "add" and init != identity:      # +-inf: no bound, for every dtype
+        bound = init.astype(dt)
         if bound != _lowest(dt, kind):
             out = (fnp.maximum if kind == "max" else fnp.minimum)(out, bound)
     return to_result(out)

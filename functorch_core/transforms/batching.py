@@ -411,7 +411,7 @@ def _conv(args, dims, **params):
     return [W.reshape_axis_into(ospec[1], ospec[1] + 1, out)], [ospec[1]]
 
 
-def _window(prim):
+def _windowed(prim):
     """A window of extent 1 along the batch axis."""
     def rule(args, dims, *, window_dimensions, window_strides, padding, base_dilation,
              window_dilation, **rest):
@@ -429,7 +429,7 @@ def _window(prim):
 
 _FAMILIES = {"unary": _elementwise, "binary": _elementwise, "select": _elementwise,
              "convert": _elementwise, "reduction": _reduction,
-             "arg_reduction": _arg_reduction, "cumulative": _cumulative, "window": _window}
+             "arg_reduction": _arg_reduction, "cumulative": _cumulative, "window": _windowed}
 RULES.update({p: _FAMILIES[p.family](p) for p in P.ALL.values() if p.family in _FAMILIES})
 RULES.update({
     P.broadcast_in_dim: _broadcast_in_dim, P.reshape: _reshape, P.transpose: _transpose,
