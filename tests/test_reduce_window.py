@@ -88,6 +88,11 @@ def test_max_tangent_is_the_first_maximum_in_the_window():
     np.testing.assert_array_equal(fc.grad(lambda x: f(x).sum())(x), [0, 2, 1, 0, 0])
     g = fc.grad(lambda x: lax.reduce_window(x, np.inf, "min", (2,), (1,)).sum())
     np.testing.assert_array_equal(g(np.array([2.0, 2.0, 1.0, 1.0])), [1, 0, 2, 0])
+    # a NaN is the max (np.max propagates it): the first NaN in the window is selected
+    x = np.array([[1.0, np.nan, 3.0, np.nan], [np.nan, 2.0, 5.0, 5.0]])
+    pool = fc.grad(lambda x: lax.max_pool(x, (2, 2)).sum())
+    np.testing.assert_array_equal(pool(x), [[0, 1, 0, 1], [0, 0, 0, 0]])
+    np.testing.assert_array_equal(fc.jit(pool, backend="cpu")(x), pool(x))
 
 
 CASES = [
