@@ -538,6 +538,8 @@ def lowering_gap(eqn) -> str | None:
         return "conv_general_dilated: BLAS has no integer or float16 gemm (interpreter)"
     if prim is P.conv_general_dilated and eqn.inputs[0].aval.ndim == 2:
         return "conv_general_dilated without spatial dimensions (a matmul; interpreter)"
+    if prim is P.reduce_window_sum and eqn.inputs[0].aval.dtype == np.float16:
+        return "reduce_window_sum: float16 sums round at each addition only in NumPy's loop"
     if prim in _WINDOW_REDUCE and 0 in eqn.outputs[0].aval.shape + eqn.inputs[0].aval.shape:
         return "an empty windowed reduction (interpreter)"
     if prim in (P.reduce_max, P.reduce_min) and any(
