@@ -27,10 +27,18 @@ import math
 
 import numpy as np
 
+from . import blas
 from .blas import _scalar, gemm
 
 # the packed block of rows (elements) that one gemm consumes
 PACK_ELEMENTS = 1 << 23
+
+
+def _blas_int():
+    """The ctypes type of the BLAS's integer arguments (64-bit where blas.py binds an
+    ILP64 OpenBLAS and says so through ``blas_int_bits``)."""
+    bits = getattr(blas, "blas_int_bits", None)
+    return ctypes.c_int64 if bits is not None and bits() == 64 else ctypes.c_int
 
 
 def _dilate(d, k):
@@ -64,6 +72,7 @@ class Conv:
         if nsp == 0:
             self.mode = "taps"
         self.fn = gemm(dt)
+        self.int = _blas_int()
         self._consts = [ctypes.c_char(b"N"), _scalar(dt, 1.0), _scalar(dt, 0.0)]
         self.empty = min(n, o, *self.out_sp) == 0
 
@@ -108,7 +117,10 @@ class Conv:
         ldb, ldc; a, b, c are addresses."""
         if m <= 0 or nn <= 0:
             return
-        ci = ctypes.c_int
+        if self.int is ctypes.c_int and max(m, nn, k, lda, ldb, ldc) >= 2 ** 31:
+            raise ValueError("conv_general_dilated: a matrix dimension does not fit BLAS's "
+                             "32-bit int")
+        ci = self.int
         ints = [ci(nn), ci(m), ci(k), ci(ldb), ci(lda), ci(ldc)]
         nt, one, zero = self._consts
         ad = ctypes.addressof
