@@ -3,7 +3,8 @@
 Run from the repository root: ``python3 benchmarks/conv.py [--quick]``.
 The workload of issue 12: batch 64, 32 -> 64 channels, 32x32, 3x3 kernel, stride 1,
 padding 1, float32, NCHW/OIHW; max-pool 2x2 (stride 2) of a (64, 64, 32, 32) input.
-Prints the median of repeats for each variant and the ratio to the fastest, in one process.
+Prints the median of repeats for each variant and the ratio to the fastest, in one process,
+and, where ``_timing.result`` exists, the ``@@fc-result`` lines run_all.py tabulates.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+import _timing
 from _timing import median_time, optional_import
 
 import functorch_core as fc
@@ -113,6 +115,9 @@ def main():
         else:
             rows["torch"] = None
         _report(title, rows)
+        if hasattr(_timing, "result"):      # run_all.py's table (the hardening branch)
+            _timing.result(f"{title}, f32", rows["functorch_core jit(cpu)"],
+                           jax=rows["JAX jit"], torch=rows["torch"])
 
 
 if __name__ == "__main__":
