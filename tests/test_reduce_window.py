@@ -206,3 +206,22 @@ def test_errors_name_the_function_the_argument_and_the_shapes():
         lax.reduce_window(x, 1.0, "mul", (2, 1), (1, 1))
     with pytest.raises(ValueError, match="'add' takes init_value 0"):
         lax.reduce_window(x, 1.0, "add", (2, 1), (1, 1))
+
+
+@pytest.mark.parametrize("output_size", [(3, 4), (7, 5), (1, 1), (2,)])
+def test_adaptive_pooling_uses_pytorchs_windows(output_size):
+    x = np.random.default_rng(5).normal(size=(2, 3, 7, 10))
+    k = len(output_size)
+    avg, mx = np.empty(x.shape[:-k] + output_size), np.empty(x.shape[:-k] + output_size)
+    for idx in itertools.product(*map(range, output_size)):
+        box = tuple(slice(i * n // o, -(-(i + 1) * n // o))
+                    for i, n, o in zip(idx, x.shape[-k:], output_size))
+        avg[(..., *idx)] = x[(..., *box)].mean(axis=tuple(range(-k, 0)))
+        mx[(..., *idx)] = x[(..., *box)].max(axis=tuple(range(-k, 0)))
+    np.testing.assert_allclose(lax.adaptive_avg_pool(x, output_size), avg, rtol=1e-12)
+    np.testing.assert_array_equal(lax.adaptive_max_pool(x, output_size), mx)
+    f = fc.jit(lambda x: lax.adaptive_avg_pool(x, output_size), backend="cpu")
+    np.testing.assert_allclose(f(x), avg, rtol=1e-12)
+    check_grads(lambda x: lax.adaptive_max_pool(x, output_size), (x[:1, :1],), order=1)
+    with pytest.raises(ValueError, match=r"adaptive_avg_pool: output_size \(0,\)"):
+        lax.adaptive_avg_pool(x, (0,))

@@ -5,4 +5,10 @@ Convolutions and windowed reductions (``conv``), and structured control flow
 """
 
 from .conv import conv, conv_dimension_numbers, conv_general_dilated, conv_transpose  # noqa: F401
-from .windowed import avg_pool, max_pool, reduce_window  # noqa: F401
+from .windowed import (  # noqa: F401
+    adaptive_avg_pool,
+    adaptive_max_pool,
+    avg_pool,
+    max_pool,
+    reduce_window,
+)

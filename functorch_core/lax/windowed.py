@@ -20,7 +20,7 @@ from ..numpy._core import aval, to_result
 from ..numpy._creation import array_operand
 from .conv import _dilate, padtype_to_pads
 
-__all__ = ["reduce_window", "max_pool", "avg_pool"]
+__all__ = ["reduce_window", "max_pool", "avg_pool", "adaptive_avg_pool", "adaptive_max_pool"]
 
 _COMPUTATIONS = {"add": "add", "sum": "add", "max": "max", "maximum": "max",
                  "min": "min", "minimum": "min"}
@@ -181,3 +181,64 @@ def avg_pool(x, window_shape, strides=None, padding="VALID", count_include_pad=T
                                       window_strides=strides[-k:], padding=pads[-k:],
                                       base_dilation=(1,) * k, window_dilation=(1,) * k)
     return total / counts
+
+
+def _adaptive(name, x, output_size, reduce):
+    x = array_operand(x)
+    shape = aval(x).shape
+    output_size = tuple(output_size)
+    k = len(output_size)
+    if k > len(shape) or any(o < 1 for o in output_size):
+        raise ValueError(f"{name}: output_size {output_size} does not fit the input {shape} "
+                         "(one positive size per pooled trailing dimension)")
+    for axis, out in zip(range(len(shape) - k, len(shape)), output_size, strict=True):
+        n = aval(x).shape[axis]
+        if n % out == 0:        # equal windows: one windowed reduction
+            window = [1] * len(shape)
+            window[axis] = n // out
+            x = (max_pool if reduce == "max" else avg_pool)(x, window[len(shape) - k:])
+            continue
+        # PyTorch's windows: [floor(i n / out), ceil((i + 1) n / out)), separable per axis
+        parts = []
+        for i in range(out):
+            lo, hi = (i * n) // out, -(-((i + 1) * n) // out)
+            part = x[(slice(None),) * axis + (slice(lo, hi),)]
+            parts.append((fnp.max if reduce == "max" else fnp.mean)(part, axis=axis,
+                                                                    keepdims=True))
+        x = fnp.concatenate(parts, axis=axis)
+    return to_result(x)
+
+
+def adaptive_avg_pool(x, output_size):
+    """Average pooling to a given output size over the trailing ``len(output_size)``
+    dimensions, with PyTorch's windows ``[floor(i n / out), ceil((i + 1) n / out))``.
+
+    Args:
+        x (array): the input, e.g. ``(N, C, H, W)``.
+        output_size (sequence of int): the size of each pooled trailing dimension.
+
+    Example::
+
+        >>> adaptive_avg_pool(np.arange(5.0)[None], (3,))
+        array([[0.5, 2. , 3.5]])
+    """
+    x = array_operand(x)
+    if aval(x).dtype.kind not in "fc":
+        x = fnp.asarray(x, dtype=np.result_type(aval(x).dtype, np.float64))
+    return _adaptive("adaptive_avg_pool", x, output_size, "avg")
+
+
+def adaptive_max_pool(x, output_size):
+    """Max pooling to a given output size over the trailing ``len(output_size)``
+    dimensions, with the windows of ``adaptive_avg_pool``.
+
+    Args:
+        x (array): the input, e.g. ``(N, C, H, W)``.
+        output_size (sequence of int): the size of each pooled trailing dimension.
+
+    Example::
+
+        >>> adaptive_max_pool(np.arange(5.0)[None], (3,))
+        array([[1., 3., 4.]])
+    """
+    return _adaptive("adaptive_max_pool", x, output_size, "max")
