@@ -277,6 +277,110 @@ def _dot_general(lhs, rhs, *, dimension_numbers):
     return out.reshape(bshape + tuple(lf) + tuple(rf))
 
 
+# --- convolution and windows ------------------------------------------------------
+
+def _lowest(dtype, select="max"):
+    """The identity of max (``select='max'``) or min for ``dtype``."""
+    if dtype.kind == "b":
+        return select == "min"
+    if dtype.kind == "f":
+        return -np.inf if select == "max" else np.inf
+    info = np.iinfo(dtype)
+    return info.min if select == "max" else info.max
+
+
+def _windows(x, fill, axes, window_dimensions, window_strides, padding, base_dilation,
+             window_dilation):
+    """A view of ``x`` (dilated and padded with ``fill`` along ``axes``) whose ``axes``
+    index the window positions, followed by one new trailing axis per window dimension."""
+    config = [(0, 0, 0)] * x.ndim
+    for a, (lo, hi), bd in zip(axes, padding, base_dilation, strict=True):
+        config[a] = (lo, hi, bd - 1)
+    xp = _pad(x, np.asarray(fill, x.dtype), padding_config=config)
+    spans = [1 + (w - 1) * wd for w, wd in zip(window_dimensions, window_dilation, strict=True)]
+    view = np.lib.stride_tricks.sliding_window_view(xp, spans, axis=tuple(axes))
+    index = [slice(None)] * x.ndim
+    for a, s in zip(axes, window_strides, strict=True):
+        index[a] = slice(None, None, s)
+    index += [slice(None, None, wd) for wd in window_dilation]
+    return view[tuple(index)]
+
+
+@_impl(P.conv_general_dilated)
+def _conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
+                          dimension_numbers, feature_group_count, batch_group_count):
+    lspec, rspec, ospec = dimension_numbers
+    dtype = np.result_type(lhs, rhs)
+    work = np.float32 if dtype == np.float16 else dtype     # XLA's CPU f16 conv widens too
+    x = np.transpose(lhs, lspec).astype(work, copy=False)
+    w = np.transpose(rhs, rspec).astype(work, copy=False)
+    nsp = x.ndim - 2
+    win = _windows(x, 0, range(2, 2 + nsp), w.shape[2:], window_strides, padding,
+                   lhs_dilation, rhs_dilation)                  # N C *out *kernel
+    (n, c), (o, i), out_sp = x.shape[:2], w.shape[:2], win.shape[2:2 + nsp]
+    sp, kk = "stuvwxyz"[:nsp], "ijklmpqr"[:nsp]
+    g = batch_group_count if batch_group_count > 1 else feature_group_count
+    w = w.reshape(g, o // g, i, *w.shape[2:])
+    if batch_group_count > 1:
+        win = win.reshape(g, n // g, c, *win.shape[2:])
+        out = np.einsum(f"gnc{sp}{kk},goc{kk}->ngo{sp}", win, w, optimize=True)
+        out = out.reshape(n // g, o, *out_sp)
+    else:
+        win = win.reshape(n, g, c // g, *win.shape[2:])
+        out = np.einsum(f"ngc{sp}{kk},goc{kk}->ngo{sp}", win, w, optimize=True)
+        out = out.reshape(n, o, *out_sp)
+    return np.ascontiguousarray(np.transpose(out, np.argsort(ospec))).astype(dtype, copy=False)
+
+
+def _window_reducer(reduce, fill):
+    def impl(x, *, window_dimensions, **window):
+        x = np.asarray(x)
+        win = _windows(x, fill(x.dtype), range(x.ndim), window_dimensions, **window)
+        return reduce(win, axis=tuple(range(x.ndim, win.ndim))).astype(x.dtype, copy=False)
+    return impl
+
+
+IMPLS[P.reduce_window_sum] = _window_reducer(np.sum, lambda dt: 0)
+IMPLS[P.reduce_window_max] = _quiet(_window_reducer(np.max, lambda dt: _lowest(dt, "max")))
+IMPLS[P.reduce_window_min] = _quiet(_window_reducer(np.min, lambda dt: _lowest(dt, "min")))
+
+
+def _selected(x, select, window_dimensions, window):
+    """Per window of ``x``: the flat in-window index of its first max/min (NaN wins)."""
+    win = _windows(x, _lowest(x.dtype, select), range(x.ndim), window_dimensions, **window)
+    flat = win.reshape(win.shape[:x.ndim] + (-1,))
+    return (np.argmax if select == "max" else np.argmin)(flat, axis=-1)
+
+
+@_impl(P.select_and_gather_add)
+def _select_and_gather_add(t, x, *, select, window_dimensions, **window):
+    t, x = np.asarray(t), np.asarray(x)
+    k = _selected(x, select, window_dimensions, window)
+    wt = _windows(t, 0, range(t.ndim), window_dimensions, **window)
+    flat = wt.reshape(wt.shape[:t.ndim] + (-1,))
+    return np.take_along_axis(flat, k[..., None], axis=-1)[..., 0]
+
+
+@_impl(P.select_and_scatter_add)
+def _select_and_scatter_add(ct, x, *, select, window_dimensions, window_strides, padding,
+                            base_dilation, window_dilation):
+    ct, x = np.asarray(ct), np.asarray(x)
+    window = dict(window_strides=window_strides, padding=padding, base_dilation=base_dilation,
+                  window_dilation=window_dilation)
+    k = _selected(x, select, window_dimensions, window)
+    sizes = [1 + (d - 1) * bd + lo + hi for d, bd, (lo, hi) in
+             zip(x.shape, base_dilation, padding, strict=True)]
+    acc = np.zeros(sizes, ct.dtype)
+    zero = np.zeros((), ct.dtype)
+    for t, tap in enumerate(np.ndindex(*window_dimensions)):
+        # the positions this tap covers, one per window: distinct, so a strided add
+        at = tuple(slice(j * wd, j * wd + (o - 1) * s + 1, s) for j, wd, o, s in
+                   zip(tap, window_dilation, ct.shape, window_strides, strict=True))
+        acc[at] += np.where(k == t, ct, zero)
+    return acc[tuple(slice(lo, lo + 1 + (d - 1) * bd, bd) for d, bd, (lo, _) in
+                     zip(x.shape, base_dilation, padding, strict=True))]
+
+
 @_impl(P.sort)
 def _sort(*operands, dimension, num_keys):
     keys = [np.moveaxis(o, dimension, -1) for o in operands[:num_keys]]

@@ -20,6 +20,8 @@ LINEAR = {
     P.broadcast_in_dim, P.reshape, P.transpose, P.squeeze, P.expand_dims, P.rev,
     P.concatenate, P.pad, P.slice, P.dynamic_slice, P.dynamic_update_slice, P.gather,
     P.scatter_add, P.scatter, P.reduce_sum, P.cumsum, P.dot_general, P.custom_lin,
+    P.conv_general_dilated, P.reduce_window_sum, P.select_and_gather_add,
+    P.select_and_scatter_add,
 }
 NOT_LINEAR_REASON = {
     "unary": "a non-linear elementwise function: its jvp multiplies the tangent by a factor",
@@ -33,6 +35,7 @@ NOT_LINEAR_REASON = {
     "custom": "user rules: custom_jvp_call/custom_vjp_call are replaced by the rules' output",
     "call": "inlined before any transform",
     "mutation": "functionalized before any transform",
+    "window": "reduce_window_max/min differentiate through select_and_gather_add",
 }
 
 

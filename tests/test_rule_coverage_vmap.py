@@ -19,7 +19,11 @@ EXPECTED_EXCEPTIONS = {
 # Rules exercised against loop-and-stack in tests/test_vmap.py (or, for the
 # custom-rule primitives, by the autodiff tests that own them).
 TESTED_ELSEWHERE = {"custom_jvp_call", "custom_vjp_call",
-                    "threefry2x32"}   # tests/test_random.py: vmap over keys == loop-and-stack
+                    "threefry2x32",   # tests/test_random.py: vmap over keys == loop-and-stack
+                    # loop-and-stack over every operand in tests/test_conv.py and
+                    # tests/test_reduce_window.py
+                    "conv_general_dilated", "reduce_window_sum", "reduce_window_max",
+                    "reduce_window_min", "select_and_gather_add", "select_and_scatter_add"}
 
 
 @pytest.mark.parametrize("prim", list(P.ALL.values()), ids=lambda p: p.name)

@@ -23,7 +23,19 @@ from ir import primitives as P
 from ir.core import AbstractArray, Graph, Lit, Var
 
 from .ops import RULES, unsupported
-from .plan import Blas, Fallback, Kernel, Op, Plan, Reduce, Scatter, Sort, View, c_strides
+from .plan import (
+    Blas,
+    Conv,
+    Fallback,
+    Kernel,
+    Op,
+    Plan,
+    Reduce,
+    Scatter,
+    Sort,
+    View,
+    c_strides,
+)
 from .views import VIEW_RULES
 
 # Why a primitive never lowers natively: the explicit fallback table. These run
@@ -36,7 +48,13 @@ FALLBACK = {
     P.custom_vjp_call: "jit inlines it (passes.lower_custom); compiled as is, its body "
                        "graph runs through the interpreter",
     P.custom_lin: "exists only inside differentiation passes",
+    P.select_and_gather_add: "max/min-pool derivatives: the interpreter's vectorised NumPy "
+                             "(an argmax per window, one strided pass per window tap)",
+    P.select_and_scatter_add: "max/min-pool derivatives: the interpreter's vectorised NumPy "
+                              "(an argmax per window, one strided add per window tap)",
 }
+_WINDOW_REDUCE = {P.reduce_window_sum: P.reduce_sum, P.reduce_window_max: P.reduce_max,
+                  P.reduce_window_min: P.reduce_min}
 VIEW_OPS = (P.broadcast_in_dim, P.transpose, P.reshape, P.squeeze, P.expand_dims, P.rev,
             P.slice)
 ELEMENTWISE_FAMILIES = ("unary", "binary", "select", "convert")
@@ -435,6 +453,47 @@ class Partitioner:
         self.seal(k)
         self.loc[id(out)] = self._buffer_view(slot, out.aval.shape, dt)
 
+    def conv(self, eqn):
+        lhs, rhs = (self.array(a) for a in eqn.inputs)
+        out = eqn.outputs[0]
+        slot = self.new_slot(out.aval.shape, out.aval.dtype)
+        self.steps.append(Conv(lhs, rhs, slot, dict(eqn.params)))
+        self.loc[id(out)] = self._buffer_view(slot, out.aval.shape, out.aval.dtype)
+
+    def window_reduction(self, eqn):
+        """reduce_window_*: a reduction kernel over (output, window) of a strided view of
+        the operand (padded and dilated first, into its own buffer, when asked)."""
+        (x,), out, p = eqn.inputs, eqn.outputs[0], eqn.params
+        dt, nd = x.aval.dtype, x.aval.ndim
+        if any(lo or hi for lo, hi in p["padding"]) or any(b > 1 for b in p["base_dilation"]):
+            v = self.external_view(x)
+            config = tuple((lo, hi, b - 1) for (lo, hi), b in
+                           zip(p["padding"], p["base_dilation"], strict=True))
+            shape = tuple(lo + hi + 1 + (d - 1) * (it + 1) for d, (lo, hi, it) in
+                          zip(x.aval.shape, config, strict=True))
+            fill = 0 if eqn.prim is P.reduce_window_sum else \
+                _lowest(dt, "max" if eqn.prim is P.reduce_window_max else "min")
+            k = Kernel(shape)
+            k.dyn_reads.append(View(v.slot, shape, v.dtype, v.offset, (0,) * nd))
+            params = {"config": config, "in_shape": v.shape, "strides": v.strides}
+            k.ops.append(Op(P.pad, (("dyn", 0), ("const", np.asarray(fill, dt)[()])), params,
+                            dt, dt))
+            slot = self.new_slot(shape, dt)
+            k.stores.append((("op", 0), slot, dt))
+            self.seal(k)
+            v = self._buffer_view(slot, shape, dt)
+        else:
+            v = self.external_view(x)
+        space = out.aval.shape + tuple(p["window_dimensions"])
+        strides = tuple(st * s for st, s in zip(v.strides, p["window_strides"], strict=True)) \
+            + tuple(st * w for st, w in zip(v.strides, p["window_dilation"], strict=True))
+        k = Kernel(space, axes=tuple(range(nd, 2 * nd)), reverse=False)
+        r = k.read(View(v.slot, space, dt, v.offset, strides))
+        slot = self.new_slot(out.aval.shape, dt)
+        k.reduces.append(Reduce(_WINDOW_REDUCE[eqn.prim], r, slot, dt, dt))
+        self.seal(k)
+        self.loc[id(out)] = self._buffer_view(slot, out.aval.shape, dt)
+
     def sort(self, eqn):
         """A native sort step over materialized operands, with an int64 scratch slot (four
         rows of the sorted length per part of the rows) that lives in the arena."""
@@ -498,6 +557,14 @@ def lowering_gap(eqn) -> str | None:
         return "indexing an empty axis raises in NumPy"
     if prim is P.iota and eqn.params["dtype"].kind == "b":
         return "iota: NumPy rejects boolean ranges longer than 2"
+    if prim is P.conv_general_dilated and eqn.inputs[0].aval.dtype not in BLAS_DTYPES:
+        return "conv_general_dilated: BLAS has no integer or float16 gemm (interpreter)"
+    if prim is P.conv_general_dilated and eqn.inputs[0].aval.ndim == 2:
+        return "conv_general_dilated without spatial dimensions (a matmul; interpreter)"
+    if prim is P.reduce_window_sum and eqn.inputs[0].aval.dtype == np.float16:
+        return "reduce_window_sum: float16 sums round at each addition only in NumPy's loop"
+    if prim in _WINDOW_REDUCE and 0 in eqn.outputs[0].aval.shape + eqn.inputs[0].aval.shape:
+        return "an empty windowed reduction (interpreter)"
     if prim in (P.reduce_max, P.reduce_min) and any(
             eqn.inputs[0].aval.shape[a] == 0 for a in eqn.params["axes"]):
         return "max/min of an empty axis raises in NumPy"
@@ -510,6 +577,7 @@ DISPATCH = {"view": Partitioner.layout, "reduction": Partitioner.reduction,
             "arg_reduction": Partitioner.arg_reduction, "concatenate": Partitioner.concatenate,
             "pad": Partitioner.pad, "update": Partitioner.update, "sort": Partitioner.sort,
             "random": Partitioner.random_bits,
+            "conv": Partitioner.conv, "window": Partitioner.window_reduction,
             **{f: Partitioner.elementwise for f in ELEMENTWISE_FAMILIES}}
 _KIND = {**{p: "view" for p in VIEW_OPS}, P.gather: "dynamic", P.dynamic_slice: "dynamic",
          P.concatenate: "concatenate", P.pad: "pad", P.dynamic_update_slice: "update",
@@ -520,7 +588,19 @@ NATIVE = set(VIEW_RULES) | set(RULES) | set(P.REDUCTIONS) | {P.convert, P.iota, 
                                                                P.concatenate, P.pad,
                                                                P.dynamic_update_slice,
                                                                P.scatter, P.scatter_add,
-                                                               P.sort, P.threefry2x32}
+                                                               P.sort, P.threefry2x32,
+                                                               P.conv_general_dilated,
+                                                               *_WINDOW_REDUCE}
+
+
+def _lowest(dtype, select):
+    """The identity of max (``select='max'``) or min for ``dtype``."""
+    if dtype.kind == "b":
+        return select == "min"
+    if dtype.kind == "f":
+        return -np.inf if select == "max" else np.inf
+    info = np.iinfo(dtype)
+    return info.min if select == "max" else info.max
 
 
 def partition(graph: Graph) -> Plan:

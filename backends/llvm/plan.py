@@ -112,6 +112,16 @@ class Blas:
     dimension_numbers: tuple
 
 
+@dataclass
+class Conv:
+    """conv_general_dilated as gemm calls on shifted views (backends/llvm/conv.py)."""
+
+    lhs: tuple
+    rhs: tuple
+    out: int
+    params: dict
+
+
 @dataclass(eq=False)
 class Sort:
     """Sort ``inputs`` (C-contiguous slots of one shape) along ``dimension`` by the first

@@ -44,8 +44,9 @@ from ir.once import Once
 
 from . import cache, codegen, sort
 from .blas import DotGeneral, GemmCall, gemm_address, gemm_layout
+from .conv import Conv as ConvGemm
 from .partition import partition
-from .plan import Blas, Fallback, Kernel, Plan, Sort
+from .plan import Blas, Conv, Fallback, Kernel, Plan, Sort
 
 _LIBM_NAMES = ("exp", "exp2", "expm1", "log", "log1p", "cbrt", "tanh", "sin", "cos", "tan",
                "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "pow",
@@ -470,6 +471,22 @@ def _blas_step(step: Blas, plan: Plan, arena: set):
     return run
 
 
+def _conv_step(step: Conv, plan: Plan, arena: set):
+    def shape(ref):
+        return np.shape(ref[1]) if ref[0] == "lit" else ref[2]
+    out_shape, dtype = plan.slots[step.out]
+    conv = ConvGemm(shape(step.lhs), shape(step.rhs), out_shape, dtype, **step.params)
+    lhs, rhs, out = step.lhs, step.rhs, step.out
+
+    if out in arena:
+        def run(bufs):
+            conv(_fetch(lhs, bufs), _fetch(rhs, bufs), out=bufs[out])
+    else:
+        def run(bufs):
+            bufs[out] = conv(_fetch(lhs, bufs), _fetch(rhs, bufs))
+    return run
+
+
 GEMM_ENTRY_MAX_MACS = 1 << 21   # bigger products run as their own (GIL-releasing) step
 _gemm_symbols: set = set()
 
@@ -501,7 +518,7 @@ def step_slots(step) -> tuple[set, set]:
         reads = {v.slot for v in step.reads + step.dyn_reads} | scattered
         writes = {s for _, s, _ in step.stores} | {r.slot for r in step.reduces} | scattered
         return reads, writes
-    if isinstance(step, Blas):
+    if isinstance(step, Blas | Conv):
         return refs([step.lhs, step.rhs]), {step.out}
     if isinstance(step, Sort):
         return set(step.inputs) | {step.scratch}, set(step.outputs) | {step.scratch}
@@ -651,6 +668,8 @@ class Executable:
                 if call is not None:
                     calls.append(call)
                     gemm_results |= writes & results
+            elif isinstance(step, Conv):
+                self.steps.append(_conv_step(step, plan, arena))
             else:
                 self.steps.append(_fallback_step(step, arena))
         # results the kernels write: allocated for each call, handed to the caller

@@ -9,6 +9,7 @@ so that unmodified NumPy code (``np.tanh(x @ w)``) traces.
 import numpy as _np
 
 from . import (
+    _convolve,
     _creation,
     _elementwise,
     _indexing,
@@ -19,6 +20,7 @@ from . import (
     _shape,
     _sorting,
 )
+from ._convolve import *  # noqa: F403
 from ._creation import *  # noqa: F403
 from ._elementwise import *  # noqa: F403
 from ._indexing import *  # noqa: F403
@@ -39,4 +41,4 @@ uint32 = _np.uint32      # random keys and bits (functorch_core.random)
 
 __all__ = [*_elementwise.__all__, *_shape.__all__, *_indexing.__all__, *_sorting.__all__,
            *_reductions.__all__, *_creation.__all__, *_linalg.__all__,
-           *_mutation.__all__, *_rounding.__all__]
+           *_mutation.__all__, *_rounding.__all__, *_convolve.__all__]

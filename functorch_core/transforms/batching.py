@@ -22,6 +22,8 @@ import numpy as np
 from ir import AbstractArray, Graph, Lit, bind, dtypes, trace_flat
 from ir import primitives as P
 
+from . import _windows as W
+
 BatchRule = Callable[..., tuple[list, list]]
 RULES: dict = {}
 
@@ -372,13 +374,70 @@ def _threefry2x32(args, dims):
     ops = [_elementwise_operand(x, d, s, full, size, 0)
            for x, d, s in zip(args, dims, shapes, strict=True)]
     return list(P.threefry2x32.bind(*ops)), [0, 0]
+# --- convolution and windows ------------------------------------------------------------
+
+def _conv(args, dims, **params):
+    """Fold the batch axis into the batch / feature-group axes (lax's rule)."""
+    (lhs, rhs), (ld, rd) = args, dims
+    lspec, rspec, ospec = params["dimension_numbers"]
+    fgc, bgc = params["feature_group_count"], params["batch_group_count"]
+
+    def conv(x, w, **changed):
+        return P.conv_general_dilated.bind(x, w, **{**params, **changed})
+
+    if ld is not None and rd is not None:
+        size = _shape(lhs)[ld]
+        if bgc > 1:
+            new_lhs = W.reshape_axis_into(ld, lspec[0], lhs)
+            changed = {"batch_group_count": bgc * size}
+        else:
+            new_lhs = W.reshape_axis_into(ld, lspec[1], lhs)
+            changed = {"feature_group_count": fgc * size}
+        out = conv(new_lhs, W.reshape_axis_into(rd, rspec[0], rhs), **changed)
+        return [W.reshape_axis_out_of(ospec[1], size, out)], [ospec[1]]
+    if ld is not None:
+        size = _shape(lhs)[ld]
+        if bgc == 1:
+            new_lhs = W.reshape_axis_into(ld, lspec[0], lhs)
+        else:       # the batch groups stay outermost in the lhs batch axis
+            new_lhs = W.reshape_axis_out_of(lspec[0] + int(ld <= lspec[0]), bgc, lhs)
+            new_lhs = W.reshape_axis_into(ld + int(lspec[0] < ld), lspec[0] + 1, new_lhs)
+            new_lhs = W.reshape_axis_into(lspec[0], lspec[0], new_lhs)
+        out = conv(new_lhs, rhs)
+        return [W.reshape_axis_out_of(ospec[0], size, out)], [ospec[0]]
+    size = _shape(rhs)[rd]
+    if fgc == 1 and bgc == 1:
+        out = conv(lhs, W.reshape_axis_into(rd, rspec[0], rhs))
+        return [W.reshape_axis_out_of(ospec[1], size, out)], [ospec[1]]
+    groups = max(fgc, bgc)      # the groups stay outermost in the rhs output features
+    new_rhs = W.reshape_axis_out_of(rspec[0] + int(rd <= rspec[0]), groups, rhs)
+    new_rhs = W.reshape_axis_into(rd + int(rspec[0] < rd), rspec[0] + 1, new_rhs)
+    new_rhs = W.reshape_axis_into(rspec[0], rspec[0], new_rhs)
+    out = conv(lhs, new_rhs)
+    out = W.reshape_axis_out_of(ospec[1], groups, out)
+    out = W.reshape_axis_out_of(ospec[1] + 1, size, out)
+    return [W.reshape_axis_into(ospec[1], ospec[1] + 1, out)], [ospec[1]]
+
+
+def _windowed(prim):
+    """A window of extent 1 along the batch axis."""
+    def rule(args, dims, *, window_dimensions, window_strides, padding, base_dilation,
+             window_dilation, **rest):
+        ops, d = _all_at(args, dims)
+        out = prim.bind(*ops, window_dimensions=_insert(window_dimensions, d, 1),
+                        window_strides=_insert(window_strides, d, 1),
+                        padding=_insert(padding, d, (0, 0)),
+                        base_dilation=_insert(base_dilation, d, 1),
+                        window_dilation=_insert(window_dilation, d, 1), **rest)
+        return [out], [d]
+    return rule
 
 
 # --- the table ------------------------------------------------------------------------
 
 _FAMILIES = {"unary": _elementwise, "binary": _elementwise, "select": _elementwise,
              "convert": _elementwise, "reduction": _reduction,
-             "arg_reduction": _arg_reduction, "cumulative": _cumulative}
+             "arg_reduction": _arg_reduction, "cumulative": _cumulative, "window": _windowed}
 RULES.update({p: _FAMILIES[p.family](p) for p in P.ALL.values() if p.family in _FAMILIES})
 RULES.update({
     P.broadcast_in_dim: _broadcast_in_dim, P.reshape: _reshape, P.transpose: _transpose,
@@ -387,6 +446,7 @@ RULES.update({
     P.dynamic_update_slice: _dynamic_update_slice, P.gather: _gather,
     P.scatter: _scatter(P.scatter), P.scatter_add: _scatter(P.scatter_add),
     P.dot_general: _dot_general, P.sort: _sort, P.threefry2x32: _threefry2x32,
+    P.conv_general_dilated: _conv,
 })
 
 

@@ -284,6 +284,41 @@ def _dot_general_rule(primals, tangents, *, dimension_numbers):
 JVP[P.dot_general] = _dot_general_rule
 
 
+def _conv_rule(primals, tangents, **params):
+    (lhs, rhs), (tl, tr) = primals, tangents
+    out = P.conv_general_dilated.bind(lhs, rhs, **params)
+    tout = Zero(tangent_aval(_av(out)))
+    if not is_zero(tl):
+        tout = P.conv_general_dilated.bind(tl, rhs, **params)
+    if not is_zero(tr):
+        tout = add_tangents(tout, P.conv_general_dilated.bind(lhs, tr, **params))
+    return out, tout
+
+
+JVP[P.conv_general_dilated] = _conv_rule
+
+
+# --- windowed reductions --------------------------------------------------------------
+
+def _window_chooser_rule(prim, select):
+    """max/min over windows: the tangent of each window's first selected element."""
+    def rule(primals, tangents, **window):
+        (x,), (t,) = primals, tangents
+        out = prim.bind(x, **window)
+        if is_zero(t):
+            return out, Zero(tangent_aval(_av(out)))
+        return out, P.select_and_gather_add.bind(t, x, select=select, **window)
+    JVP[prim] = rule
+
+
+_linear(P.reduce_window_sum)
+_window_chooser_rule(P.reduce_window_max, "max")
+_window_chooser_rule(P.reduce_window_min, "min")
+# linear in the tangent/cotangent; piecewise constant in the operand that selects
+_linear(P.select_and_gather_add, positions=(0,))
+_linear(P.select_and_scatter_add, positions=(0,))
+
+
 # --- reductions ---------------------------------------------------------------------
 
 def _kept(ndim, axes):

@@ -23,6 +23,7 @@ import numpy as np
 from ir import AbstractArray, Graph, Lit, Var, passes, trace_flat
 from ir import primitives as P
 
+from . import _windows as W
 from .jvp import MissingRuleError, closed, jvp_graph, zeros
 
 
@@ -319,6 +320,68 @@ def _dot_transpose_operand(ct, other, ndim, mc, oc, mb, ob, mine_is_lhs):
     return res if perm == sorted(perm) else P.transpose.bind(res, permutation=tuple(perm))
 
 
+def _conv_t(ct, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
+            dimension_numbers, feature_group_count, batch_group_count):
+    """Both operands as lax transposes them: the lhs cotangent is a convolution of ``ct``
+    with the flipped, in/out-swapped kernel (lhs dilation = strides); the rhs cotangent a
+    convolution of the input with ``ct``."""
+    if is_linear(lhs) and is_linear(rhs):
+        raise _not_linear("conv_general_dilated")
+    lspec, rspec, ospec = dimension_numbers
+    lsp, rsp, osp = ([shape[a] for a in spec[2:]] for shape, spec in
+                     ((lhs.aval.shape, lspec), (rhs.aval.shape, rspec), (ct.aval.shape, ospec)))
+    geometry = (lsp, rsp, window_strides, osp, padding, lhs_dilation, rhs_dilation)
+    if is_linear(lhs):
+        groups = feature_group_count
+        if feature_group_count > 1 or batch_group_count > 1:
+            groups = max(feature_group_count, batch_group_count)
+            rhs = W.reshape_axis_out_of(rspec[0], groups, rhs)
+            rhs = W.reshape_axis_into(rspec[0], rspec[1], rhs)
+        out = P.conv_general_dilated.bind(
+            ct, P.rev.bind(rhs, dimensions=tuple(rspec[2:])), window_strides=lhs_dilation,
+            padding=W.vjp_lhs_padding(*geometry), lhs_dilation=window_strides,
+            rhs_dilation=rhs_dilation,
+            dimension_numbers=(ospec, W.spec_transpose(rspec), lspec),
+            feature_group_count=groups, batch_group_count=1)
+        if batch_group_count > 1:
+            out = W.reshape_axis_out_of(lspec[1], batch_group_count, out)
+            out = W.reshape_axis_into(lspec[1], lspec[0], out)
+        return [out, None]
+    fgc, bgc = feature_group_count, batch_group_count
+    if bgc > 1:
+        fgc, bgc = bgc, 1
+    elif fgc > 1:
+        fgc, bgc = 1, fgc
+    out = P.conv_general_dilated.bind(
+        lhs, ct, window_strides=rhs_dilation, padding=W.vjp_rhs_padding(*geometry),
+        lhs_dilation=lhs_dilation, rhs_dilation=window_strides,
+        dimension_numbers=tuple(W.spec_transpose(s) for s in (lspec, ospec, rspec)),
+        feature_group_count=fgc, batch_group_count=bgc)
+    return [None, out]
+
+
+def _reduce_window_sum_t(ct, x, *, window_dimensions, window_strides, padding, base_dilation,
+                         window_dilation):
+    pads = W.vjp_lhs_padding(x.aval.shape, window_dimensions, window_strides, ct.aval.shape,
+                             padding, base_dilation, window_dilation)
+    padded = P.pad.bind(ct, Lit(np.zeros((), ct.aval.dtype)),
+                        padding_config=tuple((lo, hi, s - 1) for (lo, hi), s in
+                                             zip(pads, window_strides, strict=True)))
+    ones = (1,) * len(window_dimensions)
+    return P.reduce_window_sum.bind(
+        padded, window_dimensions=window_dimensions, window_strides=base_dilation,
+        padding=((0, 0),) * len(ones), base_dilation=ones, window_dilation=window_dilation)
+
+
+def _selection_t(other):
+    """select_and_gather_add and select_and_scatter_add transpose into each other."""
+    def rule(ct, t, x, **params):
+        if is_linear(x):
+            raise _not_linear(other.name)
+        return [other.bind(ct, x, **params), None]
+    return rule
+
+
 def _layout(prim, fn):
     TRANSPOSE[prim] = _each_linear(fn)
 
@@ -339,6 +402,9 @@ TRANSPOSE[P.gather] = _gather_t
 TRANSPOSE[P.scatter_add] = _scatter_add_t
 TRANSPOSE[P.scatter] = _scatter_t
 TRANSPOSE[P.dot_general] = _dot_general_t
+TRANSPOSE[P.conv_general_dilated] = _conv_t
+TRANSPOSE[P.select_and_gather_add] = _selection_t(P.select_and_scatter_add)
+TRANSPOSE[P.select_and_scatter_add] = _selection_t(P.select_and_gather_add)
 _layout(P.neg, lambda ct, x: P.neg.bind(ct))
 _layout(P.conj, lambda ct, x: P.conj.bind(ct))
 _layout(P.real, lambda ct, x: _to_complex(ct, x.aval.dtype))
@@ -354,3 +420,4 @@ _layout(P.rev, lambda ct, x, *, dimensions: P.rev.bind(ct, dimensions=dimensions
 _layout(P.slice, _slice_t)
 _layout(P.reduce_sum, _reduce_sum_t)
 _layout(P.cumsum, _cumsum_t)
+_layout(P.reduce_window_sum, _reduce_window_sum_t)
