@@ -20,6 +20,9 @@ LINEAR = {
     P.broadcast_in_dim, P.reshape, P.transpose, P.squeeze, P.expand_dims, P.rev,
     P.concatenate, P.pad, P.slice, P.dynamic_slice, P.dynamic_update_slice, P.gather,
     P.scatter_add, P.scatter, P.reduce_sum, P.cumsum, P.dot_general, P.custom_lin,
+    # control flow: the linear scan/cond of a jvp rule; a while loop's rule is the error
+    # that asks for max_steps (its joint primal-tangent loop is not transposable)
+    P.cond, P.scan, P.while_loop,
 }
 NOT_LINEAR_REASON = {
     "unary": "a non-linear elementwise function: its jvp multiplies the tangent by a factor",

@@ -34,6 +34,9 @@ FALLBACK = {
     P.custom_jvp_call: "runs its body graph through the interpreter (a call with rules)",
     P.custom_vjp_call: "runs its body graph through the interpreter (a call with rules)",
     P.custom_lin: "exists only inside differentiation passes",
+    P.cond: "runs the taken branch's graph through the interpreter",
+    P.while_loop: "runs its body graphs through the interpreter, one Python loop",
+    P.scan: "runs its body graph through the interpreter, one Python loop",
 }
 VIEW_OPS = (P.broadcast_in_dim, P.transpose, P.reshape, P.squeeze, P.expand_dims, P.rev,
             P.slice)
