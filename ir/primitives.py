@@ -499,4 +499,4 @@ custom_lin = _register("custom_lin", _custom_lin_rule, "custom", multiple_result
 
 # --- structured control flow: graph-valued primitives (ir/control_flow.py) ---------
 
-from .control_flow import cond, scan, while_loop  # noqa: E402, F401
+from .control_flow import CONTROL_FLOW, cond, scan, while_loop  # noqa: E402, F401

@@ -428,3 +428,29 @@ def test_random_scan_bodies_match_loops_and_finite_differences(ops, n, reverse):
     np.testing.assert_allclose(f(c0), loop(c0), rtol=1e-12)
     check_grads(f, (c0,), order=1)
     _ = fnp  # the NumPy API is what traced bodies call
+
+
+def test_cpu_loops_keep_scalar_carries_and_run_zero_steps():
+    f = fc.jit(lambda x, n: lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] * 2.0),
+                                           (0, x)), backend="cpu")
+    for n in (0, 3):
+        i, v = f(1.5, n)
+        assert i.shape == () and v.shape == () and v == 1.5 * 2 ** n
+    g = fc.jit(lambda x: lax.scan(lambda c, y: (c + y, c), x, np.ones((0,)))[0], backend="cpu")
+    out = g(np.float64(2.0))
+    assert out.shape == () and out == 2.0
+
+
+def test_cpu_backend_keeps_the_loop():
+    from backends.llvm.plan import Loop
+    from backends.llvm.runtime import compile_graph
+    graph = fc.make_graph(lambda x: lax.fori_loop(0, 1000, lambda i, c: np.sin(c) + 1.0, x))(
+        np.ones(3))
+    exe = compile_graph(graph)
+    loops = [s for s in exe.plan.steps if isinstance(s, Loop)]
+    assert len(loops) == 1 and loops[0].eqn.params["length"] == 1000
+    assert len(loops[0].eqn.params["body"].eqns) < 10     # the body once, not unrolled
+    want = np.ones(3)
+    for _ in range(1000):
+        want = np.sin(want) + 1.0
+    np.testing.assert_allclose(exe([np.ones(3)])[0], want, rtol=1e-12)

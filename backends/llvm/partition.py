@@ -23,7 +23,19 @@ from ir import primitives as P
 from ir.core import AbstractArray, Graph, Lit, Var
 
 from .ops import RULES, unsupported
-from .plan import Blas, Fallback, Kernel, Op, Plan, Reduce, Scatter, Sort, View, c_strides
+from .plan import (
+    Blas,
+    Fallback,
+    Kernel,
+    Loop,
+    Op,
+    Plan,
+    Reduce,
+    Scatter,
+    Sort,
+    View,
+    c_strides,
+)
 from .views import VIEW_RULES
 
 # Why a primitive never lowers natively: the explicit fallback table. These run
@@ -34,9 +46,6 @@ FALLBACK = {
     P.custom_jvp_call: "runs its body graph through the interpreter (a call with rules)",
     P.custom_vjp_call: "runs its body graph through the interpreter (a call with rules)",
     P.custom_lin: "exists only inside differentiation passes",
-    P.cond: "runs the taken branch's graph through the interpreter",
-    P.while_loop: "runs its body graphs through the interpreter, one Python loop",
-    P.scan: "runs its body graph through the interpreter, one Python loop",
 }
 VIEW_OPS = (P.broadcast_in_dim, P.transpose, P.reshape, P.squeeze, P.expand_dims, P.rev,
             P.slice)
@@ -433,13 +442,22 @@ class Partitioner:
                                [a.aval.dtype for a in eqn.inputs], outputs, scratch, rows, per))
 
     def fallback(self, eqn, reason):
+        inputs, outs = self._materialized(eqn)
+        self.steps.append(Fallback(eqn, inputs, outs, reason))
+
+    def loop(self, eqn):
+        """cond/while/scan: a Loop step; ``loops.py`` compiles the bodies once."""
+        inputs, outs = self._materialized(eqn)
+        self.steps.append(Loop(eqn, inputs, outs))
+
+    def _materialized(self, eqn):
         inputs = [self.array(a) for a in eqn.inputs]
         outs = []
         for v in eqn.outputs:
             slot = self.new_slot(v.aval.shape, v.aval.dtype)
             outs.append(slot)
             self.loc[id(v)] = self._buffer_view(slot, v.aval.shape, v.aval.dtype)
-        self.steps.append(Fallback(eqn, inputs, outs, reason))
+        return inputs, outs
 
     def run(self) -> Plan:
         for eqn in self.graph.eqns:
@@ -463,6 +481,8 @@ class Partitioner:
 def lowering_gap(eqn) -> str | None:
     """Why ``eqn`` runs through the interpreter (None: it lowers natively)."""
     prim = eqn.prim
+    if prim.family == "control":     # bodies are compiled on their own (loops.py)
+        return None
     if prim is P.sort:      # moves raw bits: any dtype but complex keys
         if any(a.aval.dtype.kind == "c" for a in eqn.inputs[:eqn.params["num_keys"]]):
             return "sort: complex keys are not lowered natively (operands of other dtypes are)"
@@ -489,6 +509,7 @@ DISPATCH = {"view": Partitioner.layout, "reduction": Partitioner.reduction,
             "dynamic": Partitioner.dynamic_read, "cumulative": Partitioner.scan,
             "arg_reduction": Partitioner.arg_reduction, "concatenate": Partitioner.concatenate,
             "pad": Partitioner.pad, "update": Partitioner.update, "sort": Partitioner.sort,
+            "control": Partitioner.loop,
             **{f: Partitioner.elementwise for f in ELEMENTWISE_FAMILIES}}
 _KIND = {**{p: "view" for p in VIEW_OPS}, P.gather: "dynamic", P.dynamic_slice: "dynamic",
          P.concatenate: "concatenate", P.pad: "pad", P.dynamic_update_slice: "update",
@@ -499,7 +520,7 @@ NATIVE = set(VIEW_RULES) | set(RULES) | set(P.REDUCTIONS) | {P.convert, P.iota, 
                                                                P.concatenate, P.pad,
                                                                P.dynamic_update_slice,
                                                                P.scatter, P.scatter_add,
-                                                               P.sort}
+                                                               P.sort, *P.CONTROL_FLOW}
 
 
 def partition(graph: Graph) -> Plan:

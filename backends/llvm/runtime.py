@@ -31,8 +31,9 @@ from ir.core import Graph, Lit
 
 from . import cache, codegen, sort
 from .blas import DotGeneral, GemmCall, gemm_address, gemm_layout
+from .loops import loop_step
 from .partition import partition
-from .plan import Blas, Fallback, Kernel, Plan, Sort
+from .plan import Blas, Fallback, Kernel, Loop, Plan, Sort
 
 _LIBM_NAMES = ("exp", "exp2", "expm1", "log", "log1p", "cbrt", "tanh", "sin", "cos", "tan",
                "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "pow",
@@ -499,6 +500,8 @@ class Executable:
                 if call is not None:
                     calls.append(call)
                     gemm_results |= writes & results
+            elif isinstance(step, Loop):
+                self.steps.append(loop_step(step, arena))
             else:
                 self.steps.append(_fallback_step(step, arena))
         # results the kernels write: allocated for each call, handed to the caller
