@@ -7,7 +7,11 @@ Same process, same inputs; medians over repeats; ratios against functorch_core's
     loss and gradient with respect to the weights;
 (b) Newton's iteration for the cube root as a while_loop, vmapped over 10k starting points;
 (c) compile time (first call of a fresh jit) of a fori_loop against the unrolled Python loop,
-    for 10, 100 and 1000 steps. The disk cache is off here so every compile is real.
+    for 10, 100 and 1000 steps. The disk cache is off here so every compile is real;
+(d) per-iteration overhead: a 10k-step fori_loop of a tiny body (f64[4]).
+
+OpenBLAS threads in a loop of small GEMMs fight over a loaded machine: compare
+(a) with ``OPENBLAS_NUM_THREADS=1`` as well.
 """
 
 import os
@@ -187,7 +191,35 @@ def bench_compile():
         print(f"  {n:>6} " + " ".join(f"{t:>10.3f}  " for t in row))
 
 
+# --- (d) per-iteration overhead ----------------------------------------------------------------
+
+STEPS = 10_000
+
+
+def bench_overhead():
+    x = np.ones(4)
+    rows = {}
+    for backend in ("cpu", "interpreter"):
+        f = fc.jit(lambda x: lax.fori_loop(0, STEPS, lambda i, c: c * 0.999 + 1.0, x),
+                   backend=backend)
+        f(x)
+        rows[f"functorch_core jit, {backend}"] = median_time(lambda f=f: f(x), REPEATS)
+
+    def python_loop(x):
+        for _ in range(STEPS):
+            x = x * 0.999 + 1.0
+        return x
+    rows["numpy python loop"] = median_time(lambda: python_loop(x), REPEATS)
+    if jax is not None:
+        g = jax.jit(lambda x: jax.lax.fori_loop(0, STEPS, lambda i, c: c * 0.999 + 1.0, x))
+        g(x).block_until_ready()
+        rows["jax jit(fori_loop)"] = median_time(lambda: g(x).block_until_ready(), REPEATS)
+    report(f"(d) {STEPS}-step fori_loop of c * 0.999 + 1 on f64[4] (per call; / {STEPS} "
+           "per step)", rows, "functorch_core jit, cpu")
+
+
 if __name__ == "__main__":
     bench_lstm()
     bench_newton()
     bench_compile()
+    bench_overhead()
