@@ -143,6 +143,11 @@ def test_scan_grads(checkpoint):
         d[i] = eps
         fd[i] = (_rnn(w + d, xs) - _rnn(w - d, xs)) / (2 * eps)
     np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)
+    h = fc.hessian(lambda w: _rnn(w, xs, checkpoint))(w)
+    _close(fc.jacrev(fc.jacrev(lambda w: _rnn(w, xs, checkpoint)))(w), h, rtol=1e-9, atol=1e-12)
+    _close(fc.jit(fc.hessian(lambda w: _rnn(w, xs, checkpoint)))(w), h, rtol=1e-9, atol=1e-12)
+    _close(fc.vmap(fc.grad(lambda xs: _rnn(w, xs, checkpoint)))(np.stack([xs, 2 * xs])),
+           np.stack([fc.grad(lambda xs: _rnn(w, xs))(v) for v in (xs, 2 * xs)]), rtol=1e-10)
 
 
 def test_scan_reverse_grads_and_loop_invariant_residuals():
@@ -427,6 +432,38 @@ def test_random_scan_bodies_match_loops_and_finite_differences(ops, n, reverse):
     c0 = np.array([0.1, -0.2])
     np.testing.assert_allclose(f(c0), loop(c0), rtol=1e-12)
     check_grads(f, (c0,), order=1)
+
+
+@given(st.lists(st.integers(0, len(_OPS) - 1), min_size=1, max_size=3),
+       st.lists(st.integers(0, len(_OPS) - 1), min_size=1, max_size=3),
+       st.integers(0, 4))
+def test_random_cond_and_while_bodies_against_python_and_loop_and_stack(a, b, limit):
+    def chain(ops, v):
+        for k in ops:
+            v = _OPS[k](v)
+        return v
+
+    def f(x):
+        y = lax.cond(x.sum() > 0, lambda v: chain(a, v), lambda v: chain(b, v), x)
+        _, z = lax.while_loop(go, lambda c: (c[0] + 1, chain(a, c[1]) * 0.5), (0, y),
+                              max_steps=6)
+        return z
+
+    def go(c):      # a trip count that depends on the data: a batched predicate under vmap
+        return (c[0] < limit) | ((c[0] < limit + 2) & (c[1].sum() > 0))
+
+    def ref(x):
+        y = chain(a, x) if x.sum() > 0 else chain(b, x)
+        i = 0
+        while go((i, y)) and i < 6:
+            i, y = i + 1, chain(a, y) * 0.5
+        return y
+
+    xs = np.array([[0.3, -0.1], [-0.4, 0.2], [0.1, 0.1]])
+    for x in xs:
+        np.testing.assert_allclose(f(x), ref(x), rtol=1e-12)
+    np.testing.assert_allclose(fc.vmap(f)(xs), np.stack([ref(x) for x in xs]), rtol=1e-12)
+    check_grads(lambda x: f(x).sum(), (xs[0],), order=1)
     _ = fnp  # the NumPy API is what traced bodies call
 
 
