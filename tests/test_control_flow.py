@@ -343,6 +343,16 @@ def test_in_place_writes_inside_bodies():
     check_grads(lambda x: lax.scan(step, x, np.arange(3.0))[1].sum(), (np.ones(3),), order=1)
 
 
+def test_a_body_writing_into_a_closed_over_array_is_refused():
+    def f(buf):
+        def body(c, x):
+            buf[0] = x
+            return c + x, None
+        return lax.scan(body, 0.0, np.ones(2))[0]
+    with pytest.raises(NotImplementedError, match=r"body of scan.*closes over.*carry"):
+        fc.jit(f)(np.zeros(2))
+
+
 def test_graph_prints_nested_bodies_and_checks():
     g = fc.make_graph(lambda x: lax.cond(x > 0, lambda x: lax.scan(
         lambda c, y: (c + y, c), x, np.ones(2))[0], lambda x: x, x))(1.0)
