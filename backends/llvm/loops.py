@@ -30,13 +30,51 @@ def _fresh(arrays):
     return [np.array(a, copy=True) for a in arrays]
 
 
+def _direct_outputs(exe):
+    """The output slots of a body whose native entry may be called on our own buffers
+    (every result a distinct fresh buffer the entry writes), else None."""
+    outs = exe._plain_outputs
+    if exe.entry is None or outs is None or len(set(outs)) != len(outs) \
+            or set(outs) != {s for s, *_ in exe.fresh}:
+        return None
+    return outs
+
+
 def _scan(eqn):
+    from .runtime import compile_graph
     p = eqn.params
-    body = _compiled(p["body"])
+    exe = compile_graph(passes.simplify(p["body"]))
+    body, direct = exe.trusted, _direct_outputs(exe)
     nc, nk, length, reverse = p["n_consts"], p["n_carry"], p["length"], p["reverse"]
     y_avals = p["body"].out_avals[nk:]
+    carry_avals = p["body"].out_avals[:nk]
     in_avals = [a.aval for a in eqn.inputs]
     order = range(length - 1, -1, -1) if reverse else range(length)
+
+    def looped(consts, carry, xs, ys):
+        for i in order:
+            outs = body(consts + carry + [x[i, ...] for x in xs])   # 0-d arrays, not scalars
+            carry = outs[:nk]
+            for y, o in zip(ys, outs[nk:], strict=True):
+                y[i] = o
+        return carry
+
+    def direct_loop(consts, carry, xs, ys):
+        # the native entry on our own buffers: the carry ping-pongs between two sets of
+        # arrays, each y is written in place (no allocation, no copy per iteration)
+        bufs, entry, n = exe.new_arena(), exe.entry, exe.n_inputs
+        sets = [[np.empty(a.shape, a.dtype) for a in carry_avals] for _ in range(2)]
+        carry_slots, y_slots = direct[:nk], direct[nk:]
+        for k, i in enumerate(order):
+            out = sets[k & 1]
+            bufs[:n] = consts + carry + [x[i, ...] for x in xs]
+            for s, b in zip(carry_slots, out, strict=True):
+                bufs[s] = b
+            for s, y in zip(y_slots, ys, strict=True):
+                bufs[s] = y[i, ...]
+            entry(*bufs)
+            carry = out
+        return carry
 
     def run(*args):
         args = _contiguous(args, in_avals)
@@ -44,12 +82,7 @@ def _scan(eqn):
         ys = [np.empty((length,) + av.shape, av.dtype) for av in y_avals]
         if not length:
             return _fresh(carry) + ys
-        for i in order:
-            outs = body(consts + carry + [x[i, ...] for x in xs])   # 0-d arrays, not scalars
-            carry = outs[:nk]
-            for y, o in zip(ys, outs[nk:], strict=True):
-                y[i] = o
-        return carry + ys
+        return (direct_loop if direct is not None else looped)(consts, carry, xs, ys) + ys
     return run
 
 

@@ -139,7 +139,9 @@ def cond(pred, true_fun, false_fun, *operands):
 
     Example::
 
+        >>> x = np.array([1.0, -2.0, 4.0])
         >>> cond(x.sum() > 0, lambda x: x * 2, lambda x: -x, x)
+        array([ 2., -4.,  8.])
     """
     what = f"cond({fn_name(true_fun)}, {fn_name(false_fun)})"
     av = _scalar_index(pred, what, "predicate")
