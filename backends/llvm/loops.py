@@ -87,19 +87,36 @@ def _scan(eqn):
 
 
 def _while(eqn):
+    from .runtime import compile_graph
     p = eqn.params
-    cond, body = _compiled(p["cond_graph"]), _compiled(p["body_graph"])
+    cond = _compiled(p["cond_graph"])
+    exe = compile_graph(passes.simplify(p["body_graph"]))
+    body, direct = exe.trusted, _direct_outputs(exe)
     ncc, nbc, max_steps = p["n_cond_consts"], p["n_body_consts"], p["max_steps"]
     in_avals = [a.aval for a in eqn.inputs]
+    carry_avals = p["body_graph"].out_avals
+    limit = float("inf") if max_steps is None else max_steps
 
     def run(*args):
         args = _contiguous(args, in_avals)
         cc, bc, carry = args[:ncc], args[ncc:ncc + nbc], args[ncc + nbc:]
         steps = 0
-        while (max_steps is None or steps < max_steps) and cond(cc + carry)[0]:
-            carry = body(bc + carry)
-            steps += 1
-        return carry if steps else _fresh(carry)
+        if direct is not None:      # the native entry on our buffers, as for scan
+            bufs, entry, n = exe.new_arena(), exe.entry, exe.n_inputs
+            sets = [[np.empty(a.shape, a.dtype) for a in carry_avals] for _ in range(2)]
+            while steps < limit and cond(cc + carry)[0]:
+                out = sets[steps & 1]
+                bufs[:n] = bc + carry
+                for s, b in zip(direct, out, strict=True):
+                    bufs[s] = b
+                entry(*bufs)
+                carry = out
+                steps += 1
+        else:
+            while steps < limit and cond(cc + carry)[0]:
+                carry = body(bc + carry)
+                steps += 1
+        return list(carry) if steps else _fresh(carry)
     return run
 
 
