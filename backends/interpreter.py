@@ -456,6 +456,36 @@ def _custom_lin(*args, n_res, bwd, out_avals):
                     "(custom_vjp); use vjp, grad or jacrev, or define a custom_jvp")
 
 
+@_impl(P.cond)
+def _cond(index, *operands, branches):
+    return run_graph(branches[min(max(int(index), 0), len(branches) - 1)], operands)
+
+
+@_impl(P.while_loop)
+def _while(*args, cond_graph, body_graph, n_cond_consts, n_body_consts, max_steps):
+    cc = list(args[:n_cond_consts])
+    bc = list(args[n_cond_consts:n_cond_consts + n_body_consts])
+    carry = list(args[n_cond_consts + n_body_consts:])
+    steps = 0
+    while (max_steps is None or steps < max_steps) and bool(run_graph(cond_graph, cc + carry)[0]):
+        carry = run_graph(body_graph, bc + carry)
+        steps += 1
+    return carry
+
+
+@_impl(P.scan)
+def _scan(*args, body, n_consts, n_carry, length, reverse, checkpoint):
+    consts, carry = list(args[:n_consts]), list(args[n_consts:n_consts + n_carry])
+    xs = [np.asarray(x) for x in args[n_consts + n_carry:]]
+    ys = [np.empty((length,) + av.shape, av.dtype) for av in body.out_avals[n_carry:]]
+    for i in (reversed(range(length)) if reverse else range(length)):
+        outs = run_graph(body, consts + carry + [x[i] for x in xs])
+        carry = outs[:n_carry]
+        for y, o in zip(ys, outs[n_carry:], strict=True):
+            y[i] = o
+    return carry + ys
+
+
 def run_graph(graph: Graph, args):
     """Run a graph on concrete arrays, one NumPy call per equation."""
     env = {id(v): a for v, a in zip(graph.inputs, args, strict=True)}

@@ -18,9 +18,10 @@ from ir.pytree import (
                        tree_unflatten,
 )
 
-from . import numpy, random
+from . import lax, numpy, random
 from .api import clear_caches, jit, make_graph
 from .config import config
+from .lax import associative_scan, cond, fori_loop, scan, switch, while_loop
 from .numpy._methods import install as _install_tracer_methods
 from .random import manual_seed
 from .transforms import (
@@ -50,5 +51,6 @@ __all__ = [
     "custom_jvp", "custom_vjp", "functionalize",
     "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
     "linearize", "stop_gradient", "value_and_grad", "vjp", "random", "manual_seed",
+    "associative_scan", "cond", "fori_loop", "lax", "scan", "switch", "while_loop",
 ]
 __version__ = "0.1.0"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .control_flow import subgraphs
 from .core import Graph, Lit, Var
 
 
@@ -33,9 +34,8 @@ def check_graph(graph: Graph) -> Graph:
         where = f"equation {i} ({eqn.prim.name} at {eqn.source})"
         for a in eqn.inputs:
             use(a, where)
-        for p in eqn.params.values():
-            if isinstance(p, Graph):
-                check_graph(p)
+        for sub in subgraphs(eqn.params):
+            check_graph(sub)
         try:
             avals = eqn.prim.shape_rule(*(a.aval for a in eqn.inputs), **eqn.params)
         except (ValueError, TypeError) as err:

@@ -84,6 +84,7 @@ def fold_constants(graph: Graph) -> Graph:
     for eqn in graph.eqns:
         inputs = tuple(_rename(env, a) for a in eqn.inputs)
         foldable = (eqn.prim.impl is not None and not _has_effect(eqn)
+                    and eqn.prim.family != "control"     # a loop would run at compile time
                     and all(isinstance(a, Lit) for a in inputs)
                     and _fold_size_ok(inputs, eqn.outputs))
         if foldable:

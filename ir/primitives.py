@@ -643,3 +643,8 @@ custom_vjp_call = _register("custom_vjp_call", _custom_call_rule, "custom",
 # custom_lin(*residuals, *tangents, n_res, bwd, out_avals): the tangent of a custom_vjp
 # function; only its transpose (the user's bwd) is defined.
 custom_lin = _register("custom_lin", _custom_lin_rule, "custom", multiple_results=True)
+
+
+# --- structured control flow: graph-valued primitives (ir/control_flow.py) ---------
+
+from .control_flow import CONTROL_FLOW, cond, scan, while_loop  # noqa: E402, F401

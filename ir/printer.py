@@ -47,6 +47,8 @@ def _format_lit(lit: Lit) -> str:
 def _format_param(value, namer, indent) -> str:
     if isinstance(value, Graph):
         return "\n" + _format(value, namer, indent + 4) + "\n" + " " * (indent + 2)
+    if isinstance(value, tuple) and value and all(isinstance(g, Graph) for g in value):
+        return "(" + ",".join(_format_param(g, namer, indent) for g in value) + ")"
     if isinstance(value, np.dtype):
         return dtypes.SHORT_NAMES.get(value, str(value))
     return str(value)

@@ -108,9 +108,9 @@ class Tracer:
 
     def __bool__(self):
         self._concrete("bool() (a Python `if`, `while`, `and`/`or` or assert on data)",
-                       "Use fnp.where(cond, x, y) to choose elementwise, fc.cond for "
-                       "data-dependent control flow (coming), or pass the value as a static "
-                       "argument (static_argnums).")
+                       "Use fnp.where(cond, x, y) to choose elementwise, functorch_core.lax.cond "
+                       "(fc.cond), fc.switch, fc.while_loop or fc.fori_loop for data-dependent "
+                       "control flow, or pass the value as a static argument (static_argnums).")
 
     def __int__(self):
         self._concrete("int()", "Pass the value as a static argument (static_argnums).")

@@ -22,6 +22,9 @@ LINEAR = {
     P.scatter_add, P.scatter, P.reduce_sum, P.cumsum, P.dot_general, P.custom_lin,
     P.conv_general_dilated, P.reduce_window_sum, P.select_and_gather_add,
     P.select_and_scatter_add,
+    # control flow: the linear scan/cond of a jvp rule; a while loop's rule is the error
+    # that asks for max_steps (its joint primal-tangent loop is not transposable)
+    P.cond, P.scan, P.while_loop,
 }
 NOT_LINEAR_REASON = {
     "unary": "a non-linear elementwise function: its jvp multiplies the tangent by a factor",

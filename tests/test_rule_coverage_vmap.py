@@ -46,6 +46,11 @@ def test_every_rule_is_exercised_by_the_vmap_op_table():
     for c in CASES:
         graph = fc.make_graph(c.f)(*c.make(np.random.default_rng(0), 3, 2, 4))
         seen.update(e.prim.name for e in graph.eqns)
+    from test_control_flow import VMAP_CASES, _prims  # cond, while, scan: loop-and-stack
+    for c in VMAP_CASES:
+        one = [a if d is None else np.take(a, 0, axis=d)
+               for a, d in zip(c.args, c.in_dims, strict=True)]
+        seen.update(_prims(fc.make_graph(c.f)(*one)))
     families = {"unary", "binary", "reduction", "cumulative", "arg_reduction"}
     missing = {p.name for p in RULES if p.family not in families} - seen - TESTED_ELSEWHERE
     assert not missing, f"batching rules without a loop-and-stack test: {sorted(missing)}"

@@ -28,6 +28,7 @@ from .plan import (
     Conv,
     Fallback,
     Kernel,
+    Loop,
     Op,
     Plan,
     Reduce,
@@ -512,13 +513,22 @@ class Partitioner:
                                [a.aval.dtype for a in eqn.inputs], outputs, scratch, rows, per))
 
     def fallback(self, eqn, reason):
+        inputs, outs = self._materialized(eqn)
+        self.steps.append(Fallback(eqn, inputs, outs, reason))
+
+    def loop(self, eqn):
+        """cond/while/scan: a Loop step; ``loops.py`` compiles the bodies once."""
+        inputs, outs = self._materialized(eqn)
+        self.steps.append(Loop(eqn, inputs, outs))
+
+    def _materialized(self, eqn):
         inputs = [self.array(a) for a in eqn.inputs]
         outs = []
         for v in eqn.outputs:
             slot = self.new_slot(v.aval.shape, v.aval.dtype)
             outs.append(slot)
             self.loc[id(v)] = self._buffer_view(slot, v.aval.shape, v.aval.dtype)
-        self.steps.append(Fallback(eqn, inputs, outs, reason))
+        return inputs, outs
 
     def run(self) -> Plan:
         for eqn in self.graph.eqns:
@@ -542,6 +552,8 @@ class Partitioner:
 def lowering_gap(eqn) -> str | None:
     """Why ``eqn`` runs through the interpreter (None: it lowers natively)."""
     prim = eqn.prim
+    if prim.family == "control":     # bodies are compiled on their own (loops.py)
+        return None
     if prim is P.sort:      # moves raw bits: any dtype but complex keys
         if any(a.aval.dtype.kind == "c" for a in eqn.inputs[:eqn.params["num_keys"]]):
             return "sort: complex keys are not lowered natively (operands of other dtypes are)"
@@ -578,6 +590,7 @@ DISPATCH = {"view": Partitioner.layout, "reduction": Partitioner.reduction,
             "pad": Partitioner.pad, "update": Partitioner.update, "sort": Partitioner.sort,
             "random": Partitioner.random_bits,
             "conv": Partitioner.conv, "window": Partitioner.window_reduction,
+            "control": Partitioner.loop,
             **{f: Partitioner.elementwise for f in ELEMENTWISE_FAMILIES}}
 _KIND = {**{p: "view" for p in VIEW_OPS}, P.gather: "dynamic", P.dynamic_slice: "dynamic",
          P.concatenate: "concatenate", P.pad: "pad", P.dynamic_update_slice: "update",
@@ -590,7 +603,7 @@ NATIVE = set(VIEW_RULES) | set(RULES) | set(P.REDUCTIONS) | {P.convert, P.iota, 
                                                                P.scatter, P.scatter_add,
                                                                P.sort, P.threefry2x32,
                                                                P.conv_general_dilated,
-                                                               *_WINDOW_REDUCE}
+                                                               *_WINDOW_REDUCE, *P.CONTROL_FLOW}
 
 
 def _lowest(dtype, select):

@@ -105,6 +105,15 @@ class Fallback:
 
 
 @dataclass
+class Loop:
+    """A control-flow equation (cond/while/scan) run by ``loops.py``: bodies compiled once."""
+
+    eqn: object
+    inputs: list          # ("slot", slot, shape) | ("lit", value)
+    outputs: list         # slots
+
+
+@dataclass
 class Blas:
     lhs: tuple
     rhs: tuple

@@ -1,0 +1,431 @@
+"""The rules of the control-flow primitives (``cond``, ``while``, ``scan``) in every table.
+
+jvp rules *linearize* their bodies (JAX's partial evaluation of scan/cond): the jvp
+of a scan is a primal scan that also outputs the body's residuals (stacked per
+step; loop-invariant ones are passed as operands) followed by a linear scan over
+(residuals, tangents). The graph-level split of reverse mode then finds the primal
+scan on the primal side and the linear scan on the linear side, and the transpose
+of a linear scan is a reverse scan of the transposed body. ``cond`` does the same
+with the union of its branches' residuals (zeros for the branches not taken).
+With ``checkpoint=True`` a scan stores only its carries and the linear scan
+recomputes the body. ``while`` without ``max_steps`` has a forward-mode rule only;
+with ``max_steps`` it is differentiated as a scan of ``max_steps`` guarded steps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ir import Graph, Lit, Var, eval_graph, trace_flat
+from ir import primitives as P
+
+from .batching import RULES as BATCH_RULES
+from .batching import _axis_size, batch_at, batch_eval, batch_graph, moveaxis
+from .jvp import JVP, Zero, differentiable, instantiate, is_zero, jvp_eval, jvp_graph, zeros
+from .transpose import TRANSPOSE, is_linear, linearize_graph, transpose_graph
+
+
+def depends(graph: Graph, mask) -> list[bool]:
+    """Which outputs of ``graph`` depend on the inputs marked in ``mask``."""
+    dep = {id(v) for v, m in zip(graph.inputs, mask, strict=True) if m}
+    for e in graph.eqns:
+        if any(isinstance(a, Var) and id(a) in dep for a in e.inputs):
+            dep.update(id(v) for v in e.outputs)
+    return [isinstance(o, Var) and id(o) in dep for o in graph.outputs]
+
+
+def _closed_trace(fn, avals, name):
+    graph, captured = trace_flat(fn, avals, name=name)
+    if captured:
+        raise AssertionError(f"{name}: a control-flow body captured an outer value")
+    return graph
+
+
+def _tangent_mask(graph, nz):
+    return [d and differentiable(o.aval)
+            for d, o in zip(depends(graph, nz), graph.outputs, strict=True)]
+
+
+# --- jvp -------------------------------------------------------------------------------
+
+def _scan_jvp(primals, tangents, *, body, n_consts, n_carry, length, reverse, checkpoint):
+    nc, nk = n_consts, n_carry
+    nz = [not is_zero(t) for t in tangents]
+    carry_nz = nz[nc:nc + nk]
+    while True:    # a carry whose tangent the body makes nonzero carries a tangent
+        diff = nz[:nc] + carry_nz + nz[nc + nk:]
+        out_nz = _tangent_mask(body, diff)
+        new = [a or b for a, b in zip(carry_nz, out_nz[:nk], strict=True)]
+        if new == carry_nz:
+            break
+        carry_nz = new
+    keep = carry_nz + out_nz[nk:]
+    n_out = len(body.outputs)
+    tan = [instantiate(t) for t, d in zip(tangents, diff, strict=True) if d]
+    n_ct, n_kt = sum(diff[:nc]), sum(carry_nz)
+    ct, kt, xt = tan[:n_ct], tan[n_ct:n_ct + n_kt], tan[n_ct + n_kt:]
+    common = dict(length=length, reverse=reverse, checkpoint=False)
+    if checkpoint:
+        # primal: stack the carry entering each step; linear: recompute the body's jvp
+        pbody = Graph(body.inputs, body.eqns, list(body.outputs) + body.inputs[nc:nc + nk])
+        outs = P.scan.bind(*primals, body=pbody, n_consts=nc, n_carry=nk, **common)
+        stacked = outs[n_out:]
+        jg = jvp_graph(body, diff)
+        n_in = len(body.inputs)
+        ins, tins = jg.inputs[:n_in], jg.inputs[n_in:]
+        lbody = Graph(ins[:nc] + tins[:n_ct] + tins[n_ct:n_ct + n_kt] + ins[nc:nc + nk]
+                      + ins[nc + nk:] + tins[n_ct + n_kt:], jg.eqns,
+                      [t for t, k in zip(jg.outputs[n_out:], keep, strict=True) if k])
+        louts = P.scan.bind(*primals[:nc], *ct, *kt, *stacked, *primals[nc + nk:], *xt,
+                            body=lbody, n_consts=nc + n_ct, n_carry=n_kt, **common)
+    else:
+        lin = linearize_graph(body, diff)
+        res = lin.primal.outputs[n_out:]
+        const_pos = {id(v): i for i, v in enumerate(lin.primal.inputs[:nc])}
+        is_const = [id(r) in const_pos for r in res]
+        stacked_vars = [r for r, c in zip(res, is_const, strict=True) if not c]
+        pbody = Graph(lin.primal.inputs, lin.primal.eqns,
+                      list(lin.primal.outputs[:n_out]) + stacked_vars)
+        outs = P.scan.bind(*primals, body=pbody, n_consts=nc, n_carry=nk, **common)
+        stacked = outs[n_out:]
+        lres = lin.linear.inputs[:lin.n_res]
+        ltan = lin.linear.inputs[lin.n_res:]
+        res_c = [v for v, c in zip(lres, is_const, strict=True) if c]
+        res_s = [v for v, c in zip(lres, is_const, strict=True) if not c]
+        lbody = Graph(res_c + ltan[:n_ct] + ltan[n_ct:n_ct + n_kt] + res_s
+                      + ltan[n_ct + n_kt:], lin.linear.eqns,
+                      [t for t, k in zip(lin.linear.outputs, keep, strict=True) if k])
+        const_vals = [primals[const_pos[id(r)]] for r, c in zip(res, is_const, strict=True)
+                      if c]
+        louts = P.scan.bind(*const_vals, *ct, *kt, *stacked, *xt, body=lbody,
+                            n_consts=len(const_vals) + n_ct, n_carry=n_kt, **common)
+    it = iter(louts)
+    touts = [next(it) if k else Zero(o.aval.strong()) for k, o in
+             zip(keep, outs[:n_out], strict=True)]
+    return list(outs[:n_out]), touts
+
+
+def _cond_jvp(primals, tangents, *, branches):
+    index, ops = primals[0], list(primals[1:])
+    nz = [not is_zero(t) for t in tangents[1:]]
+    out_nz = [any(m) for m in zip(*(_tangent_mask(b, nz) for b in branches), strict=True)]
+    n_out = len(branches[0].outputs)
+    lins = [linearize_graph(b, nz) for b in branches]
+    res_avals = [[v.aval for v in lin.primal.outputs[n_out:]] for lin in lins]
+
+    def primal_branch(k):
+        def fn(*xs):
+            outs = eval_graph(lins[k].primal, list(xs))
+            res = []
+            for j, avals in enumerate(res_avals):
+                res += outs[n_out:] if j == k else [zeros(a) for a in avals]
+            return outs[:n_out] + res
+        return _closed_trace(fn, branches[k].in_avals, "cond (jvp)")
+
+    outs = P.cond.bind(index, *ops, branches=tuple(primal_branch(k)
+                                                   for k in range(len(branches))))
+    res_all = outs[n_out:]
+    tan = [instantiate(t) for t, d in zip(tangents[1:], nz, strict=True) if d]
+    starts = np.cumsum([0] + [len(a) for a in res_avals])
+
+    def linear_branch(k):
+        def fn(*args):
+            res = list(args[starts[k]:starts[k + 1]])
+            touts = eval_graph(lins[k].linear, res + list(args[len(res_all):]))
+            return [t for t, m in zip(touts, out_nz, strict=True) if m]
+        return _closed_trace(fn, [r.aval for r in res_all] + [t.aval for t in tan],
+                             "cond (linear)")
+
+    louts = iter(P.cond.bind(index, *res_all, *tan,
+                             branches=tuple(linear_branch(k) for k in range(len(branches)))))
+    touts = [next(louts) if m else Zero(o.aval.strong())
+             for m, o in zip(out_nz, outs[:n_out], strict=True)]
+    return list(outs[:n_out]), touts
+
+
+def _while_jvp(primals, tangents, *, cond_graph, body_graph, n_cond_consts, n_body_consts,
+               max_steps):
+    if max_steps is not None:
+        graph = _bounded_scan_graph(cond_graph, body_graph, n_cond_consts, n_body_consts,
+                                    max_steps, [p.aval for p in primals])
+        return jvp_eval(graph, primals, tangents)
+    ncc, nbc = n_cond_consts, n_body_consts
+    nz = [not is_zero(t) for t in tangents]
+    bc_nz, carry_nz = nz[ncc:ncc + nbc], nz[ncc + nbc:]
+    while True:
+        out_nz = _tangent_mask(body_graph, bc_nz + carry_nz)
+        new = [a or b for a, b in zip(carry_nz, out_nz, strict=True)]
+        if new == carry_nz:
+            break
+        carry_nz = new
+    n = len(carry_nz)
+    jg = jvp_graph(body_graph, bc_nz + carry_nz)
+    nb = len(body_graph.inputs)
+    ins, tins = jg.inputs[:nb], jg.inputs[nb:]
+    n_bt = sum(bc_nz)
+    body = Graph(ins[:nbc] + tins[:n_bt] + ins[nbc:] + tins[n_bt:], jg.eqns,
+                 list(jg.outputs[:n]) + [t for t, k in zip(jg.outputs[n:], carry_nz,
+                                                           strict=True) if k])
+    kt_avals = [v.aval for v in tins[n_bt:]]
+    cond = Graph(cond_graph.inputs + [Var(a) for a in kt_avals], cond_graph.eqns,
+                 cond_graph.outputs)
+    tan = [instantiate(t) for t, d in zip(tangents[ncc:], bc_nz + carry_nz, strict=True) if d]
+    # The primal loop runs on its own so that reverse mode's split finds the outputs on
+    # the primal side; the joint loop (primal and tangent carries) gives the tangents.
+    outs = P.while_loop.bind(*primals, cond_graph=cond_graph, body_graph=body_graph,
+                             n_cond_consts=ncc, n_body_consts=nbc, max_steps=None)
+    joint = P.while_loop.bind(*primals[:ncc + nbc], *tan[:n_bt], *primals[ncc + nbc:],
+                              *tan[n_bt:], cond_graph=cond, body_graph=body,
+                              n_cond_consts=ncc, n_body_consts=nbc + n_bt, max_steps=None)
+    it = iter(joint[n:])
+    touts = [next(it) if k else Zero(o.aval.strong())
+             for k, o in zip(carry_nz, outs[:n], strict=True)]
+    return list(outs[:n]), touts
+
+
+def _bounded_scan_graph(cond_graph, body_graph, ncc, nbc, max_steps, avals):
+    """The while loop as a scan of ``max_steps`` steps, each ``body`` if ``cond`` else nothing."""
+    n_carry = len(avals) - ncc - nbc
+    keep = [Var(v.aval) for v in body_graph.inputs]
+    identity = Graph(keep, [], keep[nbc:])
+
+    def step(*args):
+        cc, bc, carry = args[:ncc], args[ncc:ncc + nbc], args[ncc + nbc:]
+        pred = eval_graph(cond_graph, list(cc) + list(carry))[0]
+        index = P.convert.bind(pred, new_dtype=np.dtype(np.int32))
+        return P.cond.bind(index, *bc, *carry, branches=(identity, body_graph))
+
+    body = _closed_trace(step, list(avals), "while_loop (max_steps)")
+
+    def whole(*args):
+        return P.scan.bind(*args, body=body, n_consts=ncc + nbc, n_carry=n_carry,
+                           length=max_steps, reverse=False, checkpoint=False)
+
+    return _closed_trace(whole, list(avals), "while_loop (max_steps)")
+
+
+# --- transpose ---------------------------------------------------------------------------
+
+def transpose_apply(graph: Graph, in_lin, nonlin_vals, cts):
+    """Cotangents of ``graph``'s linear inputs (``in_lin``), emitted into the current trace.
+
+    ``nonlin_vals`` are the values of the other inputs (in order); ``cts`` one
+    cotangent per output (``None`` for none). Equations that do not depend on a
+    linear input run forward first (a checkpointed body recomputes its primal part).
+    """
+    lin_ids = {id(v) for v, m in zip(graph.inputs, in_lin, strict=True) if m}
+    fwd, lin_eqns = [], []
+    for e in graph.eqns:
+        if any(isinstance(a, Var) and id(a) in lin_ids for a in e.inputs):
+            lin_eqns.append(e)
+            lin_ids.update(id(v) for v in e.outputs)
+        else:
+            fwd.append(e)
+    lin_inputs = [v for v, m in zip(graph.inputs, in_lin, strict=True) if m]
+    res, seen = [], set()
+    for e in lin_eqns:
+        for a in e.inputs:
+            if isinstance(a, Var) and id(a) not in lin_ids and id(a) not in seen:
+                seen.add(id(a))
+                res.append(a)
+    outs, given = [], []
+    for o, c in zip(graph.outputs, cts, strict=True):
+        if c is not None and isinstance(o, Var) and id(o) in lin_ids:
+            outs.append(o)
+            given.append(c)
+    nonlin_inputs = [v for v, m in zip(graph.inputs, in_lin, strict=True) if not m]
+    res_vals = eval_graph(Graph(nonlin_inputs, fwd, res), list(nonlin_vals))
+    back = transpose_graph(Graph(res + lin_inputs, lin_eqns, outs), len(res))
+    return eval_graph(back, res_vals + given)
+
+
+def _scan_transpose(cts, *operands, body, n_consts, n_carry, length, reverse, checkpoint):
+    nc, nk = n_consts, n_carry
+    lin = [is_linear(o) for o in operands]
+    carry_lin = lin[nc:nc + nk]
+    while True:
+        out = depends(body, lin[:nc] + carry_lin + lin[nc + nk:])
+        new = [a or b for a, b in zip(carry_lin, out[:nk], strict=True)]
+        if new == carry_lin:
+            break
+        carry_lin = new
+    if not all(carry_lin):
+        raise NotImplementedError("transpose: a linear scan with a carry that does not depend "
+                                  "on the tangents (a differentiation rule is wrong)")
+    in_lin = lin[:nc] + carry_lin + lin[nc + nk:]
+    rc = [o for o, m in zip(operands[:nc], lin[:nc], strict=True) if not m]
+    lc_avals = [o.aval for o, m in zip(operands[:nc], lin[:nc], strict=True) if m]
+    rx = [o for o, m in zip(operands[nc + nk:], lin[nc + nk:], strict=True) if not m]
+    n_rc, n_lc, n_rx = len(rc), len(lc_avals), len(rx)
+    ct_carry, ct_ys = cts[:nk], cts[nk:]
+
+    def tbody(*args):
+        consts, acc = args[:n_rc], args[n_rc:n_rc + n_lc]
+        ctc = args[n_rc + n_lc:n_rc + n_lc + nk]
+        xs = args[n_rc + n_lc + nk:n_rc + n_lc + nk + n_rx]
+        cty = args[n_rc + n_lc + nk + n_rx:]
+        nonlin = list(consts) + list(xs)
+        got = transpose_apply(body, in_lin, nonlin, list(ctc) + list(cty))
+        g_c, g_k, g_x = got[:n_lc], got[n_lc:n_lc + nk], got[n_lc + nk:]
+        return [P.add.bind(a, g) for a, g in zip(acc, g_c, strict=True)] + g_k + g_x
+
+    slice_avals = [c.aval.update(shape=c.aval.shape[1:]) for c in ct_ys]
+    tb = _closed_trace(tbody, [o.aval for o in rc] + lc_avals + [c.aval for c in ct_carry]
+                       + [o.aval.update(shape=o.aval.shape[1:]) for o in rx] + slice_avals,
+                       "scan (transpose)")
+    outs = P.scan.bind(*rc, *(zeros(a) for a in lc_avals), *ct_carry, *rx, *ct_ys, body=tb,
+                       n_consts=n_rc, n_carry=n_lc + nk, length=length, reverse=not reverse,
+                       checkpoint=False)
+    g_c, g_k, g_x = iter(outs[:n_lc]), outs[n_lc:n_lc + nk], iter(outs[n_lc + nk:])
+    result = [next(g_c) if m else None for m in lin[:nc]]
+    result += [g if m else None for g, m in zip(g_k, lin[nc:nc + nk], strict=True)]
+    result += [next(g_x) if m else None for m in lin[nc + nk:]]
+    return result
+
+
+def _cond_transpose(cts, index, *ops, branches):
+    if is_linear(index):
+        raise NotImplementedError("transpose: the index of a cond is a tangent")
+    lin = [is_linear(o) for o in ops]
+    nonlin = [o for o, m in zip(ops, lin, strict=True) if not m]
+
+    def tbranch(b):
+        def fn(*args):
+            return transpose_apply(b, lin, list(args[:len(nonlin)]), list(args[len(nonlin):]))
+        return _closed_trace(fn, [o.aval for o in nonlin] + [c.aval for c in cts],
+                             "cond (transpose)")
+
+    outs = iter(P.cond.bind(index, *nonlin, *cts, branches=tuple(tbranch(b) for b in branches)))
+    return [None] + [next(outs) if m else None for m in lin]
+
+
+def _while_transpose(cts, *operands, max_steps, **params):
+    raise NotImplementedError(
+        "reverse-mode differentiation (grad, vjp, jacrev) through while_loop needs a bound "
+        "on its trip count: pass while_loop(..., max_steps=N) to record up to N iterations "
+        "and differentiate them exactly, or use fori_loop with static bounds (a scan); "
+        "forward mode (jvp, jacfwd) works without it")
+
+
+# --- vmap ---------------------------------------------------------------------------------
+
+def _scan_batch(args, dims, *, body, n_consts, n_carry, length, reverse, checkpoint):
+    nc, nk = n_consts, n_carry
+    size = _axis_size(args, dims)
+    b = [d is not None for d in dims]
+    carry_b = b[nc:nc + nk]
+    while True:
+        out_b = depends(body, b[:nc] + carry_b + b[nc + nk:])
+        new = [x or y for x, y in zip(carry_b, out_b[:nk], strict=True)]
+        if new == carry_b:
+            break
+        carry_b = new
+    in_b = b[:nc] + carry_b + b[nc + nk:]
+    ops = []
+    for i, (x, d) in enumerate(zip(args, dims, strict=True)):
+        if i >= nc + nk:
+            ops.append(x if d is None else moveaxis(x, d, 1))
+        else:
+            ops.append(batch_at(x, d, size, 0) if in_b[i] else x)
+    out_dims = [0 if m else None for m in out_b]
+    bbody, captured = batch_graph(body, [0 if m else None for m in in_b], size, out_dims,
+                                  name="scan (vmap)")
+    if captured:
+        raise AssertionError("vmap of a scan body captured an outer value")
+    outs = P.scan.bind(*ops, body=bbody, n_consts=nc, n_carry=nk, length=length,
+                       reverse=reverse, checkpoint=checkpoint)
+    return list(outs), out_dims[:nk] + [None if d is None else 1 for d in out_dims[nk:]]
+
+
+def _select_outputs(index, per_branch, size):
+    """``per_branch[index[b]][b]`` for each example ``b`` (index batched at 0)."""
+    result = list(per_branch[0])
+    for k in range(1, len(per_branch)):
+        hit = P.eq.bind(index, Lit(np.asarray(k, np.int32)))
+        for j, y in enumerate(per_branch[k]):
+            pred = P.broadcast_in_dim.bind(hit, shape=y.aval.shape, broadcast_dimensions=(0,))
+            result[j] = P.select.bind(pred, y, result[j])
+    return result
+
+
+def _cond_batch(args, dims, *, branches):
+    size = _axis_size(args, dims)
+    index, ops, op_dims = args[0], list(args[1:]), list(dims[1:])
+    if dims[0] is None:
+        b = [d is not None for d in op_dims]
+        out_b = [any(m) for m in zip(*(depends(g, b) for g in branches), strict=True)]
+        out_dims = [0 if m else None for m in out_b]
+        graphs = []
+        for g in branches:
+            bg, captured = batch_graph(g, op_dims, size, out_dims, name="cond (vmap)")
+            if captured:
+                raise AssertionError("vmap of a cond branch captured an outer value")
+            graphs.append(bg)
+        return list(P.cond.bind(index, *ops, branches=tuple(graphs))), out_dims
+    per_branch = [[batch_at(x, d, size, 0) for x, d in batch_eval(g, ops, op_dims)]
+                  for g in branches]
+    return _select_outputs(moveaxis(index, dims[0], 0), per_branch, size), \
+        [0] * len(branches[0].outputs)
+
+
+def _while_batch(args, dims, *, cond_graph, body_graph, n_cond_consts, n_body_consts,
+                 max_steps):
+    ncc, nbc = n_cond_consts, n_body_consts
+    size = _axis_size(args, dims)
+    b = [d is not None for d in dims]
+    cc_b, bc_b, carry_b = b[:ncc], b[ncc:ncc + nbc], b[ncc + nbc:]
+    while True:
+        pred_b = depends(cond_graph, cc_b + carry_b)[0]
+        new = [True] * len(carry_b) if pred_b else [
+            x or y for x, y in zip(carry_b, depends(body_graph, bc_b + carry_b), strict=True)]
+        if new == carry_b:
+            break
+        carry_b = new
+    ops = [batch_at(x, d, size, 0) if m else x
+           for x, d, m in zip(args, dims, b[:ncc + nbc] + carry_b, strict=True)]
+    cc, bc, carry = ops[:ncc], ops[ncc:ncc + nbc], ops[ncc + nbc:]
+    cd = [0 if m else None for m in cc_b]
+    bd = [0 if m else None for m in bc_b]
+    kd = [0 if m else None for m in carry_b]
+    common = dict(max_steps=max_steps)
+    if not pred_b:
+        cg, c1 = batch_graph(cond_graph, cd + kd, size, [None], name="while (vmap)")
+        bg, c2 = batch_graph(body_graph, bd + kd, size, kd, name="while (vmap)")
+        if c1 or c2:
+            raise AssertionError("vmap of a while body captured an outer value")
+        outs = P.while_loop.bind(*cc, *bc, *carry, cond_graph=cg, body_graph=bg,
+                                 n_cond_consts=ncc, n_body_consts=nbc, **common)
+        return list(outs), kd
+
+    def lanes(c_vals, k_vals):
+        (p, d), = batch_eval(cond_graph, list(c_vals) + list(k_vals), cd + kd)
+        return batch_at(p, d, size, 0)
+
+    def new_cond(*a):
+        return [P.reduce_max.bind(lanes(a[:ncc], a[ncc:]), axes=(0,))]
+
+    def new_body(*a):
+        c_vals, b_vals, k_vals = a[:ncc], a[ncc:ncc + nbc], a[ncc + nbc:]
+        active = lanes(c_vals, k_vals)
+        stepped = batch_eval(body_graph, list(b_vals) + list(k_vals), bd + kd)
+        stepped = [[batch_at(x, d, size, 0) for x, d in stepped]]
+        return _select_outputs(P.convert.bind(active, new_dtype=np.dtype(np.int32)),
+                               [list(k_vals)] + stepped, size)
+
+    k_avals = [x.aval for x in carry]
+    cg = _closed_trace(new_cond, [x.aval for x in cc] + k_avals, "while (vmap)")
+    bg = _closed_trace(new_body, [x.aval for x in cc + bc] + k_avals, "while (vmap)")
+    outs = P.while_loop.bind(*cc, *cc, *bc, *carry, cond_graph=cg, body_graph=bg,
+                             n_cond_consts=ncc, n_body_consts=ncc + nbc, **common)
+    return list(outs), [0] * len(carry)
+
+
+JVP[P.scan] = _scan_jvp
+JVP[P.cond] = _cond_jvp
+JVP[P.while_loop] = _while_jvp
+TRANSPOSE[P.scan] = _scan_transpose
+TRANSPOSE[P.cond] = _cond_transpose
+TRANSPOSE[P.while_loop] = _while_transpose
+BATCH_RULES[P.scan] = _scan_batch
+BATCH_RULES[P.cond] = _cond_batch
+BATCH_RULES[P.while_loop] = _while_batch
