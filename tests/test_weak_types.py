@@ -47,3 +47,18 @@ def test_ufunc_of_one_weak_value_is_strong_as_in_numpy():
     # np.sin(3) is a strong np.float64 in NumPy: it upcasts float32
     w = np.ones(3, np.float32)
     assert jit(lambda w, s: w * np.sin(s))(w, 3).dtype == (w * np.sin(3)).dtype
+
+
+COMPARISONS = {"lt": operator.lt, "le": operator.le, "eq": operator.eq, "ne": operator.ne,
+               "ge": operator.ge, "gt": operator.gt}
+
+
+@given(op=st.sampled_from(sorted(COMPARISONS)), a=st.integers(-5, 5), b=st.integers(-5, 5),
+       backend=st.sampled_from(["cpu", "interpreter"]))
+def test_python_ints_compared_under_jit(op, a, b, backend):
+    # NumPy resolves int < int to its object loop; traced, both are int64 (was: "dtype
+    # object is not supported")
+    fn = COMPARISONS[op]
+    got = jit(lambda x: fn(x, b), backend=backend)(a)
+    assert got.dtype == np.bool_ and bool(got) == fn(a, b)
+    assert bool(jit(lambda x: np.less(x, b), backend=backend)(a)) == (a < b)

@@ -36,7 +36,14 @@ def _resolve(name, ufunc, ops, dtype):
         return ufunc.resolve_dtypes((None,) * ufunc.nin + (None,) * ufunc.nout,
                                     signature=(dt,) * ufunc.nin + (None,) * ufunc.nout)
     try:
-        return ufunc.resolve_dtypes(tuple(weak_marker(o) for o in ops) + (None,) * ufunc.nout)
+        resolved = ufunc.resolve_dtypes(tuple(weak_marker(o) for o in ops)
+                                        + (None,) * ufunc.nout)
+        if any(d.kind == "O" for d in resolved):
+            # NumPy compares two Python ints as objects (any size); a traced Python int
+            # fits int64, where NumPy's arrays of them compare
+            resolved = ufunc.resolve_dtypes(tuple(aval(o).dtype for o in ops)
+                                            + (None,) * ufunc.nout)
+        return resolved
     except TypeError:
         types = ", ".join(str(aval(o).dtype) for o in ops)
         raise TypeError(f"{name}: no implementation for operand dtypes ({types}); "
