@@ -27,7 +27,7 @@ def _conv(p, x, w, dtype, **extra):
     return c, want
 
 
-@pytest.mark.parametrize("mode", ["taps", "images", "outputs"])
+@pytest.mark.parametrize("mode", ["taps", "images", "outputs", "features"])
 @given(conv_problems(), st.sampled_from([np.float32, np.float64, np.complex128]),
        st.integers(0, 2 ** 32 - 1), st.integers(1, 3))
 def test_every_mode_matches_the_interpreter(mode, p, dtype, seed, workers):

@@ -92,6 +92,8 @@ class Conv:
             self.mode = "taps"
         elif self.mode == "taps" and outs >= IMAGES_MIN_OUTPUTS:
             self.mode = "images"
+        elif self.mode == "outputs" and taps >= IMAGES_MIN_OUTPUTS:
+            self.mode = "features"
         self.fn = gemm(dt)
         self.int = _blas_int()
         self._consts = [ctypes.c_char(b"N"), _scalar(dt, 1.0), _scalar(dt, 0.0)]
@@ -107,6 +109,8 @@ class Conv:
             return out
         if self.mode == "images":
             return self._images(lhs, rhs, out)
+        if self.mode == "features":
+            return self._features(lhs, rhs, out)
         res = self._taps(lhs, rhs) if self.mode == "taps" else self._outputs(lhs, rhs)
         # res: (N_out, O, *out spatial) -> the out spec's layout
         np.copyto(out, np.transpose(res, np.argsort(self.ospec)))
@@ -250,25 +254,30 @@ class Conv:
         z = z.reshape(*self.out_sp, rows_n, O)
         return np.moveaxis(np.moveaxis(z, -2, 0), -1, 1)
 
-    def _images(self, lhs, rhs, out):
-        """One gemm per image (and group) and block of output rows, straight into the
-        (N_out, O, *out spatial) result: the kernel (O // blocks, I * taps) times the
-        image's packed columns (I * taps, positions), a strided view of its channel-first
-        padded grid (any stride and dilation)."""
-        G, B, C, O, I = self.G, self.B, self.c, self.o, self.i  # noqa: E741
-        grid, item = self.grid, self.dtype.itemsize
-        per = math.prod(grid)
-        buf = np.zeros((self.n, C, *grid), self.dtype)
+    def _channel_first_grid(self, lhs):
+        """lhs zero-padded and dilated as (N, C, *grid)."""
+        grid = self.grid
+        buf = np.zeros((self.n, self.c, *grid), self.dtype)
         x = np.transpose(lhs, self.lspec)
         dst, src = [slice(None)] * 2, [slice(None)] * 2
         for d, ld, (lo, _), g in zip(self.sizes, self.ldil, self.padding, grid, strict=True):
             first, last = max(0, -(lo // ld)), min(d, (g - lo + ld - 1) // ld)
             if last <= first:
-                break
+                return buf
             dst.append(slice(lo + first * ld, lo + (last - 1) * ld + 1, ld))
             src.append(slice(first, last))
-        else:
-            buf[tuple(dst)] = x[tuple(src)]
+        buf[tuple(dst)] = x[tuple(src)]
+        return buf
+
+    def _images(self, lhs, rhs, out):
+        """One gemm per image (and group) and block of output rows, straight into the
+        (N_out, O, *out spatial) result: the kernel (O // blocks, I * taps) times the
+        image's packed columns (I * taps, positions), a strided view of its channel-first
+        padded grid (any stride and dilation)."""
+        G, B, O, I = self.G, self.B, self.o, self.i  # noqa: E741
+        grid, item = self.grid, self.dtype.itemsize
+        per = math.prod(grid)
+        buf = self._channel_first_grid(lhs)
         w = np.ascontiguousarray(np.transpose(rhs, self.rspec))     # (O, I, *kernel)
         depth = I * math.prod(self.kernel)
         direct = list(self.ospec) == sorted(self.ospec) and out.flags.c_contiguous
@@ -302,18 +311,71 @@ class Conv:
                                    cp, r * rest, False,
                                    rp + ((j * O + block * m) * outs + r0 * rest) * item, outs)
 
-        parts = min(self.workers, self.n) if self.n * O * depth * outs // B >= SPLIT_MACS \
-            else 1
-        if parts > 1:
-            bounds = [self.n * p // parts for p in range(parts + 1)]
-            with blas.one_thread_each():
-                futures = [self.parallel().submit(images, lo, hi)
-                           for lo, hi in itertools.pairwise(bounds[1:])]
-                images(bounds[0], bounds[1])
-                for f in futures:
-                    f.result()
-        else:
-            images(0, self.n)
+        self._split(images, self.n, self.n * O * depth * outs // B)
         if not direct:
             np.copyto(out, np.transpose(res, np.argsort(self.ospec)))
+        return out
+
+    def _split(self, work, parts, macs):
+        """work(lo, hi) over [0, parts), split over the threads from SPLIT_MACS
+        multiply-adds (OpenBLAS held at one thread each); the list of the parts' results."""
+        parts_n = min(self.workers, parts) if macs >= SPLIT_MACS else 1
+        if parts_n <= 1:
+            return [work(0, parts)]
+        bounds = [parts * p // parts_n for p in range(parts_n + 1)]
+        with blas.one_thread_each():
+            futures = [self.parallel().submit(work, lo, hi)
+                       for lo, hi in itertools.pairwise(bounds[1:])]
+            first = work(bounds[0], bounds[1])
+            return [first] + [f.result() for f in futures]
+
+    def _features(self, lhs, rhs, out):
+        """A gemm per (group, in feature) and block of kernel rows, accumulated: the kernel
+        slice (O // blocks, kernel positions) times packed columns (kernel positions, lhs
+        batch x output positions) from the channel-first grid; the kernel is read in place
+        when its spatial dimensions are contiguous (the cotangent, for a kernel gradient)."""
+        G, B, C, O, I = self.G, self.B, self.c, self.o, self.i  # noqa: E741
+        grid, item = self.grid, self.dtype.itemsize
+        per, ks = math.prod(grid), math.prod(self.kernel)
+        buf = self._channel_first_grid(lhs)
+        w = np.transpose(rhs, self.rspec)                             # (O, I, *kernel)
+        inner = [math.prod(self.kernel[j + 1:]) * item for j in range(len(self.kernel))]
+        if (list(w.strides[2:]) != inner or min(w.strides[:2]) < ks * item
+                or w.strides[0] % item or w.strides[1] % item):
+            w = np.ascontiguousarray(w)
+        so, si = w.strides[0], w.strides[1]
+        m, nb = O // (G * B), self.n // B
+        outs, rest = math.prod(self.out_sp), math.prod(self.kernel[1:])
+        width = nb * outs
+        rows = max(1, min(self.kernel[0], COLUMN_ELEMENTS // max(rest * width, 1)))
+        gstr = [math.prod(grid[j + 1:]) * item for j in range(len(grid))]
+        shape_q = (nb, *self.out_sp)
+        strides_q = (C * per * item, *(s * g for s, g in zip(self.strides, gstr, strict=True)))
+        strides_k = tuple(d * g for d, g in zip(self.rdil, gstr, strict=True))
+        flat, wp = buf.reshape(-1), w.ctypes.data
+
+        def features(lo, hi):
+            acc = np.zeros((O, width), self.dtype)
+            cols = np.empty(rows * rest * width, self.dtype)
+            ap, cp = acc.ctypes.data, cols.ctypes.data
+            for t in range(lo, hi):
+                block, i = divmod(t, I)
+                g, b = (block, 0) if G > 1 else (0, block)
+                start = (b * nb * C + g * I + i) * per
+                for k0 in range(0, self.kernel[0], rows):
+                    r = min(rows, self.kernel[0] - k0)
+                    view = np.lib.stride_tricks.as_strided(
+                        flat[start + k0 * strides_k[0] // item:],
+                        (r, *self.kernel[1:], *shape_q), (*strides_k, *strides_q),
+                        writeable=False)
+                    np.copyto(cols[:r * rest * width].reshape(view.shape), view)
+                    self._call(m, width, r * rest, wp + block * m * so + i * si
+                               + k0 * rest * item, so // item, cp, width, True,
+                               ap + block * m * width * item, width)
+            return acc
+
+        accs = self._split(features, G * B * I, O // (G * B) * self.n * I * ks * outs)
+        acc = accs[0] if len(accs) == 1 else np.sum(accs, axis=0)
+        res = np.moveaxis(acc.reshape(O, nb, *self.out_sp), 0, 1)    # (nb, O, *out)
+        np.copyto(out, np.transpose(res, np.argsort(self.ospec)))
         return out
