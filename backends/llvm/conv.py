@@ -96,7 +96,8 @@ class Conv:
             self.mode = "features"
         self.fn = gemm(dt)
         self.int = _blas_int()
-        self._consts = [ctypes.c_char(b"N"), _scalar(dt, 1.0), _scalar(dt, 0.0)]
+        self._consts = [ctypes.c_char(b"N"), _scalar(dt, 1.0), _scalar(dt, 0.0),
+                        ctypes.c_char(b"T")]
         self.empty = min(n, o, *self.out_sp) == 0
 
     def __call__(self, lhs, rhs, out=None):
@@ -139,9 +140,10 @@ class Conv:
         view[tuple(dst)] = np.moveaxis(x[tuple(src)], 2, -1)
         return buf, grid
 
-    def _call(self, m, nn, k, a, lda, b, ldb, beta, c, ldc):
+    def _call(self, m, nn, k, a, lda, b, ldb, beta, c, ldc, b_rows=False):
         """Row-major C[m, nn] = A[m, k] @ B[k, nn] (+ C when ``beta``); row strides lda,
-        ldb, ldc; a, b, c are addresses."""
+        ldb, ldc; a, b, c are addresses. ``b_rows``: B is stored as its transpose, (nn, k)
+        rows of stride ldb."""
         if m <= 0 or nn <= 0:
             return
         if self.int is ctypes.c_int and max(m, nn, k, lda, ldb, ldc) >= 2 ** 31:
@@ -149,10 +151,10 @@ class Conv:
                              "32-bit int")
         ci = self.int
         ints = [ci(nn), ci(m), ci(k), ci(ldb), ci(lda), ci(ldc)]
-        nt, one, zero = self._consts
+        nt, one, zero, tr = self._consts
         ad = ctypes.addressof
-        self.fn(ad(nt), ad(nt), ad(ints[0]), ad(ints[1]), ad(ints[2]), ad(one), b, ad(ints[3]),
-                a, ad(ints[4]), ad(one if beta else zero), c, ad(ints[5]))
+        self.fn(ad(tr if b_rows else nt), ad(nt), ad(ints[0]), ad(ints[1]), ad(ints[2]),
+                ad(one), b, ad(ints[3]), a, ad(ints[4]), ad(one if beta else zero), c, ad(ints[5]))
 
     def _taps(self, lhs, rhs):
         s_last = self.strides[-1] if self.strides else 1
@@ -254,20 +256,18 @@ class Conv:
         z = z.reshape(*self.out_sp, rows_n, O)
         return np.moveaxis(np.moveaxis(z, -2, 0), -1, 1)
 
-    def _channel_first_grid(self, lhs):
-        """lhs zero-padded and dilated as (N, C, *grid)."""
-        grid = self.grid
-        buf = np.zeros((self.n, self.c, *grid), self.dtype)
-        x = np.transpose(lhs, self.lspec)
-        dst, src = [slice(None)] * 2, [slice(None)] * 2
-        for d, ld, (lo, _), g in zip(self.sizes, self.ldil, self.padding, grid, strict=True):
+    def _interior(self):
+        """Where the input lands in the padded, dilated grid: (grid slices, input slices)
+        per spatial dimension, or None when none of it does (negative padding)."""
+        dst, src = [], []
+        for d, ld, (lo, _), g in zip(self.sizes, self.ldil, self.padding, self.grid,
+                                     strict=True):
             first, last = max(0, -(lo // ld)), min(d, (g - lo + ld - 1) // ld)
             if last <= first:
-                return buf
+                return None
             dst.append(slice(lo + first * ld, lo + (last - 1) * ld + 1, ld))
             src.append(slice(first, last))
-        buf[tuple(dst)] = x[tuple(src)]
-        return buf
+        return tuple(dst), tuple(src)
 
     def _images(self, lhs, rhs, out):
         """One gemm per image (and group) and block of output rows, straight into the
@@ -277,7 +277,7 @@ class Conv:
         G, B, O, I = self.G, self.B, self.o, self.i  # noqa: E741
         grid, item = self.grid, self.dtype.itemsize
         per = math.prod(grid)
-        buf = self._channel_first_grid(lhs)
+        x, where = np.transpose(lhs, self.lspec), self._interior()
         w = np.ascontiguousarray(np.transpose(rhs, self.rspec))     # (O, I, *kernel)
         depth = I * math.prod(self.kernel)
         direct = list(self.ospec) == sorted(self.ospec) and out.flags.c_contiguous
@@ -294,12 +294,15 @@ class Conv:
 
         def images(lo, hi):
             cols = np.empty(depth * rows * rest, self.dtype)
-            cp = cols.ctypes.data
+            local = np.zeros((I, *grid), self.dtype)       # the padding stays zero
+            image, cp = local.reshape(-1), cols.ctypes.data
             for n in range(lo, hi):
                 b, j = divmod(n, nb)
                 for g in range(G):
                     block = g if G > 1 else b
-                    image = buf[n, g * I:(g + 1) * I].reshape(-1)
+                    if where is not None:
+                        local[(slice(None), *where[0])] = x[(n, slice(g * I, (g + 1) * I),
+                                                             *where[1])]
                     for r0 in range(0, self.out_sp[0], rows):
                         r = min(rows, self.out_sp[0] - r0)
                         view = np.lib.stride_tricks.as_strided(
@@ -332,12 +335,14 @@ class Conv:
     def _features(self, lhs, rhs, out):
         """A gemm per (group, in feature) and block of kernel rows, accumulated: the kernel
         slice (O // blocks, kernel positions) times packed columns (kernel positions, lhs
-        batch x output positions) from the channel-first grid; the kernel is read in place
-        when its spatial dimensions are contiguous (the cotangent, for a kernel gradient)."""
-        G, B, C, O, I = self.G, self.B, self.c, self.o, self.i  # noqa: E741
+        batch x output positions), packed as rows (lhs batch x output positions, kernel
+        positions: runs along the kernel's last dimension) from the channel-first grid of
+        each in feature (filled per thread); the kernel is read in place when its spatial
+        dimensions are contiguous (the cotangent, for a kernel gradient)."""
+        G, B, O, I = self.G, self.B, self.o, self.i  # noqa: E741
         grid, item = self.grid, self.dtype.itemsize
         per, ks = math.prod(grid), math.prod(self.kernel)
-        buf = self._channel_first_grid(lhs)
+        x, where = np.transpose(lhs, self.lspec), self._interior()
         w = np.transpose(rhs, self.rspec)                             # (O, I, *kernel)
         inner = [math.prod(self.kernel[j + 1:]) * item for j in range(len(self.kernel))]
         if (list(w.strides[2:]) != inner or min(w.strides[:2]) < ks * item
@@ -350,28 +355,32 @@ class Conv:
         rows = max(1, min(self.kernel[0], COLUMN_ELEMENTS // max(rest * width, 1)))
         gstr = [math.prod(grid[j + 1:]) * item for j in range(len(grid))]
         shape_q = (nb, *self.out_sp)
-        strides_q = (C * per * item, *(s * g for s, g in zip(self.strides, gstr, strict=True)))
+        strides_q = (per * item, *(s * g for s, g in zip(self.strides, gstr, strict=True)))
         strides_k = tuple(d * g for d, g in zip(self.rdil, gstr, strict=True))
-        flat, wp = buf.reshape(-1), w.ctypes.data
+        wp = w.ctypes.data
 
         def features(lo, hi):
             acc = np.zeros((O, width), self.dtype)
             cols = np.empty(rows * rest * width, self.dtype)
-            ap, cp = acc.ctypes.data, cols.ctypes.data
+            local = np.zeros((nb, *grid), self.dtype)      # the padding stays zero
+            flat, ap, cp = local.reshape(-1), acc.ctypes.data, cols.ctypes.data
             for t in range(lo, hi):
                 block, i = divmod(t, I)
                 g, b = (block, 0) if G > 1 else (0, block)
-                start = (b * nb * C + g * I + i) * per
+                if where is not None:
+                    local[(slice(None), *where[0])] = x[(slice(b * nb, (b + 1) * nb),
+                                                         g * I + i, *where[1])]
+                start = 0
                 for k0 in range(0, self.kernel[0], rows):
                     r = min(rows, self.kernel[0] - k0)
                     view = np.lib.stride_tricks.as_strided(
                         flat[start + k0 * strides_k[0] // item:],
-                        (r, *self.kernel[1:], *shape_q), (*strides_k, *strides_q),
+                        (*shape_q, r, *self.kernel[1:]), (*strides_q, *strides_k),
                         writeable=False)
                     np.copyto(cols[:r * rest * width].reshape(view.shape), view)
                     self._call(m, width, r * rest, wp + block * m * so + i * si
-                               + k0 * rest * item, so // item, cp, width, True,
-                               ap + block * m * width * item, width)
+                               + k0 * rest * item, so // item, cp, r * rest, True,
+                               ap + block * m * width * item, width, b_rows=True)
             return acc
 
         accs = self._split(features, G * B * I, O // (G * B) * self.n * I * ks * outs)
