@@ -14,14 +14,23 @@ positions, and one of the two is usually small; the step contracts over the smal
   against the kernel embedded in a zero grid of the same geometry. (A contraction against
   zeros turns an ``inf`` outside a window into ``NaN``; finite inputs match.)
 
-- *images* (the taps contraction when each image has ``IMAGES_MIN_OUTPUTS`` output
-  positions or more): the input goes into a channel-first padded grid, and each image's
-  columns (taps * in features, output positions) are packed from a strided view of it
-  (cache-sized, ``COLUMN_ELEMENTS``) for one gemm with the ``(out features, taps * in
-  features)`` kernel straight into the (batch, out features, *out) result: no rows
-  dropped, no transposed copy of the output. The images are split over the runtime's
-  threads, OpenBLAS held at one thread each (blas.one_thread_each); the benchmark conv's
-  forward, 64 x 288 x 1024 per image: ~26 ms against 35-66 ms for the taps blocks.
+Two per-image forms of the same contractions replace them when the images are big
+(``IMAGES_MIN_OUTPUTS`` output positions, or kernel positions, or more); the padded grid
+is then channel-first and filled one image (or in feature) at a time by each thread:
+
+- *images* (instead of taps): each image's columns (taps * in features, output
+  positions) are packed from a strided view of its grid (cache-sized,
+  ``COLUMN_ELEMENTS``) for one gemm with the ``(out features, taps * in features)``
+  kernel straight into the (batch, out features, *out) result: no rows dropped, no
+  transposed copy of the output.
+- *features* (instead of outputs): per in feature, the kernel slice (out features,
+  kernel positions), read in place, times the packed (lhs batch x output positions,
+  kernel positions) rows, accumulated per thread.
+
+Both split their images / in features over the runtime's threads with OpenBLAS held at
+one thread each (blas.one_thread_each): OpenBLAS's own two threads stall at their
+barriers on this busy host. benchmarks/conv.py, one process: forward 49-66 -> 14.5 ms,
+forward+backward 91-192 -> 29.6 ms (JAX jit 20.7 / 52.7 ms, torch 19.3 / 36.6 ms).
 
 Feature groups and batch groups are column/row blocks of the same gemm calls. Blocks hold
 ``PACK_ELEMENTS`` elements; smaller blocks (more, smaller gemm calls) measured slower on
