@@ -476,7 +476,8 @@ def _conv_step(step: Conv, plan: Plan, arena: set):
     def shape(ref):
         return np.shape(ref[1]) if ref[0] == "lit" else ref[2]
     out_shape, dtype = plan.slots[step.out]
-    conv = ConvGemm(shape(step.lhs), shape(step.rhs), out_shape, dtype, **step.params)
+    conv = ConvGemm(shape(step.lhs), shape(step.rhs), out_shape, dtype, **step.params,
+                    parallel=_pool, workers=_WORKERS)
     lhs, rhs, out = step.lhs, step.rhs, step.out
 
     if out in arena:
