@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ir import dtypes
 from ir import primitives as P
 from ir.core import Graph, Lit
 
@@ -279,16 +280,6 @@ def _dot_general(lhs, rhs, *, dimension_numbers):
 
 # --- convolution and windows ------------------------------------------------------
 
-def _lowest(dtype, select="max"):
-    """The identity of max (``select='max'``) or min for ``dtype``."""
-    if dtype.kind == "b":
-        return select == "min"
-    if dtype.kind == "f":
-        return -np.inf if select == "max" else np.inf
-    info = np.iinfo(dtype)
-    return info.min if select == "max" else info.max
-
-
 def _windows(x, fill, axes, window_dimensions, window_strides, padding, base_dilation,
              window_dilation):
     """A view of ``x`` (dilated and padded with ``fill`` along ``axes``) whose ``axes``
@@ -341,13 +332,16 @@ def _window_reducer(reduce, fill):
 
 
 IMPLS[P.reduce_window_sum] = _window_reducer(np.sum, lambda dt: 0)
-IMPLS[P.reduce_window_max] = _quiet(_window_reducer(np.max, lambda dt: _lowest(dt, "max")))
-IMPLS[P.reduce_window_min] = _quiet(_window_reducer(np.min, lambda dt: _lowest(dt, "min")))
+IMPLS[P.reduce_window_max] = _quiet(_window_reducer(
+    np.max, lambda dt: dtypes.extreme_identity(dt, "max")))
+IMPLS[P.reduce_window_min] = _quiet(_window_reducer(
+    np.min, lambda dt: dtypes.extreme_identity(dt, "min")))
 
 
 def _selected(x, select, window_dimensions, window):
     """Per window of ``x``: the flat in-window index of its first max/min (NaN wins)."""
-    win = _windows(x, _lowest(x.dtype, select), range(x.ndim), window_dimensions, **window)
+    win = _windows(x, dtypes.extreme_identity(x.dtype, select), range(x.ndim),
+                   window_dimensions, **window)
     flat = win.reshape(win.shape[:x.ndim] + (-1,))
     return (np.argmax if select == "max" else np.argmin)(flat, axis=-1)
 

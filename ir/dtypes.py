@@ -82,3 +82,14 @@ def result_type(*operands) -> tuple[np.dtype, bool]:
         return np.result_type(*reps), True
     reps = [_WEAK_PY_TYPE[np.dtype(d).kind](0) for d in weak]
     return np.result_type(*strong, *reps), False
+
+
+def extreme_identity(dtype, select: str):
+    """The identity of ``max`` (``select='max'``: the lowest value) or ``min`` for ``dtype``."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return select == "min"
+    if dtype.kind == "f":
+        return -np.inf if select == "max" else np.inf
+    info = np.iinfo(dtype)
+    return info.min if select == "max" else info.max

@@ -19,6 +19,7 @@ import os
 
 import numpy as np
 
+from ir import dtypes
 from ir import primitives as P
 from ir.core import AbstractArray, Graph, Lit, Var
 
@@ -473,7 +474,7 @@ class Partitioner:
             shape = tuple(lo + hi + 1 + (d - 1) * (it + 1) for d, (lo, hi, it) in
                           zip(x.aval.shape, config, strict=True))
             fill = 0 if eqn.prim is P.reduce_window_sum else \
-                _lowest(dt, "max" if eqn.prim is P.reduce_window_max else "min")
+                dtypes.extreme_identity(dt, "max" if eqn.prim is P.reduce_window_max else "min")
             k = Kernel(shape)
             k.dyn_reads.append(View(v.slot, shape, v.dtype, v.offset, (0,) * nd))
             params = {"config": config, "in_shape": v.shape, "strides": v.strides}
@@ -604,16 +605,6 @@ NATIVE = set(VIEW_RULES) | set(RULES) | set(P.REDUCTIONS) | {P.convert, P.iota, 
                                                                P.sort, P.threefry2x32,
                                                                P.conv_general_dilated,
                                                                *_WINDOW_REDUCE, *P.CONTROL_FLOW}
-
-
-def _lowest(dtype, select):
-    """The identity of max (``select='max'``) or min for ``dtype``."""
-    if dtype.kind == "b":
-        return select == "min"
-    if dtype.kind == "f":
-        return -np.inf if select == "max" else np.inf
-    info = np.iinfo(dtype)
-    return info.min if select == "max" else info.max
 
 
 def partition(graph: Graph) -> Plan:

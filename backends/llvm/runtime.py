@@ -456,37 +456,32 @@ def _fallback_step(step: Fallback, arena: set):
     return run
 
 
-def _blas_step(step: Blas, plan: Plan, arena: set):
-    def shape(ref):
-        return np.shape(ref[1]) if ref[0] == "lit" else ref[2]
-    dot = DotGeneral(shape(step.lhs), shape(step.rhs), plan.slots[step.out][1],
-                     step.dimension_numbers)
-    lhs, rhs, out = step.lhs, step.rhs, step.out
+def _ref_shape(ref):
+    return np.shape(ref[1]) if ref[0] == "lit" else ref[2]
 
+
+def _binary_step(op, lhs, rhs, out, arena: set):
+    """``op(lhs, rhs)`` into slot ``out``: in place when ``out`` lives in the arena."""
     if out in arena:
         def run(bufs):
-            dot(_fetch(lhs, bufs), _fetch(rhs, bufs), out=bufs[out])
+            op(_fetch(lhs, bufs), _fetch(rhs, bufs), out=bufs[out])
     else:
         def run(bufs):
-            bufs[out] = dot(_fetch(lhs, bufs), _fetch(rhs, bufs))
+            bufs[out] = op(_fetch(lhs, bufs), _fetch(rhs, bufs))
     return run
+
+
+def _blas_step(step: Blas, plan: Plan, arena: set):
+    dot = DotGeneral(_ref_shape(step.lhs), _ref_shape(step.rhs), plan.slots[step.out][1],
+                     step.dimension_numbers)
+    return _binary_step(dot, step.lhs, step.rhs, step.out, arena)
 
 
 def _conv_step(step: Conv, plan: Plan, arena: set):
-    def shape(ref):
-        return np.shape(ref[1]) if ref[0] == "lit" else ref[2]
     out_shape, dtype = plan.slots[step.out]
-    conv = ConvGemm(shape(step.lhs), shape(step.rhs), out_shape, dtype, **step.params,
-                    parallel=_pool, workers=_WORKERS)
-    lhs, rhs, out = step.lhs, step.rhs, step.out
-
-    if out in arena:
-        def run(bufs):
-            conv(_fetch(lhs, bufs), _fetch(rhs, bufs), out=bufs[out])
-    else:
-        def run(bufs):
-            bufs[out] = conv(_fetch(lhs, bufs), _fetch(rhs, bufs))
-    return run
+    conv = ConvGemm(_ref_shape(step.lhs), _ref_shape(step.rhs), out_shape, dtype,
+                    **step.params, parallel=_pool, workers=_WORKERS)
+    return _binary_step(conv, step.lhs, step.rhs, step.out, arena)
 
 
 GEMM_ENTRY_MAX_MACS = 1 << 21   # bigger products run as their own (GIL-releasing) step

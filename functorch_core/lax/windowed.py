@@ -12,6 +12,7 @@ import operator
 
 import numpy as np
 
+from ir import dtypes
 from ir import primitives as P
 from ir.source import user_source
 
@@ -95,18 +96,9 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
     identity = -np.inf if kind == "max" else np.inf
     if kind != "add" and init != identity:      # +-inf: no bound, for every dtype
         bound = init.astype(dt)
-        if bound != _lowest(dt, kind):
+        if bound != dtypes.extreme_identity(dt, kind):
             out = (fnp.maximum if kind == "max" else fnp.minimum)(out, bound)
     return to_result(out)
-
-
-def _lowest(dt, kind):
-    if dt.kind == "f":
-        return -np.inf if kind == "max" else np.inf
-    if dt.kind == "b":
-        return kind == "min"
-    info = np.iinfo(dt)
-    return info.min if kind == "max" else info.max
 
 
 def _pool_geometry(name, x, window_shape, strides, padding):
