@@ -1,6 +1,7 @@
-"""Accuracy of the cpu backend's float sums: blocked, with the blocks added pairwise, so
-the error against an exact sum grows with log2(n) as NumPy's pairwise sum does (a sum
-kept in loop order, even across vector lanes, grows with n)."""
+"""Accuracy of the cpu backend's float sums (blocked, with the blocks added pairwise, so
+the error against an exact sum grows with log2(n) as NumPy's pairwise sum does; a sum
+kept in loop order, even across vector lanes, grows with n) and products (in NumPy's
+order)."""
 
 from __future__ import annotations
 
@@ -110,3 +111,15 @@ def test_sums_over_axes_within_pairwise_bound(shape, axes_bits, base, spread, dt
     with np.errstate(over="ignore"):
         assert got.dtype == np.sum(x, axis=axes).dtype
     _check(got, x, axes, dtype)
+
+
+@pytest.mark.parametrize("x", [
+    np.array([1.75e-39, np.inf, 1.75e-39], np.float32),       # regrouped: 0 * inf = nan
+    np.random.default_rng(0).uniform(0.9, 1.1, 10 ** 6).astype(np.float32),  # ~7e-45
+    np.random.default_rng(1).uniform(0.5, 2.0, 4097),
+], ids=["inf-between-tiny", "long-f32-underflow", "f64"])
+def test_products_multiply_in_numpys_order(x):
+    """NumPy multiplies a reduction in order; so does the native loop (bit for bit)."""
+    got = fc.jit(np.prod)(x)
+    np.testing.assert_array_equal(got, np.prod(x))
+    assert got.dtype == x.dtype

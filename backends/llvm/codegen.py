@@ -433,7 +433,9 @@ class _KernelEmitter:
                     combined = complex_add(e, dt, acc, x, flags=("reassoc",))
                 else:
                     combined = RULES[_COMBINE[r.prim]](e, dt, acc, x)
-                if dt.kind == "f" and r.prim in (P.reduce_sum, P.reduce_prod) and not r.ordered:
+                # a product stays in NumPy's order: regrouped, inf * tiny * tiny is nan
+                # instead of inf, and a long product of numbers near 1 underflows early
+                if dt.kind == "f" and r.prim is P.reduce_sum and not r.ordered:
                     combined.flags.append("reassoc")
                 b.store(combined, ptr)
             else:
