@@ -78,6 +78,12 @@ def cast(x, ref):
     return x if _dtype(x) == dt else fnp.asarray(x).astype(dt)
 
 
+def scalar(x, ref):
+    """A step-dependent scalar in ``ref``'s dtype (Python numbers are weak and stay as they are),
+    so float32 parameters are updated in float32 as ``torch.optim`` does."""
+    return x if isinstance(x, (int, float)) else cast(x, ref)
+
+
 def make_optimizer(name, hyperparams, slots, slot_init, leaf_update):
     """Build a ``FunctionalOptimizer`` from a per-leaf rule.
 
@@ -100,7 +106,8 @@ def make_optimizer(name, hyperparams, slots, slot_init, leaf_update):
         step = state["step"] + 1
         new_p, new_slots = [], {s: [] for s in slots}
         for i, (g, p) in enumerate(zip(g_leaves, p_leaves, strict=True)):
-            p2, sl = leaf_update(g, p, {s: slot_leaves[s][i] for s in slots}, step, lr_t)
+            p2, sl = leaf_update(g, p, {s: slot_leaves[s][i] for s in slots}, step,
+                                 scalar(lr_t, p))
             new_p.append(cast(p2, p))
             for s in slots:
                 new_slots[s].append(cast(sl[s], slot_leaves[s][i]))

@@ -7,7 +7,7 @@ order), so a float64 step matches PyTorch to rounding.
 from __future__ import annotations
 
 from .. import numpy as fnp
-from ._base import full_like, make_optimizer
+from ._base import full_like, make_optimizer, scalar
 
 
 def _zeros(_slot, p):
@@ -81,8 +81,8 @@ def _adam_like(name, lr, betas, eps, weight_decay, amsgrad, maximize, decoupled)
         exp_avg_sq = s["exp_avg_sq"] * beta2 + (1 - beta2) * (g * g)
         bias_correction1 = 1 - beta1 ** step
         bias_correction2 = 1 - beta2 ** step
-        step_size = lr_t / bias_correction1
-        bc2_sqrt = fnp.sqrt(bias_correction2)
+        step_size = scalar(lr_t / bias_correction1, p)
+        bc2_sqrt = scalar(fnp.sqrt(bias_correction2), p)
         out = {"exp_avg": exp_avg, "exp_avg_sq": exp_avg_sq}
         if amsgrad:
             out["max_exp_avg_sq"] = fnp.maximum(s["max_exp_avg_sq"], exp_avg_sq)
@@ -215,7 +215,7 @@ def adagrad(lr=1e-2, lr_decay=0.0, weight_decay=0.0, initial_accumulator_value=0
             g = -g
         if weight_decay != 0:
             g = g + weight_decay * p
-        clr = lr_t / (1 + (step - 1) * lr_decay)
+        clr = scalar(lr_t / (1 + (step - 1) * lr_decay), p)
         state_sum = s["sum"] + g * g
         std = fnp.sqrt(state_sum) + eps
         return p - clr * (g / std), {"sum": state_sum}

@@ -6,6 +6,9 @@ import numpy as np
 
 from ._optimizers import adam, adamw, sgd
 
+# param_group keys of torch.optim that select an implementation, not the update
+_TORCH_ONLY = ("foreach", "capturable", "differentiable", "fused", "decoupled_weight_decay")
+
 
 class _Stateful:
     """Holds a functional optimizer, its state and the user's arrays; ``step`` writes in place."""
@@ -72,7 +75,8 @@ class _Stateful:
                 entry = {} if self._opt.name == "sgd" else {"step": step.copy()}
                 for s in self._opt.slots:
                     entry[s] = np.array(self._state[s][n], copy=True)
-                state[i] = entry
+                if entry:
+                    state[i] = entry
         group = dict(self._opt.hyperparams)
         group["params"] = list(range(len(self._names)))
         if self._keyed:
@@ -80,7 +84,9 @@ class _Stateful:
         return {"state": state, "param_groups": [group]}
 
     def load_state_dict(self, state_dict):
-        """Restore what ``state_dict`` returned (hyper-parameters must match this optimizer)."""
+        """Restore what ``state_dict`` returned, or a ``torch.optim`` state dict whose tensors
+        were converted to NumPy (its implementation keys such as ``foreach`` are ignored).
+        """
         who = f"{type(self).__name__}.load_state_dict"
         groups = state_dict.get("param_groups")
         if not isinstance(groups, list) or len(groups) != 1:
@@ -88,7 +94,12 @@ class _Stateful:
         if len(groups[0].get("params", ())) != len(self._names):
             raise ValueError(f"{who}: the state has {len(groups[0].get('params', ()))} params, "
                              f"this optimizer has {len(self._names)}")
-        hp = {k: v for k, v in groups[0].items() if k not in ("params", "param_names")}
+        hp = {k: v for k, v in groups[0].items()
+              if k not in ("params", "param_names") + _TORCH_ONLY}
+        decoupled = groups[0].get("decoupled_weight_decay")
+        if decoupled is not None and bool(decoupled) != (self._opt.name == "adamw"):
+            raise ValueError(f"{who}: the state has decoupled_weight_decay={decoupled}, which "
+                             f"{type(self).__name__} does not do")
         if "betas" in hp:
             hp["betas"] = tuple(hp["betas"])
         mine = self._opt.hyperparams
