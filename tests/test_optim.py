@@ -258,6 +258,15 @@ def test_structure_mismatch_names_both_structures():
                    {"b": np.zeros(3), "w": params["w"]})
 
 
+def test_state_of_another_optimizer_is_refused():
+    params, grads = _problem()
+    state = optim.sgd(lr=0.1, momentum=0.9).init(params)
+    with pytest.raises(ValueError, match=r"adam.update: state must be what this optimizer's "
+                                         r"init returned, with keys \['exp_avg', 'exp_avg_sq', "
+                                         r"'step'\]; got \['momentum_buffer', 'step'\]"):
+        optim.adam().update(grads[0], state, params)
+
+
 def test_bad_hyperparameters():
     with pytest.raises(ValueError, match="nesterov"):
         optim.sgd(lr=0.1, nesterov=True)

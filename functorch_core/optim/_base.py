@@ -58,6 +58,11 @@ def check_structures(who, grads, state, params, slots):
     if g_td != p_td:
         raise ValueError(f"{who}: grads and params differ in structure: grads has {g_td}, "
                          f"params has {p_td}")
+    expected = {"step", *slots}
+    if not isinstance(state, dict) or set(state) != expected:
+        got = sorted(state) if isinstance(state, dict) else type(state).__name__
+        raise ValueError(f"{who}: state must be what this optimizer's init returned, with keys "
+                         f"{sorted(expected)}; got {got}")
     slot_leaves = {}
     for s in slots:
         leaves, td = tree_flatten(state[s])
