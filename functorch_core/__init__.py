@@ -18,8 +18,9 @@ from ir.pytree import (
                        tree_unflatten,
 )
 
-from . import lax, numpy, random
+from . import lax, numpy, optim, random
 from .api import clear_caches, jit, make_graph
+from .checkpoint import load, save
 from .config import config
 from .lax import associative_scan, cond, fori_loop, scan, switch, while_loop
 from .numpy._methods import install as _install_tracer_methods
@@ -52,5 +53,6 @@ __all__ = [
     "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
     "linearize", "stop_gradient", "value_and_grad", "vjp", "random", "manual_seed",
     "associative_scan", "cond", "fori_loop", "lax", "scan", "switch", "while_loop",
+    "load", "optim", "save",
 ]
 __version__ = "0.1.0"

@@ -1,0 +1,23 @@
+"""Optimizers and learning-rate schedules (``torch.optim``'s formulas, as pure functions).
+
+The functional optimizers are ``(init, update)`` pairs over pytrees of arrays::
+
+    opt = optim.adam(lr=1e-3)            # or optim.adam(lr=optim.cosine(1e-3, T_max=1000))
+    state = opt.init(params)
+    params, state = opt.update(grads, state, params)   # pure; jit-able
+
+``SGD``, ``Adam`` and ``AdamW`` wrap them for module users: they hold the state and write the
+new values into the parameter arrays in place.
+"""
+
+from ._base import FunctionalOptimizer
+from ._optimizers import adagrad, adam, adamw, lion, rmsprop, sgd
+from .clip import clip_grad_norm, clip_grad_value
+from .schedules import constant, cosine, join, linear_warmup, one_cycle, step_lr
+from .stateful import SGD, Adam, AdamW
+
+__all__ = [
+    "SGD", "Adam", "AdamW", "FunctionalOptimizer", "adagrad", "adam", "adamw", "clip_grad_norm",
+    "clip_grad_value", "constant", "cosine", "join", "linear_warmup", "lion", "one_cycle",
+    "rmsprop", "sgd", "step_lr",
+]

@@ -1,0 +1,128 @@
+"""The shared shape of a functional optimizer: an ``(init, update)`` pair over pytrees."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ir.pytree import tree_flatten, tree_unflatten
+
+from .. import numpy as fnp
+
+
+class FunctionalOptimizer(NamedTuple):
+    """A pure optimizer: ``state = init(params)``, ``params, state = update(grads, state, params)``.
+
+    ``update`` uses only ``functorch_core.numpy`` on the leaves, so it runs eagerly on NumPy
+    arrays and traces under ``jit``/``vmap``/``grad``. ``hyperparams`` records the constructor
+    arguments (the PyTorch ``param_groups`` entry of the stateful wrappers).
+    """
+
+    init: Callable[[Any], dict]
+    update: Callable[[Any, dict, Any], tuple[Any, dict]]
+    name: str
+    hyperparams: dict
+    slots: tuple[str, ...]
+
+
+def lr_at(lr, step):
+    """``lr`` itself, or a schedule's value at ``step`` (the number of steps already taken)."""
+    return lr(step) if callable(lr) else lr
+
+
+def shape(x):
+    s = getattr(x, "shape", None)
+    return tuple(s) if s is not None else np.shape(x)
+
+
+def full_like(p, fill):
+    """A slot's initial value; ``fnp`` so that ``init`` also traces under ``jit``."""
+    return fnp.full(shape(p), fill, dtype=_dtype(p))
+
+
+def _dtype(p):
+    dt = getattr(p, "dtype", None)
+    return dt if dt is not None else np.result_type(p)
+
+
+def initial_step():
+    return np.zeros((), dtype=np.int64)
+
+
+def check_structures(who, grads, state, params, slots):
+    """Flatten ``grads`` and ``params`` and check them against every per-parameter slot."""
+    g_leaves, g_td = tree_flatten(grads)
+    p_leaves, p_td = tree_flatten(params)
+    if g_td != p_td:
+        raise ValueError(f"{who}: grads and params differ in structure: grads has {g_td}, "
+                         f"params has {p_td}")
+    expected = {"step", *slots}
+    if not isinstance(state, dict) or set(state) != expected:
+        got = sorted(state) if isinstance(state, dict) else type(state).__name__
+        raise ValueError(f"{who}: state must be what this optimizer's init returned, with keys "
+                         f"{sorted(expected)}; got {got}")
+    slot_leaves = {}
+    for s in slots:
+        leaves, td = tree_flatten(state[s])
+        if td != p_td:
+            raise ValueError(f"{who}: params/grads have structure {p_td} but the optimizer "
+                             f"state {s!r} (from init) has structure {td}")
+        slot_leaves[s] = leaves
+    for i, (g, p) in enumerate(zip(g_leaves, p_leaves, strict=True)):
+        if shape(g) != shape(p):
+            raise ValueError(f"{who}: leaf {i} of grads has shape {shape(g)} but the "
+                             f"parameter has shape {shape(p)}")
+    return g_leaves, p_leaves, p_td, slot_leaves
+
+
+def cast(x, ref):
+    """``x`` in ``ref``'s dtype: 0-d float64 scalars would otherwise promote float32 leaves."""
+    dt = _dtype(ref)
+    return x if _dtype(x) == dt else fnp.asarray(x).astype(dt)
+
+
+def scalar(x, ref):
+    """A step-dependent scalar in ``ref``'s dtype (Python numbers are weak and stay as they are),
+    so float32 parameters are updated in float32 as ``torch.optim`` does."""
+    return x if isinstance(x, (int, float)) else cast(x, ref)
+
+
+def make_optimizer(name, hyperparams, slots, slot_init, leaf_update):
+    """Build a ``FunctionalOptimizer`` from a per-leaf rule.
+
+    ``slot_init(slot, p)`` gives a slot's initial array; ``leaf_update(g, p, slots, step, lr)``
+    (``step`` counts this step, from 1) returns ``(new_p, new_slots)`` for one leaf.
+    """
+    lr = hyperparams["lr"]
+
+    def init(params):
+        p_leaves, td = tree_flatten(params)
+        state = {"step": initial_step()}
+        for s in slots:
+            state[s] = tree_unflatten(td, [slot_init(s, p) for p in p_leaves])
+        return state
+
+    def update(grads, state, params):
+        g_leaves, p_leaves, td, slot_leaves = check_structures(
+            f"{name}.update", grads, state, params, slots)
+        lr_t = lr_at(lr, state["step"])
+        step = state["step"] + 1
+        new_p, new_slots = [], {s: [] for s in slots}
+        for i, (g, p) in enumerate(zip(g_leaves, p_leaves, strict=True)):
+            p2, sl = leaf_update(g, p, {s: slot_leaves[s][i] for s in slots}, step,
+                                 scalar(lr_t, p))
+            new_p.append(cast(p2, p))
+            for s in slots:
+                new_slots[s].append(cast(sl[s], slot_leaves[s][i]))
+        new_state = {"step": step}
+        for s in slots:
+            new_state[s] = tree_unflatten(td, new_slots[s])
+        return tree_unflatten(td, new_p), new_state
+
+    init.__doc__ = f"The initial state of {name} for ``params`` (a pytree of arrays)."
+    update.__doc__ = (f"One {name} step: ``(grads, state, params) -> (new_params, new_state)``; "
+                      "``grads`` and ``params`` must have the structure ``init`` saw.")
+    return FunctionalOptimizer(init, update, name, dict(hyperparams), tuple(slots))
+
