@@ -43,6 +43,15 @@ from .transforms import (
 
 _install_tracer_methods()
 
+from . import nn  # noqa: E402  (modules sit on the transforms above)
+from .nn.stateless import (  # noqa: E402
+    combine_state_for_ensemble,
+    functional_call,
+    make_functional,
+    make_functional_with_buffers,
+    stack_module_state,
+)
+
 __all__ = [
     "Graph", "TracerError", "check_graph", "clear_caches", "config", "default_backend", "jit",
     "make_graph",
@@ -52,5 +61,7 @@ __all__ = [
     "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
     "linearize", "stop_gradient", "value_and_grad", "vjp", "random", "manual_seed",
     "associative_scan", "cond", "fori_loop", "lax", "scan", "switch", "while_loop",
+    "nn", "functional_call", "stack_module_state", "make_functional",
+    "make_functional_with_buffers", "combine_state_for_ensemble",
 ]
 __version__ = "0.1.0"
