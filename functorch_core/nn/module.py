@@ -473,47 +473,47 @@ def _is_array(x):
 class _Static:
     """A module's static part: its class, names and other attributes, hashable."""
 
-    __slots__ = ("attrs", "cls", "frozen", "hash", "names")
+    __slots__ = ("attrs", "cls", "frozen", "hash", "key", "names")
 
     def __init__(self, cls, names, attrs, frozen):
         self.cls, self.names, self.attrs, self.frozen = cls, names, attrs, frozen
-        self.hash = hash((cls, names, frozen,
-                          tuple((k, _hashable(v)) for k, v in attrs)))
+        self.key = (cls, names, frozen, tuple((k, _freeze(v)) for k, v in attrs))
+        self.hash = hash(self.key)
 
     def __hash__(self):
         return self.hash
 
     def __eq__(self, other):
-        return (isinstance(other, _Static) and self.hash == other.hash
-                and self.cls is other.cls and self.names == other.names
-                and self.frozen == other.frozen and len(self.attrs) == len(other.attrs)
-                and all(k1 == k2 and _same(v1, v2) for (k1, v1), (k2, v2)
-                        in zip(self.attrs, other.attrs, strict=True)))
+        return isinstance(other, _Static) and self.hash == other.hash and self.key == other.key
 
 
-def _hashable(v):
+class _Ident:
+    """Compares by identity (arrays and other unhashable attribute values)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __hash__(self):
+        return id(self.obj)
+
+    def __eq__(self, other):
+        return isinstance(other, _Ident) and other.obj is self.obj
+
+
+def _freeze(v):
+    if isinstance(v, dict):
+        return (dict, tuple((k, _freeze(x)) for k, x in v.items()))
+    if isinstance(v, list | tuple):
+        return (type(v), tuple(_freeze(x) for x in v))
     if isinstance(v, np.ndarray):
-        return ("array", id(v))
+        return _Ident(v)
     try:
         hash(v)
     except TypeError:
-        return ("id", id(v))
-    return v
-
-
-def _same(a, b):
-    if a is b:
-        return True
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return False
-    try:
-        hash(a), hash(b)
-    except TypeError:
-        return False
-    try:
-        return bool(a == b) and type(a) is type(b)
-    except Exception:
-        return False
+        return _Ident(v)
+    return (type(v), v)
 
 
 def _module_flatten(m):

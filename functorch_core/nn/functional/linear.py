@@ -6,6 +6,7 @@ import numpy as np
 
 import functorch_core.numpy as fnp
 from functorch_core import random
+from functorch_core.transforms import stop_gradient
 
 from ..module import shape_of
 
@@ -58,7 +59,6 @@ def embedding(input, weight, padding_idx=None, max_norm=None):
         raise TypeError(f"embedding: indices must be integers, got dtype {ind.dtype}")
     out = fnp.take(weight, ind, axis=0)
     if padding_idx is not None:
-        from functorch_core.transforms import stop_gradient
         pad = padding_idx % shape_of(weight)[0]
         out = fnp.where(fnp.expand_dims(ind == pad, -1), stop_gradient(out), out)
     return out
@@ -112,11 +112,11 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         mean = fnp.mean(input, axis=axes)
         var = fnp.mean(fnp.square(input - fnp.reshape(mean, bshape)), axis=axes)
         if running_mean is not None:
-            running_mean[...] = (1 - momentum) * running_mean + momentum * mean
+            running_mean[...] = stop_gradient((1 - momentum) * running_mean + momentum * mean)
         if running_var is not None:
-            running_var[...] = (1 - momentum) * running_var + momentum * var * (n / (n - 1))
+            running_var[...] = stop_gradient((1 - momentum) * running_var
+                                             + momentum * var * (n / (n - 1)))
     else:
-        from functorch_core.transforms import stop_gradient
         mean, var = stop_gradient(running_mean), stop_gradient(running_var)
     out = (input - fnp.reshape(mean, bshape)) / fnp.sqrt(fnp.reshape(var, bshape) + eps)
     if weight is not None:
