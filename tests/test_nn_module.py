@@ -53,7 +53,7 @@ def test_assigning_non_parameter_to_parameter_name_raises():
     m = nn.Linear(2, 2)
     with pytest.raises(TypeError, match="parameter 'weight'"):
         m.weight = 3
-    with pytest.raises(AttributeError, match="before Module.__init__"):
+    with pytest.raises(AttributeError, match=r"before Module\.__init__"):
         class Bad(nn.Module):
             def __init__(self):
                 self.p = nn.Parameter(np.ones(2))
@@ -198,3 +198,15 @@ def test_containers():
     assert len(seq[1:]) == 2 and isinstance(seq[0], nn.Linear)
     with pytest.raises(IndexError, match="Sequential: index 3"):
         seq[3]
+
+
+def test_grad_of_module_with_integer_buffer_in_training_mode():
+    fc.manual_seed(0)
+    m = nn.Sequential(nn.Linear(3, 4, dtype=np.float64), nn.BatchNorm1d(4, dtype=np.float64))
+    x = np.linspace(-1, 1, 15).reshape(5, 3)
+    g = fc.grad(lambda m, x: (m(x) ** 2).sum())(m, x)
+    assert g[1].num_batches_tracked == 0 and np.all(g[1].running_mean == 0)
+    assert np.any(g[0].weight != 0)
+    assert m[1].num_batches_tracked == 0          # grad keeps the writes local
+    with pytest.raises(TypeError, match="dtype int64"):   # plain pytrees still refuse ints
+        fc.grad(lambda d: d["w"].sum())({"w": np.ones(2), "n": np.zeros((), np.int64)})

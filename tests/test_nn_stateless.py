@@ -51,7 +51,7 @@ def test_functional_call_strict():
     p = dict(m.named_parameters(), extra=np.ones(1))
     with pytest.raises(RuntimeError, match=r"Unexpected key\(s\): 'extra'"):
         fc.functional_call(m, p, (X,), strict=True)
-    with pytest.raises(AttributeError, match="'nope.w' names no submodule"):
+    with pytest.raises(AttributeError, match=r"'nope\.w' names no submodule"):
         fc.functional_call(m, {"nope.w": np.ones(1)}, (X,))
 
 

@@ -111,6 +111,8 @@ class Module:
         ['w', 'count']
     """
 
+    _int_leaves_are_state = True    # grad gives integer buffers zero gradients, no error
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         register_pytree_node(cls, _module_flatten, _module_unflatten)   # every layer a pytree

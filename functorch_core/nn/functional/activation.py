@@ -50,8 +50,9 @@ def selu(input, inplace=False):
 
 
 def sigmoid(input):
-    """``1 / (1 + exp(-input))``."""
-    return 0.5 * fnp.tanh(0.5 * input) + 0.5
+    """``1 / (1 + exp(-input))``, accurate in both tails."""
+    e = fnp.exp(-fnp.abs(input))
+    return fnp.where(input >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
 def tanh(input):

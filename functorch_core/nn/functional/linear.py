@@ -6,6 +6,7 @@ import numpy as np
 
 import functorch_core.numpy as fnp
 from functorch_core import random
+from functorch_core.numpy._core import is_tracer
 from functorch_core.transforms import stop_gradient
 
 from ..module import shape_of
@@ -88,6 +89,16 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     return out if bias is None else out + bias
 
 
+def _write_stat(name, buf, value):
+    if isinstance(buf, np.ndarray) and is_tracer(value):
+        raise TypeError(
+            f"batch_norm: training mode writes the batch statistics into {name} (shape "
+            f"{buf.shape}), a concrete array the traced function closes over. Pass the "
+            "buffers to the transform, e.g. functional_call(model, (params, buffers), args) "
+            "with buffers an argument, or use model.eval() / track_running_stats=False")
+    buf[...] = value
+
+
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
                momentum=0.1, eps=1e-5):
     """Normalise over every axis but 1 (channels).
@@ -112,10 +123,12 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         mean = fnp.mean(input, axis=axes)
         var = fnp.mean(fnp.square(input - fnp.reshape(mean, bshape)), axis=axes)
         if running_mean is not None:
-            running_mean[...] = stop_gradient((1 - momentum) * running_mean + momentum * mean)
+            _write_stat("running_mean", running_mean,
+                        stop_gradient((1 - momentum) * running_mean + momentum * mean))
         if running_var is not None:
-            running_var[...] = stop_gradient((1 - momentum) * running_var
-                                             + momentum * var * (n / (n - 1)))
+            _write_stat("running_var", running_var,
+                        stop_gradient((1 - momentum) * running_var
+                                      + momentum * var * (n / (n - 1))))
     else:
         mean, var = stop_gradient(running_mean), stop_gradient(running_var)
     out = (input - fnp.reshape(mean, bshape)) / fnp.sqrt(fnp.reshape(var, bshape) + eps)
