@@ -106,7 +106,8 @@ def test_layer_norm_and_check_grads():
 
 
 @pytest.mark.parametrize("fn", [F.relu6, F.leaky_relu, F.elu, F.selu, F.sigmoid, F.silu,
-                                F.mish, F.softplus, F.hardswish, F.tanh,
+                                F.mish, F.softplus, F.hardswish, F.tanh, F.gelu,
+                                lambda x: F.gelu(x, approximate="tanh"),
                                 lambda x: F.softmax(x, -1), lambda x: F.log_softmax(x, 0)])
 def test_activations_check_grads_and_vmap(fn):
     x = rng.standard_normal((3, 4)) * 2
@@ -123,6 +124,18 @@ def test_activation_values():
     np.testing.assert_allclose(F.elu(x), np.where(x > 0, x, np.expm1(x)))
     np.testing.assert_allclose(F.hardswish(x), x * np.clip(x + 3, 0, 6) / 6)
     np.testing.assert_allclose(F.softmax(x, 0), np.exp(x) / np.exp(x).sum(), rtol=1e-12)
+
+
+def test_erf_and_gelu_against_scipy():
+    special = pytest.importorskip("scipy.special")
+    from functorch_core.nn.functional._erf import erf, erfc
+    x = np.concatenate([np.linspace(-9, 9, 3001), [0.0, 1.0, -1.0, 8.0, 30.0, 1e-200]])
+    np.testing.assert_allclose(erf(x), special.erf(x), rtol=1e-15, atol=1e-300)
+    np.testing.assert_allclose(fc.jit(erf)(x), special.erf(x), rtol=1e-15, atol=1e-300)
+    np.testing.assert_allclose(erfc(x), special.erfc(x), rtol=1e-14, atol=1e-300)
+    np.testing.assert_allclose(F.gelu(x), x * special.ndtr(x), rtol=1e-14, atol=1e-300)
+    np.testing.assert_allclose(fc.vmap(fc.grad(erf))(x[:50]),
+                               2 / np.sqrt(np.pi) * np.exp(-x[:50] ** 2), rtol=1e-13)
 
 
 def test_cross_entropy_numpy_reference_and_grads():

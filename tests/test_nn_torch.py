@@ -74,6 +74,8 @@ LAYERS = [
 ] + [(name, getattr(nn, name), getattr(tnn, name), X2 * 3) for name in
      ["ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "SiLU", "Mish", "Softplus", "Tanh",
       "Sigmoid", "Hardtanh", "Hardswish"]] + [
+    ("GELU", nn.GELU, tnn.GELU, X2 * 3),
+    ("GELU_tanh", lambda: nn.GELU("tanh"), lambda: tnn.GELU("tanh"), X2 * 3),
     ("Softmax", lambda: nn.Softmax(1), lambda: tnn.Softmax(1), X2),
     ("LogSoftmax", lambda: nn.LogSoftmax(-1), lambda: tnn.LogSoftmax(-1), X2),
 ]

@@ -13,6 +13,7 @@ Example::
 from . import functional, init  # noqa: F401
 from .activation import (  # noqa: F401
     ELU,
+    GELU,
     SELU,
     Hardswish,
     Hardtanh,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from . import functional as F
 from .module import Module
 
-__all__ = ["ELU", "Hardswish", "Hardtanh", "LeakyReLU", "LogSoftmax", "Mish", "ReLU", "ReLU6",
-           "SELU", "SiLU", "Sigmoid", "Softmax", "Softplus", "Tanh"]
+__all__ = ["ELU", "GELU", "Hardswish", "Hardtanh", "LeakyReLU", "LogSoftmax", "Mish", "ReLU",
+           "ReLU6", "SELU", "SiLU", "Sigmoid", "Softmax", "Softplus", "Tanh"]
 
 
 class _Simple(Module):
@@ -94,6 +94,22 @@ class ELU(Module):
 
     def extra_repr(self):
         return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class GELU(Module):
+    """``x * Phi(x)``; ``approximate='tanh'`` for PyTorch's tanh form. Default ``'none'``."""
+
+    def __init__(self, approximate="none"):
+        super().__init__()
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
+        self.approximate = approximate
+
+    def forward(self, input):
+        return F.gelu(input, self.approximate)
+
+    def extra_repr(self):
+        return f"approximate={self.approximate!r}"
 
 
 class Softplus(Module):

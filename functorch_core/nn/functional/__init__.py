@@ -2,6 +2,7 @@
 
 from .activation import (  # noqa: F401
     elu,
+    gelu,
     hardswish,
     hardtanh,
     leaky_relu,

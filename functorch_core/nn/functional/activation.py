@@ -8,10 +8,13 @@ import functorch_core.numpy as fnp
 from functorch_core.transforms import stop_gradient
 
 from ..module import shape_of
+from ._erf import erfc
 
-__all__ = ["elu", "hardswish", "hardtanh", "leaky_relu", "log_softmax", "mish", "relu",
+__all__ = ["elu", "gelu", "hardswish", "hardtanh", "leaky_relu", "log_softmax", "mish", "relu",
            "relu6", "selu", "sigmoid", "silu", "softmax", "softplus", "tanh"]
 
+_SQRT1_2 = 0.7071067811865476
+_SQRT_2_PI = 0.7978845608028654
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 
@@ -47,6 +50,18 @@ def elu(input, alpha=1.0, inplace=False):
 def selu(input, inplace=False):
     """``scale * elu(input, alpha)`` with SELU's constants."""
     return _SELU_SCALE * elu(input, _SELU_ALPHA)
+
+
+def gelu(input, approximate="none"):
+    """``input * Phi(input)`` with ``Phi`` the standard normal CDF (``approximate='none'``,
+    through an erf accurate to double precision), or PyTorch's tanh approximation
+    (``approximate='tanh'``)."""
+    if approximate == "none":
+        return input * 0.5 * erfc(-input * _SQRT1_2)
+    if approximate == "tanh":
+        inner = _SQRT_2_PI * (input + 0.044715 * input * input * input)
+        return 0.5 * input * (1.0 + fnp.tanh(inner))
+    raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
 
 
 def sigmoid(input):
