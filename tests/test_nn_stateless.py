@@ -192,3 +192,29 @@ def test_module_grad_with_traced_forward_uses_fnp():
     t = np.array([0, 1, 1, 0])
     g = fc.grad(lambda m: -fnp.mean(fnp.take_along_axis(m(X), t[:, None], axis=1)))(m)
     assert type(g) is nn.Sequential and g[0].weight.shape == (2, 3)
+
+
+def test_batchnorm_training_step_returns_updated_buffers_through_aux():
+    fc.manual_seed(0)
+    m = nn.Sequential(nn.Linear(3, 4, dtype=np.float64), nn.BatchNorm1d(4, dtype=np.float64))
+    params = {k: np.array(v) for k, v in m.named_parameters()}
+    buffers = {k: np.array(v) for k, v in m.named_buffers()}
+
+    def loss(p, b, x):
+        return (fc.functional_call(m, (p, b), (x,)) ** 2).sum(), b
+    (_, new_b), g = fc.jit(fc.value_and_grad(loss, has_aux=True))(params, buffers, X)
+    assert np.all(buffers["1.running_mean"] == 0)        # grad keeps the write local
+    m(X)                                                  # the eager module, one step
+    for k, v in m.named_buffers():
+        np.testing.assert_allclose(new_b[k], v, rtol=1e-12, err_msg=k)
+    # an ensemble in training mode: the vmapped function returns the stacked new buffers
+    models = [nn.BatchNorm1d(3, dtype=np.float64) for _ in range(2)]
+    p, b = fc.stack_module_state(models)
+    xs = np.stack([X, 2 * X + 1])
+
+    def run(p, b, x):
+        return fc.functional_call(models[0], (p, b), (x,)), b
+    _, nb = fc.vmap(run)(p, b, xs)
+    for i, mod in enumerate(models):
+        mod(xs[i])
+        np.testing.assert_allclose(nb["running_var"][i], mod.running_var, rtol=1e-12)
