@@ -210,3 +210,14 @@ def test_grad_of_module_with_integer_buffer_in_training_mode():
     assert m[1].num_batches_tracked == 0          # grad keeps the writes local
     with pytest.raises(TypeError, match="dtype int64"):   # plain pytrees still refuse ints
         fc.grad(lambda d: d["w"].sum())({"w": np.ones(2), "n": np.zeros((), np.int64)})
+
+
+def test_module_argument_to_jit_sees_updated_parameters():
+    m = nn.Linear(3, 2, dtype=np.float64)
+    x = np.ones((1, 3))
+    f = fc.jit(lambda m, x: m(x))
+    np.testing.assert_allclose(f(m, x), m(x))
+    m.weight[...] = 0.5
+    np.testing.assert_allclose(f(m, x), 1.5 + m.bias[None])
+    m.load_state_dict({"weight": np.ones((2, 3)), "bias": np.zeros(2)})
+    np.testing.assert_allclose(f(m, x), [[3.0, 3.0]])

@@ -3,6 +3,8 @@ combine_state_for_ensemble, and ensembling under vmap."""
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
@@ -203,6 +205,7 @@ def test_batchnorm_training_step_returns_updated_buffers_through_aux():
     def loss(p, b, x):
         return (fc.functional_call(m, (p, b), (x,)) ** 2).sum(), b
     (_, new_b), g = fc.jit(fc.value_and_grad(loss, has_aux=True))(params, buffers, X)
+    assert sorted(g) == sorted(params)
     assert np.all(buffers["1.running_mean"] == 0)        # grad keeps the write local
     m(X)                                                  # the eager module, one step
     for k, v in m.named_buffers():
@@ -218,3 +221,22 @@ def test_batchnorm_training_step_returns_updated_buffers_through_aux():
     for i, mod in enumerate(models):
         mod(xs[i])
         np.testing.assert_allclose(nb["running_var"][i], mod.running_var, rtol=1e-12)
+
+
+@given(st.integers(1, 4), st.integers(1, 4), st.integers(0, 3), st.integers(0, 2 ** 31))
+@settings(max_examples=10)
+def test_functional_call_laws(n_in, n_hidden, batch, seed):
+    """functional_call with the module's own state is the module; loading another module's
+    state_dict makes the outputs equal; stack_module_state + vmap is the per-model loop."""
+    fc.manual_seed(seed)
+    make = lambda: nn.Sequential(nn.Linear(n_in, n_hidden, dtype=np.float64), nn.SiLU(),  # noqa: E731
+                                 nn.Linear(n_hidden, 2, dtype=np.float64))
+    a, b = make(), make()
+    x = np.random.default_rng(seed).standard_normal((batch, n_in))
+    own = {k: v for k, v in a.named_parameters()}
+    np.testing.assert_array_equal(fc.functional_call(a, own, (x,)), a(x))
+    b.load_state_dict(a.state_dict())
+    np.testing.assert_array_equal(b(x), a(x))
+    p, bufs = fc.stack_module_state([a, make()])
+    out = fc.vmap(lambda p, bb: fc.functional_call(a, (p, bb), (x,)))(p, bufs)
+    np.testing.assert_allclose(out[0], a(x), rtol=1e-13, atol=1e-15)

@@ -98,6 +98,12 @@ class Module:
     Assigning a :class:`Parameter` registers a parameter, a ``Module`` a submodule;
     ``register_buffer`` registers a buffer. Subclasses define ``forward``.
 
+    A module is a pytree (arrays are leaves; class, hyper-parameters, ``training`` and
+    hooks are static). Pass it to a transform as an argument,
+    ``jit(lambda m, x: m(x))(model, x)`` or ``grad(loss)(model, x)``, so its current
+    arrays are inputs. ``jit(model)`` closes over the arrays: they become constants
+    of the compiled graph, and later updates to the parameters are not seen.
+
     Example::
 
         >>> class Affine(Module):
