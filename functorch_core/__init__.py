@@ -49,6 +49,7 @@ from .nn.stateless import (  # noqa: E402
     functional_call,
     make_functional,
     make_functional_with_buffers,
+    replace_all_batch_norm_modules_,
     stack_module_state,
 )
 
@@ -63,5 +64,6 @@ __all__ = [
     "associative_scan", "cond", "fori_loop", "lax", "scan", "switch", "while_loop",
     "nn", "functional_call", "stack_module_state", "make_functional",
     "make_functional_with_buffers", "combine_state_for_ensemble",
+    "replace_all_batch_norm_modules_",
 ]
 __version__ = "0.1.0"

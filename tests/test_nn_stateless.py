@@ -240,3 +240,17 @@ def test_functional_call_laws(n_in, n_hidden, batch, seed):
     p, bufs = fc.stack_module_state([a, make()])
     out = fc.vmap(lambda p, bb: fc.functional_call(a, (p, bb), (x,)))(p, bufs)
     np.testing.assert_allclose(out[0], a(x), rtol=1e-13, atol=1e-15)
+
+
+def test_replace_all_batch_norm_modules_():
+    net = nn.Sequential(nn.Linear(3, 4, dtype=np.float64), nn.BatchNorm1d(4, dtype=np.float64))
+    assert fc.replace_all_batch_norm_modules_(net) is net
+    assert [k for k, _ in net.named_buffers()] == [] and not net[1].track_running_stats
+    h = X @ np.asarray(net[0].weight).T + net[0].bias
+    ref = (h - h.mean(0)) / np.sqrt(h.var(0) + 1e-5)
+    net.eval()                                       # batch statistics even in eval mode
+    np.testing.assert_allclose(net(X), ref, rtol=1e-10)
+    p, b = fc.stack_module_state([net, net])
+    assert b == {}
+    out = fc.vmap(lambda p, x: fc.functional_call(net, p, (x,)))(p, np.stack([X, X]))
+    np.testing.assert_allclose(out[1], ref, rtol=1e-10)

@@ -42,5 +42,6 @@ from .stateless import (  # noqa: F401
     functional_call,
     make_functional,
     make_functional_with_buffers,
+    replace_all_batch_norm_modules_,
     stack_module_state,
 )

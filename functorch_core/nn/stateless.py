@@ -9,7 +9,8 @@ import copy
 import numpy as np
 
 __all__ = ["combine_state_for_ensemble", "functional_call", "make_functional",
-           "make_functional_with_buffers", "stack_module_state"]
+           "make_functional_with_buffers", "replace_all_batch_norm_modules_",
+           "stack_module_state"]
 
 
 def _join(prefix, name):
@@ -256,3 +257,18 @@ def combine_state_for_ensemble(models):
             tuple(buffers[k] for k in fmodel.buffer_names))
 
 
+
+
+def replace_all_batch_norm_modules_(root):
+    """functorch's ``replace_all_batch_norm_modules_``: every BatchNorm in ``root`` stops
+    tracking running statistics (``running_mean``/``running_var``/``num_batches_tracked``
+    become ``None``, ``track_running_stats=False``), so it always normalises with the
+    batch statistics, as needed under ``vmap``. Modifies ``root`` in place and returns it.
+    """
+    from .normalization import _BatchNorm
+    for m in root.modules():
+        if isinstance(m, _BatchNorm):
+            for name in ("running_mean", "running_var", "num_batches_tracked"):
+                m._buffers[name] = None
+            m.track_running_stats = False
+    return root
