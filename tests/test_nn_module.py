@@ -221,3 +221,18 @@ def test_module_argument_to_jit_sees_updated_parameters():
     np.testing.assert_allclose(f(m, x), 1.5 + m.bias[None])
     m.load_state_dict({"weight": np.ones((2, 3)), "bias": np.zeros(2)})
     np.testing.assert_allclose(f(m, x), [[3.0, 3.0]])
+
+
+def test_parameter_array_behaviour():
+    p = nn.Parameter(np.ones(3))
+    assert type(np.stack([p, p])) is np.ndarray and type(np.concatenate([p, p])) is np.ndarray
+    assert type(p + 1) is np.ndarray and type(np.sum(p)) is np.float64
+    m = nn.Linear(2, 2)
+    w = m.weight
+    m.weight += 1                                  # in place: still the same Parameter
+    assert m.weight is w and isinstance(m.weight, nn.Parameter)
+    out = np.zeros(3)
+    assert np.add(p, p, out=out) is out
+    import copy
+    q = copy.deepcopy(nn.Parameter(np.ones(2), requires_grad=False))
+    assert isinstance(q, nn.Parameter) and q.requires_grad is False

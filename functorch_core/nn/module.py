@@ -48,9 +48,13 @@ class Parameter(np.ndarray):
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         inputs = tuple(_plain(x) for x in inputs)
-        if "out" in kwargs:
-            kwargs["out"] = tuple(_plain(x) for x in kwargs["out"])
-        return getattr(ufunc, method)(*inputs, **kwargs)
+        out = kwargs.get("out")
+        if out is not None:
+            kwargs["out"] = tuple(_plain(x) for x in out)
+        result = getattr(ufunc, method)(*inputs, **kwargs)
+        if out is not None:      # in place (p += 1): hand back the Parameter itself
+            return out[0] if len(out) == 1 else out
+        return result
 
     def __array_function__(self, func, types, args, kwargs):
         args = tuple(_plain(a) for a in args)
@@ -65,7 +69,12 @@ class Parameter(np.ndarray):
 
 
 def _plain(x):
-    return x.view(np.ndarray) if isinstance(x, Parameter) else x
+    """``x`` with every Parameter (also inside lists and tuples) viewed as ``np.ndarray``."""
+    if isinstance(x, Parameter):
+        return x.view(np.ndarray)
+    if type(x) in (list, tuple):
+        return type(x)(_plain(v) for v in x)
+    return x
 
 
 def _to_parameter(x, requires_grad=True):
