@@ -6,7 +6,8 @@ Run from the repository root: ``python3 benchmarks/nn.py [--quick]``.
     ``vmap(grad(loss of functional_call), in_dims=(None, None, 0, 0))``;
 (c) a 10-model ensemble forward of an MLP 784->128->10 on a shared batch of 64:
     ``vmap(functional_call over stack_module_state, in_dims=(0, 0, None))``.
-Prints medians over repeats and ratios to the fastest, in one process.
+Prints medians over repeats and ratios to the fastest, in one process (torch limited to
+one thread, as the shared benchmark machine has two cores).
 """
 
 from __future__ import annotations
