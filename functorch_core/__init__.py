@@ -44,6 +44,16 @@ from .transforms import (
 
 _install_tracer_methods()
 
+from . import nn  # noqa: E402  (modules sit on the transforms above)
+from .nn.stateless import (  # noqa: E402
+    combine_state_for_ensemble,
+    functional_call,
+    make_functional,
+    make_functional_with_buffers,
+    replace_all_batch_norm_modules_,
+    stack_module_state,
+)
+
 __all__ = [
     "Graph", "TracerError", "check_graph", "clear_caches", "config", "default_backend", "jit",
     "make_graph",
@@ -54,5 +64,8 @@ __all__ = [
     "linearize", "stop_gradient", "value_and_grad", "vjp", "random", "manual_seed",
     "associative_scan", "cond", "fori_loop", "lax", "scan", "switch", "while_loop",
     "load", "optim", "save",
+    "nn", "functional_call", "stack_module_state", "make_functional",
+    "make_functional_with_buffers", "combine_state_for_ensemble",
+    "replace_all_batch_norm_modules_",
 ]
 __version__ = "0.1.0"

@@ -32,15 +32,24 @@ def _arg_offsets(args):
     return [sum(counts[:i]) for i in range(len(args))], counts
 
 
+def _holds_state(arg):
+    """Whether ``arg`` contains an object whose class says its integer leaves are state
+    (``nn.Module``: BatchNorm's ``num_batches_tracked``), not inputs to differentiate."""
+    def marked(x):
+        return getattr(type(x), "_int_leaves_are_state", False)
+    return any(marked(x) for x in tree_leaves(arg, is_leaf=marked))
+
+
 def _diff_mask(args, nums, leaves, what, *, strict):
-    """Which leaves are differentiated; integer/bool leaves of ``nums`` raise if ``strict``."""
+    """Which leaves are differentiated; integer/bool leaves of ``nums`` raise if ``strict``
+    (except inside an argument holding module state: they get zero gradients)."""
     offsets, counts = _arg_offsets(args)
     mask = [False] * len(leaves)
     for n in nums:
         for i in range(offsets[n], offsets[n] + counts[n]):
             av = leaf_aval(leaves[i], f"argument {n} of {what}")
             if not differentiable(av):
-                if strict:
+                if strict and not _holds_state(args[n]):
                     raise TypeError(
                         f"{what}: argument {n} (argnums) has dtype {av.dtype}; differentiation "
                         "is only defined for floating-point and complex inputs. Convert it "

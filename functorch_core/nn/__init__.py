@@ -1,0 +1,47 @@
+"""``functorch_core.nn``: PyTorch-style modules that are pytrees, over the transforms.
+
+Example::
+
+    >>> import functorch_core as fc
+    >>> from functorch_core import nn
+    >>> model = nn.Sequential(nn.Linear(3, 8), nn.ReLU(), nn.Linear(8, 1))
+    >>> g = fc.grad(lambda m, x: m(x).sum())(model, np.ones((2, 3), np.float32))
+    >>> g[0].weight.shape          # the gradient is module-shaped
+    (8, 3)
+"""
+
+from . import functional, init  # noqa: F401
+from .activation import (  # noqa: F401
+    ELU,
+    GELU,
+    SELU,
+    Hardswish,
+    Hardtanh,
+    LeakyReLU,
+    LogSoftmax,
+    Mish,
+    ReLU,
+    ReLU6,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Softplus,
+    Tanh,
+)
+from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential  # noqa: F401
+from .conv import Conv1d, Conv2d  # noqa: F401
+from .dropout import Dropout  # noqa: F401
+from .embedding import Embedding  # noqa: F401
+from .linear import Flatten, Identity, Linear, Unflatten  # noqa: F401
+from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss  # noqa: F401
+from .module import Module, Parameter  # noqa: F401
+from .normalization import BatchNorm1d, BatchNorm2d, LayerNorm  # noqa: F401
+from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d  # noqa: F401
+from .stateless import (  # noqa: F401
+    combine_state_for_ensemble,
+    functional_call,
+    make_functional,
+    make_functional_with_buffers,
+    replace_all_batch_norm_modules_,
+    stack_module_state,
+)

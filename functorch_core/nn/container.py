@@ -1,0 +1,238 @@
+"""Containers: ``Sequential``, ``ModuleList``, ``ModuleDict``, ``ParameterList``,
+``ParameterDict``."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from .module import Module, _to_parameter
+
+__all__ = ["ModuleDict", "ModuleList", "ParameterDict", "ParameterList", "Sequential"]
+
+
+def _index(name, idx, n):
+    if not -n <= idx < n:
+        raise IndexError(f"{name}: index {idx} is out of range for length {n}")
+    return idx % n
+
+
+class Sequential(Module):
+    """Modules called in order, each on the previous one's output.
+
+    Args:
+        *args: modules (named ``'0'``, ``'1'``, ...), or one ``OrderedDict`` of name -> module.
+
+    Example::
+
+        >>> model = Sequential(Linear(3, 4), ReLU(), Linear(4, 1))
+        >>> model(np.ones((2, 3))).shape
+        (2, 1)
+    """
+
+    def __init__(self, *args):
+        super().__init__()
+        if len(args) == 1 and isinstance(args[0], OrderedDict):
+            for name, m in args[0].items():
+                self.add_module(name, m)
+        else:
+            for i, m in enumerate(args):
+                self.add_module(str(i), m)
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return Sequential(OrderedDict(list(self._modules.items())[idx]))
+        return list(self._modules.values())[_index("Sequential", idx, len(self))]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def append(self, module):
+        """Add ``module`` at the end; returns ``self``."""
+        self.add_module(str(len(self)), module)
+        return self
+
+    def forward(self, input):
+        for m in self._modules.values():
+            input = m(input)
+        return input
+
+
+class ModuleList(Module):
+    """A list of submodules, registered under ``'0'``, ``'1'``, ... (no forward).
+
+    Args:
+        modules (iterable of Module, optional): the initial modules.
+    """
+
+    def __init__(self, modules=None):
+        super().__init__()
+        for m in modules or ():
+            self.append(m)
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return ModuleList(list(self._modules.values())[idx])
+        return list(self._modules.values())[_index("ModuleList", idx, len(self))]
+
+    def __setitem__(self, idx, module):
+        self.add_module(str(_index("ModuleList", idx, len(self))), module)
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def append(self, module):
+        """Add ``module`` at the end; returns ``self``."""
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules):
+        """Append every module of ``modules``; returns ``self``."""
+        for m in modules:
+            self.append(m)
+        return self
+
+
+class ModuleDict(Module):
+    """An ordered dict of submodules (no forward).
+
+    Args:
+        modules (mapping or iterable of pairs, optional): name -> module.
+    """
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key):
+        return self._modules[key]
+
+    def __setitem__(self, key, module):
+        self.add_module(key, module)
+
+    def __delitem__(self, key):
+        del self._modules[key]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules)
+
+    def __contains__(self, key):
+        return key in self._modules
+
+    def keys(self):
+        return self._modules.keys()
+
+    def values(self):
+        return self._modules.values()
+
+    def items(self):
+        return self._modules.items()
+
+    def update(self, modules):
+        """Add every ``(name, module)`` of ``modules`` (a mapping or pairs)."""
+        items = modules.items() if hasattr(modules, "items") else modules
+        for k, m in items:
+            self.add_module(k, m)
+
+
+class ParameterList(Module):
+    """A list of parameters registered under ``'0'``, ``'1'``, ... (arrays become
+    :class:`Parameter`\\ s).
+
+    Args:
+        values (iterable of arrays, optional): the initial parameters.
+    """
+
+    def __init__(self, values=None):
+        super().__init__()
+        for v in values or ():
+            self.append(v)
+
+    def __getitem__(self, idx):
+        return list(self._parameters.values())[_index("ParameterList", idx, len(self))]
+
+    def __setitem__(self, idx, value):
+        self.register_parameter(str(_index("ParameterList", idx, len(self))),
+                                _to_parameter(value))
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters.values())
+
+    def append(self, value):
+        """Add ``value`` (made a Parameter) at the end; returns ``self``."""
+        self.register_parameter(str(len(self)), _to_parameter(value))
+        return self
+
+    def extend(self, values):
+        """Append every value; returns ``self``."""
+        for v in values:
+            self.append(v)
+        return self
+
+    def extra_repr(self):
+        return "\n".join(f"({i}): Parameter containing: [{p.dtype} of size {p.shape}]"
+                         for i, p in enumerate(self._parameters.values()))
+
+
+class ParameterDict(Module):
+    """An ordered dict of parameters (arrays become :class:`Parameter`\\ s).
+
+    Args:
+        parameters (mapping or iterable of pairs, optional): name -> array.
+    """
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key):
+        return self._parameters[key]
+
+    def __setitem__(self, key, value):
+        self.register_parameter(key, _to_parameter(value))
+
+    def __delitem__(self, key):
+        del self._parameters[key]
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters)
+
+    def __contains__(self, key):
+        return key in self._parameters
+
+    def keys(self):
+        return self._parameters.keys()
+
+    def values(self):
+        return self._parameters.values()
+
+    def items(self):
+        return self._parameters.items()
+
+    def update(self, parameters):
+        """Add every ``(name, array)`` of ``parameters``."""
+        items = parameters.items() if hasattr(parameters, "items") else parameters
+        for k, v in items:
+            self[k] = v
+
+    def extra_repr(self):
+        return "\n".join(f"({k}): Parameter containing: [{p.dtype} of size {p.shape}]"
+                         for k, p in self._parameters.items())
+
+

@@ -1,0 +1,117 @@
+"""``LayerNorm``, ``BatchNorm1d``, ``BatchNorm2d``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import functional as F
+from .module import Module, Parameter, shape_of
+
+__all__ = ["BatchNorm1d", "BatchNorm2d", "LayerNorm"]
+
+
+class LayerNorm(Module):
+    """Normalise over the trailing ``normalized_shape`` axes, then affine.
+
+    Args:
+        normalized_shape (int or tuple): the trailing shape normalised over.
+        eps (float): added to the variance. Default ``1e-5``.
+        elementwise_affine (bool): learn ``weight`` (ones) and ``bias`` (zeros). Default True.
+        bias (bool): learn ``bias`` when affine. Default ``True``.
+        dtype: default float32.
+    """
+
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
+                 device=None, dtype=None):
+        super().__init__()
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) \
+            else tuple(normalized_shape)
+        self.normalized_shape, self.eps = shape, eps
+        self.elementwise_affine = elementwise_affine
+        dtype = np.float32 if dtype is None else dtype
+        if elementwise_affine:
+            self.weight = Parameter(np.ones(shape, dtype))
+            if bias:
+                self.bias = Parameter(np.zeros(shape, dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, input):
+        shape = tuple(shape_of(input))
+        if shape[len(shape) - len(self.normalized_shape):] != self.normalized_shape:
+            raise ValueError(f"{self._get_name()}(normalized_shape={self.normalized_shape}): "
+                             f"input of shape {shape} does not end with it")
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")
+
+
+class _BatchNorm(Module):
+    _ranks = ()
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
+                 track_running_stats=True, device=None, dtype=None):
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        dtype = np.float32 if dtype is None else dtype
+        if affine:
+            self.weight = Parameter(np.ones(num_features, dtype))
+            self.bias = Parameter(np.zeros(num_features, dtype))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", np.zeros(num_features, dtype))
+            self.register_buffer("running_var", np.ones(num_features, dtype))
+            self.register_buffer("num_batches_tracked", np.zeros((), np.int64))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+
+    def forward(self, input):
+        shape = tuple(shape_of(input))
+        if len(shape) not in self._ranks or shape[1] != self.num_features:
+            raise ValueError(f"{self._get_name()}(num_features={self.num_features}): expected "
+                             f"a {' or '.join(f'{r}-D' for r in self._ranks)} input with "
+                             f"{self.num_features} channels on axis 1, got shape {shape}")
+        momentum = 0.0 if self.momentum is None else self.momentum
+        update = self.training and self.track_running_stats
+        if update:
+            self.num_batches_tracked[...] = self.num_batches_tracked + 1
+            if self.momentum is None:          # cumulative moving average
+                momentum = 1.0 / self.num_batches_tracked
+        use_batch = self.training or self.running_mean is None
+        return F.batch_norm(input, self.running_mean if update or not use_batch else None,
+                            self.running_var if update or not use_batch else None,
+                            self.weight, self.bias, use_batch, momentum, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch normalisation over ``(N, C)`` or ``(N, C, L)``, as ``torch.nn.BatchNorm1d``.
+
+    Args:
+        num_features (int): ``C``.
+        eps (float): default ``1e-5``.
+        momentum (float or None): running-stat factor; ``None`` is the cumulative average.
+            Default ``0.1``.
+        affine (bool): learn ``weight``/``bias``. Default ``True``.
+        track_running_stats (bool): keep ``running_mean``/``running_var`` buffers
+            (updated by in-place writes in training mode, used in eval mode). Default True.
+    """
+    _ranks = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch normalisation over ``(N, C, H, W)`` (arguments as :class:`BatchNorm1d`)."""
+    _ranks = (4,)
