@@ -98,50 +98,58 @@ class ModuleList(Module):
         return self
 
 
-class ModuleDict(Module):
+class _DictOf:
+    """The dict methods of a container over one of its module's tables (``_table``);
+    ``self[key] = value`` registers, as the container's ``__setitem__`` says."""
+
+    _table: str
+
+    def __getitem__(self, key):
+        return getattr(self, self._table)[key]
+
+    def __delitem__(self, key):
+        del getattr(self, self._table)[key]
+
+    def __len__(self):
+        return len(getattr(self, self._table))
+
+    def __iter__(self):
+        return iter(getattr(self, self._table))
+
+    def __contains__(self, key):
+        return key in getattr(self, self._table)
+
+    def keys(self):
+        return getattr(self, self._table).keys()
+
+    def values(self):
+        return getattr(self, self._table).values()
+
+    def items(self):
+        return getattr(self, self._table).items()
+
+    def update(self, entries):
+        """Add every ``(name, value)`` of ``entries`` (a mapping or pairs)."""
+        for k, v in entries.items() if hasattr(entries, "items") else entries:
+            self[k] = v
+
+
+class ModuleDict(_DictOf, Module):
     """An ordered dict of submodules (no forward).
 
     Args:
         modules (mapping or iterable of pairs, optional): name -> module.
     """
 
+    _table = "_modules"
+
     def __init__(self, modules=None):
         super().__init__()
         if modules is not None:
             self.update(modules)
 
-    def __getitem__(self, key):
-        return self._modules[key]
-
     def __setitem__(self, key, module):
         self.add_module(key, module)
-
-    def __delitem__(self, key):
-        del self._modules[key]
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules)
-
-    def __contains__(self, key):
-        return key in self._modules
-
-    def keys(self):
-        return self._modules.keys()
-
-    def values(self):
-        return self._modules.values()
-
-    def items(self):
-        return self._modules.items()
-
-    def update(self, modules):
-        """Add every ``(name, module)`` of ``modules`` (a mapping or pairs)."""
-        items = modules.items() if hasattr(modules, "items") else modules
-        for k, m in items:
-            self.add_module(k, m)
 
 
 class ParameterList(Module):
@@ -186,50 +194,22 @@ class ParameterList(Module):
                          for i, p in enumerate(self._parameters.values()))
 
 
-class ParameterDict(Module):
+class ParameterDict(_DictOf, Module):
     """An ordered dict of parameters (arrays become :class:`Parameter`\\ s).
 
     Args:
         parameters (mapping or iterable of pairs, optional): name -> array.
     """
 
+    _table = "_parameters"
+
     def __init__(self, parameters=None):
         super().__init__()
         if parameters is not None:
             self.update(parameters)
 
-    def __getitem__(self, key):
-        return self._parameters[key]
-
     def __setitem__(self, key, value):
         self.register_parameter(key, _to_parameter(value))
-
-    def __delitem__(self, key):
-        del self._parameters[key]
-
-    def __len__(self):
-        return len(self._parameters)
-
-    def __iter__(self):
-        return iter(self._parameters)
-
-    def __contains__(self, key):
-        return key in self._parameters
-
-    def keys(self):
-        return self._parameters.keys()
-
-    def values(self):
-        return self._parameters.values()
-
-    def items(self):
-        return self._parameters.items()
-
-    def update(self, parameters):
-        """Add every ``(name, array)`` of ``parameters``."""
-        items = parameters.items() if hasattr(parameters, "items") else parameters
-        for k, v in items:
-            self[k] = v
 
     def extra_repr(self):
         return "\n".join(f"({k}): Parameter containing: [{p.dtype} of size {p.shape}]"
