@@ -4,6 +4,10 @@ Run from the repository root: ``python3 benchmarks/nn.py [--quick]``.
 (a) per-sample gradients of the functorch tutorial CNN (conv 1->32, conv 32->64, 3x3,
     max-pool 2, linear 9216->128->10) on a batch of 64 1x28x28 float32 images:
     ``vmap(grad(loss of functional_call), in_dims=(None, None, 0, 0))``;
+(b) one training step of examples/cnn_digits.py's model (Conv2d 1->16 3x3 pad 1, BatchNorm2d,
+    ReLU, MaxPool2d 2, Linear 256->10) on a batch of 64 1x8x8 images: cross-entropy,
+    gradients, BatchNorm running statistics and an Adam update, ``jit``-compiled
+    (torch: ``zero_grad``/``backward``/``Adam.step`` in train mode);
 (c) a 10-model ensemble forward of an MLP 784->128->10 on a shared batch of 64:
     ``vmap(functional_call over stack_module_state, in_dims=(0, 0, None))``.
 Prints medians over repeats and ratios to the fastest, in one process (torch limited to
@@ -94,6 +98,47 @@ def per_sample_grads(torch):
                    torch=rows.get("torch.func vmap(grad)"))
 
 
+def cnn_train_step(torch):
+    fc.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+                          nn.MaxPool2d(2), nn.Flatten(), nn.Linear(16 * 4 * 4, 10))
+    params = {k: np.array(v) for k, v in model.named_parameters()}
+    buffers = {k: np.array(v) for k, v in model.named_buffers()}
+    opt = fc.optim.adam(lr=1e-3)
+    rng = np.random.default_rng(0)
+    x = rng.random((64, 1, 8, 8), dtype=np.float32)
+    y = rng.integers(0, 10, 64)
+
+    def loss_fn(p, b, x, y):
+        return F.cross_entropy(fc.functional_call(model, (p, b), (x,)), y), b
+
+    @fc.jit
+    def step(p, b, s, x, y):
+        (loss, b), g = fc.value_and_grad(loss_fn, has_aux=True)(p, b, x, y)
+        p, s = opt.update(g, s, p)
+        return p, b, s, loss
+    state = [params, buffers, opt.init(params)]
+
+    def run():
+        state[0], state[1], state[2], _ = step(*state, x, y)
+    rows = {"functorch_core jit step": median_time(run, REPEATS * 5)}
+    if torch is not None:
+        tm = torch.nn.Sequential(torch.nn.Conv2d(1, 16, 3, padding=1), torch.nn.BatchNorm2d(16),
+                                 torch.nn.ReLU(), torch.nn.MaxPool2d(2), torch.nn.Flatten(),
+                                 torch.nn.Linear(16 * 4 * 4, 10))
+        topt = torch.optim.Adam(tm.parameters(), lr=1e-3)
+        tx, ty = torch.tensor(x), torch.tensor(y)
+
+        def trun():
+            topt.zero_grad()
+            torch.nn.functional.cross_entropy(tm(tx), ty).backward()
+            topt.step()
+        rows["torch eager step"] = median_time(trun, REPEATS * 5)
+    _report("(b) cnn_digits training step (conv-BN-ReLU-pool-linear + Adam), batch 64", rows)
+    _timing.result("nn cnn_digits train step b64", rows["functorch_core jit step"],
+                   torch=rows.get("torch eager step"))
+
+
 def ensemble(torch):
     models = []
     for s in range(10):
@@ -127,4 +172,5 @@ if __name__ == "__main__":
     if torch is not None:
         torch.set_num_threads(1)
     ensemble(torch)
+    cnn_train_step(torch)
     per_sample_grads(torch)

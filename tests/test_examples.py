@@ -1,0 +1,51 @@
+"""Run the nn examples as scripts (each in seconds on the shipped digits data) and check the
+figures they print."""
+
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_example(name, timeout=240):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH")) if p)
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "examples", name)],
+                          capture_output=True, text=True, timeout=timeout, env=env,
+                          cwd=ROOT)
+    assert proc.returncode == 0, f"{name} failed:\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout
+
+
+def figure(out, pattern):
+    m = re.search(pattern, out)
+    assert m, f"no line matching {pattern!r} in:\n{out}"
+    return [float(g) for g in m.groups()]
+
+
+def test_cnn_digits_trains_and_round_trips():
+    out = run_example("cnn_digits.py")
+    assert "checkpoint round trip: state dict and predictions identical" in out
+    losses = [float(v) for v in re.findall(r"mean loss ([0-9.]+)", out)]
+    assert len(losses) >= 2 and losses[-1] < 0.5 * losses[0], losses
+    (acc,) = figure(out, r"test accuracy: ([0-9.]+)")
+    assert acc > 0.9, out
+
+
+def test_ensembling_matches_loop_shared_and_per_model_minibatch():
+    out = run_example("ensembling.py")
+    (shared,) = figure(out, r"shared minibatch: output \(10, 64, 10\), largest difference "
+                            r"from a loop ([0-9.e+-]+)")
+    (split,) = figure(out, r"minibatch per model: output \(10, 64, 10\), largest difference "
+                           r"from a loop ([0-9.e+-]+)")
+    assert max(shared, split) < 1e-5, out
+
+
+def test_maml_meta_gradient_and_loss_going_down():
+    out = run_example("maml.py")
+    ad, fd = figure(out, r"autodiff ([0-9.e+-]+), finite differences ([0-9.e+-]+)")
+    assert abs(ad - fd) <= 1e-4 * max(1.0, abs(fd)), out
+    before, after = figure(out, r"maml: post-adaptation loss ([0-9.]+) -> ([0-9.]+)")
+    assert after < 0.75 * before, out
