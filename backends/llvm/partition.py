@@ -537,11 +537,11 @@ class Partitioner:
 
     def select_and_scatter(self, eqn):
         """select_and_scatter_add: the flat in-window index of each window's first max/min
-        (one argmax kernel), then each window's cotangent (or 0) added where each tap lands
-        in a zeroed padded buffer, serially: over (window tap, output) in C order, the
-        interpreter's order, when windows overlap; over (output, tap) otherwise (each
-        position is added to once), and stored without the zeroing pass when the windows
-        tile the buffer. The result is a strided view of that buffer."""
+        (one argmax kernel), then, serially over (output, tap), each window's cotangent (or
+        0) added where each tap lands in a zeroed padded buffer: windows in reverse C order
+        when they overlap (so each position adds in the interpreter's tap order), stored
+        without the zeroing pass when the windows tile the buffer. The result is a strided
+        view of that buffer."""
         (ct, x), out, p = eqn.inputs, eqn.outputs[0], eqn.params
         nd, shape, window = x.aval.ndim, ct.aval.shape, tuple(p["window_dimensions"])
         dt, i32 = out.aval.dtype, np.dtype(np.int32)
@@ -564,28 +564,35 @@ class Partitioner:
             z = Kernel(sizes)
             z.stores.append((zero, acc, dt))
             self.seal(z)
-        taps, outs = (range(nd, 2 * nd), range(nd)) if once else (range(nd), range(nd, 2 * nd))
-        space = shape + window if once else window + shape
+        # overlapping windows: a position takes its cotangents in increasing tap order
+        # (the interpreter's), which is decreasing window order, so windows go backwards
+        back = not once
+        space = shape + window
         k = Kernel(space, axes=(), reverse=False)
 
-        def over_space(tap_strides, out_strides):
-            st = [0] * (2 * nd)
-            for d, a, b in zip(range(nd), taps, outs, strict=True):
-                st[a], st[b] = tap_strides[d], out_strides[d]
-            return tuple(st)
-        rk = k.read(View(chosen, space, i32, 0, over_space((0,) * nd, c_strides(shape))))
+        def over_space(out_strides, tap_strides=(0,) * nd):
+            """Strides over (output, tap), and the offset where the outputs run backwards."""
+            if not back:
+                return 0, tuple(out_strides) + tuple(tap_strides)
+            return (sum((o - 1) * st for o, st in zip(shape, out_strides, strict=True)),
+                    tuple(-st for st in out_strides) + tuple(tap_strides))
         v = self.external_view(ct)
-        rc = k.read(View(v.slot, space, v.dtype, v.offset, over_space((0,) * nd, v.strides)))
-        tap = self._flat_tap(k, taps, window, i32)
+        at, st = over_space(c_strides(shape))
+        rk = k.read(View(chosen, space, i32, at, st))
+        at, st = over_space(v.strides)
+        rc = k.read(View(v.slot, space, v.dtype, v.offset + at, st))
+        tap = self._flat_tap(k, range(nd, 2 * nd), window, i32)
         k.ops.append(Op(P.eq, (rk, tap), {}, np.dtype(bool), i32))
         k.ops.append(Op(P.select, (("op", len(k.ops) - 1), rc, zero), {}, dt, dt))
         if tiled:       # 0 + value, as the interpreter's zeros + value (-0.0 becomes 0.0)
             k.ops.append(Op(P.add, (zero, ("op", len(k.ops) - 1)), {}, dt, dt))
-        strides = over_space(
-            tuple(c * wd for c, wd in zip(cs, p["window_dilation"], strict=True)),
-            tuple(c * s for c, s in zip(cs, p["window_strides"], strict=True)))
-        k.scatters.append(Scatter(not tiled, ("op", len(k.ops) - 1), acc, dt, (), (), (), (),
-                                  strides))
+        at, st = over_space(
+            tuple(c * s for c, s in zip(cs, p["window_strides"], strict=True)),
+            tuple(c * wd for c, wd in zip(cs, p["window_dilation"], strict=True)))
+        i64 = np.dtype(np.int64)
+        # the static offset of the backward walk, as a constant index (clipped to itself)
+        k.scatters.append(Scatter(not tiled, ("op", len(k.ops) - 1), acc, dt,
+                                  (("const", np.int64(at)),), (i64,), (at,), (1,), st))
         self.seal(k)
         self.loc[id(out)] = View(acc, x.aval.shape, dt,
                                  sum(lo * c for (lo, _), c in zip(p["padding"], cs, strict=True)),
