@@ -6,10 +6,14 @@ import warnings
 
 import numpy as np
 import pytest
+from graph_builder import Builder
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import functorch_core as fc
+from backends import registry
+from backends.interpreter import run_graph
+from backends.llvm.plan import Fallback
 from functorch_core import lax
 from functorch_core.testing import check_grads
 from ir import primitives as P
@@ -153,6 +157,78 @@ def test_select_primitives_batch_over_both_operands(select):
                            second if axes[1] is None else np.take(second, i, 0))
                          for i in range(3)])
         np.testing.assert_allclose(fc.vmap(f, in_axes=axes)(first, second), want, rtol=1e-12)
+
+
+def _select_graph(prim, first_shape, x_shape, dtype, t_dtype, params):
+    b = Builder()
+    first, x = b.input(first_shape, t_dtype), b.input(x_shape, dtype)
+    return b.graph(b(prim, first, x, **params))
+
+
+def _select_values(rng, shape, dtype):
+    """Few distinct values (ties), some NaN for floats, extremes for integers."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return rng.integers(0, 2, shape).astype(bool)
+    x = rng.integers(-2, 3, shape).astype(dtype)
+    if dtype.kind == "f":
+        x[rng.random(shape) < 0.15] = np.nan
+        x[rng.random(shape) < 0.1] = -np.inf
+    elif x.size:
+        info = np.iinfo(dtype)
+        x.flat[rng.integers(0, x.size)] = info.min
+    return x
+
+
+@given(window_problems(), st.sampled_from(["max", "min"]),
+       st.sampled_from([np.float16, np.float32, np.float64, np.int8, np.int32, np.uint8,
+                        np.bool_]),
+       st.sampled_from([np.float16, np.float32, np.float64, np.complex64]),
+       st.integers(0, 2 ** 32 - 1))
+def test_select_primitives_native_match_the_interpreter_bit_for_bit(prob, select, dtype,
+                                                                    t_dtype, seed):
+    """Both max/min-pool derivative primitives lower natively (no fallback) and give the
+    interpreter's bits: ties (first wins), NaN (first NaN wins), padding, both dilations,
+    overlapping windows (strides below the window: additions in the interpreter's order)."""
+    shape, window, strides, pads, base, wdil = prob
+    params = dict(select=select, window_dimensions=tuple(window),
+                  window_strides=tuple(strides), padding=tuple(map(tuple, pads)),
+                  base_dilation=tuple(base), window_dilation=tuple(wdil))
+    rng = np.random.default_rng(seed)
+    x = _select_values(rng, shape, dtype)
+    gather = _select_graph(P.select_and_gather_add, shape, shape, dtype, t_dtype, params)
+    out_shape = gather.outputs[0].aval.shape
+    scatter = _select_graph(P.select_and_scatter_add, out_shape, shape, dtype, t_dtype, params)
+    t = (rng.normal(size=shape) + 1j * rng.normal(size=shape)).astype(t_dtype) \
+        if np.dtype(t_dtype).kind == "c" else rng.normal(size=shape).astype(t_dtype)
+    ct = (rng.normal(size=out_shape) * 1e4).astype(t_dtype)
+    ct[rng.random(out_shape) < 0.2] = -0.0
+    cpu = registry.get("cpu")
+    for graph, first in [(gather, t), (scatter, ct)]:
+        if 0 in out_shape:
+            continue
+        exe = cpu.compile(graph)
+        assert not [s for s in exe.plan.steps if isinstance(s, Fallback)]
+        got, = exe([first, x])
+        want, = run_graph(graph, [first, x])
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(np.ascontiguousarray(got).view(np.uint8),
+                                      np.ascontiguousarray(want).view(np.uint8))
+
+
+def test_overlapping_max_pool_gradient_adds_in_the_interpreters_order():
+    """Three windows select the same element: its cotangents add in window-tap order, and
+    float addition does not associate, so another order gives other bits."""
+    x = np.array([0.0, 0.0, 5.0, 0.0, 0.0], np.float32)
+    ct = np.array([1e8, -1e8, 1.0], np.float32)
+    params = dict(select="max", window_dimensions=(3,), window_strides=(1,),
+                  padding=((0, 0),), base_dilation=(1,), window_dilation=(1,))
+    graph = _select_graph(P.select_and_scatter_add, (3,), (5,), np.float32, np.float32,
+                          params)
+    want, = run_graph(graph, [ct, x])
+    got, = registry.get("cpu").compile(graph)([ct, x])
+    np.testing.assert_array_equal(got, want)
+    assert want[2] == 0 and (ct[0] + ct[1]) + ct[2] == 1     # tap order, not window order
 
 
 def test_max_pool_reverse_mode_materialises_no_one_hot():

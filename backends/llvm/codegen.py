@@ -33,6 +33,7 @@ _PTR = ir.PointerType()
 SUM_BLOCK = 1024
 LONG_SUM_BLOCK = 4096
 _CASCADE = 64       # pending block sums: one per bit of the block count
+_BOOL = np.dtype(np.bool_)
 # how a reduction, a scan or an arg reduction folds a value into its accumulator
 _COMBINE = {P.reduce_sum: P.add, P.reduce_prod: P.mul, P.reduce_max: P.max,
             P.reduce_min: P.min, P.cumsum: P.add, P.cumprod: P.mul, P.cummax: P.max,
@@ -82,8 +83,9 @@ def _leading_reduction(kernel: Kernel) -> bool:
     k, axes = kernel, kernel.axes or ()
     if not k.reduces or k.scatters or k.reverse or any(op.prim in SCANS for op in k.ops):
         return False
-    if any(r.axis is not None or r.in_dtype != r.out_dtype or r.out_dtype.kind not in "fiu"
-           or _acc_dtype(r.prim, r.in_dtype) != r.out_dtype for r in k.reduces):
+    if any(r.axis is not None or r.payload is not None or r.in_dtype != r.out_dtype
+           or r.out_dtype.kind not in "fiu" or _acc_dtype(r.prim, r.in_dtype) != r.out_dtype
+           for r in k.reduces):
         return False
     dims = [d for d in range(len(k.shape)) if k.shape[d] != 1]
     kept = [d for d in dims if d not in axes]
@@ -161,7 +163,12 @@ class _KernelEmitter:
         for r in k.reduces:
             dt = _acc_dtype(r.prim, r.in_dtype)
             self.acc[id(r)] = [(self.b.alloca(compute_type(dt)), dt, _identity(r.prim, dt))]
-            if r.axis is not None:
+            if r.payload is not None:
+                # the payload and whether it holds one: the first element is taken even
+                # when it only ties the identity (-inf, or the integer minimum)
+                self.acc[id(r)] += [(self.b.alloca(compute_type(r.out_dtype)), r.out_dtype, 0),
+                                    (self.b.alloca(compute_type(_BOOL)), _BOOL, False)]
+            elif r.axis is not None:
                 self.acc[id(r)].append((self.b.alloca(I64), np.dtype(np.int64), 0))
         for op in k.ops:
             if op.prim in SCANS:
@@ -290,7 +297,9 @@ class _KernelEmitter:
         b, index = self.b, self.linear(1)
         for r in self.kernel.reduces:
             (ptr, dt, _), *rest = self.acc[id(r)]
-            if rest:
+            if r.payload is not None:
+                value = b.load(rest[0][0], typ=compute_type(r.out_dtype))
+            elif rest:
                 value = b.trunc(b.load(rest[0][0], typ=I64), compute_type(r.out_dtype)) \
                     if r.out_dtype.itemsize < 8 else b.load(rest[0][0], typ=I64)
             else:
@@ -426,7 +435,7 @@ class _KernelEmitter:
             if self.leading:
                 dt, ptr = r.out_dtype, self.element(r.slot, r.out_dtype, self.linear(1))
                 e.store(dt, RULES[_COMBINE[r.prim]](e, dt, e.load(dt, ptr), x), ptr)
-            elif r.axis is None:
+            elif r.axis is None and r.payload is None:
                 (ptr, dt, _), = self.acc[id(r)]
                 acc = b.load(ptr, typ=compute_type(dt))
                 if dt.kind == "c" and r.prim is P.reduce_sum:   # reassociated, as float sums
@@ -438,8 +447,10 @@ class _KernelEmitter:
                 if dt.kind == "f" and r.prim is P.reduce_sum and not r.ordered:
                     combined.flags.append("reassoc")
                 b.store(combined, ptr)
+            elif r.payload is not None:
+                self.arg_step(r, x, value(r.payload, r.out_dtype))
             else:
-                self.arg_step(r, x, counter)
+                self.arg_step(r, x, self.linear(counter))
                 counter += 1
 
     def concatenate(self, op, pos):
@@ -493,11 +504,11 @@ class _KernelEmitter:
             x = e.round16(sc.dtype, RULES[P.add](e, sc.dtype, e.load(sc.dtype, ptr), x))
         e.store(sc.dtype, x, ptr)
 
-    def arg_step(self, r, x, counter):
+    def arg_step(self, r, x, index):
         """argmax/argmin: take x when it beats the best so far (NaN beats everything and
-        the first NaN stays), so ties keep the first index, as NumPy does."""
+        the first NaN stays), so ties keep the first index (or payload), as NumPy does."""
         b, e = self.b, self.e
-        (vptr, dt, _), (iptr, _, _) = self.acc[id(r)]
+        (vptr, dt, _), (iptr, _, _), *_ = self.acc[id(r)]
         best = b.load(vptr, typ=compute_type(dt))
         if dt.kind == "f":
             beats = b.fcmp_ordered(">" if r.prim is P.argmax else "<", x, best)
@@ -507,8 +518,12 @@ class _KernelEmitter:
         else:
             cmp = b.icmp_signed if dt.kind == "i" else b.icmp_unsigned
             take = cmp(">" if r.prim is P.argmax else "<", x, best)
+        if r.payload is not None:
+            held = self.acc[id(r)][2][0]
+            take = b.or_(take, b.not_(b.load(held, typ=compute_type(_BOOL))))
+            b.store(e.const(_BOOL, True), held)
         b.store(b.select(take, x, best), vptr)
-        b.store(b.select(take, self.linear(counter), b.load(iptr, typ=I64)), iptr)
+        b.store(b.select(take, index, b.load(iptr, typ=index.type)), iptr)
 
 
 def _block_level(loops, n_kept):

@@ -50,13 +50,10 @@ FALLBACK = {
     P.custom_vjp_call: "jit inlines it (passes.lower_custom); compiled as is, its body "
                        "graph runs through the interpreter",
     P.custom_lin: "exists only inside differentiation passes",
-    P.select_and_gather_add: "max/min-pool derivatives: the interpreter's vectorised NumPy "
-                             "(an argmax per window, one strided pass per window tap)",
-    P.select_and_scatter_add: "max/min-pool derivatives: the interpreter's vectorised NumPy "
-                              "(an argmax per window, one strided add per window tap)",
 }
 _WINDOW_REDUCE = {P.reduce_window_sum: P.reduce_sum, P.reduce_window_max: P.reduce_max,
                   P.reduce_window_min: P.reduce_min}
+_SELECT_WINDOW = (P.select_and_gather_add, P.select_and_scatter_add)
 VIEW_OPS = (P.broadcast_in_dim, P.transpose, P.reshape, P.squeeze, P.expand_dims, P.rev,
             P.slice)
 ELEMENTWISE_FAMILIES = ("unary", "binary", "select", "convert")
@@ -467,34 +464,140 @@ class Partitioner:
         the operand (padded and dilated first, into its own buffer, when asked)."""
         (x,), out, p = eqn.inputs, eqn.outputs[0], eqn.params
         dt, nd = x.aval.dtype, x.aval.ndim
-        if any(lo or hi for lo, hi in p["padding"]) or any(b > 1 for b in p["base_dilation"]):
-            v = self.external_view(x)
-            config = tuple((lo, hi, b - 1) for (lo, hi), b in
-                           zip(p["padding"], p["base_dilation"], strict=True))
-            shape = tuple(lo + hi + 1 + (d - 1) * (it + 1) for d, (lo, hi, it) in
-                          zip(x.aval.shape, config, strict=True))
-            fill = 0 if eqn.prim is P.reduce_window_sum else \
-                dtypes.extreme_identity(dt, "max" if eqn.prim is P.reduce_window_max else "min")
-            k = Kernel(shape)
-            k.dyn_reads.append(View(v.slot, shape, v.dtype, v.offset, (0,) * nd))
-            params = {"config": config, "in_shape": v.shape, "strides": v.strides}
-            k.ops.append(Op(P.pad, (("dyn", 0), ("const", np.asarray(fill, dt)[()])), params,
-                            dt, dt))
-            slot = self.new_slot(shape, dt)
-            k.stores.append((("op", 0), slot, dt))
-            self.seal(k)
-            v = self._buffer_view(slot, shape, dt)
-        else:
-            v = self.external_view(x)
-        space = out.aval.shape + tuple(p["window_dimensions"])
-        strides = tuple(st * s for st, s in zip(v.strides, p["window_strides"], strict=True)) \
-            + tuple(st * w for st, w in zip(v.strides, p["window_dilation"], strict=True))
-        k = Kernel(space, axes=tuple(range(nd, 2 * nd)), reverse=False)
-        r = k.read(View(v.slot, space, dt, v.offset, strides))
+        fill = 0 if eqn.prim is P.reduce_window_sum else \
+            dtypes.extreme_identity(dt, "max" if eqn.prim is P.reduce_window_max else "min")
+        k = Kernel(out.aval.shape + tuple(p["window_dimensions"]),
+                   axes=tuple(range(nd, 2 * nd)), reverse=False)
+        r = k.read(self._windows(self._window_source(x, fill, p), p, out.aval.shape))
         slot = self.new_slot(out.aval.shape, dt)
         k.reduces.append(Reduce(_WINDOW_REDUCE[eqn.prim], r, slot, dt, dt))
         self.seal(k)
         self.loc[id(out)] = self._buffer_view(slot, out.aval.shape, dt)
+
+    def _window_source(self, x, fill, p) -> View:
+        """``x`` padded with ``fill`` and base-dilated as the window parameters ``p`` ask
+        (into its own buffer only then)."""
+        if not any(lo or hi for lo, hi in p["padding"]) and \
+                not any(b > 1 for b in p["base_dilation"]):
+            return self.external_view(x)
+        v, dt, nd = self.external_view(x), x.aval.dtype, x.aval.ndim
+        config = tuple((lo, hi, b - 1) for (lo, hi), b in
+                       zip(p["padding"], p["base_dilation"], strict=True))
+        shape = tuple(lo + hi + 1 + (d - 1) * (it + 1) for d, (lo, hi, it) in
+                      zip(x.aval.shape, config, strict=True))
+        k = Kernel(shape)
+        k.dyn_reads.append(View(v.slot, shape, v.dtype, v.offset, (0,) * nd))
+        params = {"config": config, "in_shape": v.shape, "strides": v.strides}
+        k.ops.append(Op(P.pad, (("dyn", 0), ("const", np.asarray(fill, dt)[()])), params,
+                        dt, dt))
+        slot = self.new_slot(shape, dt)
+        k.stores.append((("op", 0), slot, dt))
+        self.seal(k)
+        return self._buffer_view(slot, shape, dt)
+
+    @staticmethod
+    def _windows(v: View, p, out_shape) -> View:
+        """``v`` (padded) seen over the space (output position, window tap)."""
+        space = tuple(out_shape) + tuple(p["window_dimensions"])
+        strides = tuple(st * s for st, s in zip(v.strides, p["window_strides"], strict=True)) \
+            + tuple(st * w for st, w in zip(v.strides, p["window_dilation"], strict=True))
+        return View(v.slot, space, v.dtype, v.offset, strides)
+
+    @staticmethod
+    def _flat_tap(k: Kernel, dims, window, dt):
+        """Ops of ``k`` computing the C-order flat index of the loop position over ``dims``
+        (sizes ``window``) in integer dtype ``dt``; returns its ref."""
+        ref = None
+        for d, size in zip(dims, window, strict=True):
+            k.ops.append(Op(P.iota, (), {"dimension": d, "dtype": dt, "shape": k.shape},
+                            dt, dt))
+            tap = ("op", len(k.ops) - 1)
+            if ref is not None:
+                k.ops.append(Op(P.mul, (ref, ("const", dt.type(size))), {}, dt, dt))
+                k.ops.append(Op(P.add, (("op", len(k.ops) - 1), tap), {}, dt, dt))
+                tap = ("op", len(k.ops) - 1)
+            ref = tap
+        return ref if ref is not None else ("const", dt.type(0))
+
+    def select_and_gather(self, eqn):
+        """select_and_gather_add: one kernel over (output, window) of the padded operand and
+        tangent, an argmax/argmin that keeps the tangent at the first max/min (NaN first)."""
+        (t, x), out, p = eqn.inputs, eqn.outputs[0], eqn.params
+        nd, shape = x.aval.ndim, out.aval.shape
+        sel = P.argmax if p["select"] == "max" else P.argmin
+        k = Kernel(shape + tuple(p["window_dimensions"]), axes=tuple(range(nd, 2 * nd)),
+                   reverse=False)
+        fill = dtypes.extreme_identity(x.aval.dtype, p["select"])
+        rx = k.read(self._windows(self._window_source(x, fill, p), p, shape))
+        rt = k.read(self._windows(self._window_source(t, 0, p), p, shape))
+        slot = self.new_slot(shape, out.aval.dtype)
+        k.reduces.append(Reduce(sel, rx, slot, out.aval.dtype, x.aval.dtype, payload=rt))
+        self.seal(k)
+        self.loc[id(out)] = self._buffer_view(slot, shape, out.aval.dtype)
+
+    def select_and_scatter(self, eqn):
+        """select_and_scatter_add: the flat in-window index of each window's first max/min
+        (one argmax kernel), then, serially over (output, tap), each window's cotangent (or
+        0) added where each tap lands in a zeroed padded buffer: windows in reverse C order
+        when they overlap (so each position adds in the interpreter's tap order), stored
+        without the zeroing pass when the windows tile the buffer. The result is a strided
+        view of that buffer."""
+        (ct, x), out, p = eqn.inputs, eqn.outputs[0], eqn.params
+        nd, shape, window = x.aval.ndim, ct.aval.shape, tuple(p["window_dimensions"])
+        dt, i32 = out.aval.dtype, np.dtype(np.int32)
+        sel = P.argmax if p["select"] == "max" else P.argmin
+        k = Kernel(shape + window, axes=tuple(range(nd, 2 * nd)), reverse=False)
+        fill = dtypes.extreme_identity(x.aval.dtype, p["select"])
+        rx = k.read(self._windows(self._window_source(x, fill, p), p, shape))
+        chosen = self.new_slot(shape, i32)
+        k.reduces.append(Reduce(sel, rx, chosen, i32, x.aval.dtype,
+                                payload=self._flat_tap(k, range(nd, 2 * nd), window, i32)))
+        self.seal(k)
+        sizes = tuple(1 + (d - 1) * bd + lo + hi for d, bd, (lo, hi) in
+                      zip(x.aval.shape, p["base_dilation"], p["padding"], strict=True))
+        cs, zero = c_strides(sizes), ("const", np.asarray(0, dt)[()])
+        once = all(w == 1 or o == 1 or s >= (w - 1) * wd + 1 for w, o, s, wd in
+                   zip(window, shape, p["window_strides"], p["window_dilation"], strict=True))
+        tiled = once and math.prod(shape) * math.prod(window) == math.prod(sizes)
+        acc = self.new_slot(sizes, dt)
+        if not tiled:
+            z = Kernel(sizes)
+            z.stores.append((zero, acc, dt))
+            self.seal(z)
+        # overlapping windows: a position takes its cotangents in increasing tap order
+        # (the interpreter's), which is decreasing window order, so windows go backwards
+        back = not once
+        space = shape + window
+        k = Kernel(space, axes=(), reverse=False)
+
+        def over_space(out_strides, tap_strides=(0,) * nd):
+            """Strides over (output, tap), and the offset where the outputs run backwards."""
+            if not back:
+                return 0, tuple(out_strides) + tuple(tap_strides)
+            return (sum((o - 1) * st for o, st in zip(shape, out_strides, strict=True)),
+                    tuple(-st for st in out_strides) + tuple(tap_strides))
+        v = self.external_view(ct)
+        at, st = over_space(c_strides(shape))
+        rk = k.read(View(chosen, space, i32, at, st))
+        at, st = over_space(v.strides)
+        rc = k.read(View(v.slot, space, v.dtype, v.offset + at, st))
+        tap = self._flat_tap(k, range(nd, 2 * nd), window, i32)
+        k.ops.append(Op(P.eq, (rk, tap), {}, np.dtype(bool), i32))
+        k.ops.append(Op(P.select, (("op", len(k.ops) - 1), rc, zero), {}, dt, dt))
+        if tiled:       # 0 + value, as the interpreter's zeros + value (-0.0 becomes 0.0)
+            k.ops.append(Op(P.add, (zero, ("op", len(k.ops) - 1)), {}, dt, dt))
+        at, st = over_space(
+            tuple(c * s for c, s in zip(cs, p["window_strides"], strict=True)),
+            tuple(c * wd for c, wd in zip(cs, p["window_dilation"], strict=True)))
+        i64 = np.dtype(np.int64)
+        # the static offset of the backward walk, as a constant index (clipped to itself)
+        k.scatters.append(Scatter(not tiled, ("op", len(k.ops) - 1), acc, dt,
+                                  (("const", np.int64(at)),), (i64,), (at,), (1,), st))
+        self.seal(k)
+        self.loc[id(out)] = View(acc, x.aval.shape, dt,
+                                 sum(lo * c for (lo, _), c in zip(p["padding"], cs, strict=True)),
+                                 tuple(bd * c for bd, c in
+                                       zip(p["base_dilation"], cs, strict=True)))
 
     def sort(self, eqn):
         """A native sort step over materialized operands, with an int64 scratch slot (four
@@ -576,7 +679,8 @@ def lowering_gap(eqn) -> str | None:
         return "conv_general_dilated without spatial dimensions (a matmul; interpreter)"
     if prim is P.reduce_window_sum and eqn.inputs[0].aval.dtype == np.float16:
         return "reduce_window_sum: float16 sums round at each addition only in NumPy's loop"
-    if prim in _WINDOW_REDUCE and 0 in eqn.outputs[0].aval.shape + eqn.inputs[0].aval.shape:
+    if (prim in _WINDOW_REDUCE or prim in _SELECT_WINDOW) and \
+            0 in eqn.outputs[0].aval.shape + eqn.inputs[-1].aval.shape:
         return "an empty windowed reduction (interpreter)"
     if prim in (P.reduce_max, P.reduce_min) and any(
             eqn.inputs[0].aval.shape[a] == 0 for a in eqn.params["axes"]):
@@ -591,11 +695,14 @@ DISPATCH = {"view": Partitioner.layout, "reduction": Partitioner.reduction,
             "pad": Partitioner.pad, "update": Partitioner.update, "sort": Partitioner.sort,
             "random": Partitioner.random_bits,
             "conv": Partitioner.conv, "window": Partitioner.window_reduction,
+            "select_gather": Partitioner.select_and_gather,
+            "select_scatter": Partitioner.select_and_scatter,
             "control": Partitioner.loop,
             **{f: Partitioner.elementwise for f in ELEMENTWISE_FAMILIES}}
 _KIND = {**{p: "view" for p in VIEW_OPS}, P.gather: "dynamic", P.dynamic_slice: "dynamic",
          P.concatenate: "concatenate", P.pad: "pad", P.dynamic_update_slice: "update",
-         P.scatter: "update", P.scatter_add: "update"}
+         P.scatter: "update", P.scatter_add: "update",
+         P.select_and_gather_add: "select_gather", P.select_and_scatter_add: "select_scatter"}
 NATIVE = set(VIEW_RULES) | set(RULES) | set(P.REDUCTIONS) | {P.convert, P.iota, P.dot_general,
                                                                P.gather, P.dynamic_slice,
                                                                P.argmax, P.argmin, *SCANS,
@@ -604,7 +711,8 @@ NATIVE = set(VIEW_RULES) | set(RULES) | set(P.REDUCTIONS) | {P.convert, P.iota, 
                                                                P.scatter, P.scatter_add,
                                                                P.sort, P.threefry2x32,
                                                                P.conv_general_dilated,
-                                                               *_WINDOW_REDUCE, *P.CONTROL_FLOW}
+                                                               *_WINDOW_REDUCE, *_SELECT_WINDOW,
+                                                               *P.CONTROL_FLOW}
 
 
 def partition(graph: Graph) -> Plan:

@@ -55,6 +55,9 @@ class Reduce:
     in_dtype: np.dtype
     axis: int | None = None     # argmax/argmin: the axis whose index is kept
     ordered: bool = False       # a float sum kept in loop order (never reassociated)
+    # argmax/argmin that keeps this ref's value (of out_dtype) at the selected point instead
+    # of an index: the first max/min of ``ref`` over all reduced axes picks it
+    payload: tuple | None = None
 
 
 @dataclass(eq=False)
