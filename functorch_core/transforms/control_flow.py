@@ -22,7 +22,7 @@ from ir import primitives as P
 from .batching import RULES as BATCH_RULES
 from .batching import _axis_size, batch_at, batch_eval, batch_graph, moveaxis
 from .jvp import JVP, Zero, differentiable, instantiate, is_zero, jvp_eval, jvp_graph, zeros
-from .transpose import TRANSPOSE, is_linear, linearize_graph, transpose_graph
+from .transpose import TRANSPOSE, is_linear, linearize_graph, split_linear, transpose_graph
 
 
 def depends(graph: Graph, mask) -> list[bool]:
@@ -213,21 +213,8 @@ def transpose_apply(graph: Graph, in_lin, nonlin_vals, cts):
     cotangent per output (``None`` for none). Equations that do not depend on a
     linear input run forward first (a checkpointed body recomputes its primal part).
     """
-    lin_ids = {id(v) for v, m in zip(graph.inputs, in_lin, strict=True) if m}
-    fwd, lin_eqns = [], []
-    for e in graph.eqns:
-        if any(isinstance(a, Var) and id(a) in lin_ids for a in e.inputs):
-            lin_eqns.append(e)
-            lin_ids.update(id(v) for v in e.outputs)
-        else:
-            fwd.append(e)
     lin_inputs = [v for v, m in zip(graph.inputs, in_lin, strict=True) if m]
-    res, seen = [], set()
-    for e in lin_eqns:
-        for a in e.inputs:
-            if isinstance(a, Var) and id(a) not in lin_ids and id(a) not in seen:
-                seen.add(id(a))
-                res.append(a)
+    fwd, lin_eqns, lin_ids, res = split_linear(graph.eqns, lin_inputs)
     outs, given = [], []
     for o, c in zip(graph.outputs, cts, strict=True):
         if c is not None and isinstance(o, Var) and id(o) in lin_ids:

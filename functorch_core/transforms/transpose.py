@@ -50,25 +50,34 @@ class Linearized:
     n_res: int
 
 
-def linearize_graph(graph: Graph, diff) -> Linearized:
-    """Split the jvp graph of ``graph`` (tangents for the inputs marked in ``diff``)."""
-    jgraph = jvp_graph(graph, diff)
-    n_in, n_out = len(graph.inputs), len(graph.outputs)
-    tangent_inputs = jgraph.inputs[n_in:]
-    linear_ids = {id(v) for v in tangent_inputs}
+def split_linear(eqns, linear_inputs, extra_reads=()):
+    """Split ``eqns`` by dependence on ``linear_inputs``: (the equations that depend on
+    none of them, those that do, the ids of every dependent value, the residuals: the
+    independent values the dependent equations or ``extra_reads`` read, in first-read
+    order)."""
+    linear_ids = {id(v) for v in linear_inputs}
     primal_eqns, linear_eqns = [], []
-    for eqn in jgraph.eqns:
+    for eqn in eqns:
         if any(isinstance(a, Var) and id(a) in linear_ids for a in eqn.inputs):
             linear_eqns.append(eqn)
             linear_ids.update(id(v) for v in eqn.outputs)
         else:
             primal_eqns.append(eqn)
     residuals, seen = [], set()
-    reads = [a for e in linear_eqns for a in e.inputs] + list(jgraph.outputs[n_out:])
-    for a in reads:
+    for a in [*(a for e in linear_eqns for a in e.inputs), *extra_reads]:
         if isinstance(a, Var) and id(a) not in linear_ids and id(a) not in seen:
             seen.add(id(a))
             residuals.append(a)
+    return primal_eqns, linear_eqns, linear_ids, residuals
+
+
+def linearize_graph(graph: Graph, diff) -> Linearized:
+    """Split the jvp graph of ``graph`` (tangents for the inputs marked in ``diff``)."""
+    jgraph = jvp_graph(graph, diff)
+    n_in, n_out = len(graph.inputs), len(graph.outputs)
+    tangent_inputs = jgraph.inputs[n_in:]
+    primal_eqns, linear_eqns, _, residuals = split_linear(
+        jgraph.eqns, tangent_inputs, jgraph.outputs[n_out:])
     primal = passes.dce(Graph(jgraph.inputs[:n_in], primal_eqns,
                               list(jgraph.outputs[:n_out]) + residuals))
     linear = Graph(residuals + list(tangent_inputs), linear_eqns, list(jgraph.outputs[n_out:]))
