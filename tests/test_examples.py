@@ -49,3 +49,12 @@ def test_maml_meta_gradient_and_loss_going_down():
     assert abs(ad - fd) <= 1e-4 * max(1.0, abs(fd)), out
     before, after = figure(out, r"maml: post-adaptation loss ([0-9.]+) -> ([0-9.]+)")
     assert after < 0.75 * before, out
+
+
+def test_rnn_sequence_lstm_learns_the_sine():
+    out = run_example("rnn_sequence.py")
+    losses = [float(v) for v in re.findall(r"mean loss ([0-9.]+)", out)]
+    assert len(losses) >= 5 and losses[-1] < 0.05 * losses[0], losses
+    after, persistence = figure(out, r"after training: ([0-9.]+) \(repeating the last value: "
+                                     r"([0-9.]+)\)")
+    assert after < 0.5 * persistence, out
