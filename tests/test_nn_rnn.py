@@ -454,3 +454,12 @@ def test_repr_matches_torch():
         assert repr(nn.LSTM(*args, **kw)) == repr(torch.nn.LSTM(*args, **kw))
     assert repr(nn.RNNCell(3, 4, nonlinearity="relu")) == \
         repr(torch.nn.RNNCell(3, 4, nonlinearity="relu"))
+
+
+def test_docstring_examples():
+    import doctest
+
+    from functorch_core.nn import rnn
+    names = {"np": np, **{k: getattr(rnn, k) for k in rnn.__all__}}
+    result = doctest.testmod(rnn, extraglobs=names, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0 and result.attempted > 0

@@ -123,6 +123,9 @@ class RNNBase(Module):
                     setattr(self, f"{pname}_l{layer}{suffix}",
                             uniform_parameter(shape, bound, dtype))
 
+    def flatten_parameters(self):
+        """Does nothing, as in PyTorch without cuDNN (kept so PyTorch code runs as is)."""
+
     def _weights(self, layer, suffix):
         p = self._parameters
         get = lambda n: p.get(f"{n}_l{layer}{suffix}")   # noqa: E731
