@@ -60,10 +60,6 @@ def _gru_step(gi, h, w_hh, b_hh):
 _SIMPLE_STEPS = {"RNN_TANH": _tanh_step, "RNN_RELU": _relu_step, "GRU": _gru_step}
 
 
-def _dims(x):
-    return len(shape_of(x))
-
-
 def _check_size(name, value, positive=True):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or \
             (value <= 0 if positive else value < 0):
