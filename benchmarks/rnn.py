@@ -10,7 +10,9 @@ every weight, from the same weights and inputs:
 - torch: ``torch.nn.LSTM`` eager forward + ``backward()``, with 1 thread and the default;
 - JAX: ``jit(value_and_grad)`` of a hand-written ``lax.scan`` LSTM with the same gate order.
 
-Medians over repeats; ratios against functorch_core.
+Medians over repeats; ratios against functorch_core. A loop of small GEMMs suffers when
+OpenBLAS's (and torch's) threads compete on a loaded machine: compare with
+``OPENBLAS_NUM_THREADS=1`` as well.
 """
 
 import os
