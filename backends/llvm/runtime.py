@@ -451,6 +451,9 @@ def _fallback_step(step: Fallback, arena: set):
         for slot, o, dt in zip(step.outputs, outs, dtypes, strict=True):
             if slot in arena:
                 np.copyto(bufs[slot], o, casting="unsafe")
+            elif type(o) is np.ndarray and o.flags.owndata and o.flags.c_contiguous \
+                    and o.dtype == dt and not any(o is a for a in args):
+                bufs[slot] = o      # a fresh array of the impl's own: no copy
             else:
                 bufs[slot] = np.array(o, dtype=dt, order="C", copy=True)
     return run
