@@ -199,7 +199,10 @@ def fft(a, n=None, axis=-1, norm=None, out=None):
 
     Example::
 
-        >>> fc.grad(lambda x: fnp.abs(fnp.fft.fft(x)).sum())(np.arange(4.0))
+        >>> fnp.fft.fft(np.array([1.0, 0.0, 0.0, 0.0]))
+        array([1.+0.j, 1.+0.j, 1.+0.j, 1.+0.j])
+        >>> fc.grad(lambda x: fnp.fft.fft(x).real.sum())(np.zeros(4))
+        array([4., 0., 0., 0.])
     """
     _no_out("fft", out)
     return to_result(_c2c("fft", a, *_one(n, axis), norm, False))
