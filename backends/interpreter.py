@@ -514,6 +514,9 @@ def run_graph(graph: Graph, args):
     return [read(o) for o in graph.outputs]
 
 
+from .interpreter_linalg import LINALG_IMPLS  # noqa: E402
+
+IMPLS.update(LINALG_IMPLS)
 for _p, _f in IMPLS.items():
     _p.impl = _f
 MISSING = sorted(p.name for p in P.ALL.values() if p not in IMPLS)

@@ -691,3 +691,15 @@ custom_lin = _register("custom_lin", _custom_lin_rule, "custom", multiple_result
 # --- structured control flow: graph-valued primitives (ir/control_flow.py) ---------
 
 from .control_flow import CONTROL_FLOW, cond, scan, while_loop  # noqa: E402, F401
+from .linalg import (  # noqa: E402, F401
+    LINALG,
+    cholesky,
+    det,
+    eig,
+    eigh,
+    qr,
+    slogdet,
+    solve,
+    svd,
+    triangular_solve,
+)

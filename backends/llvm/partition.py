@@ -50,6 +50,8 @@ FALLBACK = {
     P.custom_vjp_call: "jit inlines it (passes.lower_custom); compiled as is, its body "
                        "graph runs through the interpreter",
     P.custom_lin: "exists only inside differentiation passes",
+    **{p: "LAPACK through NumPy's batched linalg routines for the one equation (native "
+          "LAPACK calls are not built yet)" for p in P.LINALG},
     P.fft: "pocketfft through scipy.fft for the one equation: as fast as NumPy's own FFT, "
            "faster than a DFT we would emit (benchmarks/linalg_fft.py)",
 }
