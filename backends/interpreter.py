@@ -386,6 +386,25 @@ def _sort(*operands, dimension, num_keys):
 
 
 
+
+def _special(name):
+    def impl(*xs, **params):
+        import scipy.special
+        dt = xs[0].dtype if isinstance(xs[0], np.ndarray) else np.asarray(xs[0]).dtype
+        with np.errstate(all="ignore"):
+            out = getattr(scipy.special, name)(*(() if "order" not in params else
+                                                 (params["order"],)), *xs)
+        return np.asarray(out, dtype=dt)
+    return impl
+
+
+_SCIPY_SPECIAL = {P.erf: "erf", P.erfc: "erfc", P.erfcx: "erfcx", P.lgamma: "gammaln",
+                  P.tgamma: "gamma", P.digamma: "digamma", P.bessel_i0e: "i0e",
+                  P.bessel_i1e: "i1e", P.spence: "spence", P.zeta: "zeta",
+                  P.igamma: "gammainc", P.igammac: "gammaincc", P.bessel_jv: "jv",
+                  P.polygamma: "polygamma", P.betainc: "betainc"}
+IMPLS.update({p: _special(n) for p, n in _SCIPY_SPECIAL.items()})
+
 _FFT_SCIPY = {"fft": "fftn", "ifft": "ifftn", "rfft": "rfftn", "irfft": "irfftn"}
 
 

@@ -67,6 +67,27 @@ def _cholesky(a):
         return np.linalg.cholesky(a)
 
 
+def _lu(a):
+    from scipy.linalg import lu_factor
+    n = a.shape[-1]
+    lu = np.empty(a.shape, a.dtype)
+    pivots = np.empty(a.shape[:-1], np.int32)
+    with np.errstate(all="ignore"):     # a singular matrix still factors (U has a zero)
+        for i in np.ndindex(a.shape[:-2]):
+            lu[i], pivots[i] = lu_factor(a[i], check_finite=False)
+    return [lu, pivots, _permutation(pivots, n)]
+
+
+def _permutation(pivots, permutation_size):
+    perm = np.broadcast_to(np.arange(permutation_size, dtype=np.int32),
+                           pivots.shape[:-1] + (permutation_size,)).copy()
+    for i in np.ndindex(pivots.shape[:-1]):
+        p = perm[i]
+        for k, j in enumerate(pivots[i]):
+            p[k], p[j] = p[j], p[k]
+    return perm
+
+
 def _qr(a, *, full_matrices):
     q, r = np.linalg.qr(a, mode="complete" if full_matrices else "reduced")
     return [q, r]
@@ -96,5 +117,6 @@ def _eig(a, *, compute_v):
 
 
 LINALG_IMPLS = {P.solve: _solve, P.triangular_solve: _triangular_solve, P.det: _det,
-              P.slogdet: _slogdet, P.cholesky: _cholesky, P.qr: _qr, P.svd: _svd,
-              P.eigh: _eigh, P.eig: _eig}
+                P.slogdet: _slogdet, P.cholesky: _cholesky, P.lu: _lu,
+                P.lu_pivots_to_permutation: _permutation, P.qr: _qr, P.svd: _svd,
+                P.eigh: _eigh, P.eig: _eig}

@@ -5,6 +5,9 @@
   ``op(a)^-1 b`` (or ``b op(a)^-1``), reading only the ``lower``/upper triangle of a.
 - ``det(a)``, ``slogdet(a) -> (sign, logabsdet)``.
 - ``cholesky(a)``: the lower factor, reading the lower triangle.
+- ``lu(a) -> (lu, pivots, permutation)``: ``a[..., permutation, :] = L @ U`` with L unit
+  lower (below the diagonal of ``lu``) and U upper; LAPACK's 0-based row swaps ``pivots``.
+- ``lu_pivots_to_permutation(pivots, permutation_size)``: the row order the swaps make.
 - ``qr(a, full_matrices) -> (q, r)``; ``svd(a, full_matrices, compute_uv) -> (s, u, vh)``
   or ``(s,)``; ``eigh(a, lower) -> (w, v)`` reading one triangle (w ascending);
   ``eig(a, compute_v) -> (w, v)`` or ``(w,)``, complex.
@@ -13,6 +16,8 @@ Operands of two-operand primitives have equal leading axes (the API broadcasts).
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from .core import AbstractArray
 from .primitives import _fail, _kinds_check, _real_of, _register, complex_of
@@ -69,6 +74,22 @@ def _cholesky_rule(a):
     return [a.strong()]
 
 
+def _lu_rule(a):
+    _matrix("lu", a)
+    ints = AbstractArray(a.shape[:-1], np.dtype(np.int32))
+    return [a.strong(), ints, ints]
+
+
+def _pivots_rule(pivots, *, permutation_size):
+    if pivots.ndim < 1 or pivots.dtype != np.int32:
+        _fail(f"lu_pivots_to_permutation: pivots must be int32 with at least one axis, got "
+              f"{pivots}")
+    if pivots.shape[-1] > permutation_size:
+        _fail(f"lu_pivots_to_permutation: {pivots.shape[-1]} pivots for a permutation of "
+              f"size {permutation_size}")
+    return [AbstractArray(pivots.shape[:-1] + (permutation_size,), np.dtype(np.int32))]
+
+
 def _qr_rule(a, *, full_matrices):
     _matrix("qr", a, square=False)
     m, n = a.shape[-2:]
@@ -105,8 +126,11 @@ triangular_solve = _register("triangular_solve", _triangular_solve_rule, "linalg
 det = _register("det", _det_rule, "linalg")
 slogdet = _register("slogdet", _slogdet_rule, "linalg", multiple_results=True)
 cholesky = _register("cholesky", _cholesky_rule, "linalg")
+lu = _register("lu", _lu_rule, "linalg", multiple_results=True)
+lu_pivots_to_permutation = _register("lu_pivots_to_permutation", _pivots_rule, "linalg")
 qr = _register("qr", _qr_rule, "linalg", multiple_results=True)
 svd = _register("svd", _svd_rule, "linalg", multiple_results=True)
 eigh = _register("eigh", _eigh_rule, "linalg", multiple_results=True)
 eig = _register("eig", _eig_rule, "linalg", multiple_results=True)
-LINALG = [solve, triangular_solve, det, slogdet, cholesky, qr, svd, eigh, eig]
+LINALG = [solve, triangular_solve, det, slogdet, cholesky, lu, lu_pivots_to_permutation, qr,
+          svd, eigh, eig]

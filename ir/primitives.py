@@ -587,6 +587,41 @@ WINDOWS = [reduce_window_sum, reduce_window_max, reduce_window_min, select_and_g
            select_and_scatter_add]
 
 
+# --- special functions (scipy.special; real floating point) ---------------------------
+
+erf = _unary("erf", "f")
+erfc = _unary("erfc", "f")
+erfcx = _unary("erfcx", "f")              # exp(x^2) erfc(x)
+lgamma = _unary("lgamma", "f")            # log |gamma(x)|
+tgamma = _unary("tgamma", "f")
+digamma = _unary("digamma", "f")
+bessel_i0e = _unary("bessel_i0e", "f")    # exp(-|x|) I0(x)
+bessel_i1e = _unary("bessel_i1e", "f")
+spence = _unary("spence", "f")            # the dilogarithm integral of scipy.special.spence
+zeta = _binary("zeta", "f")               # Hurwitz zeta(x, q)
+igamma = _binary("igamma", "f")           # regularized lower incomplete gamma P(a, x)
+igammac = _binary("igammac", "f")         # Q(a, x) = 1 - P(a, x)
+bessel_jv = _binary("bessel_jv", "f")     # J_v(z)
+
+
+def _polygamma_rule(x, *, order):
+    _kinds_check("polygamma", [x], "f")
+    if not isinstance(order, int) or order < 0:
+        _fail(f"polygamma: order must be a non-negative int, got {order!r}")
+    return [AbstractArray(x.shape, x.dtype, x.weak_type)]
+
+
+def _betainc_rule(a, b, x):
+    _kinds_check("betainc", [a, b, x], "f")
+    dt = _same_dtype("betainc", [a, b, x])
+    return [AbstractArray(_elementwise_shape("betainc", [a, b, x]), dt)]
+
+
+polygamma = _register("polygamma", _polygamma_rule, "unary")
+betainc = _register("betainc", _betainc_rule, "special3")   # regularized I_x(a, b)
+SPECIAL = [erf, erfc, erfcx, lgamma, tgamma, digamma, bessel_i0e, bessel_i1e, spence, zeta,
+           igamma, igammac, bessel_jv, polygamma, betainc]
+
 # --- discrete Fourier transforms ----------------------------------------------
 
 FFT_TYPES = ("fft", "ifft", "rfft", "irfft")
@@ -697,6 +732,8 @@ from .linalg import (  # noqa: E402, F401
     det,
     eig,
     eigh,
+    lu,
+    lu_pivots_to_permutation,
     qr,
     slogdet,
     solve,

@@ -244,6 +244,9 @@ PRIMS = {
     "svd": (lambda a: P.svd.bind(a, full_matrices=False, compute_uv=True), 1),
     "eigh": (lambda a: P.eigh.bind(a, lower=True), 1),
     "eig": (lambda a: P.eig.bind(a, compute_v=False), 1),
+    "lu": (P.lu.bind, 1),
+    "lu_pivots_to_permutation": (lambda a: P.lu_pivots_to_permutation.bind(
+        P.lu.bind(a)[1], permutation_size=3), 1),
 }
 
 

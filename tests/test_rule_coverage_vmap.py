@@ -27,7 +27,8 @@ TESTED_ELSEWHERE = {"custom_jvp_call", "custom_vjp_call",
                     "fft",   # tests/test_fft.py: vmap over every axis == loop-and-stack
                     # tests/test_linalg.py: every operand batched or not, loop-and-stack
                     "solve", "triangular_solve", "det", "slogdet", "cholesky", "qr", "svd",
-                    "eigh", "eig"}
+                    "eigh", "eig", "lu", "lu_pivots_to_permutation",
+                    "betainc"}   # tests/test_scipy_special.py
 
 
 @pytest.mark.parametrize("prim", list(P.ALL.values()), ids=lambda p: p.name)

@@ -52,6 +52,9 @@ FALLBACK = {
     P.custom_lin: "exists only inside differentiation passes",
     **{p: "LAPACK through NumPy's batched linalg routines for the one equation (native "
           "LAPACK calls are not built yet)" for p in P.LINALG},
+    **{p: "scipy.special (Cephes) for the one equation: no native implementation yet"
+       for p in (P.erfcx, P.digamma, P.polygamma, P.bessel_i0e, P.bessel_i1e, P.spence,
+                 P.zeta, P.igamma, P.igammac, P.bessel_jv, P.betainc)},
     P.fft: "pocketfft through scipy.fft for the one equation: as fast as NumPy's own FFT, "
            "faster than a DFT we would emit (benchmarks/linalg_fft.py)",
 }

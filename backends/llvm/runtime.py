@@ -52,7 +52,8 @@ from .plan import Blas, Conv, Fallback, Kernel, Loop, Plan, Sort
 _LIBM_NAMES = ("exp", "exp2", "expm1", "log", "log1p", "cbrt", "tanh", "sin", "cos", "tan",
                "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "pow",
                "atan2", "fmod", "hypot", "csqrt", "cexp", "clog", "csin", "ccos", "ctan",
-               "casin", "cacos", "catan", "csinh", "ccosh", "ctanh", "casinh", "cacosh", "catanh")
+               "casin", "cacos", "catan", "csinh", "ccosh", "ctanh", "casinh", "cacosh", "catanh",
+               "erf", "erfc", "lgamma", "tgamma")
 _lock = threading.Lock()      # held by everything that touches LLVM (never re-entered)
 _state: dict = {}
 _CACHE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()   # graph key -> Executable

@@ -9,6 +9,7 @@ The jvp rules are the matrix identities (for ``X = f(A)`` with tangent ``dA``):
 - eigh: ``dw = Re diag(V^H dA V)``, ``dV = V (F * V^H dA V)`` with ``F_ij = 1/(w_j - w_i)``.
 - svd (thin): ``dS = U^H dA V`` gives ``ds = Re diag(dS)``; ``dU``/``dV`` by the
   ``1/(s_j^2 - s_i^2)`` formulas plus the projections off the range for non-square A.
+- lu (``P A = L U``): with ``X = L^-1 P dA U^-1``, ``dL = L tril(X, -1)``, ``dU = triu(X) U``.
 - qr (m >= n): with ``C = Q^H dA R^-1``, ``dQ = Q (W - C) + dA R^-1``, ``dR = (C - W) R``
   where W is the skew-Hermitian part of ``tril(C, -1)`` (plus ``i Im diag C``).
 - eig: ``dw = diag(V^-1 dA V)``, ``dV = V C`` with ``C_ij = (V^-1 dA V)_ij / (w_j - w_i)``
@@ -28,7 +29,7 @@ from ir import primitives as P
 
 from .batching import RULES as BATCH_RULES
 from .batching import _axis_size, batch_at, moveaxis
-from .jvp import JVP, Zero, instantiate, is_zero, tangent_aval
+from .jvp import JVP, Zero, _zero_rule, instantiate, is_zero, tangent_aval
 from .transpose import TRANSPOSE, is_linear
 
 # --- helpers over the trailing two axes ---------------------------------------------
@@ -233,6 +234,32 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
     return [s, u, vh], [ds, du, _H(dv)]
 
 
+def _permutation_matrix(perm, dtype):
+    """One-hot rows: ``P[..., i, j] = (perm[..., i] == j)``, so ``P @ x == x[..., perm, :]``."""
+    n, nd = perm.aval.shape[-1], _nd(perm)
+    rows = P.broadcast_in_dim.bind(perm, shape=perm.aval.shape + (n,),
+                                   broadcast_dimensions=tuple(range(nd)))
+    cols = P.iota.bind(dtype=np.dtype(np.int32), shape=perm.aval.shape + (n,), dimension=nd)
+    return P.convert.bind(P.eq.bind(rows, cols), new_dtype=np.dtype(dtype))
+
+
+def _lu_jvp(primals, tangents):
+    (a,), (ta,) = primals, tangents
+    lu, pivots, perm = P.lu.bind(a)
+    n = a.aval.shape[-1]
+    low = P.add.bind(_masked(lu, np.tri(n, n, -1)), _const_matrix(np.eye(n), lu))
+    up = _masked(lu, np.triu(np.ones((n, n))))
+    permuted = _mm(_permutation_matrix(perm, a.aval.dtype), ta)
+    left = P.triangular_solve.bind(low, permuted, left_side=True, lower=True,
+                                   transpose_a=False, conjugate_a=False, unit_diagonal=True)
+    x = P.triangular_solve.bind(up, left, left_side=False, lower=False, transpose_a=False,
+                                conjugate_a=False, unit_diagonal=False)
+    dlu = P.add.bind(_mm(low, _masked(x, np.tri(n, n, -1))),
+                     _mm(_masked(x, np.triu(np.ones((n, n)))), up))
+    return [lu, pivots, perm], [dlu, Zero(tangent_aval(pivots.aval)),
+                                Zero(tangent_aval(perm.aval))]
+
+
 def _qr_jvp(primals, tangents, *, full_matrices):
     (a,), (ta,) = primals, tangents
     m, n = a.aval.shape[-2:]
@@ -271,7 +298,8 @@ def _eig_jvp(primals, tangents, *, compute_v):
 
 JVP.update({P.solve: _solve_jvp, P.triangular_solve: _triangular_solve_jvp, P.det: _det_jvp,
             P.slogdet: _slogdet_jvp, P.cholesky: _cholesky_jvp, P.eigh: _eigh_jvp,
-            P.svd: _svd_jvp, P.qr: _qr_jvp, P.eig: _eig_jvp})
+            P.svd: _svd_jvp, P.qr: _qr_jvp, P.eig: _eig_jvp, P.lu: _lu_jvp})
+_zero_rule(P.lu_pivots_to_permutation)
 
 
 # --- transposes: linear in b ------------------------------------------------------------
@@ -329,6 +357,16 @@ def _solve_like_batch(prim):
 
 
 BATCH_RULES.update({p: _unary_batch(p) for p in (P.det, P.slogdet, P.cholesky, P.qr, P.svd,
-                                                  P.eigh, P.eig)})
+                                                  P.eigh, P.eig, P.lu)})
+
+
+def _pivots_batch(args, dims, *, permutation_size):
+    (x,), (d,) = args, dims
+    if d == _nd(x) - 1:
+        x, d = moveaxis(x, d, 0), 0
+    return [P.lu_pivots_to_permutation.bind(x, permutation_size=permutation_size)], [d]
+
+
+BATCH_RULES[P.lu_pivots_to_permutation] = _pivots_batch
 BATCH_RULES[P.solve] = _solve_like_batch(P.solve)
 BATCH_RULES[P.triangular_solve] = _solve_like_batch(P.triangular_solve)
