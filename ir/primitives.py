@@ -587,6 +587,84 @@ WINDOWS = [reduce_window_sum, reduce_window_max, reduce_window_min, select_and_g
            select_and_scatter_add]
 
 
+# --- special functions (scipy.special; real floating point) ---------------------------
+
+erf = _unary("erf", "f")
+erfc = _unary("erfc", "f")
+erfcx = _unary("erfcx", "f")              # exp(x^2) erfc(x)
+lgamma = _unary("lgamma", "f")            # log |gamma(x)|
+tgamma = _unary("tgamma", "f")
+digamma = _unary("digamma", "f")
+bessel_i0e = _unary("bessel_i0e", "f")    # exp(-|x|) I0(x)
+bessel_i1e = _unary("bessel_i1e", "f")
+spence = _unary("spence", "f")            # the dilogarithm integral of scipy.special.spence
+zeta = _binary("zeta", "f")               # Hurwitz zeta(x, q)
+igamma = _binary("igamma", "f")           # regularized lower incomplete gamma P(a, x)
+igammac = _binary("igammac", "f")         # Q(a, x) = 1 - P(a, x)
+bessel_jv = _binary("bessel_jv", "f")     # J_v(z)
+
+
+def _polygamma_rule(x, *, order):
+    _kinds_check("polygamma", [x], "f")
+    if not isinstance(order, int) or order < 0:
+        _fail(f"polygamma: order must be a non-negative int, got {order!r}")
+    return [AbstractArray(x.shape, x.dtype, x.weak_type)]
+
+
+def _betainc_rule(a, b, x):
+    _kinds_check("betainc", [a, b, x], "f")
+    dt = _same_dtype("betainc", [a, b, x])
+    return [AbstractArray(_elementwise_shape("betainc", [a, b, x]), dt)]
+
+
+polygamma = _register("polygamma", _polygamma_rule, "unary")
+betainc = _register("betainc", _betainc_rule, "special3")   # regularized I_x(a, b)
+SPECIAL = [erf, erfc, erfcx, lgamma, tgamma, digamma, bessel_i0e, bessel_i1e, spence, zeta,
+           igamma, igammac, bessel_jv, polygamma, betainc]
+
+# --- discrete Fourier transforms ----------------------------------------------
+
+FFT_TYPES = ("fft", "ifft", "rfft", "irfft")
+
+
+def complex_of(dt) -> np.dtype:
+    """The complex dtype of a real dtype's precision (float32 -> complex64)."""
+    return np.result_type(dt, np.complex64)
+
+
+def _fft_rule(x, *, fft_type, fft_lengths):
+    """fft(x): the ``len(fft_lengths)``-dimensional DFT over the trailing axes of ``x``.
+    ``ifft`` and ``irfft`` carry NumPy's default 1/n scaling; ``rfft`` keeps the
+    non-negative frequencies of the last axis (n // 2 + 1), ``irfft`` inverts it."""
+    if fft_type not in FFT_TYPES:
+        _fail(f"fft: fft_type must be one of {FFT_TYPES}, got {fft_type!r}")
+    lengths = tuple(fft_lengths)
+    k = len(lengths)
+    if not 1 <= k <= x.ndim or any(not isinstance(n, int | np.integer) or n < 1
+                                   for n in lengths):
+        _fail(f"fft: fft_lengths {lengths} must be 1 to {x.ndim} positive sizes for an "
+              f"operand of shape {x.shape}")
+    lead, trailing = x.shape[:x.ndim - k], x.shape[x.ndim - k:]
+    if fft_type == "rfft":
+        _kinds_check("fft (rfft)", [x], "f")
+        want, out = lengths, lengths[:-1] + (lengths[-1] // 2 + 1,)
+        dtype = complex_of(x.dtype)
+    elif fft_type == "irfft":
+        _kinds_check("fft (irfft)", [x], "c")
+        want, out = lengths[:-1] + (lengths[-1] // 2 + 1,), lengths
+        dtype = _real_of(x.dtype)
+    else:
+        _kinds_check(f"fft ({fft_type})", [x], "c")
+        want, out, dtype = lengths, lengths, x.dtype
+    if trailing != want:
+        _fail(f"fft ({fft_type}): the trailing axes of an operand of shape {x.shape} must "
+              f"be {want} for fft_lengths {lengths}")
+    return [AbstractArray(lead + out, dtype)]
+
+
+fft = _register("fft", _fft_rule, "fft")
+
+
 # --- mutation (present only before functionalize) --------------------------
 
 def _setitem_rule(x, value, *index_operands, indexer):
@@ -648,3 +726,17 @@ custom_lin = _register("custom_lin", _custom_lin_rule, "custom", multiple_result
 # --- structured control flow: graph-valued primitives (ir/control_flow.py) ---------
 
 from .control_flow import CONTROL_FLOW, cond, scan, while_loop  # noqa: E402, F401
+from .linalg import (  # noqa: E402, F401
+    LINALG,
+    cholesky,
+    det,
+    eig,
+    eigh,
+    lu,
+    lu_pivots_to_permutation,
+    qr,
+    slogdet,
+    solve,
+    svd,
+    triangular_solve,
+)

@@ -102,13 +102,11 @@ def test_broadcast_mismatch_names_shapes():
 
 # --- unsupported NumPy functions ---------------------------------------------------------------
 
-@pytest.mark.parametrize("fn,name", [(np.fft.fft, "fft"), (np.linalg.svd, "svd"),
-                                     (np.unique, "unique")])
+@pytest.mark.parametrize("fn,name", [(np.histogram, "histogram"), (np.unique, "unique")])
 def test_unsupported_numpy_function(fn, name):
     with pytest.raises(NotImplementedError) as info:
         fc.jit(lambda x: fn(x))(np.ones((3, 3)))
-    assert f"numpy.{'fft.' if name == 'fft' else 'linalg.' if name == 'svd' else ''}{name}" \
-        in str(info.value)
+    assert f"numpy.{name} is not supported on traced arrays" in str(info.value)
 
 
 def test_unsupported_ufunc_method():

@@ -115,8 +115,8 @@ def test_jacrev_of_one_element_pytree_aux_and_chunks():
 
 def test_jacrev_of_one_complex_element():
     x = np.array([0.5 + 1.0j, -1.0 + 0.25j])
-    jac = fc.jacrev(lambda x: np.sum(x * x, keepdims=True))(x)
-    want = fc.jacfwd(lambda x: np.sum(x * x, keepdims=True))(x)
+    jac = fc.jacrev(lambda x: np.sum(x * x, keepdims=True), holomorphic=True)(x)
+    want = fc.jacfwd(lambda x: np.sum(x * x, keepdims=True), holomorphic=True)(x)
     assert jac.shape == (1, 2) and jac.dtype == np.complex128
     np.testing.assert_allclose(jac, want)
 

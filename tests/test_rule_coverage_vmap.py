@@ -23,7 +23,12 @@ TESTED_ELSEWHERE = {"custom_jvp_call", "custom_vjp_call",
                     # loop-and-stack over every operand in tests/test_conv.py and
                     # tests/test_reduce_window.py
                     "conv_general_dilated", "reduce_window_sum", "reduce_window_max",
-                    "reduce_window_min", "select_and_gather_add", "select_and_scatter_add"}
+                    "reduce_window_min", "select_and_gather_add", "select_and_scatter_add",
+                    "fft",   # tests/test_fft.py: vmap over every axis == loop-and-stack
+                    # tests/test_linalg.py: every operand batched or not, loop-and-stack
+                    "solve", "triangular_solve", "det", "slogdet", "cholesky", "qr", "svd",
+                    "eigh", "eig", "lu", "lu_pivots_to_permutation",
+                    "betainc"}   # tests/test_scipy_special.py
 
 
 @pytest.mark.parametrize("prim", list(P.ALL.values()), ids=lambda p: p.name)

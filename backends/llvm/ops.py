@@ -382,6 +382,9 @@ RULES |= {p: _real_or_complex(p, RULES[p]) for p in C.COMPLEX_RULES if p in RULE
 RULES |= {p: C.COMPLEX_RULES[p] for p in C.COMPLEX_RULES if p not in RULES}
 RULES[P.complex] = lambda e, dt, re, im: C.pack(e, re, im)
 RULES[P.threefry2x32] = _threefry2x32
+# glibc's, within 1-2 ulp: scipy.special's (cephes) agree to a few ulp
+RULES |= {P.erf: _libm("erf"), P.erfc: _libm("erfc"), P.lgamma: _libm("lgamma"),
+          P.tgamma: _libm("tgamma")}
 
 # Primitive-specific dtype limits, on top of complex_ops.complex_gap (see unsupported()).
 _DTYPE_LIMITS = {

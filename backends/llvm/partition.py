@@ -50,6 +50,13 @@ FALLBACK = {
     P.custom_vjp_call: "jit inlines it (passes.lower_custom); compiled as is, its body "
                        "graph runs through the interpreter",
     P.custom_lin: "exists only inside differentiation passes",
+    **{p: "LAPACK through NumPy's batched linalg routines for the one equation (native "
+          "LAPACK calls are not built yet)" for p in P.LINALG},
+    **{p: "scipy.special (Cephes) for the one equation: no native implementation yet"
+       for p in (P.erfcx, P.digamma, P.polygamma, P.bessel_i0e, P.bessel_i1e, P.spence,
+                 P.zeta, P.igamma, P.igammac, P.bessel_jv, P.betainc)},
+    P.fft: "pocketfft through scipy.fft for the one equation: as fast as NumPy's own FFT, "
+           "faster than a DFT we would emit (benchmarks/linalg_fft.py)",
 }
 _WINDOW_REDUCE = {P.reduce_window_sum: P.reduce_sum, P.reduce_window_max: P.reduce_max,
                   P.reduce_window_min: P.reduce_min}

@@ -52,7 +52,8 @@ from .plan import Blas, Conv, Fallback, Kernel, Loop, Plan, Sort
 _LIBM_NAMES = ("exp", "exp2", "expm1", "log", "log1p", "cbrt", "tanh", "sin", "cos", "tan",
                "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "pow",
                "atan2", "fmod", "hypot", "csqrt", "cexp", "clog", "csin", "ccos", "ctan",
-               "casin", "cacos", "catan", "csinh", "ccosh", "ctanh", "casinh", "cacosh", "catanh")
+               "casin", "cacos", "catan", "csinh", "ccosh", "ctanh", "casinh", "cacosh", "catanh",
+               "erf", "erfc", "lgamma", "tgamma")
 _lock = threading.Lock()      # held by everything that touches LLVM (never re-entered)
 _state: dict = {}
 _CACHE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()   # graph key -> Executable
@@ -451,6 +452,9 @@ def _fallback_step(step: Fallback, arena: set):
         for slot, o, dt in zip(step.outputs, outs, dtypes, strict=True):
             if slot in arena:
                 np.copyto(bufs[slot], o, casting="unsafe")
+            elif type(o) is np.ndarray and o.flags.owndata and o.flags.c_contiguous \
+                    and o.dtype == dt and not any(o is a for a in args):
+                bufs[slot] = o      # a fresh array of the impl's own: no copy
             else:
                 bufs[slot] = np.array(o, dtype=dt, order="C", copy=True)
     return run

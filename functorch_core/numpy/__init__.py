@@ -19,6 +19,8 @@ from . import (
     _rounding,
     _shape,
     _sorting,
+    fft,  # noqa: F401  (fnp.fft: the numpy.fft namespace)
+    linalg,  # noqa: F401  (fnp.linalg: the numpy.linalg namespace)
 )
 from ._convolve import *  # noqa: F403
 from ._creation import *  # noqa: F403

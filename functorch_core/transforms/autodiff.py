@@ -76,16 +76,45 @@ def _trace(func, args, kwargs, what, has_aux):
     return traced, main_tree, n_main, aux_tree
 
 
-def _scalar_check(graph: Graph, what):
+def _scalar_check(graph: Graph, what, holomorphic=False):
     av = graph.outputs[0].aval if graph.outputs else None
     if av is None or av.shape != ():
         shape = "nothing" if av is None else f"an array of shape {av.shape}"
         raise ValueError(f"{what}: the function must return a scalar (a 0-d array), but it "
                          f"returned {shape}; use jacrev or vjp for non-scalar outputs")
-    if av.dtype.kind != "f":
+    if holomorphic and av.dtype.kind != "c":
+        raise TypeError(f"{what}: with holomorphic=True the function must return a complex "
+                        f"scalar, but it returned dtype {av.dtype}")
+    if not holomorphic and av.dtype.kind != "f":
         raise TypeError(f"{what}: the function must return a real floating-point scalar, but "
-                        f"it returned dtype {av.dtype}; for a complex output differentiate its "
-                        "real part, or use vjp")
+                        f"it returned dtype {av.dtype}; for a holomorphic function pass "
+                        "holomorphic=True, else differentiate its real part, or use vjp")
+
+
+def _input_kinds(what, args, nums, holomorphic, complex_ok):
+    """Holomorphic differentiation takes complex inputs only; ``complex_ok=False`` (jacfwd's
+    basis) refuses complex inputs otherwise."""
+    for n in nums:
+        for leaf in tree_leaves(args[n]):
+            dt = leaf_aval(leaf, f"argument {n} of {what}").dtype
+            if holomorphic and dt.kind != "c":
+                raise TypeError(f"{what}: with holomorphic=True the differentiated inputs must "
+                                f"be complex, but argument {n} has a leaf of dtype {dt}")
+            if not holomorphic and not complex_ok and dt.kind == "c":
+                raise TypeError(f"{what}: the differentiated inputs must be real, but argument "
+                                f"{n} has a leaf of dtype {dt}; for a holomorphic function "
+                                "pass holomorphic=True, for another use jvp directly")
+
+
+def _output_kinds(what, avals, holomorphic):
+    for av in avals:
+        if holomorphic and av.dtype.kind != "c":
+            raise TypeError(f"{what}: with holomorphic=True the outputs must be complex, but "
+                            f"one has dtype {av.dtype}")
+        if not holomorphic and av.dtype.kind == "c":
+            raise TypeError(f"{what}: the outputs must be real, but one has dtype {av.dtype}; "
+                            "for a holomorphic function pass holomorphic=True, for another "
+                            "use vjp directly")
 
 
 def _per_arg(args, nums, flat):
@@ -120,10 +149,12 @@ def _simplified(fn, avals, name):
 
 # --- grad ---------------------------------------------------------------------------
 
-def _grad_call(func, args, kwargs, argnums, has_aux, what):
+def _grad_call(func, args, kwargs, argnums, has_aux, what, holomorphic=False):
     nums = normalize_argnums(argnums, len(args), what, "argnums")
     leaves, _, sig = signature(func, args, kwargs, what)
     mask = _diff_mask(args, nums, leaves, what, strict=True)
+    if holomorphic:
+        _input_kinds(what, args, nums, True, True)
 
     def build():
         traced, _, n_main, _ = _trace(func, args, kwargs, what, has_aux)
@@ -131,7 +162,7 @@ def _grad_call(func, args, kwargs, argnums, has_aux, what):
         if n_main != 1:
             raise ValueError(f"{what}: the function must return a scalar (a 0-d array), but it "
                              f"returned a pytree with {n_main} leaves; use jacrev or vjp")
-        _scalar_check(graph, what)
+        _scalar_check(graph, what, holomorphic)
         lin = linearize_graph(graph, mask + [False] * len(traced.captured))
         n_out = len(graph.outputs)
         back = transpose_graph(lin.linear, lin.n_res, [True] + [False] * (n_out - 1))
@@ -145,7 +176,7 @@ def _grad_call(func, args, kwargs, argnums, has_aux, what):
         combined = _simplified(body, graph.in_avals, what)
         return Transformed(combined, traced.out_tree, traced.captured)
 
-    entry = cached(func, ("grad", nums, has_aux), sig, build)
+    entry = cached(func, ("grad", nums, has_aux, holomorphic), sig, build)
     flat = eval_graph(entry.graph, list(leaves) + fill(entry.captured))
     n_out = entry.out_tree.num_leaves
     out = tree_unflatten(entry.out_tree, flat[:n_out])
@@ -156,7 +187,7 @@ def _grad_call(func, args, kwargs, argnums, has_aux, what):
     return grads, value, aux
 
 
-def grad(func, argnums=0, has_aux=False):
+def grad(func, argnums=0, has_aux=False, *, holomorphic=False):
     """Return a function that computes the gradient of ``func`` with respect to ``argnums``.
 
     Args:
@@ -167,6 +198,11 @@ def grad(func, argnums=0, has_aux=False):
             to differentiate. A tuple gives a tuple of gradients.
         has_aux (bool, default ``False``): ``func`` returns ``(output, aux)``;
             the gradient function then returns ``(grads, aux)``.
+        holomorphic (bool, default ``False``): ``func`` is a holomorphic function of
+            complex inputs with a complex output; the result is its complex derivative
+            ``f'(z)``. Without it, the output must be real; for complex inputs the
+            gradient follows JAX's convention (the conjugate of PyTorch's): for
+            ``f(z) = |z|^2`` it is ``2 * conj(z)``.
 
     Returns:
         A function with ``func``'s signature returning gradients shaped like the
@@ -178,18 +214,20 @@ def grad(func, argnums=0, has_aux=False):
         array([1.        , 0.54030231])
         >>> grad(lambda x, y: x * y, argnums=(0, 1))(2.0, 3.0)
         (array(3.), array(2.))
+        >>> grad(lambda z: z ** 2, holomorphic=True)(np.complex128(1 + 2j))
+        array(2.+4.j)
     """
     what = f"grad({fn_name(func)})"
     argnums_tuple(argnums, what, "argnums")   # a bad argnums fails here, not per call
 
     @functools.wraps(func)
     def grad_fn(*args, **kwargs):
-        g, _, aux = _grad_call(func, args, kwargs, argnums, has_aux, what)
+        g, _, aux = _grad_call(func, args, kwargs, argnums, has_aux, what, holomorphic)
         return (g, aux) if has_aux else g
     return grad_fn
 
 
-def grad_and_value(func, argnums=0, has_aux=False):
+def grad_and_value(func, argnums=0, has_aux=False, *, holomorphic=False):
     """Like :func:`grad`, but the function returns ``(gradients, value)`` (torch.func order).
 
     Args:
@@ -197,6 +235,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
         argnums (int or tuple of ints, default ``0``): arguments to differentiate.
         has_aux (bool, default ``False``): ``func`` returns ``(output, aux)``; the
             result is then ``(gradients, (value, aux))``.
+        holomorphic (bool, default ``False``): as for :func:`grad`.
 
     Example::
 
@@ -209,12 +248,12 @@ def grad_and_value(func, argnums=0, has_aux=False):
 
     @functools.wraps(func)
     def fn(*args, **kwargs):
-        g, value, aux = _grad_call(func, args, kwargs, argnums, has_aux, what)
+        g, value, aux = _grad_call(func, args, kwargs, argnums, has_aux, what, holomorphic)
         return (g, (value, aux)) if has_aux else (g, value)
     return fn
 
 
-def value_and_grad(func, argnums=0, has_aux=False):
+def value_and_grad(func, argnums=0, has_aux=False, *, holomorphic=False):
     """Like :func:`grad`, but the function returns ``(value, gradients)`` (JAX order).
 
     Args:
@@ -222,6 +261,7 @@ def value_and_grad(func, argnums=0, has_aux=False):
         argnums (int or tuple of ints, default ``0``): arguments to differentiate.
         has_aux (bool, default ``False``): ``func`` returns ``(output, aux)``; the
             result is then ``((value, aux), gradients)``.
+        holomorphic (bool, default ``False``): as for :func:`grad`.
 
     Example::
 
@@ -233,7 +273,7 @@ def value_and_grad(func, argnums=0, has_aux=False):
 
     @functools.wraps(func)
     def fn(*args, **kwargs):
-        g, value, aux = _grad_call(func, args, kwargs, argnums, has_aux, what)
+        g, value, aux = _grad_call(func, args, kwargs, argnums, has_aux, what, holomorphic)
         return ((value, aux), g) if has_aux else (value, g)
     return fn
 
@@ -292,7 +332,7 @@ def _vjp(func, primals, nums, has_aux, what):
     return value, vjp_fn, aux
 
 
-def vjp(func, *primals, has_aux=False):
+def vjp(func, *primals, has_aux=False, holomorphic=False):
     """Evaluate ``func`` at ``primals`` and return its vector-Jacobian product function.
 
     Args:
@@ -300,6 +340,10 @@ def vjp(func, *primals, has_aux=False):
         *primals: the arguments at which to linearize ``func``.
         has_aux (bool, default ``False``): ``func`` returns ``(output, aux)``;
             ``vjp`` then returns ``(output, vjp_fn, aux)``.
+        holomorphic (bool, default ``False``): assert that ``func`` is a holomorphic map of
+            complex inputs to complex outputs (checked on the dtypes); ``vjp_fn(ct)`` is
+            then ``ct * f'(z)``. Without it any dtypes are accepted, with JAX's convention
+            for complex values (the pairing ``Re(sum(a * b))``, no conjugation).
 
     Returns:
         ``(output, vjp_fn)``. ``vjp_fn(cotangent)`` takes a cotangent shaped like
@@ -313,7 +357,12 @@ def vjp(func, *primals, has_aux=False):
         (array([1.        , 0.54030231]),)
     """
     what = f"vjp({fn_name(func)})"
-    value, vjp_fn, aux = _vjp(func, primals, tuple(range(len(primals))), has_aux, what)
+    nums = tuple(range(len(primals)))
+    if holomorphic:
+        _input_kinds(what, primals, nums, True, True)
+    value, vjp_fn, aux = _vjp(func, primals, nums, has_aux, what)
+    if holomorphic:
+        _output_kinds(what, [leaf_aval(o, "an output leaf") for o in tree_leaves(value)], True)
     return (value, vjp_fn, aux) if has_aux else (value, vjp_fn)
 
 
@@ -474,7 +523,7 @@ def _jac_structure(argnums, args, nums, blocks_per_out, out_tree):
     return tree_unflatten(out_tree, inner)
 
 
-def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
+def jacrev(func, argnums=0, *, has_aux=False, holomorphic=False, chunk_size=None):
     """Jacobian of ``func`` by reverse mode: one vjp per output element, batched with vmap.
 
     A function with a single output element (a scalar loss) takes one plain vjp
@@ -485,6 +534,9 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
         argnums (int or tuple of ints, default ``0``): arguments to differentiate.
         has_aux (bool, default ``False``): ``func`` returns ``(output, aux)``; the
             result is then ``(jacobian, aux)``.
+        holomorphic (bool, default ``False``): ``func`` is holomorphic (complex inputs
+            and outputs); the Jacobian holds complex derivatives. Without it the outputs
+            must be real (use ``vjp`` for other complex outputs).
         chunk_size (int or None, default ``None``): pull the basis through in
             chunks of this many rows (less memory); ``None`` does all at once.
 
@@ -507,9 +559,11 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
         nums = normalize_argnums(argnums, len(args), what, "argnums")
         leaves, _, _ = signature(func, args, {}, what)
         _diff_mask(args, nums, leaves, what, strict=True)
+        _input_kinds(what, args, nums, holomorphic, True)
         value, vjp_fn, aux = _vjp(func, args, nums, has_aux, what)
         out_leaves, out_tree = tree_flatten(value)
         out_avals = [leaf_aval(o, "an output leaf").strong() for o in out_leaves]
+        _output_kinds(what, out_avals, holomorphic)
         basis, sizes, total = _basis(out_avals, [a.dtype for a in out_avals])
         in_avals = [leaf_aval(x, "a leaf").strong() for n in nums for x in tree_leaves(args[n])]
         if total == 0 or any(a.size == 0 for a in in_avals):
@@ -534,7 +588,7 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
     return jac_fn
 
 
-def jacfwd(func, argnums=0, *, has_aux=False, chunk_size=None):
+def jacfwd(func, argnums=0, *, has_aux=False, holomorphic=False, chunk_size=None):
     """Jacobian of ``func`` by forward mode: one jvp per input element, batched with vmap.
 
     Args:
@@ -542,6 +596,9 @@ def jacfwd(func, argnums=0, *, has_aux=False, chunk_size=None):
         argnums (int or tuple of ints, default ``0``): arguments to differentiate.
         has_aux (bool, default ``False``): ``func`` returns ``(output, aux)``; the
             result is then ``(jacobian, aux)``.
+        holomorphic (bool, default ``False``): ``func`` is holomorphic (complex inputs
+            and outputs). Without it the inputs must be real (use ``jvp`` for other
+            functions of complex inputs).
         chunk_size (int or None, default ``None``): push the basis through in
             chunks of this many columns; ``None`` does all at once.
 
@@ -562,9 +619,12 @@ def jacfwd(func, argnums=0, *, has_aux=False, chunk_size=None):
         nums = normalize_argnums(argnums, len(args), what, "argnums")
         leaves, _, _ = signature(func, args, {}, what)
         _diff_mask(args, nums, leaves, what, strict=True)
+        _input_kinds(what, args, nums, holomorphic, False)
         value, jvp_fn, aux = _linearize(func, args, nums, has_aux, what)
         out_leaves, out_tree = tree_flatten(value)
         out_avals = [leaf_aval(o, "an output leaf").strong() for o in out_leaves]
+        if holomorphic:
+            _output_kinds(what, out_avals, True)
         in_avals = [leaf_aval(x, "a leaf").strong() for n in nums for x in tree_leaves(args[n])]
         basis, sizes, total = _basis(in_avals, [a.dtype for a in in_avals])
         if total == 0 or any(o.size == 0 for o in out_avals):
@@ -588,12 +648,13 @@ def jacfwd(func, argnums=0, *, has_aux=False, chunk_size=None):
     return jac_fn
 
 
-def hessian(func, argnums=0, *, chunk_size=None):
+def hessian(func, argnums=0, *, holomorphic=False, chunk_size=None):
     """Hessian of a scalar ``func``: ``jacfwd(jacrev(func, argnums), argnums)``.
 
     Args:
         func: a Python function returning a scalar.
         argnums (int or tuple of ints, default ``0``): arguments to differentiate.
+        holomorphic (bool, default ``False``): as for :func:`jacfwd`/:func:`jacrev`.
         chunk_size (int or None, default ``None``): as for :func:`jacfwd`/:func:`jacrev`.
 
     Example::
@@ -602,4 +663,5 @@ def hessian(func, argnums=0, *, chunk_size=None):
         array([[ 6.,  0.],
                [ 0., 12.]])
     """
-    return jacfwd(jacrev(func, argnums, chunk_size=chunk_size), argnums, chunk_size=chunk_size)
+    return jacfwd(jacrev(func, argnums, holomorphic=holomorphic, chunk_size=chunk_size), argnums,
+                  holomorphic=holomorphic, chunk_size=chunk_size)

@@ -366,6 +366,14 @@ def _sort(args, dims, *, dimension, num_keys):
     return list(outs), [d] * len(outs)
 
 
+
+def _fft(args, dims, *, fft_type, fft_lengths):
+    """The transform runs over the trailing axes: a batch axis among them moves to the front."""
+    (x,), (d,) = args, dims
+    if d >= len(_shape(x)) - len(fft_lengths):
+        x, d = moveaxis(x, d, 0), 0
+    return [P.fft.bind(x, fft_type=fft_type, fft_lengths=fft_lengths)], [d]
+
 def _threefry2x32(args, dims):
     """Elementwise with two results: every operand at the batch axis of a full-shape one."""
     shapes = [_example_shape(x, d) for x, d in zip(args, dims, strict=True)]
@@ -446,7 +454,7 @@ RULES.update({
     P.dynamic_update_slice: _dynamic_update_slice, P.gather: _gather,
     P.scatter: _scatter(P.scatter), P.scatter_add: _scatter(P.scatter_add),
     P.dot_general: _dot_general, P.sort: _sort, P.threefry2x32: _threefry2x32,
-    P.conv_general_dilated: _conv,
+    P.conv_general_dilated: _conv, P.fft: _fft,
 })
 
 

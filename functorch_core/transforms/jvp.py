@@ -312,6 +312,7 @@ def _window_chooser_rule(prim, select):
 
 
 _linear(P.reduce_window_sum)
+_linear(P.fft)
 _window_chooser_rule(P.reduce_window_max, "max")
 _window_chooser_rule(P.reduce_window_min, "min")
 # linear in the tangent/cotangent; piecewise constant in the operand that selects

@@ -1,0 +1,322 @@
+"""``scipy.special`` functions, traceable and differentiable (to any order where the
+derivative is itself a function here).
+
+``erf``, ``erfc``, ``gammaln`` and ``gamma`` compile to the C library's functions; the
+functions composed of elementary ones (``expit``, ``logit``, ``xlogy``, ``entr``,
+``logsumexp``, ``softmax``, ``ndtr``, ``erfinv``...) compile with them; ``digamma``,
+``polygamma``, ``zeta``, ``gammainc``, ``betainc``, the Bessel functions and ``spence`` run
+SciPy's implementation for their equation. Inputs are real floating point (integers become
+float64, as in SciPy); complex arguments are not supported.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ir import primitives as P
+
+from .. import numpy as fnp
+from .._erfinv import erfinv as _erfinv
+from ..numpy._core import cast, operand, result_type, to_result
+from ..numpy._creation import array_operand
+from ..transforms import custom_jvp
+
+__all__ = ["erf", "erfc", "erfinv", "erfcx", "ndtr", "ndtri", "log_ndtr", "expit", "logit",
+           "xlogy", "xlog1py", "entr", "rel_entr", "kl_div", "gamma", "gammaln", "loggamma",
+           "digamma", "psi", "polygamma", "multigammaln", "gammainc", "gammaincc", "betaln",
+           "betainc", "zeta", "i0", "i0e", "i1", "i1e", "sinc", "logsumexp", "softmax",
+           "log_softmax", "spence", "jv", "j0", "j1"]
+
+
+def _float(*xs):
+    """The operands in their common floating dtype (integers: float64)."""
+    xs = [operand(x) for x in xs]
+    dt = result_type(*xs)             # Python scalars are weak (NEP 50)
+    if dt.kind in "biu":
+        dt = np.dtype(np.float64)
+    if dt.kind == "c":
+        raise TypeError("functorch_core.scipy.special: complex arguments are not supported")
+    xs = [cast(array_operand(x), dt) for x in xs]
+    if len(xs) > 1:
+        xs = fnp.broadcast_arrays(*xs)
+    return xs if len(xs) > 1 else xs[0]
+
+
+def _unary(prim, doc):
+    def fn(x):
+        return to_result(prim.bind(_float(x)), scalar=True)
+    fn.__doc__ = doc
+    return fn
+
+
+erf = _unary(P.erf, "``scipy.special.erf``: the error function.")
+erfc = _unary(P.erfc, "``scipy.special.erfc``: ``1 - erf(x)`` without cancellation.")
+erfcx = _unary(P.erfcx, "``scipy.special.erfcx``: ``exp(x**2) * erfc(x)``.")
+gammaln = _unary(P.lgamma, "``scipy.special.gammaln``: ``log|Gamma(x)|``.")
+gamma = _unary(P.tgamma, "``scipy.special.gamma``: the gamma function.")
+digamma = _unary(P.digamma, "``scipy.special.digamma``: the logarithmic derivative of gamma.")
+psi = digamma
+i0e = _unary(P.bessel_i0e, "``scipy.special.i0e``: ``exp(-|x|) * i0(x)``.")
+i1e = _unary(P.bessel_i1e, "``scipy.special.i1e``: ``exp(-|x|) * i1(x)``.")
+spence = _unary(P.spence, "``scipy.special.spence``: the dilogarithm, "
+                          "``integral from 1 to x of log(t) / (1 - t) dt``.")
+
+
+def i0(x):
+    """``scipy.special.i0``: the modified Bessel function of order 0."""
+    x = _float(x)
+    return to_result(P.bessel_i0e.bind(x) * fnp.exp(fnp.abs(x)), scalar=True)
+
+
+def i1(x):
+    """``scipy.special.i1``: the modified Bessel function of order 1."""
+    x = _float(x)
+    return to_result(P.bessel_i1e.bind(x) * fnp.exp(fnp.abs(x)), scalar=True)
+
+
+@custom_jvp
+def _erfinv_fn(y):
+    return _erfinv(y)
+
+
+@_erfinv_fn.defjvp
+def _erfinv_jvp(primals, tangents):
+    (y,), (t,) = primals, tangents
+    x = _erfinv_fn(y)
+    return x, t * (math.sqrt(math.pi) / 2) * fnp.exp(x * x)
+
+
+def erfinv(y):
+    """``scipy.special.erfinv``: the inverse of :func:`erf` on [-1, 1]."""
+    return to_result(_erfinv_fn(_float(y)), scalar=True)
+
+
+def ndtr(x):
+    """``scipy.special.ndtr``: the standard normal CDF."""
+    x = _float(x)
+    return to_result(0.5 * P.erfc.bind(-x * (1 / math.sqrt(2))), scalar=True)
+
+
+def ndtri(y):
+    """``scipy.special.ndtri``: the inverse of :func:`ndtr` (via ``erfinv``: relative accuracy
+    drops below ``y`` ~ 1e-10)."""
+    y = _float(y)
+    return to_result(math.sqrt(2) * _erfinv_fn(2 * y - 1), scalar=True)
+
+
+def log_ndtr(x):
+    """``scipy.special.log_ndtr``: ``log(ndtr(x))``, accurate in both tails (through
+    ``erfcx`` below zero)."""
+    x = _float(x)
+    neg = fnp.minimum(x, 0.0)
+    lower = fnp.log(0.5 * P.erfcx.bind(-neg * (1 / math.sqrt(2)))) - 0.5 * neg * neg
+    pos = fnp.maximum(x, 0.0)
+    upper = fnp.log1p(-0.5 * P.erfc.bind(pos * (1 / math.sqrt(2))))
+    return to_result(fnp.where(x < 0, lower, upper), scalar=True)
+
+
+def expit(x):
+    """``scipy.special.expit``: the logistic sigmoid ``1 / (1 + exp(-x))``."""
+    return to_result(P.logistic.bind(_float(x)), scalar=True)
+
+
+def logit(p):
+    """``scipy.special.logit``: ``log(p / (1 - p))``."""
+    p = _float(p)
+    return to_result(fnp.log(p) - fnp.log1p(-p), scalar=True)
+
+
+@custom_jvp
+def _xlogy(x, y):
+    return fnp.where(x == 0, fnp.zeros_like(x), x * fnp.log(y))
+
+
+@_xlogy.defjvp
+def _xlogy_jvp(primals, tangents):
+    (x, y), (tx, ty) = primals, tangents
+    return _xlogy(x, y), tx * fnp.log(y) + x / y * ty
+
+
+@custom_jvp
+def _xlog1py(x, y):
+    return fnp.where(x == 0, fnp.zeros_like(x), x * fnp.log1p(y))
+
+
+@_xlog1py.defjvp
+def _xlog1py_jvp(primals, tangents):
+    (x, y), (tx, ty) = primals, tangents
+    return _xlog1py(x, y), tx * fnp.log1p(y) + x / (1 + y) * ty
+
+
+def xlogy(x, y):
+    """``scipy.special.xlogy``: ``x * log(y)``, 0 where ``x == 0``; its derivative in ``x``
+    is ``log(y)`` there too (not the 0 of the ``where``)."""
+    return to_result(_xlogy(*_float(x, y)), scalar=True)
+
+
+def xlog1py(x, y):
+    """``scipy.special.xlog1py``: ``x * log1p(y)``, 0 where ``x == 0``."""
+    return to_result(_xlog1py(*_float(x, y)), scalar=True)
+
+
+def entr(x):
+    """``scipy.special.entr``: ``-x log(x)`` for ``x > 0``, 0 at 0, ``-inf`` below."""
+    x = _float(x)
+    return to_result(fnp.where(x < 0, fnp.full_like(x, -np.inf), -_xlogy(x, x)), scalar=True)
+
+
+def rel_entr(x, y):
+    """``scipy.special.rel_entr``: ``x log(x / y)`` for ``x, y > 0``, 0 for ``x == 0, y >= 0``,
+    ``inf`` otherwise."""
+    x, y = _float(x, y)
+    ok = fnp.logical_and(x > 0, y > 0)
+    safe_y = fnp.where(ok, y, 1.0)
+    val = _xlogy(x, fnp.where(ok, x, 1.0) / safe_y)
+    edge = fnp.where(fnp.logical_and(x == 0, y >= 0), fnp.zeros_like(x), fnp.full_like(x, np.inf))
+    return to_result(fnp.where(ok, val, edge), scalar=True)
+
+
+def kl_div(x, y):
+    """``scipy.special.kl_div``: ``x log(x / y) - x + y`` for ``x, y > 0``, ``y`` for
+    ``x == 0, y >= 0``, ``inf`` otherwise."""
+    x, y = _float(x, y)
+    ok = fnp.logical_and(x > 0, y > 0)
+    val = rel_entr(x, y) - x + y
+    edge = fnp.where(fnp.logical_and(x == 0, y >= 0), y, fnp.full_like(x, np.inf))
+    return to_result(fnp.where(ok, val, edge), scalar=True)
+
+
+def loggamma(x):
+    """``scipy.special.loggamma`` for real ``x``: ``log(gamma(x))`` for ``x > 0``, NaN below
+    (SciPy's real branch; complex arguments are not supported)."""
+    x = _float(x)
+    return to_result(fnp.where(x < 0, fnp.full_like(x, np.nan), P.lgamma.bind(x)), scalar=True)
+
+
+def polygamma(n, x):
+    """``scipy.special.polygamma``: the ``n``-th derivative of :func:`digamma` (``n`` a
+    concrete non-negative integer)."""
+    try:
+        order = int(np.asarray(n).item()) if np.ndim(n) == 0 else None
+    except TypeError:
+        order = None
+    if order is None or order < 0 or order != np.asarray(n):
+        raise TypeError(f"polygamma: n must be a concrete non-negative integer, got {n!r}")
+    x = _float(x)
+    if order == 0:
+        return to_result(P.digamma.bind(x), scalar=True)
+    return to_result(P.polygamma.bind(x, order=order), scalar=True)
+
+
+def multigammaln(a, d):
+    """``scipy.special.multigammaln``: the log of the multivariate gamma function of
+    dimension ``d`` (a Python int), in float64 as SciPy computes it."""
+    d = int(d)
+    a = cast(_float(a), np.float64)
+    out = d * (d - 1) / 4 * math.log(math.pi)
+    for j in range(d):
+        out = out + P.lgamma.bind(a - j / 2)
+    return to_result(out, scalar=True)
+
+
+def gammainc(a, x):
+    """``scipy.special.gammainc``: the regularized lower incomplete gamma function ``P(a, x)``
+    (differentiable in ``x``)."""
+    return to_result(P.igamma.bind(*_float(a, x)), scalar=True)
+
+
+def gammaincc(a, x):
+    """``scipy.special.gammaincc``: ``Q(a, x) = 1 - P(a, x)`` (differentiable in ``x``)."""
+    return to_result(P.igammac.bind(*_float(a, x)), scalar=True)
+
+
+def betaln(a, b):
+    """``scipy.special.betaln``: ``log|B(a, b)|`` as a sum of :func:`gammaln` terms."""
+    a, b = _float(a, b)
+    return to_result(P.lgamma.bind(a) + P.lgamma.bind(b) - P.lgamma.bind(a + b), scalar=True)
+
+
+def betainc(a, b, x):
+    """``scipy.special.betainc``: the regularized incomplete beta function ``I_x(a, b)``
+    (differentiable in ``x``)."""
+    return to_result(P.betainc.bind(*_float(a, b, x)), scalar=True)
+
+
+def zeta(x, q=None):
+    """``scipy.special.zeta``: the Hurwitz zeta function ``zeta(x, q)`` (Riemann's for
+    ``q=None``; differentiable in ``q``)."""
+    if q is None:
+        q = 1.0
+    return to_result(P.zeta.bind(*_float(x, q)), scalar=True)
+
+
+def jv(v, z):
+    """``scipy.special.jv``: the Bessel function of the first kind of real order ``v``
+    (differentiable in ``z``)."""
+    return to_result(P.bessel_jv.bind(*_float(v, z)), scalar=True)
+
+
+def j0(x):
+    """``scipy.special.j0``: :func:`jv` of order 0."""
+    return jv(0.0, x)
+
+
+def j1(x):
+    """``scipy.special.j1``: :func:`jv` of order 1."""
+    return jv(1.0, x)
+
+
+def sinc(x):
+    """``numpy.sinc``: ``sin(pi x) / (pi x)``, 1 at 0."""
+    x = _float(x)
+    small = fnp.abs(x) < 1e-3         # the Maclaurin series: derivatives exact at 0 too
+    px = np.pi * fnp.where(small, fnp.ones_like(x), x)
+    z = (np.pi * x) ** 2
+    series = 1 - z / 6 * (1 - z / 20 * (1 - z / 42))
+    return to_result(fnp.where(small, series, fnp.sin(px) / px), scalar=True)
+
+
+def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
+    """``scipy.special.logsumexp``: ``log(sum(b * exp(a)))`` over ``axis`` without overflow;
+    ``return_sign=True`` returns ``(log|sum|, sign)`` for signed weights ``b``.
+
+    Example::
+
+        >>> logsumexp(np.array([1000.0, 1000.0]))
+        np.float64(1000.6931471805599)
+    """
+    a = _float(a)
+    if b is not None:
+        a, b = _float(a, b)
+    top = fnp.max(a, axis=axis, keepdims=True)
+    top = fnp.where(fnp.isfinite(top), top, 0.0)
+    terms = fnp.exp(a - top)
+    if b is not None:
+        terms = terms * b
+    total = fnp.sum(terms, axis=axis, keepdims=True)
+    sign = fnp.sign(total)
+    out = fnp.log(fnp.abs(total) if return_sign or b is not None else total) + top
+    if not keepdims:
+        out = fnp.squeeze(out, axis=axis)
+        sign = fnp.squeeze(sign, axis=axis)
+    if return_sign:
+        return to_result(out, scalar=True), to_result(sign, scalar=True)
+    if b is not None:
+        out = fnp.where(sign < 0, np.nan, out)
+    return to_result(out, scalar=True)
+
+
+def softmax(x, axis=None):
+    """``scipy.special.softmax``: ``exp(x) / sum(exp(x))`` over ``axis`` (all by default)."""
+    x = _float(x)
+    e = fnp.exp(x - fnp.max(x, axis=axis, keepdims=True))
+    return to_result(e / fnp.sum(e, axis=axis, keepdims=True))
+
+
+def log_softmax(x, axis=None):
+    """``scipy.special.log_softmax``: ``x - logsumexp(x)`` over ``axis``."""
+    x = _float(x)
+    shifted = x - fnp.max(x, axis=axis, keepdims=True)
+    return to_result(shifted - fnp.log(fnp.sum(fnp.exp(shifted), axis=axis, keepdims=True)))

@@ -1,0 +1,127 @@
+"""jvp rules of the special-function primitives (their batching is the elementwise family's).
+
+Each derivative is another special function or elementary expression:
+``erf' = 2/sqrt(pi) exp(-x^2)``, ``lgamma' = digamma``, ``digamma' = polygamma(1)``,
+``polygamma(n)' = polygamma(n + 1)``, ``tgamma' = tgamma digamma``,
+``erfcx' = 2x erfcx - 2/sqrt(pi)``, ``i0e' = i1e - sign(x) i0e``,
+``i1e' = i0e - i1e (sign(x) + 1/x)``, ``spence'(x) = log(x) / (1 - x)``,
+``d zeta(s, q)/dq = -s zeta(s + 1, q)``, ``dP(a, x)/dx = x^(a-1) e^-x / Gamma(a)``,
+``dI_x(a, b)/dx = x^(a-1) (1-x)^(b-1) / B(a, b)``, ``dJ_v(z)/dz = (J_(v-1) - J_(v+1)) / 2``.
+Derivatives with respect to the order or shape parameters (zeta's ``s``, the incomplete
+functions' ``a``/``b``, Bessel's ``v``) have no closed form here: a non-zero tangent there
+raises ``NotImplementedError`` naming the argument.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ir import Lit
+from ir import primitives as P
+
+from .batching import RULES as BATCH_RULES
+from .batching import _elementwise
+from .jvp import JVP, Zero, instantiate, is_zero, tangent_aval
+
+
+def _c(value, like):
+    return Lit(np.asarray(value, like.aval.dtype))
+
+
+def _mul(a, b):
+    return P.mul.bind(a, b)
+
+
+def _unary(prim, derivative):
+    """``derivative(x, y, **params)``: dy/dx, for ``y = prim(x)``."""
+    def rule(primals, tangents, **params):
+        (x,), (t,) = primals, tangents
+        y = prim.bind(x, **params)
+        if is_zero(t):
+            return y, Zero(tangent_aval(y.aval))
+        return y, _mul(t, derivative(x, y, **params))
+    JVP[prim] = rule
+
+
+def _sign(x):
+    return P.sign.bind(x)
+
+
+_unary(P.erf, lambda x, y: _mul(_c(2 / math.sqrt(math.pi), x),
+                                P.exp.bind(P.neg.bind(_mul(x, x)))))
+_unary(P.erfc, lambda x, y: _mul(_c(-2 / math.sqrt(math.pi), x),
+                                 P.exp.bind(P.neg.bind(_mul(x, x)))))
+_unary(P.erfcx, lambda x, y: P.sub.bind(_mul(_mul(_c(2, x), x), y),
+                                        _c(2 / math.sqrt(math.pi), x)))
+_unary(P.lgamma, lambda x, y: P.digamma.bind(x))
+_unary(P.tgamma, lambda x, y: _mul(y, P.digamma.bind(x)))
+_unary(P.digamma, lambda x, y: P.polygamma.bind(x, order=1))
+_unary(P.polygamma, lambda x, y, order: P.polygamma.bind(x, order=order + 1))
+_unary(P.bessel_i0e, lambda x, y: P.sub.bind(P.bessel_i1e.bind(x), _mul(_sign(x), y)))
+
+
+def _i1e_derivative(x, y):
+    # i0e - i1e (sign(x) + 1/x), whose limit at 0 is 1/2
+    zero = P.eq.bind(x, _c(0, x))
+    safe = P.select.bind(zero, _c(1, x), x)
+    general = P.sub.bind(P.bessel_i0e.bind(x),
+                         _mul(y, P.add.bind(_sign(x), P.div.bind(_c(1, x), safe))))
+    return P.select.bind(zero, _c(0.5, x), general)
+
+
+_unary(P.bessel_i1e, _i1e_derivative)
+_unary(P.spence, lambda x, y: P.div.bind(P.log.bind(x), P.sub.bind(_c(1, x), x)))
+
+
+def _refuse(name, arg):
+    raise NotImplementedError(f"{name}: the derivative with respect to {arg} is not "
+                              "implemented (only with respect to the last argument)")
+
+
+def _last_only(prim, name, args, derivative):
+    """A rule differentiable in its last operand only."""
+    def rule(primals, tangents):
+        y = prim.bind(*primals)
+        for a, t in zip(args, tangents[:-1], strict=True):
+            if not is_zero(t):
+                _refuse(name, a)
+        t = tangents[-1]
+        if is_zero(t):
+            return y, Zero(tangent_aval(y.aval))
+        return y, _mul(instantiate(t), derivative(*primals))
+    JVP[prim] = rule
+
+
+_last_only(P.zeta, "zeta", ["x (the exponent)"],
+           lambda s, q: P.neg.bind(_mul(s, P.zeta.bind(P.add.bind(s, _c(1, s)), q))))
+
+
+def _incomplete_gamma_density(a, x):
+    log = P.sub.bind(P.sub.bind(_mul(P.sub.bind(a, _c(1, a)), P.log.bind(x)), x),
+                     P.lgamma.bind(a))
+    return P.exp.bind(log)
+
+
+_last_only(P.igamma, "gammainc", ["a"], _incomplete_gamma_density)
+_last_only(P.igammac, "gammaincc", ["a"],
+           lambda a, x: P.neg.bind(_incomplete_gamma_density(a, x)))
+
+
+def _beta_density(a, b, x):
+    one = _c(1, x)
+    betaln = P.sub.bind(P.add.bind(P.lgamma.bind(a), P.lgamma.bind(b)),
+                        P.lgamma.bind(P.add.bind(a, b)))
+    log = P.add.bind(_mul(P.sub.bind(a, one), P.log.bind(x)),
+                     _mul(P.sub.bind(b, one), P.log1p.bind(P.neg.bind(x))))
+    return P.exp.bind(P.sub.bind(log, betaln))
+
+
+_last_only(P.betainc, "betainc", ["a", "b"], _beta_density)
+_last_only(P.bessel_jv, "jv", ["v (the order)"],
+           lambda v, z: _mul(_c(0.5, z), P.sub.bind(
+               P.bessel_jv.bind(P.sub.bind(v, _c(1, v)), z),
+               P.bessel_jv.bind(P.add.bind(v, _c(1, v)), z))))
+
+BATCH_RULES[P.betainc] = _elementwise(P.betainc)
