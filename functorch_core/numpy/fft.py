@@ -124,56 +124,55 @@ def _n_axes(name, x, s, axes, default_all=True):
     return s, axes
 
 
-def _c2c(name, a, s, axes, norm, inverse):
+def _setup(name, a, s, axes, norm, kind):
+    """The operand of input kind ``kind``, NumPy's (s, axes) and the operand's shape."""
     _check_norm(name, norm)
-    x = _as(a, name, "c")
+    x = _as(a, name, kind)
     s, axes = _n_axes(name, x, s, axes)
-    shape = aval(x).shape
+    return x, s, axes, aval(x).shape
+
+
+def _sized(x, axes, lengths, name):
+    for ax, n in zip(axes, lengths, strict=True):
+        x = _resize(x, ax, n, name)
+    return x
+
+
+def _c2c(name, a, s, axes, norm, inverse):
+    x, s, axes, shape = _setup(name, a, s, axes, norm, "c")
     if s is None:
         s = [shape[ax] for ax in axes]
     if len(set(axes)) != len(axes):      # NumPy transforms a repeated axis repeatedly
         for ax, n in reversed(list(zip(axes, s, strict=True))):
             x = _c2c(name, x, [n], [ax], norm, inverse)
         return x
-    for ax, n in zip(axes, s, strict=True):
-        x = _resize(x, ax, n, name)
-    y = _transform(x, axes, "ifft" if inverse else "fft", s)
+    y = _transform(_sized(x, axes, s, name), axes, "ifft" if inverse else "fft", s)
     return _scale(y, _norm_factor(norm, math.prod(s), inverse))
 
 
 def _r2c(name, a, s, axes, norm):
-    _check_norm(name, norm)
-    x = _as(a, name, "f")
-    s, axes = _n_axes(name, x, s, axes)
-    shape = aval(x).shape
+    x, s, axes, shape = _setup(name, a, s, axes, norm, "f")
     if s is None:
         s = [shape[ax] for ax in axes]
     if len(set(axes)) != len(axes):
         y = _r2c(name, x, s[-1:], axes[-1:], norm)
         return _c2c(name, y, s[:-1], axes[:-1], norm, False)
-    for ax, n in zip(axes, s, strict=True):
-        x = _resize(x, ax, n, name)
-    y = _transform(x, axes, "rfft", s)
+    y = _transform(_sized(x, axes, s, name), axes, "rfft", s)
     return _scale(y, _norm_factor(norm, math.prod(s), False))
 
 
 def _c2r(name, a, s, axes, norm):
-    _check_norm(name, norm)
-    x = _as(a, name, "c")
-    s, axes = _n_axes(name, x, s, axes)
-    shape = aval(x).shape
+    x, s, axes, shape = _setup(name, a, s, axes, norm, "c")
     if s is None:
         s = [shape[ax] for ax in axes[:-1]] + [2 * (shape[axes[-1]] - 1)]
     if len(set(axes)) != len(axes):
         x = _c2c(name, x, s[:-1], axes[:-1], norm, True)
         return _c2r(name, x, s[-1:], axes[-1:], norm)
-    for ax, n in zip(axes[:-1], s[:-1], strict=True):
-        x = _resize(x, ax, n, name)
     if s[-1] < 1:
         raise ValueError(f"fft.{name}: invalid number of data points ({s[-1]}) specified "
                          f"for an input of shape {shape}")
-    x = _resize(x, axes[-1], s[-1] // 2 + 1, name)
-    y = _transform(x, axes, "irfft", s)
+    half = list(s[:-1]) + [s[-1] // 2 + 1]
+    y = _transform(_sized(x, axes, half, name), axes, "irfft", s)
     return _scale(y, _norm_factor(norm, math.prod(s), True))
 
 

@@ -128,26 +128,23 @@ def logit(p):
     return to_result(fnp.log(p) - fnp.log1p(-p), scalar=True)
 
 
-@custom_jvp
-def _xlogy(x, y):
-    return fnp.where(x == 0, fnp.zeros_like(x), x * fnp.log(y))
+def _x_times(log, dlog):
+    """``x * log(y)``, 0 where ``x == 0``; its derivative in ``x`` is ``log(y)`` everywhere
+    (not the 0 of the ``where``)."""
+    @custom_jvp
+    def f(x, y):
+        return fnp.where(x == 0, fnp.zeros_like(x), x * log(y))
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (x, y), (tx, ty) = primals, tangents
+        return f(x, y), tx * log(y) + x * dlog(y) * ty
+
+    return f
 
 
-@_xlogy.defjvp
-def _xlogy_jvp(primals, tangents):
-    (x, y), (tx, ty) = primals, tangents
-    return _xlogy(x, y), tx * fnp.log(y) + x / y * ty
-
-
-@custom_jvp
-def _xlog1py(x, y):
-    return fnp.where(x == 0, fnp.zeros_like(x), x * fnp.log1p(y))
-
-
-@_xlog1py.defjvp
-def _xlog1py_jvp(primals, tangents):
-    (x, y), (tx, ty) = primals, tangents
-    return _xlog1py(x, y), tx * fnp.log1p(y) + x / (1 + y) * ty
+_xlogy = _x_times(fnp.log, lambda y: 1 / y)
+_xlog1py = _x_times(fnp.log1p, lambda y: 1 / (1 + y))
 
 
 def xlogy(x, y):
