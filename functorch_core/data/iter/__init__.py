@@ -1,0 +1,15 @@
+"""Iterable-style DataPipes, grouped by family as TorchData groups them.
+
+Each family module lists its pipes in ``__all__``; add a family with one import line.
+"""
+
+from . import callable, combinatorics, grouping, selecting, sharding, util
+from .callable import *  # noqa: F403
+from .combinatorics import *  # noqa: F403
+from .grouping import *  # noqa: F403
+from .selecting import *  # noqa: F403
+from .sharding import *  # noqa: F403
+from .util import *  # noqa: F403
+
+__all__ = [name for module in (callable, combinatorics, grouping, selecting, sharding, util)
+           for name in module.__all__]
