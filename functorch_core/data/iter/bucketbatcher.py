@@ -6,14 +6,14 @@ from __future__ import annotations
 import heapq
 import itertools
 
-from ..datapipe import IterDataPipe, functional_datapipe
-from ._pipeutil import SeededPipe, check_positive
+from ..datapipe import DataChunk, IterDataPipe, functional_datapipe
+from ._pipeutil import check_positive
 
 __all__ = ["BucketBatcher", "InBatchShuffler", "MaxTokenBucketizer"]
 
 
 @functional_datapipe("in_batch_shuffle")
-class InBatchShuffler(SeededPipe, IterDataPipe):
+class InBatchShuffler(IterDataPipe):
     """Shuffle the items inside each batch (list) of the source
     (functional name: ``in_batch_shuffle``).
 
@@ -30,6 +30,8 @@ class InBatchShuffler(SeededPipe, IterDataPipe):
         [[0, 1, 2], [3, 4]]
     """
 
+    _is_random = True
+
     def __init__(self, datapipe) -> None:
         self.datapipe = datapipe
         self._enabled = True
@@ -42,9 +44,9 @@ class InBatchShuffler(SeededPipe, IterDataPipe):
         if not self._enabled:
             yield from self.datapipe
             return
-        rng = self._new_rng()
+        rng = self._rng()
         for batch in self.datapipe:
-            yield [batch[i] for i in rng.permutation(len(batch))]
+            yield DataChunk([batch[i] for i in rng.permutation(len(batch))])
 
     def __len__(self) -> int:
         return len(self.datapipe)
@@ -72,7 +74,7 @@ def _buffer_shuffle(it, size, rng):
 
 
 @functional_datapipe("bucketbatch")
-class BucketBatcher(SeededPipe, IterDataPipe):
+class BucketBatcher(IterDataPipe):
     """Batch items that sort close together, from a shuffled pool
     (functional name: ``bucketbatch``).
 
@@ -105,6 +107,8 @@ class BucketBatcher(SeededPipe, IterDataPipe):
         [[0, 1, 2], [3, 4, 5], [6, 7, 8]]
     """
 
+    _is_random = True
+
     def __init__(self, datapipe, batch_size: int, drop_last: bool = False, batch_num: int = 100,
                  bucket_num: int = 1, sort_key=None, use_in_batch_shuffle: bool = True) -> None:
         for name, value in (("batch_size", batch_size), ("batch_num", batch_num),
@@ -126,7 +130,7 @@ class BucketBatcher(SeededPipe, IterDataPipe):
             yield from _buffer_shuffle(it, size, rng)
 
     def __iter__(self):
-        rng = self._new_rng()
+        rng = self._rng()
         bucket_size = self.batch_size * self.batch_num
         items = iter(self.datapipe)
         if self.bucket_num > 1 or self.sort_key is None:
@@ -134,7 +138,7 @@ class BucketBatcher(SeededPipe, IterDataPipe):
         if self.sort_key is not None:
             items = itertools.chain.from_iterable(
                 self.sort_key(b) for b in _chunks(items, bucket_size))
-        batches = (b for b in _chunks(items, self.batch_size)
+        batches = (DataChunk(b) for b in _chunks(items, self.batch_size)
                    if not (self.drop_last and len(b) < self.batch_size))
         if self.sort_key is not None:
             group = self.bucket_num if self.use_in_batch_shuffle else bucket_size
@@ -214,7 +218,7 @@ class MaxTokenBucketizer(IterDataPipe):
             else:
                 new_total = total + length
             if new_total > self.max_token_count:
-                done, batch, total, longest = batch, [item], length, length
+                done, batch, total, longest = DataChunk(batch), [item], length, length
                 return done
             batch.append(item)
             total = new_total
@@ -231,7 +235,7 @@ class MaxTokenBucketizer(IterDataPipe):
             if (done := pop()) is not None:
                 yield done
         if batch:
-            yield batch
+            yield DataChunk(batch)
 
     def __repr__(self) -> str:
         return (f"MaxTokenBucketizer(max_token_count={self.max_token_count}, "

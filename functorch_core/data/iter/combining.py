@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..datapipe import IterDataPipe, MapDataPipe, functional_datapipe
-from ._pipeutil import SeededPipe
 
 __all__ = ["Concater", "IterKeyZipper", "MapKeyZipper", "Multiplexer", "MultiplexerLongest",
            "SampleMultiplexer", "Zipper", "ZipperLongest"]
@@ -114,14 +113,15 @@ class MultiplexerLongest(_ManyPipe):
         return sum(len(dp) for dp in self.datapipes)
 
 
-class SampleMultiplexer(SeededPipe, IterDataPipe):
+class SampleMultiplexer(IterDataPipe):
     """Yield the next item of a pipe drawn at random with the given weights; an
     exhausted pipe leaves the draw (no functional name).
 
     Args:
         pipes_to_weights_dict (dict): ``{IterDataPipe: weight}``, weights > 0.
-        seed (int or None): default ``None``: a fresh seed per iteration unless
-            ``set_seed`` is called.
+        seed (int or None): default ``None``: fresh entropy per iteration unless
+            ``set_seed`` is called; an int makes every iteration draw the same way
+            (``set_seed``, which the DataLoader calls per epoch, overrides it).
 
     Example::
 
@@ -129,6 +129,8 @@ class SampleMultiplexer(SeededPipe, IterDataPipe):
         >>> sorted(SampleMultiplexer({a: 0.5, b: 0.5}, seed=0))
         [0, 0, 0, 1, 1]
     """
+
+    _is_random = True
 
     def __init__(self, pipes_to_weights_dict: dict, seed: int | None = None) -> None:
         if not pipes_to_weights_dict:
@@ -141,11 +143,12 @@ class SampleMultiplexer(SeededPipe, IterDataPipe):
                 raise ValueError(f"SampleMultiplexer: weights must be > 0, got {w!r} for {dp!r}")
         self.datapipes = tuple(pipes_to_weights_dict)
         self.weights = tuple(float(w) for w in pipes_to_weights_dict.values())
-        if seed is not None:
-            self.set_seed(seed)
+        self.seed = seed
 
     def __iter__(self):
-        rng = self._new_rng()
+        # a seed from set_seed (the DataLoader's, per epoch) wins over the constructor's
+        rng = self._rng() if self._seed is not None or self.seed is None else \
+            np.random.default_rng(self.seed)
         its = [iter(dp) for dp in self.datapipes]
         weights = list(self.weights)
         while its:

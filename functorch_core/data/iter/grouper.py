@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..datapipe import IterDataPipe, functional_datapipe
+from ..datapipe import DataChunk, IterDataPipe, functional_datapipe
 
 __all__ = ["Grouper", "Rows2Columnar"]
 
@@ -58,6 +58,7 @@ class Grouper(IterDataPipe):
         self.drop_remaining = drop_remaining
 
     def _out(self, key, group):
+        group = DataChunk(group)
         return (key, group) if self.keep_key else group
 
     def __iter__(self):

@@ -10,9 +10,11 @@ __all__ = ["RandomSplitter"]
 
 
 class _SplitDraws(IterDataPipe):
-    """The shared part: the source and the seeded draw of each item's split."""
+    """The shared part: the source and the seeded draw of each item's split.
 
-    _is_random = True
+    Its seed is part of its definition (every split and every process must draw
+    the same way), so it is not ``_is_random``: the DataLoader does not reseed it.
+    """
 
     def __init__(self, source_datapipe, total_length: int, weights: dict, seed) -> None:
         self.source_datapipe = source_datapipe
@@ -23,11 +25,7 @@ class _SplitDraws(IterDataPipe):
             raise ValueError(f"RandomSplitter: weights must be >= 0 with a positive sum, got "
                              f"{weights!r}")
         self.norm_weights = w * total_length / w.sum()
-        self._seed = seed
-
-    def set_seed(self, seed: int):
-        self._seed = int(seed)
-        return self
+        self.seed = seed
 
     def draws(self):
         """Yield each item's split key, with a replayable seeded stream.
@@ -35,7 +33,7 @@ class _SplitDraws(IterDataPipe):
         Each draw takes one unit from the chosen split's budget, so with weights
         that sum to ``total_length`` every split gets exactly its weight.
         """
-        rng = np.random.default_rng(self._seed)
+        rng = np.random.default_rng(self.seed)
         w = self.norm_weights.copy()
         remaining = float(self.total_length)
         while True:
@@ -65,7 +63,7 @@ class _Split(IterDataPipe):
 
     def override_seed(self, seed: int):
         """Use ``seed`` from the next iteration on (for every split of this source)."""
-        self.main_datapipe.set_seed(seed)
+        self.main_datapipe.seed = seed
         return self
 
     def __iter__(self):
@@ -94,7 +92,7 @@ class RandomSplitter(IterDataPipe):
         source_datapipe (IterDataPipe): the source.
         weights (dict): ``{name: weight}``; with integer weights summing to the
             length, each split gets exactly its weight.
-        seed (int): the seed of the draws (``override_seed`` / ``set_seed`` change it).
+        seed (int): the seed of the draws (``override_seed`` changes it).
         total_length (int or None): default ``None`` (``len(source_datapipe)``).
         target (key or None): default ``None``: return a list of all splits in
             ``weights`` order; otherwise only that split.

@@ -9,7 +9,7 @@ import concurrent.futures
 import warnings
 
 from ..datapipe import IterDataPipe, functional_datapipe
-from ._pipeutil import SeededPipe, apply_on_cols, check_positive
+from ._pipeutil import apply_on_cols, check_positive
 
 __all__ = ["BatchMapper", "Dropper", "FlatMapper", "Flattener", "ShuffledFlatMapper",
            "Slicer", "ThreadPoolMapper"]
@@ -212,7 +212,7 @@ class FlatMapper(IterDataPipe):
 
 
 @functional_datapipe("shuffled_flatmap")
-class ShuffledFlatMapper(SeededPipe, IterDataPipe):
+class ShuffledFlatMapper(IterDataPipe):
     """Like ``flatmap``, but keeps up to ``buffer_size`` of the returned iterables
     open and yields the next item of a randomly chosen one
     (functional name: ``shuffled_flatmap``).
@@ -232,6 +232,8 @@ class ShuffledFlatMapper(SeededPipe, IterDataPipe):
         >>> sorted(dp.set_seed(0))
         [1, 2, 3, 4]
     """
+
+    _is_random = True
 
     def __init__(self, datapipe, fn=None, input_col=None, buffer_size: int = 100) -> None:
         check_positive("ShuffledFlatMapper", "buffer_size", buffer_size)
@@ -254,7 +256,7 @@ class ShuffledFlatMapper(SeededPipe, IterDataPipe):
             for d in self.datapipe:
                 yield from self._open(d)
             return
-        rng = self._new_rng()
+        rng = self._rng()
         buf = []
 
         def draw():

@@ -11,3 +11,8 @@ from .util import *  # noqa: F403
 
 __all__ = [name for module in (callable, combinatorics, grouping, util)
            for name in module.__all__]
+
+from . import combining
+from .combining import *  # noqa: F403
+
+__all__ += combining.__all__
