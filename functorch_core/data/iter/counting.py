@@ -51,8 +51,9 @@ class Header(IterDataPipe):
 
 @functional_datapipe("set_length")
 class LengthSetter(IterDataPipe):
-    """Declare the length of a pipe (and yield at most that many items)
-    (functional name: ``set_length``).
+    """Declare the length of a pipe whose length is not known (functional name:
+    ``set_length``). The items pass through unchanged, as in TorchData; use
+    ``header`` to cut the stream.
 
     Args:
         source_datapipe (IterDataPipe): the source.
@@ -60,7 +61,7 @@ class LengthSetter(IterDataPipe):
 
     Example::
 
-        >>> dp = IterableWrapper(x for x in range(5)).set_length(3)
+        >>> dp = IterableWrapper(x for x in range(3)).set_length(3)
         >>> len(dp), list(dp)
         (3, [0, 1, 2])
     """
@@ -72,11 +73,7 @@ class LengthSetter(IterDataPipe):
         self.length = length
 
     def __iter__(self):
-        if self.length > 0:
-            for i, x in enumerate(self.source_datapipe, 1):
-                yield x
-                if i >= self.length:
-                    return
+        yield from self.source_datapipe
 
     def __len__(self) -> int:
         return self.length
