@@ -185,10 +185,11 @@ class RoutedDecoder(IterDataPipe):
     def __iter__(self):
         for path, data in self.datapipe:
             if not isinstance(data, (bytes, bytearray)):
+                stream = data
                 try:
-                    data = data.read()
+                    data = stream.read()
                 finally:
-                    data.close()
+                    stream.close()
             key = self.key_fn(path)
             for h in self.handlers:
                 try:
