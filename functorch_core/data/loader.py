@@ -530,7 +530,7 @@ class _WorkerPool:
         for q in self.commands:
             with contextlib.suppress(Exception):
                 q.put(None)
-        deadline = time.monotonic() + 2.0
+        deadline = time.monotonic() + 0.5
         for p in self.procs:
             p.join(max(0.0, deadline - time.monotonic()))
             if p.is_alive():
