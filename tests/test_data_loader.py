@@ -270,6 +270,43 @@ def test_worker_error_names_worker_pipe_index_and_traceback():
     assert "raised in Mapper(fn=fail_on_7" in "".join(info.value.__notes__)
 
 
+class Unpicklable:
+    def __reduce__(self):
+        raise TypeError("no pickling here")
+
+
+def make_unpicklable(x):
+    return Unpicklable() if x == 2 else x
+
+
+def test_unpicklable_output_is_an_error_not_a_hang():
+    dp = IterableWrapper(range(5)).map(make_unpicklable)
+    with pytest.raises(DataLoaderWorkerError, match=r"worker 0 \(rank 0\) raised in "
+                                                    r"Mapper\(fn=make_unpicklable.*at output 2.*"
+                                                    r"cannot be pickled"):
+        run(DataLoader(dp, num_workers=1, multiprocessing_context=FORK))
+
+
+def shuffle_after_sharding(n):
+    return IterableWrapper(range(n)).sharding_filter().shuffle(buffer_size=4).map(ident)
+
+
+def test_random_pipes_after_the_sharding_keep_exactly_once_and_resume():
+    def make(rank):
+        return DataLoader(shuffle_after_sharding(23), batch_size=2, num_workers=2, rank=rank,
+                          world_size=2, seed=8, multiprocessing_context=FORK)
+
+    got = flat(run(make(0))) + flat(run(make(1)))
+    assert sorted(got) == list(range(23))
+    loader = make(1)
+    full = run(make(1))
+    first, _it = take(loader, 3)
+    resumed = make(1)
+    resumed.load_state_dict(loader.state_dict())
+    assert [b.tolist() for b in first] + run(resumed) == full
+    loader.close()
+
+
 def die_in_worker_1(worker_id):
     if worker_id == 1:
         os._exit(3)

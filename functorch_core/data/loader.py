@@ -161,6 +161,7 @@ def _worker_loop(pipe, worker_id, num_workers, rank, world_size, results, comman
                  worker_init_fn):
     """A worker process: run one epoch per command, put tagged outputs on ``results``."""
     global _worker_info
+    initialized = False  # worker_init_fn runs once per process, as in torch
     while True:
         cmd = commands.get()
         if cmd is None:
@@ -184,20 +185,25 @@ def _worker_loop(pipe, worker_id, num_workers, rank, world_size, results, comman
                     continue
             return False
 
-        index = skip
+        index, stage = skip, "worker_init_fn"
         try:
-            if worker_init_fn is not None:
+            if worker_init_fn is not None and not initialized:
                 worker_init_fn(worker_id)
-            it = _advance(local, skip)
-            for item in it:
-                if not put(("item", gen, item)):
+            initialized, stage = True, repr(local)
+            for item in _advance(local, skip):
+                try:
+                    payload = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
+                except Exception as e:
+                    raise TypeError(f"the output cannot be pickled to send it to the main "
+                                    f"process: {e}") from None
+                if not put(("item", gen, payload)):
                     break
                 index += 1
             else:
                 put(("end", gen, index))
         except Exception as e:
             where = _failing_pipe(e.__traceback__)
-            put(("error", gen, index, repr(where) if where is not None else "worker_init_fn",
+            put(("error", gen, index, repr(where) if where is not None else stage,
                  f"{type(e).__name__}: {e}", traceback.format_exc()))
 
 
@@ -591,7 +597,7 @@ class _Epoch:
         msg = self.pool.get(w, self.gen)
         kind = msg[0]
         if kind == "item":
-            return True, msg[2]
+            return True, pickle.loads(msg[2])
         if kind == "end":
             return False, None
         _, _, index, where, summary, text = msg
