@@ -11,9 +11,11 @@ from .collate import default_collate
 from .datapipe import DataChunk, IterDataPipe, MapDataPipe, functional_datapipe
 from .graph import find, list_datapipes, render, replace, traverse
 from .iter import *  # noqa: F403
+from .loader import DataLoader, DataLoaderWorkerError, WorkerInfo, get_worker_info
 from .map import IterToMapConverter, MapToIterConverter, SequenceWrapper
 
 __all__ = ["DataChunk", "IterDataPipe", "MapDataPipe", "functional_datapipe",
            "default_collate", "find", "list_datapipes", "render", "replace", "traverse",
            "IterToMapConverter", "MapToIterConverter", "SequenceWrapper",
+           "DataLoader", "DataLoaderWorkerError", "WorkerInfo", "get_worker_info",
            *_iter.__all__]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import inspect
 
 from ..collate import default_collate
 from ..datapipe import IterDataPipe, functional_datapipe
@@ -45,6 +46,25 @@ def apply_fn_cols(pipe, fn, data, input_col, output_col):
     return tuple(data) if is_tuple else data
 
 
+def check_arity(cls_name, fn, input_col) -> None:
+    """Raise if ``fn`` cannot take one argument per column of ``input_col``."""
+    if not isinstance(input_col, (list, tuple)):
+        return
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return
+    kinds = {p.kind for p in params}
+    if inspect.Parameter.VAR_POSITIONAL in kinds:
+        return
+    positional = [p for p in params if p.kind in (inspect.Parameter.POSITIONAL_ONLY,
+                                                  inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    if len(positional) < len(input_col):
+        raise ValueError(f"{cls_name}: {_fn_name(fn)} takes {len(positional)} positional "
+                         f"parameters, but {len(input_col)} are required by "
+                         f"input_col={input_col!r}")
+
+
 def check_cols(cls_name, input_col, output_col):
     if input_col is None and output_col is not None:
         raise ValueError(f"{cls_name}: output_col={output_col!r} must be None when input_col "
@@ -82,6 +102,7 @@ class Mapper(IterDataPipe):
     def __init__(self, datapipe, fn, input_col=None, output_col=None):
         if not callable(fn):
             raise TypeError(f"{type(self).__name__}: fn={fn!r} is not callable")
+        check_arity(type(self).__name__, fn, input_col)
         self.datapipe = datapipe
         self.fn = fn
         self.input_col = input_col

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..datapipe import IterDataPipe, functional_datapipe
+from .callable import check_arity
 
 __all__ = ["Filter"]
 
@@ -37,6 +38,7 @@ class Filter(IterDataPipe):
     def __init__(self, datapipe, filter_fn, input_col=None):
         if not callable(filter_fn):
             raise TypeError(f"Filter: filter_fn={filter_fn!r} is not callable")
+        check_arity("Filter", filter_fn, input_col)
         self.datapipe = datapipe
         self.filter_fn = filter_fn
         self.input_col = input_col
