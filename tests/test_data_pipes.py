@@ -527,3 +527,45 @@ def test_random_pipes_same_multiset_as_torchdata(name):
     assert flat(ours) == flat(theirs)
     if name == "bucketbatch":
         assert sorted(map(len, ours)) == sorted(map(len, theirs))
+
+
+# -- through the DataLoader --------------------------------------------------------------------
+def pair_up(x):
+    return [x, 1000 + x]
+
+
+def _random_pipeline():
+    a, b = W(range(40)).shuffle().sharding_filter().shuffled_flatmap(pair_up, buffer_size=3) \
+        .fork(2)
+    return a.zip(b).bucketbatch(3, batch_num=2, bucket_num=2)
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_random_pipes_resume_through_the_loader(num_workers):
+    from functorch_core.data import DataLoader
+
+    def run(cut=None):
+        loader = DataLoader(_random_pipeline(), num_workers=num_workers, seed=3)
+        loader.set_epoch(1)
+        out = []
+        for k, batch in enumerate(loader):
+            out.append(plain(batch))
+            if k == cut:
+                return out, loader.state_dict()
+        return out, None
+
+    whole, _ = run()
+    flat = sorted(x for b in whole for pair in b for x in pair)
+    assert flat == sorted([x for i in range(40) for x in pair_up(i)] * 2)
+    head, state = run(cut=4)
+    resumed = DataLoader(_random_pipeline(), num_workers=num_workers, seed=3)
+    resumed.load_state_dict(state)
+    assert head + [plain(b) for b in resumed] == whole
+
+
+def test_network_pipes_block_state_dict():
+    from functorch_core.data import DataLoader
+
+    loader = DataLoader(W(["http://127.0.0.1:9/x"]).read_from_http(), num_workers=0, seed=0)
+    with pytest.raises(RuntimeError, match=r"HttpReader.* cannot be resumed: .*network"):
+        loader.state_dict()
