@@ -434,3 +434,31 @@ def test_same_file_pipeline_outputs_as_torchdata(tree, packed):
     ours = {k: f() for k, f in pipelines(fi).items()}
     for k in theirs:
         assert ours[k] == theirs[k], k
+
+
+# -- through the DataLoader -----------------------------------------------------------------------
+def row_ints(row):
+    return tuple(int(v) for v in row)
+
+
+def test_file_pipeline_in_workers_exactly_once_and_resumable(tmp_path):
+    from functorch_core.data import DataLoader
+
+    for f in range(5):
+        write(f"{tmp_path}/part-{f}.csv", "".join(f"{f},{r}\n" for r in range(f + 2)))
+
+    def pipeline():
+        return (fi.FileLister(str(tmp_path), "*.csv").shuffle().sharding_filter()
+                .open_files().parse_csv().map(row_ints))
+
+    loader = DataLoader(pipeline(), num_workers=2, seed=1, multiprocessing_context="spawn")
+    whole = list(loader)
+    assert sorted(whole) == sorted((f, r) for f in range(5) for r in range(f + 2))
+    loader = DataLoader(pipeline(), num_workers=2, seed=1)  # fork: faster to start
+    it = iter(loader)
+    head = [next(it) for _ in range(7)]
+    state = loader.state_dict()
+    loader.close()
+    resumed = DataLoader(pipeline(), num_workers=2, seed=1)
+    resumed.load_state_dict(state)
+    assert head + list(resumed) == whole

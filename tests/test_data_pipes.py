@@ -222,7 +222,7 @@ def test_fork_demux_roundrobin_unzip_laws(xs, n):
     parts = W(xs).demux(3, mod3)
     got = [list(p) for p in parts]
     assert got == [[x for x in xs if x % 3 == k] for k in range(3)]
-    rr = W(xs).round_robin_demux(n) if n > 1 else [W(xs)]
+    rr = W(xs).round_robin_demux(n)
     assert [list(p) for p in rr] == [xs[k::n] for k in range(n)]
     assert [len(p) for p in rr] == [len(xs[k::n]) for k in range(n)]
     a, b = W([(x, -x) for x in xs]).unzip(2)

@@ -222,7 +222,8 @@ class _RoundRobin(_Splitter):
 @functional_datapipe("round_robin_demux")
 class RoundRobinDemultiplexer(IterDataPipe):
     """Deal the source's items to ``num_instances`` children in turn
-    (functional name: ``round_robin_demux``). Returns a list of pipes.
+    (functional name: ``round_robin_demux``). Returns a list of pipes (``[datapipe]``
+    for one instance).
 
     Args:
         datapipe (IterDataPipe): the source, read once per epoch.
@@ -238,7 +239,7 @@ class RoundRobinDemultiplexer(IterDataPipe):
 
     def __new__(cls, datapipe, num_instances: int, buffer_size: int = 1000):
         if num_instances == 1:
-            return datapipe
+            return [datapipe]  # a list even for one instance, as TorchData
         main = _RoundRobin(datapipe, num_instances, buffer_size)
         return [_Child(main, i) for i in range(num_instances)]
 
