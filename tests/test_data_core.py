@@ -359,6 +359,8 @@ def test_default_collate_errors_name_the_place():
         default_collate([{"a": np.zeros(2)}, {"a": np.zeros(3)}])
     with pytest.raises(ValueError, match="different lengths"):
         default_collate([(1, 2), (1,)])
+    with pytest.raises(TypeError, match=r"mixes numbers with \['int', 'str'\]"):
+        default_collate([1, "a"])
     with pytest.raises(TypeError, match="holds a object"):
         default_collate([object()])
     with pytest.raises(ValueError, match="empty"):
