@@ -359,6 +359,8 @@ def test_default_collate_errors_name_the_place():
         default_collate([{"a": np.zeros(2)}, {"a": np.zeros(3)}])
     with pytest.raises(ValueError, match="different lengths"):
         default_collate([(1, 2), (1,)])
+    with pytest.raises(TypeError, match=r"mixes numbers with \['int', 'str'\]"):
+        default_collate([1, "a"])
     with pytest.raises(TypeError, match="holds a object"):
         default_collate([object()])
     with pytest.raises(ValueError, match="empty"):
@@ -378,6 +380,9 @@ def test_collator_pipe():
 def test_map_pipes():
     seq = SequenceWrapper([1, 2, 3, 4, 5])
     assert seq.map(double)[4] == 10 and len(seq.map(double)) == 5
+    with pytest.raises(IndexError, match=r"SequenceWrapper\[7\]: no such index in a sequence "
+                                         r"of length 5"):
+        seq.map(double)[7]
     b = seq.batch(2)
     assert len(b) == 3 and b[2] == [5] and len(seq.batch(2, drop_last=True)) == 2
     with pytest.raises(IndexError, match=r"Batcher\[3\]: index out of range for length 3"):

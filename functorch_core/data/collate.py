@@ -25,10 +25,14 @@ def _collate(batch: Sequence, where: str):
     if isinstance(elem, (str, bytes)) or elem is None:
         return list(batch)
     if isinstance(elem, (bool, Number)):
-        if not all(isinstance(x, (bool, Number, np.generic)) for x in batch):
+        try:
+            out = np.asarray(batch)
+        except ValueError:
+            out = None
+        if out is None or out.dtype.kind not in "biufc" or out.ndim != 1:
             raise TypeError(f"default_collate: {where} mixes numbers with "
                             f"{sorted({type(x).__name__ for x in batch})}")
-        return np.asarray(batch)
+        return out
     if isinstance(elem, Mapping):
         keys = list(elem)
         for x in batch:

@@ -1,4 +1,4 @@
-"""Random-order iter pipes: Shuffler (shuffle) and Sampler (sample), with their samplers."""
+"""Random-order iter pipes: Shuffler (shuffle) and Sampler, with their samplers."""
 
 from __future__ import annotations
 
@@ -130,9 +130,8 @@ class RandomSampler:
         return self.num_samples
 
 
-@functional_datapipe("sample")
 class Sampler(IterDataPipe):
-    """Yield what a sampler over the source yields (functional name: ``sample``).
+    """Yield what a sampler over the source yields (no functional name, as in torch).
 
     As in torch, the sampler is built as ``sampler(*sampler_args,
     data_source=datapipe, **sampler_kwargs)`` and its output (indices, for the

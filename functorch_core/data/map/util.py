@@ -35,7 +35,11 @@ class SequenceWrapper(MapDataPipe):
         self.sequence = copy.deepcopy(sequence) if deepcopy else sequence
 
     def __getitem__(self, index):
-        return self.sequence[index]
+        try:
+            return self.sequence[index]
+        except (IndexError, KeyError) as e:
+            raise type(e)(f"SequenceWrapper[{index!r}]: no such index in a sequence of length "
+                          f"{len(self.sequence)}") from None
 
     def __len__(self) -> int:
         return len(self.sequence)
