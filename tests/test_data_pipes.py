@@ -126,7 +126,9 @@ def test_shuffled_flatmap_is_a_seeded_permutation_of_flatmap():
     assert sorted(a) == sorted(x for s in src for x in s)
     assert a != [x for s in src for x in s]
     assert list(W(src).shuffled_flatmap().set_shuffle(False)) == [x for s in src for x in s]
-    assert dp._is_random
+    assert dp._is_random and len(dp) == len(a)
+    with pytest.raises(TypeError, match="relies on the output of its function"):
+        len(W(src).shuffled_flatmap(twice))
 
 
 # -- bucketing --------------------------------------------------------------------------------

@@ -280,6 +280,8 @@ class ShuffledFlatMapper(IterDataPipe):
                 yield item
 
     def __len__(self) -> int:
+        if self.fn is _identity and self.input_col is None:
+            return sum(len(d) for d in self.datapipe)  # as TorchData: known without fn
         raise TypeError("ShuffledFlatMapper's length relies on the output of its function")
 
     def __repr__(self) -> str:
