@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import itertools
+import warnings
 
 from ..datapipe import IterDataPipe, functional_datapipe
 from ._pipeutil import check_positive
@@ -42,7 +43,15 @@ class Header(IterDataPipe):
                     return
 
     def __len__(self) -> int:
-        n = len(self.source_datapipe)
+        try:
+            n = len(self.source_datapipe)
+        except TypeError:
+            if self.limit is None:
+                raise TypeError("Header(limit=None) over a source without len() has no "
+                                "length") from None
+            warnings.warn(f"Header: the source has no len(); assuming limit={self.limit} "
+                          "(fewer items come if the source is shorter)", stacklevel=2)
+            return self.limit
         return n if self.limit is None else min(n, self.limit)
 
     def __repr__(self) -> str:
