@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import itertools
-import warnings
 
 from ..datapipe import IterDataPipe, functional_datapipe
 from ._pipeutil import check_positive
@@ -43,15 +42,7 @@ class Header(IterDataPipe):
                     return
 
     def __len__(self) -> int:
-        try:
-            n = len(self.source_datapipe)
-        except TypeError:
-            if self.limit is None:
-                raise TypeError("Header(limit=None) over a source without len() has no "
-                                "length") from None
-            warnings.warn(f"Header: the source has no len(); assuming limit={self.limit} "
-                          "(fewer items come if the source is shorter)", stacklevel=2)
-            return self.limit
+        n = len(self.source_datapipe)
         return n if self.limit is None else min(n, self.limit)
 
     def __repr__(self) -> str:
