@@ -58,3 +58,13 @@ def test_rnn_sequence_lstm_learns_the_sine():
     after, persistence = figure(out, r"after training: ([0-9.]+) \(repeating the last value: "
                                      r"([0-9.]+)\)")
     assert after < 0.5 * persistence, out
+
+
+def test_data_pipeline_trains_from_tar_shards_and_resumes():
+    out = run_example("data_pipeline.py")
+    assert "each sample exactly once" in out
+    assert re.search(r"the \d+ remaining batches are identical to the uninterrupted run", out)
+    losses = [float(v) for v in re.findall(r"epoch \d.*mean loss ([0-9.]+)", out)]
+    assert len(losses) == 4 and losses[-1] < 0.5 * losses[0], losses
+    (acc,) = figure(out, r"test accuracy: ([0-9.]+)")
+    assert acc > 0.9, out

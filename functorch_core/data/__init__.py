@@ -1,5 +1,21 @@
-"""DataPipes: composable, resumable data loading (TorchData's names and semantics)."""
+"""DataPipes: composable, resumable data loading (TorchData's names and semantics).
 
-from .datapipe import IterDataPipe, MapDataPipe, functional_datapipe
+``functorch_core.data`` holds the bases, the iterable-style pipes by class name,
+the graph utilities and the collate functions; map-style pipes whose names
+repeat an iter pipe's (``Mapper``, ``Batcher``, ``Shuffler``) live in
+``functorch_core.data.datapipes.map``.
+"""
 
-__all__ = ["IterDataPipe", "MapDataPipe", "functional_datapipe"]
+from . import iter as _iter
+from .collate import default_collate
+from .datapipe import DataChunk, IterDataPipe, MapDataPipe, functional_datapipe
+from .graph import find, list_datapipes, render, replace, traverse
+from .iter import *  # noqa: F403
+from .loader import DataLoader, DataLoaderWorkerError, WorkerInfo, get_worker_info
+from .map import IterToMapConverter, MapToIterConverter, SequenceWrapper
+
+__all__ = ["DataChunk", "IterDataPipe", "MapDataPipe", "functional_datapipe",
+           "default_collate", "find", "list_datapipes", "render", "replace", "traverse",
+           "IterToMapConverter", "MapToIterConverter", "SequenceWrapper",
+           "DataLoader", "DataLoaderWorkerError", "WorkerInfo", "get_worker_info",
+           *_iter.__all__]

@@ -4,18 +4,51 @@
 ``pipe.map(fn)`` build that class with ``pipe`` as its first argument. The
 registry is an explicit dict per base; nothing is looked up through
 ``__getattr__``.
+
+Conventions every pipe follows (the DataLoader relies on them):
+
+* **Sources** are the DataPipes held in the pipe's attributes (directly, or
+  inside a list, tuple or dict attribute). ``graph.traverse`` finds them there;
+  a pipe that hides a source elsewhere overrides ``_datapipe_sources``.
+* **Randomness**: a random pipe sets the class attribute ``_is_random = True``
+  and draws only from ``self._rng()``, a ``numpy.random.Generator`` made at
+  ``__iter__`` time from the seed given to ``set_seed`` (fresh entropy when no
+  seed was given). As in TorchData, a seed serves the next iteration only; the
+  same seed gives the same epoch.
+* **Resumability**: an epoch is a deterministic function of the sources and of
+  the seeds; the loader resumes by replaying to the saved position. A pipe
+  whose iteration cannot be replayed sets ``self._resume_blocker = "<why>"``.
+  ``_skip(n)`` may arrange for the next ``__iter__`` to start after the first
+  ``n`` outputs without producing them (return ``True``) when that is exact.
+* **Pickling**: a pipe holds no open file, generator or thread between
+  ``__iter__`` calls, so it pickles for spawned workers.
 """
 
 from __future__ import annotations
 
 import functools
 
-__all__ = ["IterDataPipe", "MapDataPipe", "functional_datapipe"]
+import numpy as np
+
+__all__ = ["DataChunk", "IterDataPipe", "MapDataPipe", "functional_datapipe"]
+
+
+class DataChunk(list):
+    """A batch: a ``list`` subclass, so ``unbatch`` can tell batches from samples."""
+
+    def __repr__(self) -> str:
+        return f"DataChunk({list.__repr__(self)})"
 
 
 class _DataPipeBase:
     _functions: dict[str, type]
-
+    #: class attribute: True for pipes whose output depends on a seed
+    _is_random: bool = False
+    #: why this pipe's iteration cannot be replayed (``None``: it can)
+    _resume_blocker: str | None = None
+    #: attribute names shown by ``repr`` as ``name=value``
+    _repr_args: tuple[str, ...] = ()
+    _seed: int | None = None
 
     @classmethod
     def register_datapipe_as_function(cls, name: str, pipe_cls: type) -> None:
@@ -33,8 +66,59 @@ class _DataPipeBase:
         method.__qualname__ = f"{cls.__name__}.{name}"
         setattr(cls, name, method)
 
+    # -- the seeding and resume protocol ------------------------------------------------
+    def set_seed(self, seed: int):
+        """Seed this pipe's random draws for its next iteration.
+
+        As in TorchData the seed is used once: the iteration after the next one
+        draws fresh entropy unless ``set_seed`` is called again.
+
+        Args:
+            seed (int): a non-negative integer; the same seed gives the same
+                output for the same input.
+
+        Returns:
+            the pipe itself, so calls chain.
+        """
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise TypeError(f"{type(self).__name__}.set_seed(seed={seed!r}): expected a "
+                            "non-negative int")
+        self._seed = int(seed)
+        return self
+
+    def _rng(self) -> np.random.Generator:
+        """A fresh generator for one iteration: from the seed (used up), or entropy."""
+        seed, self._seed = self._seed, None
+        return np.random.default_rng(seed)
+
+    def _skip(self, n: int) -> bool:
+        """Make the next ``__iter__`` start after its first ``n`` outputs.
+
+        Returns ``True`` if this pipe arranged that exactly, ``False`` (changing
+        nothing) if it cannot; the loader then replays and discards instead.
+        """
+        return False
+
+    def _datapipe_sources(self) -> list:
+        """The DataPipes this pipe reads from, in attribute order."""
+        found = []
+        for value in vars(self).values():
+            if isinstance(value, _DataPipeBase):
+                found.append(value)
+            elif isinstance(value, (list, tuple)):
+                found.extend(v for v in value if isinstance(v, _DataPipeBase))
+            elif isinstance(value, dict):
+                found.extend(v for v in value.values() if isinstance(v, _DataPipeBase))
+        return found
+
+    # -- display ----------------------------------------------------------------------------
     def __repr__(self) -> str:
-        return type(self).__name__
+        args = []
+        for name in self._repr_args:
+            value = getattr(self, name, None)
+            shown = getattr(value, "__qualname__", None) if callable(value) else None
+            args.append(f"{name}={shown or repr(value)}")
+        return f"{type(self).__name__}({', '.join(args)})" if args else type(self).__name__
 
     def __str__(self) -> str:
         return repr(self)
@@ -65,6 +149,11 @@ class MapDataPipe(_DataPipeBase):
 
     def __len__(self) -> int:
         raise TypeError(f"{type(self).__name__} instance doesn't have valid length")
+
+    def __iter__(self):
+        # iterating a map pipe walks its indices in order, as a Python sequence does
+        for i in range(len(self)):
+            yield self[i]
 
 
 def functional_datapipe(name: str):

@@ -1,0 +1,178 @@
+"""The pipeline graph: walk, search, rewrite and draw a DataPipe DAG.
+
+A pipe's sources are the DataPipes in its attributes (see ``datapipe``). A pipe
+read by several consumers (the buffer behind ``fork`` or ``demux``, a source
+given to two ``zip`` calls) is one node with several parents. Every walk here
+is iterative, so a thousand chained pipes do not hit the recursion limit.
+"""
+
+from __future__ import annotations
+
+from .datapipe import _DataPipeBase
+
+__all__ = ["traverse", "list_datapipes", "find", "replace", "render", "sources"]
+
+
+def _check(dp, fn: str) -> None:
+    if not isinstance(dp, _DataPipeBase):
+        raise TypeError(f"{fn}(dp): expected an IterDataPipe or MapDataPipe, got "
+                        f"{type(dp).__name__}")
+
+
+def sources(dp) -> list:
+    """The DataPipes ``dp`` reads from directly, without repeats, in attribute order."""
+    _check(dp, "sources")
+    seen, out = set(), []
+    for s in dp._datapipe_sources():
+        if id(s) not in seen:
+            seen.add(id(s))
+            out.append(s)
+    return out
+
+
+def traverse(dp) -> dict:
+    """The graph above ``dp`` as nested dicts, as TorchData's ``traverse_dps``.
+
+    Args:
+        dp (IterDataPipe or MapDataPipe): the last pipe of a pipeline.
+
+    Returns:
+        ``{id(dp): (dp, {id(source): (source, {...}), ...})}``. A pipe reached
+        twice shares one inner dict, so the result is a DAG, not a tree.
+
+    Example::
+
+        >>> dp = IterableWrapper(range(4)).map(abs)
+        >>> g = traverse(dp)
+        >>> [p for p, _ in g.values()]
+        [Mapper(fn=abs, input_col=None, output_col=None)]
+    """
+    _check(dp, "traverse")
+    order = list_datapipes(dp)
+    children: dict[int, dict] = {id(node): {} for node in order}
+    for node in order:
+        for s in sources(node):
+            children[id(node)][id(s)] = (s, children[id(s)])
+    return {id(dp): (dp, children[id(dp)])}
+
+
+def list_datapipes(dp) -> list:
+    """Every pipe of the graph above ``dp`` once, depth-first from ``dp`` (sources in order).
+
+    The order is a function of how the pipeline was built, so it is the same in
+    every process that unpickles the pipeline; the DataLoader seeds the random
+    pipes by their position in it.
+    """
+    _check(dp, "list_datapipes")
+    seen, order, stack = set(), [], [dp]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        order.append(node)
+        stack.extend(reversed(sources(node)))
+    return order
+
+
+def find(dp, cls) -> list:
+    """The pipes of the graph above ``dp`` (``dp`` included) that are instances of ``cls``.
+
+    Args:
+        dp (IterDataPipe or MapDataPipe): the last pipe of a pipeline.
+        cls (type or tuple of types): what to look for.
+
+    Example::
+
+        >>> dp = IterableWrapper(range(8)).shuffle().sharding_filter()
+        >>> find(dp, Shuffler)
+        [Shuffler(buffer_size=10000)]
+    """
+    return [p for p in list_datapipes(dp) if isinstance(p, cls)]
+
+
+def _swap(value, old, new):
+    if value is old:
+        return new, True
+    if isinstance(value, list):
+        hit = any(v is old for v in value)
+        if hit:
+            value[:] = [new if v is old else v for v in value]
+        return value, hit
+    if isinstance(value, tuple):
+        if any(v is old for v in value):
+            return type(value)(*(new if v is old else v for v in value)) if hasattr(
+                value, "_fields") else tuple(new if v is old else v for v in value), True
+        return value, False
+    if isinstance(value, dict):
+        keys = [k for k, v in value.items() if v is old]
+        for k in keys:
+            value[k] = new
+        return value, bool(keys)
+    return value, False
+
+
+def replace(dp, old, new):
+    """Put ``new`` wherever a pipe of the graph above ``dp`` reads from ``old``.
+
+    The graph is changed in place (as TorchData's ``replace_dp``).
+
+    Args:
+        dp (IterDataPipe or MapDataPipe): the last pipe of a pipeline.
+        old: a pipe of that graph.
+        new: the pipe to read from instead.
+
+    Returns:
+        the new last pipe: ``new`` if ``dp is old``, else ``dp``.
+
+    Raises:
+        ValueError: ``old`` is not in the graph above ``dp``.
+    """
+    _check(new, "replace")
+    if dp is old:
+        return new
+    found = False
+    for node in list_datapipes(dp):
+        for name, value in list(vars(node).items()):
+            value2, hit = _swap(value, old, new)
+            if hit:
+                found = True
+                if value2 is not value:
+                    setattr(node, name, value2)
+    if not found:
+        raise ValueError(f"replace(dp, old={old!r}, new={new!r}): old is not in the graph "
+                         f"above {dp!r}")
+    return dp
+
+
+def render(dp) -> str:
+    """A text drawing of the pipeline above ``dp``, the last pipe at the top.
+
+    Each pipe is drawn once with a number; a pipe read by several consumers is
+    drawn under the first and referred to as ``(see [n])`` under the others.
+
+    Example::
+
+        >>> print(render(IterableWrapper(range(4)).map(abs).batch(2)))
+        [0] Batcher(batch_size=2, drop_last=False)
+        └─ [1] Mapper(fn=abs, input_col=None, output_col=None)
+           └─ [2] IterableWrapper
+    """
+    _check(dp, "render")
+    numbers: dict[int, int] = {}
+    lines = []
+    # (pipe, prefix for its own line, prefix for its children's lines)
+    stack = [(dp, "", "")]
+    while stack:
+        node, head, tail = stack.pop()
+        if id(node) in numbers:
+            lines.append(f"{head}(see [{numbers[id(node)]}] {type(node).__name__})")
+            continue
+        numbers[id(node)] = len(numbers)
+        lines.append(f"{head}[{numbers[id(node)]}] {node!r}")
+        srcs = sources(node)
+        for i in reversed(range(len(srcs))):
+            last = i == len(srcs) - 1
+            stack.append((srcs[i], tail + ("└─ " if last else "├─ "),
+                          tail + ("   " if last else "│  ")))
+    return "\n".join(lines)

@@ -1,0 +1,316 @@
+"""Archives and compressed files: ``load_from_tar``, ``load_from_zip``,
+``load_from_bz2``, ``load_from_xz`` and ``decompress``.
+
+Each takes ``(path, stream)`` pairs. Archive members are yielded as
+``(archive_path/member_name, stream)`` and must be read before the next member
+is requested (the member streams read from the archive's stream). A corrupt
+archive or compressed stream raises an error naming the pipe and the file.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import os
+import pathlib
+import tarfile
+import zipfile
+
+from ..datapipe import IterDataPipe, functional_datapipe
+
+__all__ = ["Bz2FileLoader", "Decompressor", "TarArchiveLoader", "XzFileLoader",
+           "ZipArchiveLoader"]
+
+_CORRUPT = (OSError, EOFError, lzma.LZMAError, zipfile.BadZipFile, tarfile.TarError)
+
+
+class _CheckedStream(io.RawIOBase):
+    """A read-only stream whose read errors name the pipe and the file."""
+
+    def __init__(self, pipe: str, path: str, what: str, inner, outer=None) -> None:
+        super().__init__()
+        self._pipe, self._path, self._what = pipe, path, what
+        self._inner, self._outer = inner, outer
+
+    def _fail(self, e):
+        keep = isinstance(e, (EOFError, lzma.LZMAError, zipfile.BadZipFile, tarfile.TarError))
+        return (type(e) if keep else OSError)(
+            f"{self._pipe}: {self._path!r} is not a valid {self._what}: {e}")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        try:
+            data = self._inner.read(len(b))
+        except _CORRUPT as e:
+            raise self._fail(e) from e
+        b[:len(data)] = data
+        return len(data)
+
+    def read(self, size=-1) -> bytes:
+        try:
+            return self._inner.read(-1 if size is None else size)
+        except _CORRUPT as e:
+            raise self._fail(e) from e
+
+    def readline(self, size=-1) -> bytes:
+        try:
+            return self._inner.readline(size)
+        except _CORRUPT as e:
+            raise self._fail(e) from e
+
+    def close(self) -> None:
+        if not self.closed:
+            self._inner.close()
+            if self._outer is not None:
+                self._outer.close()
+        super().close()
+
+
+def _close(stream) -> None:
+    close = getattr(stream, "close", None)
+    if close is not None:
+        close()
+
+
+@functional_datapipe("load_from_tar")
+class TarArchiveLoader(IterDataPipe):
+    """Yield ``(path/member, stream)`` for each regular file in each tar archive
+    (functional name: ``load_from_tar``).
+
+    Args:
+        datapipe (IterDataPipe): yields ``(path, binary stream)``.
+        mode (str): default ``"r:*"`` (any compression); see ``tarfile.open``,
+            e.g. ``"r|"`` for a stream that cannot seek.
+        length (int): default ``-1`` (no ``len()``).
+
+    Example::
+
+        >>> dp = FileLister("shards", "*.tar").open_files("rb").load_from_tar()  # doctest: +SKIP
+    """
+
+    def __init__(self, datapipe, mode: str = "r:*", length: int = -1) -> None:
+        if not mode.startswith("r"):
+            raise ValueError(f"TarArchiveLoader: mode must be a read mode, got {mode!r}")
+        self.datapipe = datapipe
+        self.mode = mode
+        self.length = length
+
+    def __iter__(self):
+        for path, stream in self.datapipe:
+            try:
+                try:
+                    tar = tarfile.open(fileobj=stream, mode=self.mode)
+                except _CORRUPT as e:
+                    raise tarfile.ReadError(f"TarArchiveLoader: {path!r} is not a valid tar "
+                                            f"archive (mode {self.mode!r}): {e}") from e
+                with tar:
+                    while True:
+                        try:
+                            member = tar.next()
+                        except _CORRUPT as e:
+                            raise tarfile.ReadError(f"TarArchiveLoader: {path!r} is corrupt "
+                                                    f"after its member {tar.members[-1].name!r}"
+                                                    f": {e}") from e
+                        if member is None:
+                            break
+                        if not member.isfile():
+                            continue
+                        f = tar.extractfile(member)
+                        yield (os.path.join(path, os.path.normpath(member.name)),
+                               _CheckedStream("TarArchiveLoader", path, "tar archive", f))
+            finally:
+                _close(stream)
+
+    def __len__(self) -> int:
+        if self.length == -1:
+            raise TypeError("TarArchiveLoader instance doesn't have valid length (pass length=)")
+        return self.length
+
+    def __repr__(self) -> str:
+        return f"TarArchiveLoader(mode={self.mode!r})"
+
+
+@functional_datapipe("load_from_zip")
+class ZipArchiveLoader(IterDataPipe):
+    """Yield ``(path/member, stream)`` for each file in each zip archive
+    (functional name: ``load_from_zip``). The archive's stream must be seekable.
+
+    Args:
+        datapipe (IterDataPipe): yields ``(path, binary stream)``.
+        length (int): default ``-1`` (no ``len()``).
+
+    Example::
+
+        >>> dp = FileLister("data", "*.zip").open_files("rb").load_from_zip()  # doctest: +SKIP
+    """
+
+    def __init__(self, datapipe, length: int = -1) -> None:
+        self.datapipe = datapipe
+        self.length = length
+
+    def __iter__(self):
+        for path, stream in self.datapipe:
+            try:
+                try:
+                    archive = zipfile.ZipFile(stream)
+                except _CORRUPT as e:
+                    raise zipfile.BadZipFile(f"ZipArchiveLoader: {path!r} is not a valid zip "
+                                             f"archive: {e}") from e
+                with archive:
+                    for info in archive.infolist():
+                        if info.is_dir():
+                            continue
+                        f = archive.open(info)
+                        yield (os.path.join(path, info.filename),
+                               _CheckedStream("ZipArchiveLoader", path, "zip archive", f))
+            finally:
+                _close(stream)
+
+    def __len__(self) -> int:
+        if self.length == -1:
+            raise TypeError("ZipArchiveLoader instance doesn't have valid length (pass length=)")
+        return self.length
+
+
+def _strip_suffix(path: str, suffix: str) -> str:
+    return path[:-len(suffix)] if path.endswith(suffix) else path
+
+
+class _SingleFileLoader(IterDataPipe):
+    _suffix = ""
+    _what = ""
+
+    def __init__(self, datapipe, length: int = -1) -> None:
+        self.datapipe = datapipe
+        self.length = length
+
+    def _open(self, stream):
+        raise NotImplementedError
+
+    def __iter__(self):
+        pipe = type(self).__name__
+        for path, stream in self.datapipe:
+            yield (_strip_suffix(path, self._suffix),
+                   _CheckedStream(pipe, path, self._what, self._open(stream), stream))
+
+    def __len__(self) -> int:
+        return len(self.datapipe) if self.length == -1 else self.length
+
+
+@functional_datapipe("load_from_bz2")
+class Bz2FileLoader(_SingleFileLoader):
+    """Yield ``(path without .bz2, decompressed stream)`` for each bz2 file
+    (functional name: ``load_from_bz2``).
+
+    Args:
+        datapipe (IterDataPipe): yields ``(path, binary stream)``.
+        length (int): default ``-1`` (the source's length).
+
+    Example::
+
+        >>> dp = FileLister("data", "*.bz2").open_files("rb").load_from_bz2()  # doctest: +SKIP
+    """
+
+    _suffix, _what = ".bz2", "bz2 file"
+
+    def _open(self, stream):
+        return bz2.BZ2File(stream)
+
+
+@functional_datapipe("load_from_xz")
+class XzFileLoader(_SingleFileLoader):
+    """Yield ``(path without .xz, decompressed stream)`` for each xz/lzma file
+    (functional name: ``load_from_xz``).
+
+    Args:
+        datapipe (IterDataPipe): yields ``(path, binary stream)``.
+        length (int): default ``-1`` (the source's length).
+
+    Example::
+
+        >>> dp = FileLister("data", "*.xz").open_files("rb").load_from_xz()  # doctest: +SKIP
+    """
+
+    _suffix, _what = ".xz", "xz file"
+
+    def _open(self, stream):
+        return lzma.LZMAFile(stream)
+
+
+_FILE_TYPES = {"gzip": "gzip", "gz": "gzip", "lzma": "lzma", "xz": "lzma", "tar": "tar",
+               "zip": "zip", "bz2": "bz2"}
+_BY_SUFFIX = {".tar": "tar", ".xz": "lzma", ".gz": "gzip", ".zip": "zip", ".bz2": "bz2"}
+
+
+@functional_datapipe("decompress")
+class Decompressor(IterDataPipe):
+    """Decompress each ``(path, stream)``: yield ``(path, decompressed)``, where
+    ``decompressed`` is a stream (gzip, lzma/xz, bz2), a ``tarfile.TarFile`` or a
+    ``zipfile.ZipFile`` (functional name: ``decompress``).
+
+    Args:
+        source_datapipe (IterDataPipe): yields ``(path, binary stream)``.
+        file_type (str or None): default ``None``: from the path's suffix
+            (``.tar``, ``.tar.gz``, ``.tar.xz``, ``.gz``, ``.xz``, ``.bz2``, ``.zip``);
+            otherwise one of ``"gzip"``, ``"lzma"``, ``"bz2"``, ``"tar"``, ``"zip"``.
+
+    Example::
+
+        >>> dp = FileOpener(["a.txt.gz"], mode="rb").decompress()  # doctest: +SKIP
+        >>> [(p, s.read()) for p, s in dp]
+        [('a.txt.gz', b'...')]
+    """
+
+    def __init__(self, source_datapipe, file_type: str | None = None) -> None:
+        if file_type is not None:
+            key = getattr(file_type, "value", file_type).lower()
+            if key not in _FILE_TYPES:
+                raise ValueError(f"Decompressor: file_type must be one of "
+                                 f"{sorted(set(_FILE_TYPES))}, got {file_type!r}")
+            file_type = _FILE_TYPES[key]
+        self.source_datapipe = source_datapipe
+        self.file_type = file_type
+
+    def _type_of(self, path: str) -> str:
+        if self.file_type is not None:
+            return self.file_type
+        if "".join(pathlib.Path(path).suffixes[-2:]) in (".tar.gz", ".tar.xz"):
+            return "tar"
+        ext = os.path.splitext(path)[1]
+        if ext not in _BY_SUFFIX:
+            raise ValueError(f"Decompressor: cannot tell the compression of {path!r} from its "
+                             f"suffix {ext!r}; expected one of {sorted(_BY_SUFFIX)} or "
+                             "file_type=")
+        return _BY_SUFFIX[ext]
+
+    def __iter__(self):
+        for path, stream in self.source_datapipe:
+            kind = self._type_of(path)
+            try:
+                if kind == "tar":
+                    yield path, tarfile.open(fileobj=stream, mode="r:*")
+                elif kind == "zip":
+                    yield path, zipfile.ZipFile(stream)
+                else:
+                    if kind == "gzip":
+                        inner = gzip.GzipFile(fileobj=stream)
+                    elif kind == "lzma":
+                        inner = lzma.LZMAFile(stream)
+                    else:
+                        inner = bz2.BZ2File(stream)
+                    yield path, _CheckedStream("Decompressor", path, f"{kind} file", inner,
+                                               stream)
+            except (tarfile.TarError, zipfile.BadZipFile) as e:
+                _close(stream)
+                raise type(e)(f"Decompressor: {path!r} is not a valid {kind} archive: "
+                              f"{e}") from e
+
+    def __len__(self) -> int:
+        return len(self.source_datapipe)
+
+    def __repr__(self) -> str:
+        return f"Decompressor(file_type={self.file_type!r})"

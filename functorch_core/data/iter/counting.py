@@ -1,0 +1,210 @@
+"""Pipes that count or number items: ``header``, ``set_length``, ``cycle``,
+``repeat``, ``enumerate`` and ``add_index``."""
+
+from __future__ import annotations
+
+import itertools
+
+from ..datapipe import IterDataPipe, functional_datapipe
+from ._pipeutil import check_positive
+
+__all__ = ["Cycler", "Enumerator", "Header", "IndexAdder", "LengthSetter", "Repeater"]
+
+
+@functional_datapipe("header")
+class Header(IterDataPipe):
+    """Yield at most the first ``limit`` items (functional name: ``header``).
+
+    Args:
+        source_datapipe (IterDataPipe): the source.
+        limit (int or None): default ``10``; ``None`` yields everything.
+
+    Example::
+
+        >>> list(IterableWrapper(range(10)).header(3))
+        [0, 1, 2]
+    """
+
+    def __init__(self, source_datapipe, limit: int | None = 10) -> None:
+        if limit is not None and (not isinstance(limit, int) or limit < 0):
+            raise ValueError(f"Header: limit must be a non-negative int or None, got {limit!r}")
+        self.source_datapipe = source_datapipe
+        self.limit = limit
+
+    def __iter__(self):
+        if self.limit is None:
+            yield from self.source_datapipe
+        elif self.limit > 0:
+            # islice would read one item past the limit from a generator-like source
+            for i, x in enumerate(self.source_datapipe, 1):
+                yield x
+                if i >= self.limit:
+                    return
+
+    def __len__(self) -> int:
+        n = len(self.source_datapipe)
+        return n if self.limit is None else min(n, self.limit)
+
+    def __repr__(self) -> str:
+        return f"Header(limit={self.limit})"
+
+
+@functional_datapipe("set_length")
+class LengthSetter(IterDataPipe):
+    """Declare the length of a pipe whose length is not known (functional name:
+    ``set_length``). The items pass through unchanged, as in TorchData; use
+    ``header`` to cut the stream.
+
+    Args:
+        source_datapipe (IterDataPipe): the source.
+        length (int): what ``len()`` returns, >= 0.
+
+    Example::
+
+        >>> dp = IterableWrapper(x for x in range(3)).set_length(3)
+        >>> len(dp), list(dp)
+        (3, [0, 1, 2])
+    """
+
+    def __init__(self, source_datapipe, length: int) -> None:
+        if not isinstance(length, int) or length < 0:
+            raise ValueError(f"LengthSetter: length must be a non-negative int, got {length!r}")
+        self.source_datapipe = source_datapipe
+        self.length = length
+
+    def __iter__(self):
+        yield from self.source_datapipe
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __repr__(self) -> str:
+        return f"LengthSetter(length={self.length})"
+
+
+@functional_datapipe("cycle")
+class Cycler(IterDataPipe):
+    """Iterate the source ``count`` times, or forever (functional name: ``cycle``).
+
+    Args:
+        source_datapipe (IterDataPipe): the source, iterated afresh each time.
+        count (int or None): default ``None`` (forever).
+
+    Example::
+
+        >>> list(IterableWrapper(range(2)).cycle(3))
+        [0, 1, 0, 1, 0, 1]
+    """
+
+    def __init__(self, source_datapipe, count: int | None = None) -> None:
+        if count is not None and (not isinstance(count, int) or count < 0):
+            raise ValueError(f"Cycler: count must be a non-negative int or None, got {count!r}")
+        self.source_datapipe = source_datapipe
+        self.count = count
+
+    def __iter__(self):
+        rounds = itertools.count() if self.count is None else range(self.count)
+        for _ in rounds:
+            yield from self.source_datapipe
+
+    def __len__(self) -> int:
+        if self.count is None:
+            raise TypeError("Cycler with count=None has no length (it cycles forever)")
+        return self.count * len(self.source_datapipe)
+
+    def __repr__(self) -> str:
+        return f"Cycler(count={self.count})"
+
+
+@functional_datapipe("repeat")
+class Repeater(IterDataPipe):
+    """Yield each item ``times`` times in a row (functional name: ``repeat``).
+
+    Args:
+        source_datapipe (IterDataPipe): the source.
+        times (int): repetitions, > 1.
+
+    Example::
+
+        >>> list(IterableWrapper(range(2)).repeat(3))
+        [0, 0, 0, 1, 1, 1]
+    """
+
+    def __init__(self, source_datapipe, times: int) -> None:
+        if not isinstance(times, int) or times <= 1:
+            raise ValueError(f"Repeater: times must be an int > 1, got {times!r}")
+        self.source_datapipe = source_datapipe
+        self.times = times
+
+    def __iter__(self):
+        for x in self.source_datapipe:
+            for _ in range(self.times):
+                yield x
+
+    def __len__(self) -> int:
+        return self.times * len(self.source_datapipe)
+
+    def __repr__(self) -> str:
+        return f"Repeater(times={self.times})"
+
+
+@functional_datapipe("enumerate")
+class Enumerator(IterDataPipe):
+    """Yield ``(index, item)`` pairs (functional name: ``enumerate``).
+
+    Args:
+        source_datapipe (IterDataPipe): the source.
+        starting_index (int): default ``0``.
+
+    Example::
+
+        >>> list(IterableWrapper("ab").enumerate(1))
+        [(1, 'a'), (2, 'b')]
+    """
+
+    def __init__(self, source_datapipe, starting_index: int = 0) -> None:
+        self.source_datapipe = source_datapipe
+        self.starting_index = starting_index
+
+    def __iter__(self):
+        yield from enumerate(self.source_datapipe, self.starting_index)
+
+    def __len__(self) -> int:
+        return len(self.source_datapipe)
+
+    def __repr__(self) -> str:
+        return f"Enumerator(starting_index={self.starting_index})"
+
+
+@functional_datapipe("add_index")
+class IndexAdder(IterDataPipe):
+    """Add the item's position under ``index_name`` to each dict item
+    (functional name: ``add_index``).
+
+    Args:
+        datapipe (IterDataPipe): yields dicts (updated in place, as TorchData does).
+        index_name (str): default ``"index"``.
+
+    Example::
+
+        >>> list(IterableWrapper([{"a": 1}, {"a": 2}]).add_index("i"))
+        [{'a': 1, 'i': 0}, {'a': 2, 'i': 1}]
+    """
+
+    def __init__(self, datapipe, index_name: str = "index") -> None:
+        check_positive("IndexAdder", "len(index_name)", len(index_name) if index_name else 0)
+        self.datapipe = datapipe
+        self.index_name = index_name
+
+    def __iter__(self):
+        for i, d in enumerate(self.datapipe):
+            if not isinstance(d, dict):
+                raise TypeError(f"IndexAdder: item {i} is a {type(d).__name__}, expected a dict")
+            d[self.index_name] = i
+            yield d
+
+    def __len__(self) -> int:
+        return len(self.datapipe)
+
+    def __repr__(self) -> str:
+        return f"IndexAdder(index_name={self.index_name!r})"
