@@ -178,37 +178,48 @@ class _Reader:
 
 # --- the container -----------------------------------------------------------
 
-def dumps(graph: Graph, meta: dict | None = None) -> bytes:
-    """``graph`` (and a JSON-able ``meta`` dict) as the bytes of a graph file.
-
-    Example::
-
-        >>> data = dumps(g, {"note": "mlp"})
-        >>> g2, meta = loads(data)       # str(g2) == str(g)
-    """
+def encode(graph: Graph) -> tuple[dict, list[np.ndarray]]:
+    """``graph`` as (a JSON-able description, the arrays its literals index)."""
     w = _Writer()
-    body = w.graph(graph)
+    return w.graph(graph), w.arrays
+
+
+def decode(body: dict, arrays: list[bytes]) -> Graph:
+    """The graph of :func:`encode`'s description, its literals read from raw ``arrays``
+    (not checked: :func:`loads` runs ``check_graph``)."""
+    try:
+        return _Reader(arrays).graph(body)
+    except FormatError:
+        raise
+    except (KeyError, ValueError, TypeError, IndexError) as err:
+        raise FormatError(f"the graph in the file is malformed: {err!r}") from err
+
+
+def pack(header: dict, arrays: list[np.ndarray]) -> bytes:
+    """A file of this format: the JSON ``header`` and the raw bytes of ``arrays``
+    (the header gets their table as ``header["arrays"]``)."""
     table, offset = [], 0
-    for a in w.arrays:
+    for a in arrays:
         offset = -(-offset // _ALIGN) * _ALIGN
         table.append([offset, a.nbytes])
         offset += a.nbytes
-    header = json.dumps({"graph": body, "arrays": table, "meta": meta or {}},
-                        separators=(",", ":"), allow_nan=False).encode()
+    text = json.dumps({**header, "arrays": table}, separators=(",", ":"),
+                      allow_nan=False).encode()
     blob = bytearray(offset)
-    for (off, n), a in zip(table, w.arrays, strict=True):
+    for (off, n), a in zip(table, arrays, strict=True):
         blob[off:off + n] = np.ascontiguousarray(a).tobytes()
-    payload = struct.pack("<Q", len(header)) + header + bytes(blob)
+    payload = struct.pack("<Q", len(text)) + text + bytes(blob)
     digest = hashlib.sha256(payload).digest()
     return _HEAD.pack(MAGIC, FORMAT_VERSION, digest, len(payload)) + payload
 
 
-def loads(data: bytes) -> tuple[Graph, dict]:
-    """(graph, meta) from the bytes of a graph file; the graph is checked.
+def unpack(data: bytes) -> tuple[dict, list[bytes]]:
+    """(header, raw bytes of each array) of a file; checks magic, version, size and
+    checksum before decoding anything.
 
     Raises:
-        FormatError: not a graph file, another format version, truncated, or the
-            checksum does not match (tampered or damaged). Nothing is decoded then.
+        FormatError: not a file of this format, another format version, truncated, or
+            the checksum does not match (tampered or damaged).
     """
     data = memoryview(data)
     fixed = _HEAD.size
@@ -224,14 +235,11 @@ def loads(data: bytes) -> tuple[Graph, dict]:
     if len(payload) != size:
         raise FormatError(f"the file is truncated or padded: {size} bytes of contents "
                           f"expected after the fixed header, {len(payload)} found")
-    (n,) = struct.unpack("<Q", bytes(payload[:8]))
-    if n > len(payload) - 8:
-        raise FormatError(f"the file is truncated: the header says {n} bytes, "
-                          f"{len(payload) - 8} follow")
     if hashlib.sha256(payload).digest() != digest:
         raise FormatError("the file's SHA-256 checksum does not match its contents: it was "
                           "modified or damaged; refusing to load it")
     try:
+        (n,) = struct.unpack("<Q", bytes(payload[:8]))
         head = json.loads(bytes(payload[8:8 + n]))
         blob = payload[8 + n:]
         arrays = []
@@ -239,13 +247,37 @@ def loads(data: bytes) -> tuple[Graph, dict]:
             if off + nbytes > len(blob):
                 raise FormatError("an array lies beyond the end of the file")
             arrays.append(bytes(blob[off:off + nbytes]))
-        reader = _Reader(arrays)
-        graph = reader.graph(head["graph"])
     except FormatError:
         raise
-    except (KeyError, ValueError, TypeError) as err:
-        raise FormatError(f"the graph in the file is malformed: {err}") from err
-    return check_graph(graph), head.get("meta", {})
+    except (KeyError, ValueError, TypeError, struct.error) as err:
+        raise FormatError(f"the file's header is malformed: {err!r}") from err
+    return head, arrays
+
+
+def dumps(graph: Graph, meta: dict | None = None) -> bytes:
+    """``graph`` (and a JSON-able ``meta`` dict) as the bytes of a graph file.
+
+    Example::
+
+        >>> data = dumps(g, {"note": "mlp"})
+        >>> g2, meta = loads(data)       # str(g2) == str(g)
+    """
+    body, arrays = encode(graph)
+    return pack({"graph": body, "meta": meta or {}}, arrays)
+
+
+def loads(data: bytes) -> tuple[Graph, dict]:
+    """(graph, meta) from the bytes of a graph file; the graph is checked.
+
+    Raises:
+        FormatError: see :func:`unpack`; nothing is decoded then.
+    """
+    head, arrays = unpack(data)
+    try:
+        body = head["graph"]
+    except (KeyError, TypeError) as err:
+        raise FormatError("the file holds no graph") from err
+    return check_graph(decode(body, arrays)), head.get("meta", {})
 
 
 def _lit_value(raw: list, cache: dict, i: int, aval: AbstractArray) -> np.ndarray:
