@@ -268,6 +268,44 @@ class Exported:
         outs = self._run(sizes)(arrays)
         return tree_unflatten(self.out_tree, outs)
 
+    def compile_library(self, path, name: str, *, header=None) -> dict:
+        """Compile the export ahead of time into the shared library ``path`` with one C
+        entry point, ``int name(const void *const *inputs, void *const *outputs)``, query
+        functions for the inputs' and outputs' count, rank, shape and dtype, and a C
+        header (``header``, default ``path`` with ``.h``) that documents them. The
+        weights are embedded; the BLAS (NumPy's bundled OpenBLAS) is opened at the first
+        call from the path recorded now, or from ``name_init(path)``. See
+        ``backends/llvm/aot.py`` for the calling convention and return codes.
+
+        Args:
+            path: the ``.so`` file to write.
+            name (str): the C name of the entry (a C identifier); the query functions are
+                ``name_num_inputs`` and so on.
+            header (path, default ``None``): where to write the header.
+
+        Returns:
+            A dict: ``inputs``/``outputs`` as (shape, dtype) pairs in the flat order of
+            ``in_avals``/``out_avals``, ``blas`` (the recorded library path or None),
+            ``arena_bytes`` and ``header``.
+
+        Raises:
+            NotImplementedError: a step is not native code in the cpu backend (an
+                interpreter fallback, control flow, a convolution); the message names the
+                primitive. ValueError: the export has dynamic dimensions (a library has
+                fixed shapes: export at the shapes to compile). RuntimeError: no ``cc``.
+
+        Example::
+
+            >>> exp.compile_library("mlp.so", "mlp")      # writes mlp.so and mlp.h
+        """
+        from backends.llvm import aot
+        if self._dims:
+            raise ValueError(f"compile_library({self.name}): the export has dynamic "
+                             f"dimensions {self.dynamic}; a shared library has fixed shapes "
+                             "(export without dynamic, at the shapes to compile)")
+        return aot.compile_library(self.graph, path, name, header,
+                                   doc=f"Exported from {self.name}.")
+
     def save(self, path) -> None:
         """Write the export to the file ``path`` (``ir.serialize``'s format: JSON graph,
         raw constants, SHA-256 checksum, format version)."""
