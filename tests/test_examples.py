@@ -49,3 +49,15 @@ def test_maml_meta_gradient_and_loss_going_down():
     assert abs(ad - fd) <= 1e-4 * max(1.0, abs(fd)), out
     before, after = figure(out, r"maml: post-adaptation loss ([0-9.]+) -> ([0-9.]+)")
     assert after < 0.75 * before, out
+
+
+def test_deploy_paths_agree():
+    out = run_example("deploy.py")
+    (jit_acc,) = figure(out, r"jit \(params as inputs\):\s+test accuracy ([0-9.]+)")
+    before, after, frozen_acc = figure(out, r"frozen: (\d+) -> (\d+) equations.*accuracy ([0-9.]+)")
+    (loaded_acc,) = figure(out, r"fresh process: test accuracy ([0-9.]+)")
+    assert jit_acc > 0.9 and after < before, out
+    assert loaded_acc == frozen_acc and abs(frozen_acc - jit_acc) <= 0.01, out
+    if "shared library: skipped" not in out:
+        (c_acc,) = figure(out, r"shared library from C: test accuracy ([0-9.]+)")
+        assert c_acc == frozen_acc, out
