@@ -46,9 +46,12 @@ def test_export_matches_jit_and_round_trips(tmp_path):
     loaded = fc.load_exported(tmp_path / "m.fcx")
     assert loaded.graph_text == exp.graph_text
     _same(loaded(PARAMS, x), exp(PARAMS, x))
-    interp = fc.load_exported(tmp_path / "m.fcx", backend="interpreter")
-    out = interp(PARAMS, x)
-    np.testing.assert_allclose(out["logits"], exp(PARAMS, x)["logits"], rtol=1e-5, atol=1e-5)
+    for interp in (fc.load_exported(tmp_path / "m.fcx", backend="interpreter"),
+                   fc.export(mlp, PARAMS, x, backend="interpreter")):
+        assert interp.backend == "interpreter"
+        out = interp(PARAMS, x)
+        np.testing.assert_allclose(out["logits"], exp(PARAMS, x)["logits"], rtol=1e-5,
+                                   atol=1e-5)
 
 
 def test_loaded_export_runs_in_a_process_without_the_users_module(tmp_path):

@@ -96,7 +96,7 @@ def _dynamic_dims(spec, func, names, leaves, nargs, nums, what):
     return out
 
 
-def export(func, *example_args, static_argnums=(), dynamic=None):
+def export(func, *example_args, static_argnums=(), dynamic=None, backend=None):
     """Trace ``func`` once and return an :class:`Exported`: a self-contained graph that
     runs compiled, saves to a file and loads in a process without ``func``'s code.
 
@@ -119,6 +119,9 @@ def export(func, *example_args, static_argnums=(), dynamic=None):
             again (shape rules re-run; ``func`` is not traced again). Sizes enter the graph
             as affine integers (shapes, bounds, lengths) or scalar constants (a mean's
             count, ``c / size``); anything else is refused here.
+        backend (str, default ``None``): where calls of the returned export run
+            (``'cpu'`` or ``'interpreter'``; ``None``: ``fc.default_backend()``). A saved
+            export records no backend: ``load_exported`` takes its own.
 
     Returns:
         An :class:`Exported`.
@@ -166,7 +169,7 @@ def export(func, *example_args, static_argnums=(), dynamic=None):
         symbols = sorted({s for ds in dims.values() for s in ds.values()})
         body, arrays, patches = dyn.fit(build, symbols, what)
         header.update(graph=body, patches=patches)
-    return Exported(header, [np.ascontiguousarray(a).tobytes() for a in arrays])
+    return Exported(header, [np.ascontiguousarray(a).tobytes() for a in arrays], backend)
 
 
 class Exported:
