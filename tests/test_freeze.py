@@ -129,3 +129,13 @@ def test_pretranspose_constant_operand_gemm_cannot_read():
     assert ndot.inputs[1].value.flags.c_contiguous
     np.testing.assert_allclose(run_graph(new, [x])[0], np.einsum("bij,jbk->bik", x, w),
                                rtol=1e-12)
+
+
+def test_repeated_and_non_contiguous_calls_match():
+    w = RNG.standard_normal((4, 3))
+    frozen = fc.freeze(lambda p, x: {"y": x @ p}, w)
+    x = RNG.standard_normal((6, 4))
+    first, again = frozen(x), frozen(x)          # the second call takes the cached run
+    np.testing.assert_allclose(again["y"], first["y"], rtol=0)
+    xt = np.asfortranarray(x)
+    np.testing.assert_allclose(frozen(xt)["y"], x @ w, rtol=1e-12)
