@@ -21,7 +21,9 @@ thread pool); the gemm calls go to OpenBLAS, which may use its own threads.
 BLAS: a graph with products calls ``scipy_?gemm_64_`` of the ILP64 OpenBLAS that NumPy's
 wheel bundles. The library records that file's absolute path at build time and, on its
 first call, ``dlopen``s it (``NAME_init(NULL)``); ``NAME_init(path)`` loads another copy
-(a machine without the same NumPy install) before the first call. Return codes: 0 ok,
+(a machine without the same NumPy install) before the first call. The pointers are
+published with release/acquire atomics, so calls racing the first one at most run the
+init twice (``dlopen`` counts references; the same addresses are stored). Return codes: 0 ok,
 1 the BLAS library could not be opened, 2 it lacks a ``?gemm``, 3 out of memory.
 
 Steps that are not native code in this backend (interpreter fallbacks, control flow run
@@ -177,7 +179,7 @@ def build_module(graph, name: str):
         w.linkage = "internal"
         wb = ir.IRBuilder(w.append_basic_block("entry"))
         # a typed pointer prints as ``ptr`` and tells the call its function type
-        target = wb.load(p, typ=w.function_type.as_pointer())
+        target = wb.load_atomic(p, "acquire", 8, typ=w.function_type.as_pointer())
         wb.call(target, list(w.args))
         wb.ret_void()
     ready = ir.GlobalVariable(module, I32, f"{name}__ready")
@@ -208,8 +210,8 @@ def build_module(graph, name: str):
     inputs, outputs = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     if gemm_dtypes:
-        with b.if_then(b.icmp_signed("==", b.load(ready, typ=I32), ir.Constant(I32, 0)),
-                       likely=False):
+        flag = b.load_atomic(ready, "acquire", 4, typ=I32)     # pairs with init's release
+        with b.if_then(b.icmp_signed("==", flag, ir.Constant(I32, 0)), likely=False):
             rc = b.call(init, [ir.Constant(PTR, None)])
             with b.if_then(b.icmp_signed("!=", rc, ir.Constant(I32, 0))):
                 b.ret(rc)
@@ -283,6 +285,11 @@ def _const_bytes(module, gname, value: np.ndarray):
     return g
 
 
+def _store_release(b, value, ptr, align):
+    # IRBuilder.store_atomic checks a typed pointee, which opaque pointers lack
+    b._insert(ir.instructions.StoreAtomicInstr(b.block, value, ptr, "release", align))
+
+
 def _emit_init(module, name, blas, pointers, ready):
     """``int NAME_init(const char *path)``: dlopen the BLAS (``path``, or the recorded one
     for NULL) and look up every ?gemm the library calls."""
@@ -305,8 +312,8 @@ def _emit_init(module, name, blas, pointers, ready):
         f = b.call(dlsym, [handle, b.bitcast(sym, PTR)])
         with b.if_then(b.icmp_unsigned("==", f, ir.Constant(PTR, None)), likely=False):
             b.ret(ir.Constant(I32, 2))
-        b.store(f, p)
-    b.store(ir.Constant(I32, 1), ready)
+        _store_release(b, f, p, 8)
+    _store_release(b, ir.Constant(I32, 1), ready, 4)
     b.ret(ir.Constant(I32, 0))
     return fn
 
