@@ -15,8 +15,11 @@ import pytest
 
 import functorch_core as fc
 from backends.llvm.aot import NotNativeError
+from backends.llvm.blas import blas_int_bits
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc)")
+needs_openblas = pytest.mark.skipif(
+    blas_int_bits() != 64, reason="products in a .so need NumPy's bundled ILP64 OpenBLAS")
 
 RNG = np.random.default_rng(0)
 W1 = RNG.standard_normal((64, 32)).astype(np.float32)
@@ -69,6 +72,7 @@ def _call_ctypes_elsewhere(so, name, inputs, tmp_path):
     return report, [np.load(tmp_path / f"out{j}.npy") for j in range(len(report["out"]))]
 
 
+@needs_openblas
 def test_library_through_ctypes_in_a_fresh_process(tmp_path):
     x = RNG.standard_normal((8, 64)).astype(np.float32)
     exp = fc.export(mlp, x)
@@ -100,6 +104,7 @@ def test_outputs_that_are_inputs_constants_literals_or_repeated(tmp_path):
         np.testing.assert_array_equal(got, ref)
 
 
+@needs_openblas
 def test_c_program_against_the_header(tmp_path):
     x = RNG.standard_normal((4, 64)).astype(np.float32)
     exp = fc.export(lambda x: np.tanh(x @ W1 + B1) @ W2, x)
