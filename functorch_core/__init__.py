@@ -45,6 +45,7 @@ from .transforms import (
 _install_tracer_methods()
 
 from . import nn  # noqa: E402  (modules sit on the transforms above)
+from .deploy import Exported, export, freeze, load_exported  # noqa: E402
 from .nn.stateless import (  # noqa: E402
     combine_state_for_ensemble,
     functional_call,
@@ -67,5 +68,6 @@ __all__ = [
     "nn", "functional_call", "stack_module_state", "make_functional",
     "make_functional_with_buffers", "combine_state_for_ensemble",
     "replace_all_batch_norm_modules_",
+    "deploy", "Exported", "export", "freeze", "load_exported",
 ]
 __version__ = "0.1.0"

@@ -68,3 +68,15 @@ def test_data_pipeline_trains_from_tar_shards_and_resumes():
     assert len(losses) == 4 and losses[-1] < 0.5 * losses[0], losses
     (acc,) = figure(out, r"test accuracy: ([0-9.]+)")
     assert acc > 0.9, out
+
+
+def test_deploy_paths_agree():
+    out = run_example("deploy.py")
+    (jit_acc,) = figure(out, r"jit \(params as inputs\):\s+test accuracy ([0-9.]+)")
+    before, after, frozen_acc = figure(out, r"frozen: (\d+) -> (\d+) equations.*accuracy ([0-9.]+)")
+    (loaded_acc,) = figure(out, r"fresh process: test accuracy ([0-9.]+)")
+    assert jit_acc > 0.9 and after < before, out
+    assert loaded_acc == frozen_acc and abs(frozen_acc - jit_acc) <= 0.01, out
+    if "shared library: skipped" not in out:
+        (c_acc,) = figure(out, r"shared library from C: test accuracy ([0-9.]+)")
+        assert c_acc == frozen_acc, out

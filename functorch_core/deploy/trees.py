@@ -1,0 +1,63 @@
+"""Pytree structures as JSON, for saved exports.
+
+Saved: tuple, list, dict with str/int keys, None, namedtuple (rebuilt on load as a
+namedtuple class of the same name and fields) and leaves. Refused: any other
+registered container (an ``nn.Module``, a ``pytree_dataclass``), whose class the
+loading process might not have.
+"""
+
+from __future__ import annotations
+
+import collections
+
+from ir.pytree import PyTreeDef, tree_flatten
+
+_LEAF = tree_flatten(0)[1]
+_namedtuples: dict = {}
+
+
+def to_json(td: PyTreeDef, what: str):
+    """``td`` as JSON; ``what`` names the structure in errors."""
+    if td.node is None:
+        return "*"
+    kids = [to_json(c, what) for c in td.children]
+    if td.node is tuple:
+        return {"tuple": kids}
+    if td.node is list:
+        return {"list": kids}
+    if td.node is type(None):
+        return None
+    if td.node is dict:
+        keys = []
+        for k in td.aux:
+            if type(k) not in (str, int):
+                raise TypeError(f"{what}: a dict key {k!r} is a {type(k).__name__}; only str "
+                                "and int keys can be saved")
+            keys.append(k)
+        return {"dict": [[k, c] for k, c in zip(keys, kids, strict=True)]}
+    if issubclass(td.node, tuple) and hasattr(td.node, "_fields"):
+        return {"namedtuple": td.node.__name__, "fields": list(td.node._fields), "of": kids}
+    raise TypeError(f"{what}: a {td.node.__name__} cannot be saved; an export's inputs and "
+                    "outputs may nest dict (str/int keys), list, tuple, None and namedtuple "
+                    "only (pass a module's state dict, not the module)")
+
+
+def from_json(x) -> PyTreeDef:
+    """The structure :func:`to_json` wrote (namedtuples as classes of the same name and
+    fields, made once per process)."""
+    if x == "*":
+        return _LEAF
+    if x is None:
+        return PyTreeDef(type(None), None, ())
+    if "tuple" in x:
+        return PyTreeDef(tuple, None, [from_json(c) for c in x["tuple"]])
+    if "list" in x:
+        return PyTreeDef(list, None, [from_json(c) for c in x["list"]])
+    if "dict" in x:
+        return PyTreeDef(dict, tuple(k for k, _ in x["dict"]),
+                         [from_json(c) for _, c in x["dict"]])
+    key = (x["namedtuple"], tuple(x["fields"]))
+    cls = _namedtuples.get(key)
+    if cls is None:
+        cls = _namedtuples[key] = collections.namedtuple(*key)
+    return PyTreeDef(cls, None, [from_json(c) for c in x["of"]])

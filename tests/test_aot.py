@@ -1,0 +1,155 @@
+"""Exported.compile_library: a shared library with a C entry point, called through ctypes
+in a process without functorch_core and from a C program compiled against its header."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import functorch_core as fc
+from backends.llvm.aot import NotNativeError
+from backends.llvm.blas import blas_int_bits
+
+pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc)")
+needs_openblas = pytest.mark.skipif(
+    blas_int_bits() != 64, reason="products in a .so need NumPy's bundled ILP64 OpenBLAS")
+
+RNG = np.random.default_rng(0)
+W1 = RNG.standard_normal((64, 32)).astype(np.float32)
+B1 = RNG.standard_normal(32).astype(np.float32)
+W2 = RNG.standard_normal((32, 10)).astype(np.float32)
+
+
+def mlp(x):
+    h = np.tanh(x @ W1 + B1)
+    logits = h @ W2
+    return {"logits": logits, "pred": np.argmax(logits, axis=1), "energy": (h * h).sum()}
+
+
+def _call_ctypes_elsewhere(so, name, inputs, tmp_path):
+    """Call the library from a fresh Python that imports only numpy and ctypes."""
+    for i, a in enumerate(inputs):
+        np.save(tmp_path / f"in{i}.npy", a)
+    script = textwrap.dedent(f"""
+        import ctypes, json, sys
+        import numpy as np
+        lib = ctypes.CDLL({str(so)!r})
+        f = getattr(lib, {name!r})
+        for q in ("input", "output"):
+            getattr(lib, f"{name}_{{q}}_dtype").restype = ctypes.c_char_p
+            getattr(lib, f"{name}_{{q}}_shape").restype = ctypes.POINTER(ctypes.c_int64)
+        def avals(q):
+            n = getattr(lib, f"{name}_num_{{q}}s")()
+            out = []
+            for i in range(n):
+                rank = getattr(lib, f"{name}_{{q}}_rank")(i)
+                shape = getattr(lib, f"{name}_{{q}}_shape")(i)
+                dt = getattr(lib, f"{name}_{{q}}_dtype")(i).decode()
+                out.append((tuple(shape[k] for k in range(rank)), dt))
+            return out
+        ins = [np.load({str(tmp_path)!r} + f"/in{{i}}.npy") for i in range(len(avals("input")))]
+        outs = [np.empty(s, d) for s, d in avals("output")]
+        iv = (ctypes.c_void_p * len(ins))(*[a.ctypes.data for a in ins])
+        ov = (ctypes.c_void_p * len(outs))(*[a.ctypes.data for a in outs])
+        rc = f(iv, ov)
+        assert "functorch_core" not in sys.modules and "llvmlite" not in sys.modules
+        for j, o in enumerate(outs):
+            np.save({str(tmp_path)!r} + f"/out{{j}}.npy", o)
+        print(json.dumps({{"rc": rc, "in": avals("input"), "out": avals("output"),
+                          "bad": getattr(lib, f"{name}_input_rank")(99)}}))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, cwd=str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    return report, [np.load(tmp_path / f"out{j}.npy") for j in range(len(report["out"]))]
+
+
+@needs_openblas
+def test_library_through_ctypes_in_a_fresh_process(tmp_path):
+    x = RNG.standard_normal((8, 64)).astype(np.float32)
+    exp = fc.export(mlp, x)
+    info = exp.compile_library(tmp_path / "libmlp.so", "mlp")
+    assert info["blas"] and os.path.exists(info["header"])
+    report, outs = _call_ctypes_elsewhere(tmp_path / "libmlp.so", "mlp", [x], tmp_path)
+    assert report["rc"] == 0 and report["bad"] == -1
+    assert report["in"] == [[[8, 64], "float32"]]
+    assert [tuple(s) for s, _ in report["out"]] == [a.shape for a in exp.out_avals]
+    want = exp(x)
+    flat = [want["energy"], want["logits"], want["pred"]]     # sorted dict keys
+    for got, ref in zip(outs, flat, strict=True):
+        assert got.dtype == ref.dtype
+        np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6)
+
+
+def test_outputs_that_are_inputs_constants_literals_or_repeated(tmp_path):
+    c = np.arange(6, dtype=np.float64).reshape(2, 3)
+
+    def f(x):
+        y = x * 2.0
+        return x, y, y, c, 3.0, y.reshape(3, 2)
+    x = RNG.standard_normal((2, 3))
+    exp = fc.export(f, x)
+    exp.compile_library(tmp_path / "libodd.so", "odd")
+    report, outs = _call_ctypes_elsewhere(tmp_path / "libodd.so", "odd", [x], tmp_path)
+    assert report["rc"] == 0
+    for got, ref in zip(outs, exp(x), strict=True):
+        np.testing.assert_array_equal(got, ref)
+
+
+@needs_openblas
+def test_c_program_against_the_header(tmp_path):
+    x = RNG.standard_normal((4, 64)).astype(np.float32)
+    exp = fc.export(lambda x: np.tanh(x @ W1 + B1) @ W2, x)
+    exp.compile_library(tmp_path / "libnet.so", "net")
+    x.tofile(tmp_path / "x.bin")
+    (tmp_path / "main.c").write_text(textwrap.dedent("""
+        #include <stdio.h>
+        #include "libnet.h"
+        int main(void) {
+            float x[4 * 64], y[4 * 10];
+            FILE *f = fopen("x.bin", "rb");
+            if (fread(x, sizeof x, 1, f) != 1) return 10;
+            fclose(f);
+            if (net_num_inputs() != 1 || net_output_rank(0) != 2) return 11;
+            if (net_output_shape(0)[1] != 10) return 12;
+            if (net_init("/nonexistent/libblas.so") != 1) return 13;
+            const void *ins[] = {x};
+            void *outs[] = {y};
+            int rc = net(ins, outs);
+            if (rc) return 20 + rc;
+            f = fopen("y.bin", "wb");
+            fwrite(y, sizeof y, 1, f);
+            fclose(f);
+            return 0;
+        }
+    """))
+    subprocess.run(["cc", "-O1", "-o", "main", "main.c", "-L.", "-l:libnet.so",
+                    "-Wl,-rpath,$ORIGIN"], cwd=tmp_path, check=True, timeout=120)
+    done = subprocess.run(["./main"], cwd=tmp_path, timeout=60)
+    assert done.returncode == 0
+    got = np.fromfile(tmp_path / "y.bin", np.float32).reshape(4, 10)
+    np.testing.assert_allclose(got, exp(x), rtol=1e-6, atol=1e-6)
+
+
+def test_steps_that_are_not_native_are_refused(tmp_path):
+    loop = fc.export(lambda x: fc.lax.while_loop(lambda c: c.sum() < 10, lambda c: c * 2, x),
+                     np.ones(3))
+    with pytest.raises(NotNativeError, match="while"):
+        loop.compile_library(tmp_path / "l.so", "l")
+    conv = fc.export(lambda x: fc.nn.functional.conv2d(x, np.ones((2, 1, 3, 3))),
+                     np.ones((1, 1, 5, 5)))
+    with pytest.raises(NotNativeError, match="conv_general_dilated"):
+        conv.compile_library(tmp_path / "c.so", "c")
+    dyn = fc.export(lambda x: x + 1, np.ones(3), dynamic={0: {0: "n"}})
+    with pytest.raises(ValueError, match="dynamic"):
+        dyn.compile_library(tmp_path / "d.so", "d")
+    with pytest.raises(ValueError, match="C identifier"):
+        fc.export(np.sin, np.ones(3)).compile_library(tmp_path / "s.so", "not-a-name")
