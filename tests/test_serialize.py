@@ -176,6 +176,8 @@ def test_every_structural_primitive_round_trips():
         (fc.make_graph(fc.grad(lambda x: (x.reshape(-1)[fnp.argsort(x.reshape(-1))[:5]] ** 2)
                                .sum()))(x), [x]),
     ]
+    a = rng.standard_normal((3, 3)) + 3 * np.eye(3)
+    graphs.append((fc.make_graph(_linalg_fft_special)(a), [a]))
     seen = set()
     for graph, args in graphs:
         graph = passes.lower_custom(passes.simplify(graph))
@@ -187,6 +189,19 @@ def test_every_structural_primitive_round_trips():
                                 "select", "convert", "layout", "creation", "contraction")}
     missing = set(ALL) - NOT_SAVED - families - seen
     assert not missing, f"no round-trip test holds {sorted(missing)}"
+
+
+def _linalg_fft_special(a):
+    from functorch_core.scipy import linalg as sl
+    from functorch_core.scipy import special as sp
+    q, r = fnp.linalg.qr(a)
+    u, s, vh = fnp.linalg.svd(a, full_matrices=False)
+    w, v = fnp.linalg.eigh(a)
+    sign, logdet = fnp.linalg.slogdet(a)
+    x = sl.lu_solve(sl.lu_factor(a), a[0]) + sl.solve_triangular(a, a[1], lower=True)
+    return (q + r + fnp.linalg.cholesky(a @ a.T) + fnp.linalg.inv(a), u * s + vh, w + v,
+            fnp.linalg.eigvals(a), fnp.linalg.det(a) + sign * logdet, x,
+            fnp.fft.rfft(a[0]), sp.betainc(2.0, 3.0, fnp.abs(a[0]) / 10))
 
 
 def _prims(graph) -> set:
