@@ -18,7 +18,7 @@ from ir.pytree import (
                        tree_unflatten,
 )
 
-from . import lax, numpy, optim, random
+from . import lax, numpy, optim, profiler, random
 from .api import clear_caches, jit, make_graph
 from .checkpoint import load, save
 from .config import config
@@ -67,5 +67,6 @@ __all__ = [
     "nn", "functional_call", "stack_module_state", "make_functional",
     "make_functional_with_buffers", "combine_state_for_ensemble",
     "replace_all_batch_norm_modules_",
+    "profiler",
 ]
 __version__ = "0.1.0"
