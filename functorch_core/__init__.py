@@ -22,6 +22,11 @@ from . import lax, numpy, optim, profiler, random
 from .api import clear_caches, jit, make_graph
 from .checkpoint import load, save
 from .config import config
+from .deterministic import (
+                       are_deterministic_algorithms_enabled,
+                       is_deterministic_algorithms_warn_only_enabled,
+                       use_deterministic_algorithms,
+)
 from .lax import associative_scan, cond, fori_loop, scan, switch, while_loop
 from .numpy._methods import install as _install_tracer_methods
 from .random import manual_seed
@@ -67,6 +72,7 @@ __all__ = [
     "nn", "functional_call", "stack_module_state", "make_functional",
     "make_functional_with_buffers", "combine_state_for_ensemble",
     "replace_all_batch_norm_modules_",
-    "profiler",
+    "profiler", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
+    "is_deterministic_algorithms_warn_only_enabled",
 ]
 __version__ = "0.1.0"
