@@ -20,17 +20,15 @@ recorder = None     # the active Recorder, or None
 
 class Event:
     """One timed span: ``name``, category ``cat``, ``start``/``end`` (perf_counter_ns),
-    the thread (``tid``, ``thread_name``), ``args`` (a dict or None) and the enclosing
-    event of the same thread (``parent``)."""
+    the thread (``tid``, ``thread_name``), ``args`` (a dict or None), the enclosing
+    event of the same thread (``parent``) and, once the profile ends, the events
+    directly inside it (``children``)."""
 
     __slots__ = ("args", "cat", "children", "end", "name", "parent", "start", "thread_name",
                  "tid")
 
-    def __init__(self, name, cat, args, parent):
-        self.name, self.cat, self.args, self.parent = name, cat, args, parent
-        thread = threading.current_thread()
-        self.tid, self.thread_name = thread.ident, thread.name
-        self.children = []
+    def __init__(self, name, cat, args, parent, tid):
+        self.name, self.cat, self.args, self.parent, self.tid = name, cat, args, parent, tid
         self.start = self.end = 0
 
     @property
@@ -53,31 +51,40 @@ class Recorder:
         self.record_shapes = record_shapes
         self.events: list = []      # finished events, in the order they ended
         self._local = threading.local()
-        self.lock = threading.Lock()
-        self.t0 = time.perf_counter_ns()
-
-    def _stack(self) -> list:
-        stack = getattr(self._local, "stack", None)
-        if stack is None:
-            stack = self._local.stack = []
-        return stack
+        self._names: dict = {}      # thread id -> thread name
 
     def begin(self, name, cat, args=None) -> Event:
-        stack = self._stack()
-        ev = Event(name, cat, args, stack[-1] if stack else None)
+        try:
+            stack = self._local.stack
+        except AttributeError:
+            stack = self._local.stack = []
+            self._names[threading.get_ident()] = threading.current_thread().name
+        ev = Event(name, cat, args, stack[-1] if stack else None, _get_ident())
         stack.append(ev)
-        ev.start = time.perf_counter_ns()
+        ev.start = _now()
         return ev
 
     def end(self, ev: Event):
-        ev.end = time.perf_counter_ns()
-        stack = self._stack()
+        ev.end = _now()
+        stack = self._local.stack
         while stack and stack.pop() is not ev:    # an inner span left by an exception
             pass
-        with self.lock:
+        self.events.append(ev)      # one list operation: atomic under the GIL
+
+    def finish(self) -> list:
+        """The events, each with its ``children`` and ``thread_name`` filled in."""
+        events = list(self.events)
+        for ev in events:
+            ev.children = []
+            ev.thread_name = self._names.get(ev.tid, str(ev.tid))
+        for ev in events:
             if ev.parent is not None:
                 ev.parent.children.append(ev)
-            self.events.append(ev)
+        return events
+
+
+_now = time.perf_counter_ns
+_get_ident = threading.get_ident
 
 
 class _Span:

@@ -187,7 +187,7 @@ class profile:
     def __exit__(self, *exc):
         if self._recorder is not None:
             profiling.recorder = None
-            self._events = list(self._recorder.events)
+            self._events = self._recorder.finish()
         return False
 
     def events(self) -> list:

@@ -7,20 +7,18 @@ fallback steps by their primitive. A kernel or sort split over the worker thread
 records each part on the thread that runs it. A graph run by one native entry (every
 kernel small) stays one call, reported as one event that lists its kernels.
 
-Built on first use and kept beside the executable; the executable itself, and so the
-cached call path, is never changed.
+Built on first use and kept by the executable (``Executable.profiled``); its steps, and so
+the cached call path, are never changed.
 """
 
 from __future__ import annotations
 
 import copy
 import math
-import weakref
 
 from .. import profiling
 from .plan import Blas, Conv, Fallback, Kernel, Loop, Sort
 
-_TWINS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _MAX_NAMES = 6
 
 
@@ -101,8 +99,5 @@ def _twin(exe):
 
 
 def instrumented(exe):
-    """The instrumented twin of ``exe`` (built once, kept while ``exe`` lives)."""
-    twin = _TWINS.get(exe)
-    if twin is None:
-        twin = _TWINS[exe] = _twin(exe)
-    return twin
+    """The instrumented twin of ``exe`` (the executable keeps it)."""
+    return _twin(exe)

@@ -808,8 +808,11 @@ class Executable:
 
     def profiled(self, args):
         """``self(args)`` with a profiler event per step (see ``profiled.py``)."""
-        from .profiled import instrumented
-        return instrumented(self)(args)
+        twin = self.__dict__.get("_twin")
+        if twin is None:
+            from .profiled import instrumented
+            twin = self._twin = instrumented(self)
+        return twin(args)
 
     def _output_rules(self, refs):
         """(copy?, ref) per result: literals, inputs, constants and a second use of one
