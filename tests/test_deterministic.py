@@ -68,6 +68,27 @@ def test_openblas_held_at_one_thread_while_on():
     assert lib.scipy_openblas_get_num_threads64_() == before
 
 
+def test_products_round_as_on_one_openblas_thread():
+    # OpenBLAS splits the k loop of some shapes over its threads: this one's bits differ
+    # between 1 and 2 threads on the 2-core machine the tests were written on
+    lib = _openblas()
+    before = lib.scipy_openblas_get_num_threads64_()
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((300, 700)).astype(np.float32)
+    b = rng.standard_normal((700, 500)).astype(np.float32)
+    f = fc.jit(lambda a, b: a @ b)
+    try:
+        lib.scipy_openblas_set_num_threads64_(1)
+        one = f(a, b)
+        lib.scipy_openblas_set_num_threads64_(4)
+        fc.use_deterministic_algorithms(True)
+        np.testing.assert_array_equal(f(a, b), one)
+        np.testing.assert_array_equal(a @ b, one)      # NumPy's own products too
+    finally:
+        fc.use_deterministic_algorithms(False)
+        lib.scipy_openblas_set_num_threads64_(before)
+
+
 def test_unheld_blas_raises_naming_the_primitives(monkeypatch):
     blas.blas_int_bits()
     monkeypatch.setattr(blas, "_numpy_lib", [None])     # as with SciPy's BLAS

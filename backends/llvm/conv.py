@@ -334,9 +334,11 @@ class Conv:
     def _split(self, work, parts, macs):
         """work(lo, hi) over [0, parts), split over the threads from SPLIT_MACS
         multiply-adds (OpenBLAS held at one thread each); the list of the parts' results.
-        In deterministic mode the split is DETERMINISTIC_PARTS parts whatever the thread
-        count, so that "features" (which sums the parts' results) rounds the same way."""
-        if determinism.state["enabled"]:
+        In deterministic mode "features" (which sums the parts' results) splits into
+        DETERMINISTIC_PARTS parts whatever the thread count, so it rounds the same way
+        ("images" writes each image's results whole: with OpenBLAS at one thread, any
+        split gives the same bits)."""
+        if determinism.state["enabled"] and self.mode == "features":
             parts_n = min(DETERMINISTIC_PARTS, parts) if macs >= SPLIT_MACS else 1
             if self.workers <= 1 and parts_n > 1:
                 bounds = [parts * p // parts_n for p in range(parts_n + 1)]

@@ -105,7 +105,7 @@ def trace_for_transform(fn, args, kwargs, name, scope=None) -> Traced:
     from .functionalize import functionalize_graph, has_mutation, input_plan, with_plan
     leaves = flat_args(args, kwargs, ())[0]
     plan = input_plan(leaves, name)
-    with scope or Scope(name, "fresh"):
+    with scope or Scope(name, "fresh"), profiling.span("trace", "trace"):
         traced = trace_call(with_plan(fn, plan), args, kwargs, (), name=name)
     n_keys = len(traced.graph.inputs) - len(leaves) - len(traced.captured)
     traced.captured = [FRESH_KEY] * n_keys + traced.captured
