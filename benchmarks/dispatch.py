@@ -7,7 +7,8 @@ loop of calls, in one process, so the ratios compare like with like on a noisy h
 Three workloads: ``x + 1.0`` on f32[4] (pure overhead: one tiny kernel), a
 multi-output graph of a few small ops on f32[16] (several kernels, three results),
 and a small two-layer network called as ``f(params, x)`` with a dict of four
-weight arrays (the pytree call of a training or inference loop).
+weight arrays (the pytree call of a training or inference loop). The "profiler on"
+rows are calls made inside ``functorch_core.profiler.profile()``.
 """
 
 from __future__ import annotations
@@ -119,6 +120,9 @@ def main():
         "jit cpu (params dict)": per_call(lambda a: cpu_layers(*a), net),
         "jit cpu (params dict), general": per_call(lambda a: cpu_layers._call(a, {}, None), net),
     }
+    with fc.profiler.profile():     # what a call costs while a profile records it
+        rows["jit cpu, profiler on"] = per_call(cpu, x4)
+        rows["jit cpu (params dict), profiler on"] = per_call(lambda a: cpu_layers(*a), net)
     _jax_rows(rows, (x4, x16, net))
     _torch_rows(rows, (x4, x16, net))
     base = rows["jit cpu"]

@@ -18,10 +18,15 @@ from ir.pytree import (
                        tree_unflatten,
 )
 
-from . import lax, numpy, optim, random
+from . import lax, numpy, optim, profiler, random
 from .api import clear_caches, jit, make_graph
 from .checkpoint import load, save
 from .config import config
+from .deterministic import (
+                       are_deterministic_algorithms_enabled,
+                       is_deterministic_algorithms_warn_only_enabled,
+                       use_deterministic_algorithms,
+)
 from .lax import associative_scan, cond, fori_loop, scan, switch, while_loop
 from .numpy._methods import install as _install_tracer_methods
 from .random import manual_seed
@@ -69,5 +74,7 @@ __all__ = [
     "make_functional_with_buffers", "combine_state_for_ensemble",
     "replace_all_batch_norm_modules_",
     "deploy", "Exported", "export", "freeze", "load_exported",
+    "profiler", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
+    "is_deterministic_algorithms_warn_only_enabled",
 ]
 __version__ = "0.1.0"

@@ -11,7 +11,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from backends import registry
+from backends import profiling, registry
 from ir import Graph, check_graph, current_trace, eval_graph, passes
 from ir import primitives as P
 from ir.once import Once
@@ -240,14 +240,21 @@ class Jitted:
     def _compile(self, args, kwargs, nums, key, static_kw=None):
         func = functools.partial(self.func, **static_kw) if static_kw else self.func
         name = f"jit({fn_name(self.func)})"
-        with Scope(name, "fresh") as scope:     # a draw becomes a key input: see _random_scope
+        with Scope(name, "fresh") as scope, profiling.span("trace", "trace"):
+            # a draw becomes a key input: see _random_scope
             traced = trace_call(with_plan(func, key[1][-1]), args, kwargs, nums, name=name)
         graph, mutated = traced.graph, []
         if has_mutation(graph):
-            graph, mutated = functionalize_graph(graph, key[1][-1])
-        graph = check_graph(passes.simplify(graph))
+            with profiling.span("functionalize", "transform"):
+                graph, mutated = functionalize_graph(graph, key[1][-1])
+        with profiling.span("simplify", "compile"):
+            graph = check_graph(passes.simplify(graph))
         backend = registry.get(self.backend)
-        run = backend.compile(passes.lower_custom(graph)) if not traced.captured else None
+        run = None
+        if not traced.captured:
+            with profiling.span(f"compile({self.backend or registry.default_backend()})",
+                                "compile"):
+                run = backend.compile(passes.lower_custom(graph))
         return _Compiled(graph, run, traced.out_tree, traced.captured, traced.graph, mutated,
                          scope.n_keys)
 
@@ -274,9 +281,16 @@ class Jitted:
             return self._call(args, kwargs, fkey)
         return self._call(args, kwargs, None)
 
-    def _call(self, args, kwargs, fkey):
-        """The general path: flatten, full signature (aliasing included), compile if new."""
+    def _call(self, args, kwargs, fkey, profiled=False):
+        """The general path: flatten, full signature (aliasing included), compile if new.
+        While a profile is active every call comes here (see ``drop_fast_paths``) and runs
+        as one event, through the backend's instrumented runner, never remembered for the
+        fast path."""
         fname = fn_name(self.func)
+        if not profiled and profiling.recorder is not None:
+            shapes = _shapes(args, kwargs) if profiling.recorder.record_shapes else None
+            with profiling.span(f"jit({fname})", "call", shapes):
+                return self._call(args, kwargs, None, True)
         nums = self.static_argnums
         if kwargs and self._key_names:       # a static position passed by name instead
             nums = tuple(i for i in nums if i < len(args) or self._key_names.get(i) not in kwargs)
@@ -325,8 +339,9 @@ class Jitted:
             if fkey is not None and not entry.mutated and key[1][-1] is None and not keys:
                 self._remember_fast(fkey, entry, key)
             check_writable(given, entry.mutated, f"jit({fname})")
-            outs = entry.run([np.asarray(x) if not isinstance(x, np.ndarray) else x
-                              for x in leaves] + keys)
+            run = _profiled_runner(entry.run, self.backend) if profiled else entry.run
+            outs = run([np.asarray(x) if not isinstance(x, np.ndarray) else x
+                        for x in leaves] + keys)
             n = len(outs) - len(entry.mutated)
             write_back(given, entry.mutated, outs[n:])
             outs = outs[:n]
@@ -377,6 +392,36 @@ class Jitted:
                     outs = run([a])
                     return outs[0] if single else tree_unflatten(out_tree, outs)
         self._fast[fkey] = (run, scalars, single, entry.out_tree, key, one)
+
+
+def drop_fast_paths():
+    """Forget every jitted function's fast-path entries, so that each call takes the
+    general path (which refills them unless a profile is active)."""
+    for f in list(_JITTED):
+        if f._fast:
+            f._fast.clear()
+
+
+def _profiled_runner(run, backend):
+    """``run`` as the profiler sees it: the backend's instrumented twin when it has one
+    (``run.profiled``), else ``run`` as one event."""
+    twin = getattr(run, "profiled", None)
+    if twin is not None:
+        return twin
+    name = f"run({backend or registry.default_backend()})"
+
+    def timed(args):
+        with profiling.span(name, "run"):
+            return run(args)
+    return timed
+
+
+def _shapes(args, kwargs):
+    """The shapes and dtypes of the arguments' array leaves, for ``record_shapes``."""
+    from ir.pytree import tree_leaves
+    return {"input_shapes": [f"{np.dtype(np.asarray(x).dtype).name}{list(np.shape(x))}"
+                             for x in tree_leaves((args, kwargs))
+                             if isinstance(x, np.ndarray | np.generic | float | int | complex)]}
 
 
 def _rebuild_jitted(func, static_argnums, backend, static_argnames=(), named_nums=(),

@@ -268,7 +268,8 @@ def emit_gemm(b: ir.IRBuilder, call: GemmCall, data):
     b.position_at_end(done)
 
 
-_threads = {"lock": threading.Lock(), "inside": 0, "saved": None}
+_threads = {"lock": threading.Lock(), "inside": 0, "saved": None, "hold": threading.Lock(),
+            "held": False}
 
 
 @contextlib.contextmanager
@@ -284,15 +285,35 @@ def one_thread_each():
     if lib is None:
         yield
         return
-    with _threads["lock"]:
-        if _threads["inside"] == 0:
-            _threads["saved"] = lib.scipy_openblas_get_num_threads64_()
-            lib.scipy_openblas_set_num_threads64_(1)
-        _threads["inside"] += 1
+    _one_thread(lib, 1)
     try:
         yield
     finally:
-        with _threads["lock"]:
-            _threads["inside"] -= 1
-            if _threads["inside"] == 0:
-                lib.scipy_openblas_set_num_threads64_(_threads["saved"])
+        _one_thread(lib, -1)
+
+
+def _one_thread(lib, delta):
+    """One more (``delta`` 1) or one fewer (-1) holder of OpenBLAS's single thread."""
+    with _threads["lock"]:
+        if _threads["inside"] == 0 and delta > 0:
+            _threads["saved"] = lib.scipy_openblas_get_num_threads64_()
+            lib.scipy_openblas_set_num_threads64_(1)
+        _threads["inside"] += delta
+        if _threads["inside"] == 0:
+            lib.scipy_openblas_set_num_threads64_(_threads["saved"])
+
+
+def hold_one_thread(hold: bool) -> bool:
+    """Keep NumPy's OpenBLAS at one thread (process-wide, NumPy's own products included)
+    while ``hold`` is the last value given, for deterministic mode: a product split over
+    OpenBLAS's threads may round differently from one thread's. False when the BLAS in
+    use is not NumPy's OpenBLAS (SciPy's: its thread count is not held)."""
+    blas_int_bits()
+    lib = _numpy_lib[0]
+    if lib is None:
+        return False
+    with _threads["hold"]:
+        if hold != _threads["held"]:
+            _threads["held"] = hold
+            _one_thread(lib, 1 if hold else -1)
+    return True

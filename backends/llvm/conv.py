@@ -46,6 +46,7 @@ import math
 
 import numpy as np
 
+from .. import determinism
 from . import blas
 from .blas import _scalar, gemm
 
@@ -57,6 +58,8 @@ COLUMN_ELEMENTS = 1 << 20
 IMAGES_MIN_OUTPUTS = 64
 # "images" splits the images over ``parallel``'s threads from this many multiply-adds
 SPLIT_MACS = 1 << 24
+# the parts of a split conv in deterministic mode, however many threads run them
+DETERMINISTIC_PARTS = 4
 
 
 def _blas_int():
@@ -330,8 +333,18 @@ class Conv:
 
     def _split(self, work, parts, macs):
         """work(lo, hi) over [0, parts), split over the threads from SPLIT_MACS
-        multiply-adds (OpenBLAS held at one thread each); the list of the parts' results."""
-        parts_n = min(self.workers, parts) if macs >= SPLIT_MACS else 1
+        multiply-adds (OpenBLAS held at one thread each); the list of the parts' results.
+        In deterministic mode "features" (which sums the parts' results) splits into
+        DETERMINISTIC_PARTS parts whatever the thread count, so it rounds the same way
+        ("images" writes each image's results whole: with OpenBLAS at one thread, any
+        split gives the same bits)."""
+        if determinism.state["enabled"] and self.mode == "features":
+            parts_n = min(DETERMINISTIC_PARTS, parts) if macs >= SPLIT_MACS else 1
+            if self.workers <= 1 and parts_n > 1:
+                bounds = [parts * p // parts_n for p in range(parts_n + 1)]
+                return [work(lo, hi) for lo, hi in itertools.pairwise(bounds)]
+        else:
+            parts_n = min(self.workers, parts) if macs >= SPLIT_MACS else 1
         if parts_n <= 1:
             return [work(0, parts)]
         bounds = [parts * p // parts_n for p in range(parts_n + 1)]

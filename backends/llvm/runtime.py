@@ -42,6 +42,7 @@ from llvmlite import ir
 from ir.core import Graph, Lit
 from ir.once import Once
 
+from .. import profiling
 from . import cache, codegen, sort
 from .blas import DotGeneral, GemmCall, gemm_address, gemm_layout
 from .conv import Conv as ConvGemm
@@ -323,14 +324,16 @@ def _add_module(text, digest, names, pipeline):
     llmod = _parse(text, tm, engine.context)
     llmod.name = _MODULE + digest
     obj = cache.load(digest)
-    if obj is not None:
-        _pending[llmod.name] = obj
-    elif pipeline is not None:
-        optimize(llmod, tm, pipeline)
-    try:
-        return _NativeModule(engine, llmod, names)
-    finally:
-        _pending.pop(llmod.name, None)
+    with profiling.span("llvm: disk cache hit" if obj is not None else "llvm: optimize+compile",
+                        "compile"):
+        if obj is not None:
+            _pending[llmod.name] = obj
+        elif pipeline is not None:
+            optimize(llmod, tm, pipeline)
+        try:
+            return _NativeModule(engine, llmod, names)
+        finally:
+            _pending.pop(llmod.name, None)
 
 
 def _parse(text, tm, context=None):
@@ -368,7 +371,18 @@ class OptimizedIR:
 # -- steps at run time ----------------------------------------------------------
 
 PARALLEL_MIN_POINTS = 1 << 18     # below this a kernel runs on the calling thread
-_WORKERS = os.cpu_count() or 1
+
+
+def _workers_from_env() -> int:
+    value = os.environ.get("FUNCTORCH_CORE_NUM_THREADS", "").strip()
+    if not value:
+        return os.cpu_count() or 1
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"FUNCTORCH_CORE_NUM_THREADS must be a positive integer, got {value!r}")
+    return int(value)
+
+
+_WORKERS = _workers_from_env()    # threads a big kernel, sort or conv splits over
 ARENA_ALIGN = 64                  # bytes; every intermediate buffer starts on a cache line
 
 
@@ -380,6 +394,27 @@ def _pool():
             if pool is None:
                 pool = _state["pool"] = ThreadPoolExecutor(_WORKERS, thread_name_prefix="fc-cpu")
     return pool
+
+
+def get_num_threads() -> int:
+    """How many threads (the caller's included) a big kernel, sort or conv splits over."""
+    return _WORKERS
+
+
+def set_num_threads(n: int):
+    """Split big kernels, sorts and convs over ``n`` threads in executables compiled from
+    now on (the compiled-graph cache is cleared; a ``jit`` function keeps the executables
+    it holds until ``functorch_core.clear_caches()``). The default is the environment
+    variable ``FUNCTORCH_CORE_NUM_THREADS``, else the number of cores."""
+    global _WORKERS
+    if type(n) is not int or n < 1:
+        raise ValueError(f"set_num_threads: n must be a positive int, got {n!r}")
+    with _lock:
+        _WORKERS = n
+        pool = _state.pop("pool", None)
+    if pool is not None:
+        pool.shutdown(wait=False)
+    clear_cache()
 
 
 def _after_fork_in_child():
@@ -628,8 +663,10 @@ class Executable:
 
     def __init__(self, graph: Graph):
         import backends.interpreter  # noqa: F401  (registers every primitive's impl)
-        self.plan = plan = partition(graph)
-        self.ir, fns = compile_plan(plan)
+        with profiling.span("partition", "compile"):
+            self.plan = plan = partition(graph)
+        with profiling.span("llvm", "compile"):
+            self.ir, fns = compile_plan(plan)
         self.fallbacks = [s for s in plan.steps if isinstance(s, Fallback)]
         self.n_inputs = plan.n_inputs
         self.borrowed = set(range(plan.n_inputs)) | set(plan.consts)
@@ -772,6 +809,14 @@ class Executable:
                 free.append(bufs)
             return r
         return one_arena
+
+    def profiled(self, args):
+        """``self(args)`` with a profiler event per step (see ``profiled.py``)."""
+        twin = self.__dict__.get("_twin")
+        if twin is None:
+            from .profiled import instrumented
+            twin = self._twin = instrumented(self)
+        return twin(args)
 
     def _output_rules(self, refs):
         """(copy?, ref) per result: literals, inputs, constants and a second use of one

@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ir import Graph, eval_graph, passes
+from backends import profiling
+from ir import Graph, current_trace, eval_graph, passes
 from ir.pytree import PyTreeDef
 
 from .._random_scope import FRESH_KEY, Scope, fill
-from .._tracing import Traced, flat_args, leaf_aval, trace_call
+from .._tracing import Traced, flat_args, fn_name, leaf_aval, trace_call
 
 _CACHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _UNCACHEABLE: dict = {}   # functions that cannot be weakly referenced: never cached
@@ -36,6 +37,7 @@ class Transformed:
     out_tree: PyTreeDef
     captured: list = field(default_factory=list)   # outer tracers, extra graph inputs
     extra: object = None                           # anything else the transform keeps
+    label: str = ""                                # "grad(loss)": its profiler event
 
 
 def _closure_arrays(fn) -> tuple:
@@ -83,7 +85,10 @@ def cached(fn, transform_key, sig_key, build) -> Transformed:
     key = (transform_key, sig_key)
     entry = cache.get(key) if cache is not _UNCACHEABLE else None
     if entry is None:
-        entry = build()
+        label = f"{transform_key[0]}({fn_name(fn)})"
+        with profiling.span(f"transform {label}", "transform"):
+            entry = build()
+        entry.label = label
         if all(c is FRESH_KEY for c in entry.captured) and cache is not _UNCACHEABLE:
             cache[key] = entry
     return entry
@@ -100,7 +105,7 @@ def trace_for_transform(fn, args, kwargs, name, scope=None) -> Traced:
     from .functionalize import functionalize_graph, has_mutation, input_plan, with_plan
     leaves = flat_args(args, kwargs, ())[0]
     plan = input_plan(leaves, name)
-    with scope or Scope(name, "fresh"):
+    with scope or Scope(name, "fresh"), profiling.span("trace", "trace"):
         traced = trace_call(with_plan(fn, plan), args, kwargs, (), name=name)
     n_keys = len(traced.graph.inputs) - len(leaves) - len(traced.captured)
     traced.captured = [FRESH_KEY] * n_keys + traced.captured
@@ -120,3 +125,11 @@ def trace_for_transform(fn, args, kwargs, name, scope=None) -> Traced:
 def replay(entry: Transformed, leaves):
     """Run the transformed graph on the actual leaves (or record it into a trace)."""
     return eval_graph(entry.graph, list(leaves) + fill(entry.captured))
+
+
+def run_transformed(entry: Transformed, inputs):
+    """``eval_graph(entry.graph, inputs)``: an eager call is one profiler event."""
+    if profiling.recorder is None or current_trace() is not None:
+        return eval_graph(entry.graph, inputs)
+    with profiling.span(entry.label, "eager"):
+        return eval_graph(entry.graph, inputs)

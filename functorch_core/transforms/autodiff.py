@@ -20,7 +20,7 @@ from ir.pytree import tree_flatten, tree_leaves, tree_structure, tree_unflatten
 
 from .._random_scope import fill
 from .._tracing import argnums_tuple, fn_name, leaf_aval, normalize_argnums
-from ._common import Transformed, cached, signature, trace_for_transform
+from ._common import Transformed, cached, run_transformed, signature, trace_for_transform
 from .jvp import closed, differentiable, jvp_graph
 from .transpose import linearize_graph, transpose_graph
 
@@ -177,7 +177,7 @@ def _grad_call(func, args, kwargs, argnums, has_aux, what, holomorphic=False):
         return Transformed(combined, traced.out_tree, traced.captured)
 
     entry = cached(func, ("grad", nums, has_aux, holomorphic), sig, build)
-    flat = eval_graph(entry.graph, list(leaves) + fill(entry.captured))
+    flat = run_transformed(entry, list(leaves) + fill(entry.captured))
     n_out = entry.out_tree.num_leaves
     out = tree_unflatten(entry.out_tree, flat[:n_out])
     value, aux = out if has_aux else (out, None)
@@ -298,7 +298,7 @@ def _linearized(func, args, nums, has_aux, what, kind):
         return Transformed(lin.primal, traced.out_tree, traced.captured, extra)
 
     entry = cached(func, (kind, nums, has_aux), sig, build)
-    flat = eval_graph(entry.graph, list(leaves) + fill(entry.captured))
+    flat = run_transformed(entry, list(leaves) + fill(entry.captured))
     n_out = entry.out_tree.num_leaves
     out = tree_unflatten(entry.out_tree, flat[:n_out])
     return entry, out, flat[n_out:], leaves, mask
@@ -466,7 +466,7 @@ def jvp(func, primals, tangents, *, has_aux=False):
 
     entry = cached(func, ("jvp", has_aux), sig, build)
     used = [t for t, d in zip(flat_t, mask, strict=True) if d]
-    flat = eval_graph(entry.graph, list(leaves) + fill(entry.captured) + used)
+    flat = run_transformed(entry, list(leaves) + fill(entry.captured) + used)
     n_out = entry.out_tree.num_leaves
     out = tree_unflatten(entry.out_tree, flat[:n_out])
     value, aux = out if has_aux else (out, None)

@@ -55,7 +55,7 @@ from ._alias import (
     tracer_plan,
     view_layout,
 )
-from ._common import Transformed, cached, signature
+from ._common import Transformed, cached, run_transformed, signature
 from ._update import apply_step, pure_setitem, scalar, unview
 
 _REMOVE = ("mutations", "mutations_and_views")
@@ -426,8 +426,7 @@ def functionalize(func, *, remove="mutations"):
         entry = cached(func, ("functionalize",), (key, plan), build)
         targets = list(leaves) + list(entry.captured)
         check_writable(targets, entry.extra, f"functionalize({name})")
-        from ir import eval_graph
-        outs = eval_graph(entry.graph, targets)
+        outs = run_transformed(entry, targets)
         n = len(outs) - len(entry.extra)
         write_back(targets, entry.extra, outs[n:])
         results = outs[:n]

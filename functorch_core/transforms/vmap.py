@@ -8,13 +8,13 @@ import weakref
 
 import numpy as np
 
-from ir import dtypes, eval_graph
+from ir import dtypes
 from ir import primitives as P
 from ir.pytree import tree_flatten, tree_unflatten
 
 from .._random_scope import FRESH_KEY, Scope, fill
 from .._tracing import fn_name, leaf_aval
-from ._common import Transformed, cached, signature, trace_for_transform
+from ._common import Transformed, cached, run_transformed, signature, trace_for_transform
 from .batching import BatchedOutputError, batch_graph
 
 _UNSET = object()
@@ -266,7 +266,7 @@ def _run(func, spec, args, kwargs, dims, size):
     entry = cached(spec.owner, ("vmap", flat_dims, spec.out_key, spec.randomness), sig_key,
                    lambda: _build(func, spec, args, kwargs, dims, flat_dims, size))
     captured = fill(entry.captured, lambda: _fresh_key(spec.randomness, size))
-    return eval_graph(entry.graph, list(leaves) + captured), entry.out_tree, entry.extra
+    return run_transformed(entry, list(leaves) + captured), entry.out_tree, entry.extra
 
 
 def _fresh_key(randomness, size):
