@@ -29,7 +29,14 @@ from .activation import (  # noqa: F401
     Tanh,
 )
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential  # noqa: F401
-from .conv import Conv1d, Conv2d  # noqa: F401
+from .conv import (  # noqa: F401
+    Conv1d,
+    Conv2d,
+    Conv3d,
+    ConvTranspose1d,
+    ConvTranspose2d,
+    ConvTranspose3d,
+)
 from .dropout import Dropout  # noqa: F401
 from .embedding import Embedding  # noqa: F401
 from .linear import Flatten, Identity, Linear, Unflatten  # noqa: F401
@@ -45,3 +52,4 @@ from .stateless import (  # noqa: F401
     replace_all_batch_norm_modules_,
     stack_module_state,
 )
+from .upsampling import Upsample  # noqa: F401

@@ -17,7 +17,18 @@ from .activation import (  # noqa: F401
     softplus,
     tanh,
 )
-from .conv import adaptive_avg_pool2d, avg_pool2d, conv1d, conv2d, max_pool2d  # noqa: F401
+from .conv import (  # noqa: F401
+    adaptive_avg_pool2d,
+    avg_pool2d,
+    conv1d,
+    conv2d,
+    conv3d,
+    conv_transpose1d,
+    conv_transpose2d,
+    conv_transpose3d,
+    max_pool2d,
+)
+from .distance import cosine_similarity, normalize, pairwise_distance  # noqa: F401
 from .linear import batch_norm, dropout, embedding, layer_norm, linear, one_hot  # noqa: F401
 from .loss import (  # noqa: F401
     binary_cross_entropy_with_logits,
@@ -26,3 +37,4 @@ from .loss import (  # noqa: F401
     mse_loss,
     nll_loss,
 )
+from .vision import interpolate, pad, upsample  # noqa: F401

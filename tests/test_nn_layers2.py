@@ -1,0 +1,142 @@
+"""The second batch of nn layers and functionals without PyTorch: NumPy references,
+check_grads, vmap against a loop, jit against eager, and errors naming the shapes."""
+
+import numpy as np
+import pytest
+
+import functorch_core as fc
+from functorch_core import nn
+from functorch_core.nn import functional as F
+from functorch_core.testing import check_grads
+
+rng = np.random.default_rng(2)
+
+
+def np_conv_transpose1d(x, w, b, stride, pad, out_pad, groups, dil):
+    n, cin, length = x.shape
+    cout_g, k = w.shape[1], w.shape[2]
+    full = (length - 1) * stride + dil * (k - 1) + 1 + out_pad
+    out = np.zeros((n, cout_g * groups, full))
+    cin_g = cin // groups
+    for g in range(groups):
+        for ci in range(g * cin_g, (g + 1) * cin_g):
+            for co in range(cout_g):
+                for i in range(length):
+                    for j in range(k):
+                        out[:, g * cout_g + co, i * stride + j * dil] += (
+                            x[:, ci, i] * w[ci, co, j])
+    out = out[:, :, pad:full - pad]
+    return out + (0 if b is None else b[:, None])
+
+
+@pytest.mark.parametrize("stride,pad,out_pad,groups,dil",
+                         [(1, 0, 0, 1, 1), (2, 1, 1, 2, 1), (3, 2, 0, 1, 2), (2, 0, 1, 4, 3)])
+def test_conv_transpose1d_matches_numpy(stride, pad, out_pad, groups, dil):
+    x, w = rng.standard_normal((2, 4, 5)), rng.standard_normal((4, 2, 3))
+    b = rng.standard_normal(2 * groups)
+    got = F.conv_transpose1d(x, w, b, stride, pad, out_pad, groups, dil)
+    np.testing.assert_allclose(got, np_conv_transpose1d(x, w, b, stride, pad, out_pad, groups, dil),
+                               rtol=1e-12, atol=1e-12)
+
+
+def test_conv_transpose_is_the_adjoint_of_conv():
+    x, w = rng.standard_normal((2, 4, 6, 5)), rng.standard_normal((4, 3, 3, 2))
+    y = rng.standard_normal((2, 3, 11, 10))
+    kw = dict(stride=2, padding=1, dilation=(1, 2))
+    lhs = np.sum(F.conv_transpose2d(x, w, output_padding=(0, 1), **kw) * y)
+    rhs = np.sum(x * F.conv2d(y, w, **kw))
+    np.testing.assert_allclose(lhs, rhs, rtol=1e-12)
+
+
+def test_conv3d_is_a_sum_of_conv2d_slices():
+    x, w = rng.standard_normal((1, 2, 4, 5, 5)), rng.standard_normal((3, 2, 2, 3, 3))
+    got = F.conv3d(x, w, padding=(0, 1, 1))
+    want = np.stack([sum(F.conv2d(x[:, :, d + i], w[:, :, i], padding=1) for i in range(2))
+                     for d in range(3)], axis=2)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("mode,np_mode", [("reflect", "reflect"), ("replicate", "edge"),
+                                          ("circular", "wrap"), ("constant", "constant")])
+def test_pad_matches_numpy(mode, np_mode):
+    x = rng.standard_normal((2, 3, 5, 4))
+    got = F.pad(x, (1, 3, 2, 0), mode=mode)
+    np.testing.assert_array_equal(got, np.pad(x, [(0, 0), (0, 0), (2, 0), (1, 3)], np_mode))
+    np.testing.assert_array_equal(F.pad(x, (-1, 2), value=7.0)[..., :3], x[..., 1:])
+    np.testing.assert_array_equal(F.pad(x, (-1, 2), value=7.0)[..., 3:], 7.0)
+
+
+def test_padding_mode_conv_equals_pad_then_conv():
+    conv = nn.Conv2d(3, 2, 3, padding=(2, 1), padding_mode="reflect", dtype=np.float64)
+    x = rng.standard_normal((1, 3, 6, 5))
+    want = F.conv2d(np.pad(x, [(0, 0), (0, 0), (2, 2), (1, 1)], "reflect"), conv.weight,
+                    conv.bias)
+    np.testing.assert_allclose(conv(x), want, rtol=1e-12)
+
+
+def test_interpolate_numpy_references():
+    x = rng.standard_normal((1, 2, 3, 4))
+    np.testing.assert_array_equal(F.interpolate(x, scale_factor=2),
+                                  x.repeat(2, axis=2).repeat(2, axis=3))
+    y = F.interpolate(x, size=(5, 7), mode="bilinear", align_corners=True)
+    np.testing.assert_allclose(y[..., ::2, ::2], x, rtol=1e-12)     # corners stay on samples
+    np.testing.assert_allclose(y[..., 1, :][..., ::2], (x[..., 0, :] + x[..., 1, :]) / 2,
+                               rtol=1e-12)
+    # align_corners=False, factor 2: interior samples at 1/4 and 3/4 between neighbours
+    z = F.interpolate(x[:, :, 0], scale_factor=2, mode="linear")
+    np.testing.assert_allclose(z[..., 1:-1:2], 0.75 * x[:, :, 0, :-1] + 0.25 * x[:, :, 0, 1:],
+                               rtol=1e-12)
+
+
+def test_grads_vmap_jit():
+    x = rng.standard_normal((2, 2, 4))
+    w = rng.standard_normal((2, 3, 3))
+    check_grads(lambda x, w: F.conv_transpose1d(x, w, stride=2, padding=1), (x, w), order=2)
+    check_grads(lambda x: F.pad(x, (2, 1), mode="reflect"), (x,), order=1)
+    check_grads(lambda x: F.interpolate(x, size=7, mode="linear"), (x,), order=1)
+    check_grads(lambda a, b: F.cosine_similarity(a, b, dim=-1), (x, x[::-1] + 1), order=2)
+
+    def f(x):
+        return F.interpolate(F.pad(x, (1, 1), mode="circular"), scale_factor=1.5,
+                             mode="linear")
+    xs = rng.standard_normal((3, 2, 2, 4))
+    np.testing.assert_allclose(fc.vmap(f)(xs), np.stack([f(v) for v in xs]), rtol=1e-12)
+    np.testing.assert_allclose(fc.jit(f)(x), f(x), rtol=1e-12)
+    up = nn.ConvTranspose2d(2, 3, 3, stride=2, dtype=np.float64)
+    xi = rng.standard_normal((3, 2, 4, 4))
+    np.testing.assert_allclose(fc.vmap(up)(xi[:, None])[:, 0], up(xi), rtol=1e-12)
+    np.testing.assert_allclose(fc.jit(up)(xi), up(xi), rtol=1e-12)
+
+
+def test_distance_numpy_references():
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    np.testing.assert_allclose(F.normalize(a), a / np.linalg.norm(a, axis=1, keepdims=True))
+    np.testing.assert_allclose(F.cosine_similarity(a, b),
+                               np.sum(a * b, 1) / np.linalg.norm(a, axis=1)
+                               / np.linalg.norm(b, axis=1))
+    np.testing.assert_allclose(F.pairwise_distance(a, b, eps=0.0),
+                               np.linalg.norm(a - b, axis=-1))
+
+
+def test_conv_layer_errors():
+    with pytest.raises(ValueError, match=r"ConvTranspose2d\(in_channels=4\).*\(2, 3, 5, 5\)"):
+        nn.ConvTranspose2d(4, 2, 3)(np.ones((2, 3, 5, 5), np.float32))
+    with pytest.raises(ValueError, match=r"Conv3d\(in_channels=2\).*\(2, 2, 5\)"):
+        nn.Conv3d(2, 2, 3)(np.ones((2, 2, 5), np.float32))
+    with pytest.raises(ValueError, match="padding_mode must be one of"):
+        nn.Conv1d(2, 2, 3, padding_mode="mirror")
+    with pytest.raises(ValueError, match='Only "zeros" padding mode'):
+        nn.ConvTranspose1d(2, 2, 3, padding_mode="reflect")
+    with pytest.raises(ValueError, match="valid sizes of dimension 0 range from 9 to 10"):
+        nn.ConvTranspose2d(2, 2, 3, stride=2, padding=1)(np.ones((1, 2, 5, 5), np.float32),
+                                                        output_size=(11, 10))
+    with pytest.raises(ValueError, match="output_padding"):
+        F.conv_transpose1d(np.ones((1, 1, 3)), np.ones((1, 1, 2)), output_padding=1)
+    with pytest.raises(ValueError, match=r"should be less than.*reflect"):
+        F.pad(np.ones((1, 2, 3)), (3, 0), mode="reflect")
+    with pytest.raises(NotImplementedError, match="last 1 to 3 dimensions"):
+        F.pad(np.ones((1, 2, 3, 4)), (1, 1), mode="replicate")
+    with pytest.raises(ValueError, match="bilinear mode needs 4D input"):
+        F.interpolate(np.ones((1, 2, 3)), scale_factor=2, mode="bilinear")
+    with pytest.raises(ValueError, match="only one of size or scale_factor"):
+        F.interpolate(np.ones((1, 2, 3)), size=4, scale_factor=2)

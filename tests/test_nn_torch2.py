@@ -1,0 +1,153 @@
+"""The second batch of nn layers and functionals against PyTorch (skipped without torch):
+converted state_dicts give the same outputs and gradients, float64, train and eval mode."""
+
+import numpy as np
+import pytest
+
+import functorch_core as fc
+from functorch_core import nn
+from functorch_core.nn import functional as F
+
+torch = pytest.importorskip("torch")
+tnn, tF = torch.nn, torch.nn.functional
+
+rng = np.random.default_rng(1)
+X3 = rng.standard_normal((2, 4, 9))
+X4 = rng.standard_normal((2, 4, 7, 6))
+X5 = rng.standard_normal((2, 4, 5, 4, 6))
+
+
+def _compare(make_ours, make_theirs, x, train, forward_kw=None):
+    kw = forward_kw or {}
+    torch.manual_seed(0)
+    theirs = make_theirs().double()
+    ours = make_ours().double()
+    ours.load_state_dict({k: v.detach().numpy() for k, v in theirs.state_dict().items()})
+    ours.train(train)
+    theirs.train(train)
+    xt = torch.tensor(x, requires_grad=True)
+    yt = theirs(xt, **kw)
+    (yt ** 2).sum().backward()
+    np.testing.assert_allclose(ours(x, **kw), yt.detach().numpy(), rtol=1e-12, atol=1e-12)
+    params = {k: np.array(v) for k, v in ours.named_parameters()}
+    buffers = {k: np.array(v) for k, v in ours.named_buffers()}
+
+    def loss(p, x, b):
+        return (fc.functional_call(ours, (p, b), (x,), kw) ** 2).sum()
+    gp, gx = fc.grad(loss, argnums=(0, 1))(params, x, buffers)
+    np.testing.assert_allclose(gx, xt.grad.numpy(), rtol=1e-12, atol=1e-12)
+    tgrads = dict(theirs.named_parameters())
+    assert sorted(gp) == sorted(tgrads)
+    for k, g in gp.items():
+        np.testing.assert_allclose(g, tgrads[k].grad.numpy(), rtol=1e-12, atol=1e-11,
+                                   err_msg=k)
+    for k, b in ours.named_buffers():
+        np.testing.assert_allclose(b, theirs.get_buffer(k).numpy(), rtol=1e-12, atol=1e-12,
+                                   err_msg=k)
+    return ours, theirs
+
+
+def _both(ours, theirs):
+    return lambda: ours, lambda: theirs
+
+
+LAYERS = [
+    ("conv3d", lambda: nn.Conv3d(4, 6, (3, 2, 3), stride=(1, 2, 1), padding=1, groups=2),
+     lambda: tnn.Conv3d(4, 6, (3, 2, 3), stride=(1, 2, 1), padding=1, groups=2), X5),
+    ("conv3d_same_dil", lambda: nn.Conv3d(4, 2, 3, padding="same", dilation=2, bias=False),
+     lambda: tnn.Conv3d(4, 2, 3, padding="same", dilation=2, bias=False), X5),
+    ("conv_transpose1d", lambda: nn.ConvTranspose1d(4, 3, 3, stride=3, padding=2, dilation=2),
+     lambda: tnn.ConvTranspose1d(4, 3, 3, stride=3, padding=2, dilation=2), X3),
+    ("conv_transpose2d_groups",
+     lambda: nn.ConvTranspose2d(4, 6, (3, 2), stride=2, padding=1, output_padding=1, groups=2),
+     lambda: tnn.ConvTranspose2d(4, 6, (3, 2), stride=2, padding=1, output_padding=1,
+                                 groups=2), X4),
+    ("conv_transpose3d", lambda: nn.ConvTranspose3d(4, 2, 2, stride=2, bias=False),
+     lambda: tnn.ConvTranspose3d(4, 2, 2, stride=2, bias=False), X5),
+    ("conv_transpose1d_unbatched", lambda: nn.ConvTranspose1d(4, 2, 2),
+     lambda: tnn.ConvTranspose1d(4, 2, 2), X3[0]),
+] + [
+    (f"conv{n}d_{mode}", (lambda n=n, mode=mode, pad=pad: getattr(nn, f"Conv{n}d")(
+        4, 3, 3, padding=pad, padding_mode=mode)),
+     (lambda n=n, mode=mode, pad=pad: getattr(tnn, f"Conv{n}d")(
+         4, 3, 3, padding=pad, padding_mode=mode)),
+     x)
+    for n, x, pad in ((1, X3, 2), (2, X4, (1, 2)), (3, X5, 1))
+    for mode in ("reflect", "replicate", "circular")
+] + [
+    ("conv2d_same_circular", lambda: nn.Conv2d(4, 3, (4, 3), padding="same",
+                                               padding_mode="circular"),
+     lambda: tnn.Conv2d(4, 3, (4, 3), padding="same", padding_mode="circular"), X4),
+    ("upsample_bilinear", lambda: nn.Upsample(scale_factor=1.5, mode="bilinear"),
+     lambda: tnn.Upsample(scale_factor=1.5, mode="bilinear"), X4),
+    ("upsample_nearest", lambda: nn.Upsample(size=(9, 4)),
+     lambda: tnn.Upsample(size=(9, 4)), X4),
+    ("upsample_linear_ac", lambda: nn.Upsample(size=13, mode="linear", align_corners=True),
+     lambda: tnn.Upsample(size=13, mode="linear", align_corners=True), X3),
+    ("upsample_trilinear", lambda: nn.Upsample(scale_factor=(2, 0.5, 1.3), mode="trilinear"),
+     lambda: tnn.Upsample(scale_factor=(2, 0.5, 1.3), mode="trilinear"), X5),
+]
+
+
+@pytest.mark.parametrize("train", [True, False])
+@pytest.mark.parametrize("name,ours,theirs,x", LAYERS, ids=[t[0] for t in LAYERS])
+def test_layer2_matches_torch(name, ours, theirs, x, train):
+    _compare(ours, theirs, x, train)
+
+
+def test_conv_transpose_output_size_matches_torch():
+    x = X4[:, :, :5, :5]
+    for size in [(9, 9), (10, 10), (1, 4, 10, 9)]:
+        _compare(lambda: nn.ConvTranspose2d(4, 2, 3, stride=2, padding=1),
+                 lambda: tnn.ConvTranspose2d(4, 2, 3, stride=2, padding=1), x, True,
+                 {"output_size": size})
+
+
+def _grad_pair(f, tf, *arrays):
+    ts = [torch.tensor(a, requires_grad=True) for a in arrays]
+    yt = tf(*ts)
+    (yt ** 2).sum().backward()
+    np.testing.assert_allclose(f(*arrays), yt.detach().numpy(), rtol=1e-12, atol=1e-12)
+    gs = fc.grad(lambda *a: (f(*a) ** 2).sum(), argnums=tuple(range(len(arrays))))(*arrays)
+    for g, t in zip(gs, ts, strict=True):
+        np.testing.assert_allclose(g, t.grad.numpy(), rtol=1e-11, atol=1e-12)
+
+
+PADS = [(1, 2), (2, 1, 1, 3), (-1, 2, 3, -1), (0, 0, 2, 2, 1, 1)]
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "replicate", "circular"])
+@pytest.mark.parametrize("pad", PADS, ids=str)
+def test_pad_matches_torch(mode, pad):
+    x = X5[0] if len(pad) == 6 else X4
+    if mode != "constant" and len(pad) == 2:
+        x = X3
+    _grad_pair(lambda a: F.pad(a, pad, mode=mode), lambda a: tF.pad(a, pad, mode=mode), x)
+    if mode == "constant":
+        _grad_pair(lambda a: F.pad(a, pad, value=2.5), lambda a: tF.pad(a, pad, value=2.5), x)
+
+
+INTERP = [dict(scale_factor=2), dict(size=(5, 7)), dict(size=(3, 3)), dict(scale_factor=1.7),
+          dict(scale_factor=(0.5, 3)), dict(scale_factor=1.7, recompute_scale_factor=True)]
+
+
+@pytest.mark.parametrize("mode,ac", [("nearest", None), ("nearest-exact", None),
+                                     ("bilinear", False), ("bilinear", True)])
+@pytest.mark.parametrize("kw", INTERP, ids=str)
+def test_interpolate_matches_torch(kw, mode, ac):
+    _grad_pair(lambda a: F.interpolate(a, mode=mode, align_corners=ac, **kw),
+               lambda a: tF.interpolate(a, mode=mode, align_corners=ac, **kw), X4)
+
+
+def test_distance_functionals_match_torch():
+    a, b = rng.standard_normal((4, 5)), rng.standard_normal((4, 5))
+    for p in (1, 2, 3, float("inf")):
+        _grad_pair(lambda x, y, p=p: F.pairwise_distance(x, y, p=p),
+                   lambda x, y, p=p: tF.pairwise_distance(x, y, p=p), a, b)
+        _grad_pair(lambda x, p=p: F.normalize(x, p=p, dim=0),
+                   lambda x, p=p: tF.normalize(x, p=p, dim=0), a)
+    _grad_pair(lambda x, y: F.pairwise_distance(x, y, keepdim=True),
+               lambda x, y: tF.pairwise_distance(x, y, keepdim=True), a, b[0])
+    _grad_pair(F.cosine_similarity, tF.cosine_similarity, a, b)
+    _grad_pair(lambda x, y: F.cosine_similarity(x, y, dim=-1),
+               lambda x, y: tF.cosine_similarity(x, y, dim=-1), a[:, None], b[None])
