@@ -140,3 +140,66 @@ def test_conv_layer_errors():
         F.interpolate(np.ones((1, 2, 3)), scale_factor=2, mode="bilinear")
     with pytest.raises(ValueError, match="only one of size or scale_factor"):
         F.interpolate(np.ones((1, 2, 3)), size=4, scale_factor=2)
+
+
+def np_max_pool1d(x, k, s, p, d, ceil):
+    length = x.shape[-1]
+    span = length + 2 * p - d * (k - 1) - 1
+    out = (-(-span // s) if ceil else span // s) + 1
+    if ceil and (out - 1) * s >= length + p:
+        out -= 1
+    xp = np.pad(x, [(0, 0)] * (x.ndim - 1) + [(p, p + k * d)], constant_values=-np.inf)
+    vals = np.stack([xp[..., o * s: o * s + d * (k - 1) + 1: d] for o in range(out)], -2)
+    return vals.max(-1), vals.argmax(-1) + np.arange(out) * s - p + 0 * d
+
+
+@pytest.mark.parametrize("k,s,p,d,ceil", [(2, 2, 0, 1, False), (3, 2, 1, 1, True),
+                                          (2, 1, 1, 2, False), (3, 3, 1, 1, True)])
+def test_max_pool1d_matches_numpy(k, s, p, d, ceil):
+    x = rng.standard_normal((2, 3, 10))
+    want, _ = np_max_pool1d(x, k, s, p, d, ceil)
+    got, idx = F.max_pool1d(x, k, s, p, d, ceil, return_indices=True)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.take_along_axis(x, idx, -1), got)   # indices point at it
+    np.testing.assert_array_equal(nn.MaxPool1d(k, s, p, d, ceil_mode=ceil)(x), want)
+
+
+def test_avg_pool_and_adaptive_numpy_references():
+    x = rng.standard_normal((2, 3, 7))
+    np.testing.assert_allclose(F.avg_pool1d(x, 2), (x[..., 0:6:2] + x[..., 1:6:2]) / 2)
+    # ceil_mode: the last window holds x[6] alone (count_include_pad does not count the
+    # overhang beyond the padding)
+    np.testing.assert_allclose(F.avg_pool1d(x, 2, ceil_mode=True)[..., -1], x[..., 6])
+    np.testing.assert_allclose(F.avg_pool1d(x, 3, 2, 1)[..., 0], (x[..., 0] + x[..., 1]) / 3)
+    np.testing.assert_allclose(F.avg_pool1d(x, 3, 2, 1, count_include_pad=False)[..., 0],
+                               (x[..., 0] + x[..., 1]) / 2)
+    np.testing.assert_allclose(F.adaptive_avg_pool1d(x, 3),
+                               np.stack([x[..., 0:3].mean(-1), x[..., 2:5].mean(-1),
+                                         x[..., 4:7].mean(-1)], -1))
+    vals, idx = F.adaptive_max_pool2d(x[None], (2, 3), return_indices=True)
+    flat = x[None].reshape(1, 2, -1)
+    np.testing.assert_array_equal(np.take_along_axis(flat, idx.reshape(1, 2, -1), -1),
+                                  vals.reshape(1, 2, -1))
+
+
+def test_pool_grads_vmap_jit_errors():
+    x = rng.standard_normal((2, 2, 6))
+    check_grads(lambda a: F.max_pool1d(a, 3, 2, 1, ceil_mode=True, return_indices=True)[0],
+                (x,), order=1)
+    check_grads(lambda a: F.avg_pool1d(a, 3, 2, 1, ceil_mode=True), (x,), order=2)
+    check_grads(lambda a: F.adaptive_max_pool1d(a, 4), (x,), order=1)
+    pool = nn.MaxPool2d(3, 2, 1, ceil_mode=True, return_indices=True)
+    xs = rng.standard_normal((3, 2, 5, 5))
+    vv, vi = fc.vmap(pool)(xs)
+    for i in range(3):
+        np.testing.assert_array_equal(vv[i], pool(xs[i])[0])
+        np.testing.assert_array_equal(vi[i], pool(xs[i])[1])
+    jv, ji = fc.jit(pool)(xs)
+    np.testing.assert_array_equal(jv, pool(xs)[0])
+    np.testing.assert_array_equal(ji, pool(xs)[1])
+    with pytest.raises(ValueError, match=r"max_pool1d: expected a 2-D \(C, L\).*\(5,\)"):
+        nn.MaxPool1d(2)(np.ones(5))
+    with pytest.raises(ValueError, match="pad should be at most half"):
+        F.avg_pool2d(np.ones((1, 4, 4)), 2, padding=2)
+    with pytest.raises(ValueError, match="too small"):
+        F.max_pool1d(np.ones((1, 2)), 3)

@@ -151,3 +151,79 @@ def test_distance_functionals_match_torch():
     _grad_pair(F.cosine_similarity, tF.cosine_similarity, a, b)
     _grad_pair(lambda x, y: F.cosine_similarity(x, y, dim=-1),
                lambda x, y: tF.cosine_similarity(x, y, dim=-1), a[:, None], b[None])
+
+
+def _pool_cases():
+    import itertools
+    for k, s, p, d, ceil in itertools.product([2, 3], [1, 2, 3], [0, 1], [1, 2], [False, True]):
+        try:
+            tF.max_pool2d(torch.tensor(X4), k, s, p, d, ceil)
+        except RuntimeError:        # torch rejects it (output too small): ours must too
+            continue
+        yield k, s, p, d, ceil
+
+
+POOLS = list(_pool_cases())
+
+
+@pytest.mark.parametrize("k,s,p,d,ceil", POOLS, ids=str)
+def test_pools_match_torch(k, s, p, d, ceil):
+    for ri in (False, True):
+        _grad_pair(lambda a, ri=ri: F.max_pool2d(a, k, s, p, d, ceil, ri)[0] if ri
+                   else F.max_pool2d(a, k, s, p, d, ceil),
+                   lambda a, ri=ri: tF.max_pool2d(a, k, s, p, d, ceil, ri)[0] if ri
+                   else tF.max_pool2d(a, k, s, p, d, ceil), X4)
+        _grad_pair(lambda a, ri=ri: F.max_pool1d(a, k, s, p, d, ceil, ri)[0] if ri
+                   else F.max_pool1d(a, k, s, p, d, ceil),
+                   lambda a, ri=ri: tF.max_pool1d(a, k, s, p, d, ceil, ri)[0] if ri
+                   else tF.max_pool1d(a, k, s, p, d, ceil), X3)
+    for fn, tfn, x in ((F.max_pool2d, tF.max_pool2d, X4), (F.max_pool1d, tF.max_pool1d, X3)):
+        np.testing.assert_array_equal(fn(x, k, s, p, d, ceil, True)[1],
+                                      tfn(torch.tensor(x), k, s, p, d, ceil, True)[1].numpy())
+    if d == 1:
+        for cip in (False, True):
+            _grad_pair(lambda a, cip=cip: F.avg_pool2d(a, k, s, p, ceil, cip),
+                       lambda a, cip=cip: tF.avg_pool2d(a, k, s, p, ceil, cip), X4)
+            _grad_pair(lambda a, cip=cip: F.avg_pool1d(a, k, s, p, ceil, cip),
+                       lambda a, cip=cip: tF.avg_pool1d(a, k, s, p, ceil, cip), X3)
+
+
+@pytest.mark.parametrize("size", [1, 3, 4, 5, (2, 7), (None, 3)], ids=str)
+def test_adaptive_pools_match_torch(size):
+    _grad_pair(lambda a: F.adaptive_max_pool2d(a, size),
+               lambda a: tF.adaptive_max_pool2d(a, size), X4)
+    _, idx = F.adaptive_max_pool2d(X4, size, True)
+    _, tidx = tF.adaptive_max_pool2d(torch.tensor(X4), size, True)
+    np.testing.assert_array_equal(idx, tidx.numpy())
+    if isinstance(size, int):
+        _grad_pair(lambda a: F.adaptive_max_pool1d(a, size),
+                   lambda a: tF.adaptive_max_pool1d(a, size), X3)
+        _grad_pair(lambda a: F.adaptive_max_pool1d(a, size, True)[0],
+                   lambda a: tF.adaptive_max_pool1d(a, size, True)[0], X3)
+        np.testing.assert_array_equal(F.adaptive_max_pool1d(X3, size, True)[1],
+                                      tF.adaptive_max_pool1d(torch.tensor(X3), size, True)[1])
+        _grad_pair(lambda a: F.adaptive_avg_pool1d(a, size),
+                   lambda a: tF.adaptive_avg_pool1d(a, size), X3)
+
+
+POOL_LAYERS = [
+    ("MaxPool1d", lambda: nn.MaxPool1d(3, 2, 1, ceil_mode=True),
+     lambda: tnn.MaxPool1d(3, 2, 1, ceil_mode=True), X3),
+    ("MaxPool2d_dil_unbatched", lambda: nn.MaxPool2d(2, 1, 1, dilation=2),
+     lambda: tnn.MaxPool2d(2, 1, 1, dilation=2), X4[0]),
+    ("AvgPool1d", lambda: nn.AvgPool1d(3, 2, 1, ceil_mode=True, count_include_pad=False),
+     lambda: tnn.AvgPool1d(3, 2, 1, ceil_mode=True, count_include_pad=False), X3),
+    ("AvgPool2d_divisor", lambda: nn.AvgPool2d(3, 2, 1, ceil_mode=True, divisor_override=5),
+     lambda: tnn.AvgPool2d(3, 2, 1, ceil_mode=True, divisor_override=5), X4),
+    ("AdaptiveAvgPool1d", lambda: nn.AdaptiveAvgPool1d(4), lambda: tnn.AdaptiveAvgPool1d(4),
+     X3),
+    ("AdaptiveMaxPool1d", lambda: nn.AdaptiveMaxPool1d(4), lambda: tnn.AdaptiveMaxPool1d(4),
+     X3[0]),
+    ("AdaptiveMaxPool2d", lambda: nn.AdaptiveMaxPool2d((3, None)),
+     lambda: tnn.AdaptiveMaxPool2d((3, None)), X4),
+]
+
+
+@pytest.mark.parametrize("name,ours,theirs,x", POOL_LAYERS, ids=[t[0] for t in POOL_LAYERS])
+def test_pool_layers_match_torch(name, ours, theirs, x):
+    _compare(ours, theirs, x, True)

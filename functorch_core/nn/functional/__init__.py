@@ -18,15 +18,12 @@ from .activation import (  # noqa: F401
     tanh,
 )
 from .conv import (  # noqa: F401
-    adaptive_avg_pool2d,
-    avg_pool2d,
     conv1d,
     conv2d,
     conv3d,
     conv_transpose1d,
     conv_transpose2d,
     conv_transpose3d,
-    max_pool2d,
 )
 from .distance import cosine_similarity, normalize, pairwise_distance  # noqa: F401
 from .linear import batch_norm, dropout, embedding, layer_norm, linear, one_hot  # noqa: F401
@@ -36,5 +33,15 @@ from .loss import (  # noqa: F401
     l1_loss,
     mse_loss,
     nll_loss,
+)
+from .pooling import (  # noqa: F401
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    max_pool1d,
+    max_pool2d,
 )
 from .vision import interpolate, pad, upsample  # noqa: F401

@@ -1,4 +1,4 @@
-"""Convolution and pooling in PyTorch's ``NC...`` / ``OI...`` layouts over ``lax``."""
+"""Convolution in PyTorch's ``NC...`` / ``OI...`` layouts over ``lax``."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from functorch_core import lax
 
 from ..module import shape_of
 
-__all__ = ["adaptive_avg_pool2d", "avg_pool2d", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
-           "conv_transpose2d", "conv_transpose3d", "max_pool2d"]
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+           "conv_transpose3d"]
 
 
 def _tuple(value, n):
@@ -200,51 +200,3 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     ``(C_in, C_out/groups, KD, KH, KW)`` (arguments as :func:`conv_transpose2d`)."""
     return _conv_transpose("conv_transpose3d", 3, input, weight, bias, stride, padding,
                            output_padding, groups, dilation)
-
-
-def _pool_check(name, input, ceil_mode, dilation=1):
-    if len(shape_of(input)) not in (3, 4):
-        raise ValueError(f"{name}: expected a 3-D (C, H, W) or 4-D (N, C, H, W) input, got "
-                         f"shape {tuple(shape_of(input))}")
-    if ceil_mode:
-        raise NotImplementedError(f"{name}: ceil_mode=True is not supported")
-    if _tuple(dilation, 2) != (1, 1):
-        raise NotImplementedError(f"{name}: dilation other than 1 is not supported")
-
-
-def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
-               return_indices=False):
-    """2-D max pooling over the last two axes (``stride`` defaults to ``kernel_size``;
-    ``padding`` never wins the max). ``dilation != 1``, ``ceil_mode`` and
-    ``return_indices`` are not supported."""
-    _pool_check("max_pool2d", input, ceil_mode, dilation)
-    if return_indices:
-        raise NotImplementedError("max_pool2d: return_indices=True is not supported")
-    k = _tuple(kernel_size, 2)
-    s = k if stride is None or stride == () else _tuple(stride, 2)
-    return lax.max_pool(input, k, s, [(p, p) for p in _tuple(padding, 2)])
-
-
-def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
-               count_include_pad=True, divisor_override=None):
-    """2-D average pooling over the last two axes, as ``torch.nn.functional.avg_pool2d``
-    (``ceil_mode`` not supported)."""
-    _pool_check("avg_pool2d", input, ceil_mode)
-    k = _tuple(kernel_size, 2)
-    s = k if stride is None or stride == () else _tuple(stride, 2)
-    pads = [(p, p) for p in _tuple(padding, 2)]
-    if divisor_override is not None:
-        total = lax.avg_pool(input, k, s, pads, count_include_pad=True) * (k[0] * k[1])
-        return total / divisor_override
-    return lax.avg_pool(input, k, s, pads, count_include_pad=count_include_pad)
-
-
-def adaptive_avg_pool2d(input, output_size):
-    """Average pooling of the last two axes to ``output_size`` (int or pair; ``None``
-    keeps that axis' size), with PyTorch's windows."""
-    if len(shape_of(input)) not in (3, 4):
-        raise ValueError(f"adaptive_avg_pool2d: expected a 3-D or 4-D input, got shape "
-                         f"{tuple(shape_of(input))}")
-    size = _tuple(output_size, 2) if not isinstance(output_size, int) else (output_size,) * 2
-    size = tuple(shape_of(input)[-2 + i] if o is None else o for i, o in enumerate(size))
-    return lax.adaptive_avg_pool(input, size)
