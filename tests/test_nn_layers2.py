@@ -203,3 +203,41 @@ def test_pool_grads_vmap_jit_errors():
         F.avg_pool2d(np.ones((1, 4, 4)), 2, padding=2)
     with pytest.raises(ValueError, match="too small"):
         F.max_pool1d(np.ones((1, 2)), 3)
+
+
+def test_group_and_instance_norm_numpy_references():
+    x = rng.standard_normal((3, 6, 4, 5))
+    g = x.reshape(3, 2, -1)
+    want = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-5))
+    np.testing.assert_allclose(F.group_norm(x, 2), want.reshape(x.shape), rtol=1e-12)
+    m, v = x.mean((2, 3), keepdims=True), x.var((2, 3), keepdims=True)
+    np.testing.assert_allclose(F.instance_norm(x), (x - m) / np.sqrt(v + 1e-5), rtol=1e-12)
+    norm = nn.InstanceNorm2d(6, momentum=0.5, track_running_stats=True, dtype=np.float64)
+    norm(x)
+    np.testing.assert_allclose(norm.running_mean, 0.5 * m.reshape(3, 6).mean(0))
+    np.testing.assert_allclose(norm.running_var,
+                               0.5 + 0.5 * (v.reshape(3, 6) * 20 / 19).mean(0))
+    # GroupNorm with one group per channel is InstanceNorm
+    np.testing.assert_allclose(F.group_norm(x, 6), F.instance_norm(x), rtol=1e-12)
+
+
+def test_norm_grads_vmap_jit_errors():
+    x = rng.standard_normal((2, 4, 5))
+    w, b = rng.standard_normal(4), rng.standard_normal(4)
+    check_grads(lambda x, w, b: F.group_norm(x, 2, w, b), (x, w, b), order=2)
+    check_grads(lambda x: F.instance_norm(x), (x,), order=2)
+    gn = nn.GroupNorm(2, 4, dtype=np.float64)
+    np.testing.assert_allclose(fc.vmap(gn)(x[:, None])[:, 0], gn(x), rtol=1e-12)
+    np.testing.assert_allclose(fc.jit(gn)(x), gn(x), rtol=1e-12)
+    inorm = nn.InstanceNorm1d(4, affine=True, dtype=np.float64)
+    np.testing.assert_allclose(fc.vmap(inorm)(x), inorm(x), rtol=1e-12)   # unbatched rows
+    with pytest.raises(ValueError, match="divisible by num_groups"):
+        nn.GroupNorm(3, 4)
+    with pytest.raises(ValueError, match=r"GroupNorm\(num_groups=2, num_channels=4\).*\(2, 3, 5\)"):
+        gn(np.ones((2, 3, 5)))
+    with pytest.raises(ValueError, match=r"InstanceNorm1d\(num_features=4\).*\(2, 3, 5\)"):
+        inorm(np.ones((2, 3, 5)))
+    with pytest.raises(ValueError, match=r"InstanceNorm1d.*expected a 2-D.*\(5,\)"):
+        inorm(np.ones(5))
+    with pytest.warns(UserWarning, match="affine=False"):
+        nn.InstanceNorm1d(4)(np.ones((2, 3, 5)))

@@ -227,3 +227,53 @@ POOL_LAYERS = [
 @pytest.mark.parametrize("name,ours,theirs,x", POOL_LAYERS, ids=[t[0] for t in POOL_LAYERS])
 def test_pool_layers_match_torch(name, ours, theirs, x):
     _compare(ours, theirs, x, True)
+
+
+NORM_LAYERS = [
+    ("GroupNorm", lambda: nn.GroupNorm(2, 4), lambda: tnn.GroupNorm(2, 4), X4),
+    ("GroupNorm_noaffine_1d", lambda: nn.GroupNorm(4, 4, affine=False, eps=1e-3),
+     lambda: tnn.GroupNorm(4, 4, affine=False, eps=1e-3), X3),
+    ("GroupNorm_5d", lambda: nn.GroupNorm(1, 4), lambda: tnn.GroupNorm(1, 4), X5),
+    ("InstanceNorm1d", lambda: nn.InstanceNorm1d(4), lambda: tnn.InstanceNorm1d(4), X3),
+    ("InstanceNorm1d_unbatched_affine", lambda: nn.InstanceNorm1d(4, affine=True),
+     lambda: tnn.InstanceNorm1d(4, affine=True), X3[0]),
+    ("InstanceNorm2d_tracked", lambda: nn.InstanceNorm2d(4, affine=True,
+                                                         track_running_stats=True),
+     lambda: tnn.InstanceNorm2d(4, affine=True, track_running_stats=True), X4),
+    ("InstanceNorm2d_tracked_momentum_none",
+     lambda: nn.InstanceNorm2d(4, momentum=None, track_running_stats=True),
+     lambda: tnn.InstanceNorm2d(4, momentum=None, track_running_stats=True), X4),
+]
+
+
+@pytest.mark.parametrize("train", [True, False])
+@pytest.mark.parametrize("name,ours,theirs,x", NORM_LAYERS, ids=[t[0] for t in NORM_LAYERS])
+def test_norm_layers_match_torch(name, ours, theirs, x, train):
+    _compare(ours, theirs, x, train)
+
+
+def test_instance_norm_running_stats_train_then_eval():
+    ours, theirs = _compare(lambda: nn.InstanceNorm1d(4, momentum=0.3, track_running_stats=True),
+                            lambda: tnn.InstanceNorm1d(4, momentum=0.3,
+                                                       track_running_stats=True), X3, True)
+    for _ in range(2):
+        ours(X3 * 2 + 1)
+        theirs(torch.tensor(X3 * 2 + 1))
+    for k in ("running_mean", "running_var"):
+        np.testing.assert_allclose(getattr(ours, k), getattr(theirs, k).numpy(), rtol=1e-12)
+    ours.eval()
+    theirs.eval()
+    np.testing.assert_allclose(ours(X3), theirs(torch.tensor(X3)).detach().numpy(),
+                               rtol=1e-12, atol=1e-12)
+
+
+def test_norm_functionals_match_torch():
+    w, b = rng.standard_normal(4), rng.standard_normal(4)
+    _grad_pair(lambda x, w, b: F.group_norm(x, 2, w, b, 1e-3),
+               lambda x, w, b: tF.group_norm(x, 2, w, b, 1e-3), X4, w, b)
+    _grad_pair(lambda x, w, b: F.instance_norm(x, weight=w, bias=b),
+               lambda x, w, b: tF.instance_norm(x, weight=w, bias=b), X5, w, b)
+    rm, rv = rng.standard_normal(4), rng.random(4) + 0.5
+    _grad_pair(lambda x: F.instance_norm(x, rm, rv, use_input_stats=False),
+               lambda x: tF.instance_norm(x, torch.tensor(rm), torch.tensor(rv),
+                                          use_input_stats=False), X3)

@@ -42,7 +42,14 @@ from .embedding import Embedding  # noqa: F401
 from .linear import Flatten, Identity, Linear, Unflatten  # noqa: F401
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss  # noqa: F401
 from .module import Module, Parameter  # noqa: F401
-from .normalization import BatchNorm1d, BatchNorm2d, LayerNorm  # noqa: F401
+from .normalization import (  # noqa: F401
+    BatchNorm1d,
+    BatchNorm2d,
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    LayerNorm,
+)
 from .pooling import (  # noqa: F401
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,

@@ -34,6 +34,7 @@ from .loss import (  # noqa: F401
     mse_loss,
     nll_loss,
 )
+from .normalization import group_norm, instance_norm  # noqa: F401
 from .pooling import (  # noqa: F401
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,

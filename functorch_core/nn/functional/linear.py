@@ -91,10 +91,10 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     return out if bias is None else out + bias
 
 
-def _write_stat(name, buf, value):
+def _write_stat(name, buf, value, fn="batch_norm"):
     if isinstance(buf, np.ndarray) and is_tracer(value):
         raise TypeError(
-            f"batch_norm: training mode writes the batch statistics into {name} (shape "
+            f"{fn}: training mode writes the batch statistics into {name} (shape "
             f"{buf.shape}), a concrete array the traced function closes over. Pass the "
             "buffers to the transform, e.g. functional_call(model, (params, buffers), args) "
             "with buffers an argument, or use model.eval() / track_running_stats=False")
