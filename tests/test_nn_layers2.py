@@ -241,3 +241,98 @@ def test_norm_grads_vmap_jit_errors():
         inorm(np.ones(5))
     with pytest.warns(UserWarning, match="affine=False"):
         nn.InstanceNorm1d(4)(np.ones((2, 3, 5)))
+
+
+def test_feature_dropout_masks_whole_channels():
+    from functorch_core import random
+    x = np.ones((64, 32, 5))
+    y = F.dropout1d(x, 0.25, key=random.key(3))
+    kept = y[..., 0] != 0
+    np.testing.assert_array_equal(y, np.where(kept[..., None], x / 0.75, 0.0))
+    assert 0.7 < kept.mean() < 0.8
+    np.testing.assert_array_equal(F.dropout1d(x, 0.25, key=random.key(3)), y)   # keyed
+    y2 = F.dropout2d(np.ones((8, 16, 3, 4)), 0.5, key=random.key(1))
+    assert set(np.unique(y2.reshape(8, 16, -1).std(-1))) == {0.0}
+    u = F.dropout1d(x[0], 0.5, key=random.key(2))                          # unbatched (C, L)
+    assert set(np.unique(u.std(-1))) == {0.0} and u.shape == (32, 5)
+    with pytest.warns(UserWarning, match=r"3-D input.*\(N, C, L\)"):
+        F.dropout2d(x, 0.5, key=random.key(0))
+    drop = nn.Dropout2d(0.4)
+    drop.eval()
+    np.testing.assert_array_equal(drop(y2), y2)
+    g = fc.grad(lambda a: F.dropout1d(a, 0.5, key=random.key(4)).sum())(x[:4])
+    np.testing.assert_array_equal(g, F.dropout1d(x[:4], 0.5, key=random.key(4)))
+    with pytest.raises(ValueError, match=r"dropout1d: expected a 2-D.*\(2, 3, 4, 5\)"):
+        nn.Dropout1d()(np.ones((2, 3, 4, 5)))
+    out = fc.vmap(lambda a: nn.Dropout1d(0.5)(a), randomness="different")(x[:6])
+    assert out.shape == (6, 32, 5)
+
+
+def test_prelu_bilinear_numpy_references():
+    x = rng.standard_normal((2, 3, 4))
+    prelu = nn.PReLU(3, init=0.2, dtype=np.float64)
+    np.testing.assert_allclose(prelu(x), np.where(x > 0, x, 0.2 * x))
+    check_grads(lambda a, w: F.prelu(a, w), (x, np.array([0.3, -0.2, 0.5])), order=1)
+    with pytest.raises(ValueError, match=r"prelu: mismatch.*\(4,\).*\(2, 3, 4\)"):
+        nn.PReLU(4)(x)
+    bil = nn.Bilinear(3, 4, 2, dtype=np.float64)
+    a, b = rng.standard_normal((5, 3)), rng.standard_normal((5, 4))
+    np.testing.assert_allclose(bil(a, b), np.einsum("bi,oij,bj->bo", a, bil.weight, b)
+                               + bil.bias, rtol=1e-12)
+    check_grads(lambda a, b, w: F.bilinear(a, b, w), (a, b, np.array(bil.weight)), order=2)
+    np.testing.assert_allclose(fc.jit(bil)(a, b), bil(a, b), rtol=1e-12)
+    np.testing.assert_allclose(fc.vmap(bil)(a, b), bil(a, b), rtol=1e-12)
+    assert bil.weight.shape == (2, 3, 4) and np.all(np.abs(bil.weight) <= 1 / np.sqrt(3))
+    with pytest.raises(ValueError, match=r"Bilinear\(in1_features=3, in2_features=4\).*"
+                                         r"input2 of shape \(5, 3\)"):
+        bil(a, a)
+
+
+def np_embedding_bag(idx, w, offsets, mode, psw=None, pad=None):
+    ends = list(offsets[1:]) + [len(idx)]
+    out = []
+    for s, e in zip(offsets, ends, strict=True):
+        keep = [i for i in range(s, e) if idx[i] != pad]
+        rows = w[idx[keep]] * (1 if psw is None else psw[keep][:, None])
+        if not keep:
+            out.append(np.zeros(w.shape[1]))
+        else:
+            out.append({"sum": rows.sum, "mean": rows.mean, "max": rows.max}[mode](0))
+    return np.stack(out)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_numpy_reference(mode):
+    idx, offsets = np.array([1, 2, 4, 5, 4, 3, 2, 9]), np.array([0, 2, 2, 5])
+    bag = nn.EmbeddingBag(10, 3, mode=mode, padding_idx=4, dtype=np.float64)
+    assert np.all(bag.weight[4] == 0)
+    np.testing.assert_allclose(bag(idx, offsets), np_embedding_bag(idx, bag.weight, offsets,
+                                                                   mode, pad=4), rtol=1e-12)
+    np.testing.assert_allclose(fc.jit(bag)(idx, offsets), bag(idx, offsets), rtol=1e-12)
+    psw = rng.standard_normal(8)
+    if mode == "sum":
+        np.testing.assert_allclose(
+            F.embedding_bag(idx, bag.weight, offsets, mode="sum", per_sample_weights=psw),
+            np_embedding_bag(idx, bag.weight, offsets, "sum", psw), rtol=1e-12)
+        check_grads(lambda w, p: F.embedding_bag(idx, w, offsets, mode="sum",
+                                                 per_sample_weights=p),
+                    (np.array(bag.weight), psw), order=1)
+    else:
+        with pytest.raises(NotImplementedError, match="only supported for mode='sum'"):
+            bag(idx, offsets, psw)
+    with pytest.raises(ValueError, match=r"\(2, 4\).*offsets has to be None"):
+        bag(idx.reshape(2, 4), offsets)
+
+
+def test_embedding_max_norm_renormalises_in_place():
+    emb = nn.Embedding(6, 4, max_norm=1.0, dtype=np.float64)
+    emb.weight[...] = rng.standard_normal((6, 4)) * 3
+    untouched = np.array(emb.weight[[0, 5]])
+    out = emb(np.array([[1, 2], [2, 3]]))
+    norms = np.linalg.norm(emb.weight, axis=1)
+    np.testing.assert_allclose(norms[1:4], 1.0, rtol=1e-6)
+    np.testing.assert_array_equal(emb.weight[[0, 5]], untouched)
+    np.testing.assert_array_equal(out[0, 1], emb.weight[2])
+    w = np.array(emb.weight) * 5
+    fc.jit(lambda w, i: F.embedding(i, w, max_norm=2.0))(w, np.array([0, 1]))
+    np.testing.assert_allclose(np.linalg.norm(w[:2], axis=1), 2.0, rtol=1e-6)   # written back

@@ -277,3 +277,88 @@ def test_norm_functionals_match_torch():
     _grad_pair(lambda x: F.instance_norm(x, rm, rv, use_input_stats=False),
                lambda x: tF.instance_norm(x, torch.tensor(rm), torch.tensor(rv),
                                           use_input_stats=False), X3)
+
+
+MISC_LAYERS = [
+    ("PReLU", lambda: nn.PReLU(), lambda: tnn.PReLU(), X4),
+    ("PReLU_channels", lambda: nn.PReLU(4, init=0.1), lambda: tnn.PReLU(4, init=0.1), X3),
+    ("PReLU_1d", lambda: nn.PReLU(init=-0.3), lambda: tnn.PReLU(init=-0.3), X3[0, 0]),
+]
+
+
+@pytest.mark.parametrize("name,ours,theirs,x", MISC_LAYERS, ids=[t[0] for t in MISC_LAYERS])
+def test_misc_layers_match_torch(name, ours, theirs, x):
+    _compare(ours, theirs, x, True)
+
+
+@pytest.mark.parametrize("cls,x", [("Dropout1d", X3), ("Dropout1d", X3[0]),
+                                   ("Dropout2d", X4)])
+def test_feature_dropout_eval_is_identity_like_torch(cls, x):
+    _compare(lambda: getattr(nn, cls)(0.3), lambda: getattr(tnn, cls)(0.3), x, False)
+
+
+def test_bilinear_matches_torch():
+    torch.manual_seed(0)
+    theirs = tnn.Bilinear(3, 4, 5).double()
+    ours = nn.Bilinear(3, 4, 5).double()
+    ours.load_state_dict({k: v.detach().numpy() for k, v in theirs.state_dict().items()})
+    a, b = rng.standard_normal((2, 6, 3)), rng.standard_normal((2, 6, 4))
+    ta, tb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    yt = theirs(ta, tb)
+    (yt ** 2).sum().backward()
+    np.testing.assert_allclose(ours(a, b), yt.detach().numpy(), rtol=1e-12, atol=1e-12)
+    g = fc.grad(lambda m, a, b: (m(a, b) ** 2).sum(), argnums=(0, 1, 2))(ours, a, b)
+    np.testing.assert_allclose(g[0].weight, theirs.weight.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(g[0].bias, theirs.bias.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(g[1], ta.grad.numpy(), rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(g[2], tb.grad.numpy(), rtol=1e-12, atol=1e-13)
+
+
+IDX = np.array([1, 2, 4, 5, 4, 3, 2, 9])
+OFFSETS = np.array([0, 2, 2, 5])
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("padding_idx", [None, 2])
+@pytest.mark.parametrize("last", [False, True])
+def test_embedding_bag_matches_torch(mode, padding_idx, last):
+    offsets = np.append(OFFSETS, len(IDX)) if last else OFFSETS
+    torch.manual_seed(0)
+    theirs = tnn.EmbeddingBag(10, 3, mode=mode, padding_idx=padding_idx,
+                              include_last_offset=last).double()
+    ours = nn.EmbeddingBag(10, 3, mode=mode, padding_idx=padding_idx,
+                           include_last_offset=last).double()
+    ours.load_state_dict({k: v.detach().numpy() for k, v in theirs.state_dict().items()})
+    yt = theirs(torch.tensor(IDX), torch.tensor(offsets))
+    (yt ** 2).sum().backward()
+    np.testing.assert_allclose(ours(IDX, offsets), yt.detach().numpy(), rtol=1e-12)
+    g = fc.grad(lambda m: (m(IDX, offsets) ** 2).sum())(ours)
+    np.testing.assert_allclose(g.weight, theirs.weight.grad.numpy(), rtol=1e-12, atol=1e-14)
+    idx2 = IDX.reshape(2, 4)
+    np.testing.assert_allclose(ours(idx2), theirs(torch.tensor(idx2)).detach().numpy(),
+                               rtol=1e-12)
+
+
+def test_embedding_bag_per_sample_weights_matches_torch():
+    w, psw = rng.standard_normal((10, 3)), rng.standard_normal(len(IDX))
+    _grad_pair(lambda w, p: F.embedding_bag(IDX, w, OFFSETS, mode="sum",
+                                            per_sample_weights=p),
+               lambda w, p: tF.embedding_bag(torch.tensor(IDX), w, torch.tensor(OFFSETS),
+                                             mode="sum", per_sample_weights=p), w, psw)
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0])
+def test_embedding_max_norm_matches_torch(norm_type):
+    torch.manual_seed(0)
+    theirs = tnn.Embedding(10, 3, max_norm=1.2, norm_type=norm_type).double()
+    ours = nn.Embedding(10, 3, max_norm=1.2, norm_type=norm_type).double()
+    ours.load_state_dict({k: v.detach().numpy() for k, v in theirs.state_dict().items()})
+    idx = np.array([[1, 2, 4], [4, 9, 1]])
+    yt = theirs(torch.tensor(idx))
+    (yt ** 2).sum().backward()
+    before = np.array(ours.weight)
+    g = fc.grad(lambda m: (m(idx) ** 2).sum())(ours)     # traced: ours.weight untouched
+    np.testing.assert_array_equal(ours.weight, before)
+    np.testing.assert_allclose(ours(idx), yt.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(ours.weight, theirs.weight.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(g.weight, theirs.weight.grad.numpy(), rtol=1e-12)

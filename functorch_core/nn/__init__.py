@@ -20,6 +20,7 @@ from .activation import (  # noqa: F401
     LeakyReLU,
     LogSoftmax,
     Mish,
+    PReLU,
     ReLU,
     ReLU6,
     Sigmoid,
@@ -37,9 +38,9 @@ from .conv import (  # noqa: F401
     ConvTranspose2d,
     ConvTranspose3d,
 )
-from .dropout import Dropout  # noqa: F401
-from .embedding import Embedding  # noqa: F401
-from .linear import Flatten, Identity, Linear, Unflatten  # noqa: F401
+from .dropout import Dropout, Dropout1d, Dropout2d  # noqa: F401
+from .embedding import Embedding, EmbeddingBag  # noqa: F401
+from .linear import Bilinear, Flatten, Identity, Linear, Unflatten  # noqa: F401
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss  # noqa: F401
 from .module import Module, Parameter  # noqa: F401
 from .normalization import (  # noqa: F401

@@ -8,6 +8,7 @@ from .activation import (  # noqa: F401
     leaky_relu,
     log_softmax,
     mish,
+    prelu,
     relu,
     relu6,
     selu,
@@ -26,7 +27,18 @@ from .conv import (  # noqa: F401
     conv_transpose3d,
 )
 from .distance import cosine_similarity, normalize, pairwise_distance  # noqa: F401
-from .linear import batch_norm, dropout, embedding, layer_norm, linear, one_hot  # noqa: F401
+from .linear import (  # noqa: F401
+    batch_norm,
+    bilinear,
+    dropout,
+    dropout1d,
+    dropout2d,
+    embedding,
+    embedding_bag,
+    layer_norm,
+    linear,
+    one_hot,
+)
 from .loss import (  # noqa: F401
     binary_cross_entropy_with_logits,
     cross_entropy,
