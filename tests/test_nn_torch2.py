@@ -362,3 +362,15 @@ def test_embedding_max_norm_matches_torch(norm_type):
     np.testing.assert_allclose(ours(idx), yt.detach().numpy(), rtol=1e-12)
     np.testing.assert_allclose(ours.weight, theirs.weight.detach().numpy(), rtol=1e-12)
     np.testing.assert_allclose(g.weight, theirs.weight.grad.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_2d_matches_torch(mode):
+    w, psw = rng.standard_normal((10, 3)), rng.standard_normal((2, 4))
+    idx = IDX.reshape(2, 4)
+    _grad_pair(lambda w: F.embedding_bag(idx, w, mode=mode, padding_idx=4),
+               lambda w: tF.embedding_bag(torch.tensor(idx), w, mode=mode, padding_idx=4), w)
+    if mode == "sum":
+        _grad_pair(lambda w, p: F.embedding_bag(idx, w, mode="sum", per_sample_weights=p),
+                   lambda w, p: tF.embedding_bag(torch.tensor(idx), w, mode="sum",
+                                                 per_sample_weights=p), w, psw)

@@ -253,8 +253,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
             raise ValueError(f"{name}: if input is 2-D (shape {shape}), then offsets has to "
                              f"be None, as input is treated as a mini-batch of fixed length "
                              f"sequences")
-        bags, n = shape[0], shape[0] * shape[1]
-        seg = np.repeat(np.arange(bags), shape[1])
+        bags, seg = shape[0], None
     elif len(shape) == 1:
         if offsets is None:
             raise ValueError(f"{name}: offsets has to be a 1-D array but got None (input "
@@ -272,23 +271,32 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
         rows = _renorm_rows(weight, flat, max_norm, norm_type)
     else:
         rows = fnp.take(weight, flat, axis=0)                    # (n, D)
-    member = fnp.expand_dims(seg, 0) == np.arange(bags)[:, None]   # (B, n)
-    if padding_idx is not None:
-        member = member & (flat != padding_idx % shape_of(weight)[0])
     dt = fnp.asarray(rows).dtype
+    if seg is None:             # fixed-length bags: (B, N) positions, no membership matrix
+        rows = fnp.reshape(rows, shape + (shape_of(weight)[1],))
+        member = fnp.ones(shape, dtype=bool)
+        bag_ind = ind
+    else:                       # (B, n): which positions belong to which bag
+        rows = fnp.expand_dims(rows, 0)
+        member = fnp.expand_dims(seg, 0) == np.arange(bags)[:, None]
+        bag_ind = fnp.expand_dims(flat, 0)
+    if padding_idx is not None:
+        member = member & (bag_ind != padding_idx % shape_of(weight)[0])
     if mode == "max":
-        masked = fnp.where(fnp.expand_dims(member, -1), rows, -np.inf)   # (B, n, D)
+        masked = fnp.where(fnp.expand_dims(member, -1), rows, -np.inf)
         am = fnp.argmax(masked, axis=1)
         out = fnp.take_along_axis(masked, fnp.expand_dims(am, 1), axis=1)[:, 0]
         return fnp.where(fnp.any(member, axis=1, keepdims=True), out, 0.0).astype(dt)
-    if per_sample_weights is not None:
-        rows = rows * fnp.expand_dims(fnp.reshape(per_sample_weights, (-1,)), -1)
     weights = member.astype(dt)
-    out = fnp.matmul(weights, rows)
-    if mode == "mean":
-        count = fnp.sum(weights, axis=1, keepdims=True)
-        out = out / fnp.maximum(count, 1.0)
-    return out
+    count = fnp.sum(weights, axis=1, keepdims=True)
+    if per_sample_weights is not None:
+        weights = weights * fnp.reshape(per_sample_weights, (-1, shape[-1]) if seg is None
+                                        else (1, -1))
+    if seg is None:
+        out = fnp.sum(rows * fnp.expand_dims(weights, -1), axis=1)
+    else:
+        out = fnp.matmul(weights, rows[0])
+    return out / fnp.maximum(count, 1.0) if mode == "mean" else out
 
 
 def one_hot(tensor, num_classes=-1):
