@@ -336,3 +336,29 @@ def test_embedding_max_norm_renormalises_in_place():
     w = np.array(emb.weight) * 5
     fc.jit(lambda w, i: F.embedding(i, w, max_norm=2.0))(w, np.array([0, 1]))
     np.testing.assert_allclose(np.linalg.norm(w[:2], axis=1), 2.0, rtol=1e-6)   # written back
+
+
+def test_default_init_and_state_dict_shapes():
+    up = nn.ConvTranspose2d(4, 6, 3, groups=2)
+    assert up.weight.shape == (4, 3, 3, 3) and up.bias.shape == (6,)
+    bound = 1 / np.sqrt(3 * 9)                    # fan_in = out / groups * kernel area
+    assert np.abs(up.weight).max() <= bound and np.abs(up.weight).max() > 0.8 * bound
+    assert np.abs(up.bias).max() <= bound
+    assert sorted(nn.InstanceNorm2d(3, track_running_stats=True).state_dict()) == [
+        "num_batches_tracked", "running_mean", "running_var"]
+    assert sorted(nn.GroupNorm(1, 3).state_dict()) == ["bias", "weight"]
+    assert nn.PReLU(3).weight.tolist() == [0.25] * 3
+    assert "ConvTranspose1d(2, 3, kernel_size=(3,), stride=(2,), output_padding=(1,))" in repr(
+        nn.Sequential(nn.ConvTranspose1d(2, 3, 3, stride=2, output_padding=1)))
+
+
+def test_padding_mode_conv_under_jit_vmap_grad():
+    conv = nn.Conv1d(2, 3, 3, padding=2, padding_mode="circular", dtype=np.float64)
+    x = rng.standard_normal((4, 2, 6))
+    np.testing.assert_allclose(fc.jit(conv)(x), conv(x), rtol=1e-12)
+    np.testing.assert_allclose(fc.vmap(conv)(x), conv(x), rtol=1e-12)   # unbatched rows
+    g = fc.grad(lambda m, x: (m(x) ** 2).sum())(conv, x)
+    def loss(w):
+        return (F.conv1d(F.pad(x, (2, 2), mode="circular"), w, conv.bias) ** 2).sum()
+    check_grads(loss, (np.array(conv.weight),), order=1)
+    np.testing.assert_allclose(g.weight, fc.grad(loss)(np.array(conv.weight)), rtol=1e-12)
