@@ -198,7 +198,11 @@ def test_pool_grads_vmap_jit_errors():
     np.testing.assert_array_equal(jv, pool(xs)[0])
     np.testing.assert_array_equal(ji, pool(xs)[1])
     with pytest.raises(ValueError, match=r"max_pool1d: expected a 2-D \(C, L\).*\(5,\)"):
+        F.max_pool1d(np.ones(5), 2)
+    with pytest.raises(ValueError, match=r"MaxPool1d\(kernel_size=2.*expected a 2-D.*\(5,\)"):
         nn.MaxPool1d(2)(np.ones(5))
+    with pytest.raises(ValueError, match=r"AdaptiveAvgPool2d\(output_size=3\).*\(2, 5\)"):
+        nn.AdaptiveAvgPool2d(3)(np.ones((2, 5)))
     with pytest.raises(ValueError, match="pad should be at most half"):
         F.avg_pool2d(np.ones((1, 4, 4)), 2, padding=2)
     with pytest.raises(ValueError, match="too small"):
@@ -362,3 +366,16 @@ def test_padding_mode_conv_under_jit_vmap_grad():
         return (F.conv1d(F.pad(x, (2, 2), mode="circular"), w, conv.bias) ** 2).sum()
     check_grads(loss, (np.array(conv.weight),), order=1)
     np.testing.assert_allclose(g.weight, fc.grad(loss)(np.array(conv.weight)), rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["functional.vision", "functional.distance",
+                                  "functional.pooling", "functional.normalization",
+                                  "functional.conv", "functional.linear", "conv", "pooling",
+                                  "normalization", "upsampling", "embedding", "linear"])
+def test_docstring_examples(name):
+    import doctest
+    import importlib
+    mod = importlib.import_module(f"functorch_core.nn.{name}")
+    names = {"np": np, **{k: getattr(mod, k) for k in mod.__all__}}
+    result = doctest.testmod(mod, extraglobs=names, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0 and result.attempted > 0, name

@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 from . import functional as F
-from .module import Module
+from .module import Module, shape_of
 
 __all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
            "AvgPool1d", "AvgPool2d", "MaxPool1d", "MaxPool2d"]
 
 
+def _check_rank(module, input, n):
+    shape = tuple(shape_of(input))
+    if len(shape) not in (n + 1, n + 2):
+        dims = "L" if n == 1 else "H, W"
+        raise ValueError(f"{module._get_name()}({module.extra_repr()}): expected a {n + 1}-D "
+                         f"(C, {dims}) or {n + 2}-D (N, C, {dims}) input, got shape {shape}")
+
+
 class _MaxPoolNd(Module):
     _fn = None
+    _n = 0
 
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
                  ceil_mode=False):
@@ -20,6 +29,7 @@ class _MaxPoolNd(Module):
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
     def forward(self, input):
+        _check_rank(self, input, self._n)
         return type(self)._fn(input, self.kernel_size, self.stride, self.padding,
                               self.dilation, self.ceil_mode, self.return_indices)
 
@@ -45,12 +55,14 @@ class MaxPool1d(_MaxPoolNd):
         (array([[3., 5.]]), array([[1, 2]]))
     """
     _fn = staticmethod(F.max_pool1d)
+    _n = 1
 
 
 class MaxPool2d(_MaxPoolNd):
     """2-D max pooling over ``(N, C, H, W)`` or ``(C, H, W)``, as ``torch.nn.MaxPool2d``
     (arguments as :class:`MaxPool1d`, ints or pairs; indices flat ``h * W + w``)."""
     _fn = staticmethod(F.max_pool2d)
+    _n = 2
 
 
 class AvgPool1d(Module):
@@ -77,6 +89,7 @@ class AvgPool1d(Module):
         self.count_include_pad = count_include_pad
 
     def forward(self, input):
+        _check_rank(self, input, 1)
         return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad)
 
@@ -97,6 +110,7 @@ class AvgPool2d(Module):
         self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
 
     def forward(self, input):
+        _check_rank(self, input, 2)
         return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad, self.divisor_override)
 
@@ -106,12 +120,14 @@ class AvgPool2d(Module):
 
 class _Adaptive(Module):
     _fn = None
+    _n = 0
 
     def __init__(self, output_size):
         super().__init__()
         self.output_size = output_size
 
     def forward(self, input):
+        _check_rank(self, input, self._n)
         return type(self)._fn(input, self.output_size)
 
     def extra_repr(self):
@@ -122,11 +138,13 @@ class AdaptiveAvgPool1d(_Adaptive):
     """Average pooling of ``(N, C, L)`` or ``(C, L)`` to ``output_size`` (int), with
     PyTorch's windows ``[floor(i L / out), ceil((i + 1) L / out))``."""
     _fn = staticmethod(F.adaptive_avg_pool1d)
+    _n = 1
 
 
 class AdaptiveAvgPool2d(_Adaptive):
     """Average pooling to ``output_size`` (int or pair; ``None`` keeps an axis)."""
     _fn = staticmethod(F.adaptive_avg_pool2d)
+    _n = 2
 
 
 class _AdaptiveMax(_Adaptive):
@@ -135,6 +153,7 @@ class _AdaptiveMax(_Adaptive):
         self.return_indices = return_indices
 
     def forward(self, input):
+        _check_rank(self, input, self._n)
         return type(self)._fn(input, self.output_size, self.return_indices)
 
 
@@ -147,6 +166,7 @@ class AdaptiveMaxPool1d(_AdaptiveMax):
         return_indices (bool): also return the maxima's positions. Default ``False``.
     """
     _fn = staticmethod(F.adaptive_max_pool1d)
+    _n = 1
 
 
 class AdaptiveMaxPool2d(_AdaptiveMax):
@@ -154,3 +174,4 @@ class AdaptiveMaxPool2d(_AdaptiveMax):
     ``None`` keeps an axis), as ``torch.nn.AdaptiveMaxPool2d`` (``return_indices`` as
     :class:`AdaptiveMaxPool1d`, flat ``h * W + w``)."""
     _fn = staticmethod(F.adaptive_max_pool2d)
+    _n = 2

@@ -55,8 +55,8 @@ def pad(input, pad, mode="constant", value=None):
 
     Example::
 
-        >>> pad(np.arange(3.0), (1, 2), mode='reflect')
-        array([1., 0., 1., 2., 1., 0.])
+        >>> pad(np.arange(3.0)[None], (1, 2), mode='reflect')
+        array([[1., 0., 1., 2., 1., 0.]])
     """
     shape = tuple(shape_of(input))
     pads = tuple(int(p) for p in pad)
