@@ -374,3 +374,15 @@ def test_embedding_bag_2d_matches_torch(mode):
         _grad_pair(lambda w, p: F.embedding_bag(idx, w, mode="sum", per_sample_weights=p),
                    lambda w, p: tF.embedding_bag(torch.tensor(idx), w, mode="sum",
                                                  per_sample_weights=p), w, psw)
+
+
+def test_embedding_bag_max_norm_matches_torch():
+    w = rng.standard_normal((10, 3)) * 2
+    tw = torch.tensor(w, requires_grad=True)
+    yt = tF.embedding_bag(torch.tensor(IDX), tw, torch.tensor(OFFSETS), max_norm=1.5)
+    (yt ** 2).sum().backward()
+    g = fc.grad(lambda w: (F.embedding_bag(IDX, w, OFFSETS, max_norm=1.5) ** 2).sum())(w)
+    np.testing.assert_allclose(g, tw.grad.numpy(), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(F.embedding_bag(IDX, w, OFFSETS, max_norm=1.5),
+                               yt.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(w, tw.detach().numpy(), rtol=1e-12)      # renormed in place
