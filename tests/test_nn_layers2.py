@@ -379,3 +379,43 @@ def test_docstring_examples(name):
     names = {"np": np, **{k: getattr(mod, k) for k in mod.__all__}}
     result = doctest.testmod(mod, extraglobs=names, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0 and result.attempted > 0, name
+
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@given(stride=st.integers(1, 3), pad=st.integers(0, 2), dil=st.integers(1, 2),
+       groups=st.sampled_from([1, 2]), k=st.integers(1, 3), length=st.integers(3, 6),
+       extra=st.integers(0, 2))
+def test_conv_transpose_is_adjoint_of_conv_property(stride, pad, dil, groups, k, length,
+                                                    extra):
+    """<conv_transpose(x, w), y> == <x, conv(y, w)> for every geometry the pair accepts."""
+    out_pad = extra % max(stride, dil)
+    full = (length - 1) * stride - 2 * pad + dil * (k - 1) + out_pad + 1
+    if full < 1:
+        return
+    r = np.random.default_rng(stride * 100 + pad * 10 + k)
+    x, w = r.standard_normal((2, 2 * groups, length)), r.standard_normal((2 * groups, 3, k))
+    y = r.standard_normal((2, 3 * groups, full))
+    up = F.conv_transpose1d(x, w, None, stride, pad, out_pad, groups, dil)
+    assert up.shape == y.shape
+    down = F.conv1d(y, w, None, stride, pad, dil, groups)
+    down = down[..., :length]          # output_padding's extra samples feed no x position
+    np.testing.assert_allclose(np.sum(up * y), np.sum(x * down), rtol=1e-10)
+
+
+@given(pads=st.lists(st.integers(-2, 3), min_size=2, max_size=7),
+       mode=st.sampled_from(["constant", "reflect", "replicate", "circular"]))
+def test_pad_then_crop_is_identity_property(pads, mode):
+    m = min(len(pads) // 2, 3)
+    pads = tuple(pads[:2 * m])
+    x = np.arange(2 * 5 ** (m + 1), dtype=np.float64).reshape((2,) + (5,) * (m + 1))
+    grow = tuple(abs(p) for p in pads)
+    np.testing.assert_array_equal(F.pad(F.pad(x, grow, mode=mode), tuple(-p for p in grow)), x)
+    # constant mode: negative pads crop what slicing crops, positive ones pad as np.pad
+    pairs = list(reversed(list(zip(pads[::2], pads[1::2], strict=True))))
+    want = np.pad(x, [(0, 0)] * (x.ndim - m) + [(max(a, 0), max(b, 0)) for a, b in pairs])
+    crop = [slice(None)] * (x.ndim - m) + [slice(max(-a, 0), n - max(-b, 0)) for (a, b), n
+                                            in zip(pairs, want.shape[x.ndim - m:], strict=True)]
+    np.testing.assert_array_equal(F.pad(x, pads), want[tuple(crop)])
