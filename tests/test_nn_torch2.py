@@ -386,3 +386,21 @@ def test_embedding_bag_max_norm_matches_torch():
     np.testing.assert_allclose(F.embedding_bag(IDX, w, OFFSETS, max_norm=1.5),
                                yt.detach().numpy(), rtol=1e-12)
     np.testing.assert_allclose(w, tw.detach().numpy(), rtol=1e-12)      # renormed in place
+
+
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact", "linear"])
+def test_interpolate_1d_index_sweep_matches_torch(mode):
+    """Source indices in PyTorch's own arithmetic (a float64 product floored as float32),
+    including sizes where a plain float64 or float32 computation picks another neighbour
+    (6 -> 74 and 18 -> 66 nearest, 2 -> 49 nearest-exact) and a kept size under a scale
+    factor (linear copies it)."""
+    sizes = [(6, 74), (18, 66), (2, 49), (2, 41)] + [(n, m) for n in range(1, 20, 4)
+                                                     for m in range(1, 45, 3)]
+    for n_in, n_out in sizes:
+        x = np.arange(n_in, dtype=np.float64)[None, None] ** 1.5
+        for kw in ({"size": n_out}, {"scale_factor": n_out / 7}):
+            if int(n_in * kw.get("scale_factor", 1)) < 1:
+                continue
+            want = tF.interpolate(torch.tensor(x), mode=mode, **kw).numpy()
+            np.testing.assert_allclose(F.interpolate(x, mode=mode, **kw), want, rtol=1e-12,
+                                       atol=1e-12, err_msg=f"{n_in} {kw}")

@@ -126,6 +126,21 @@ def _ratio(n_in, n_out, scale, align_corners):
     return 1.0 / scale if scale is not None and scale > 0 else n_in / n_out
 
 
+def _nearest_source(mode, n_in, n_out, scale, dtype):
+    """PyTorch's nearest source indices, in its arithmetic: the scale and the product in
+    the input's precision (float32 below float64), then floored as a float32."""
+    off = 0.5 if mode == "nearest-exact" else 0.0
+    dst = np.arange(n_out)
+    if dtype == np.float64:
+        r = 1.0 / scale if scale is not None and scale > 0 else n_in / n_out
+        src = ((dst + off) * r).astype(np.float32)
+    else:
+        f32 = np.float32
+        r = f32(1.0 / scale) if scale is not None and scale > 0 else f32(n_in) / f32(n_out)
+        src = (dst + off).astype(f32) * r
+    return np.minimum(np.floor(src).astype(np.int64), n_in - 1)
+
+
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """Resize the spatial dimensions of ``(N, C, *spatial)``, as
@@ -177,10 +192,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     for i, (n_in, n_out, scale) in enumerate(zip(spatial, sizes, scales, strict=True)):
         axis = 2 + i
         if mode.startswith("nearest"):
-            r = _ratio(n_in, n_out, scale, False)
-            dst = np.arange(n_out, dtype=np.float64)
-            src = np.floor((dst + 0.5) * r if mode == "nearest-exact" else dst * r)
-            out = fnp.take(out, np.minimum(src.astype(np.int64), n_in - 1), axis=axis)
+            src = _nearest_source(mode, n_in, n_out, scale, fnp.asarray(input).dtype)
+            out = fnp.take(out, src, axis=axis)
+            continue
+        if n_in == n_out:       # PyTorch copies an axis whose size is kept, whatever the scale
             continue
         r = _ratio(n_in, n_out, scale, bool(align_corners))
         dst = np.arange(n_out, dtype=np.float64)
