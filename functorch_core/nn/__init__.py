@@ -20,6 +20,7 @@ from .activation import (  # noqa: F401
     LeakyReLU,
     LogSoftmax,
     Mish,
+    PReLU,
     ReLU,
     ReLU6,
     Sigmoid,
@@ -29,14 +30,37 @@ from .activation import (  # noqa: F401
     Tanh,
 )
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential  # noqa: F401
-from .conv import Conv1d, Conv2d  # noqa: F401
-from .dropout import Dropout  # noqa: F401
-from .embedding import Embedding  # noqa: F401
-from .linear import Flatten, Identity, Linear, Unflatten  # noqa: F401
+from .conv import (  # noqa: F401
+    Conv1d,
+    Conv2d,
+    Conv3d,
+    ConvTranspose1d,
+    ConvTranspose2d,
+    ConvTranspose3d,
+)
+from .dropout import Dropout, Dropout1d, Dropout2d  # noqa: F401
+from .embedding import Embedding, EmbeddingBag  # noqa: F401
+from .linear import Bilinear, Flatten, Identity, Linear, Unflatten  # noqa: F401
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss  # noqa: F401
 from .module import Module, Parameter  # noqa: F401
-from .normalization import BatchNorm1d, BatchNorm2d, LayerNorm  # noqa: F401
-from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d  # noqa: F401
+from .normalization import (  # noqa: F401
+    BatchNorm1d,
+    BatchNorm2d,
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    LayerNorm,
+)
+from .pooling import (  # noqa: F401
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    MaxPool1d,
+    MaxPool2d,
+)
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell  # noqa: F401
 from .stateless import (  # noqa: F401
     combine_state_for_ensemble,
@@ -46,3 +70,4 @@ from .stateless import (  # noqa: F401
     replace_all_batch_norm_modules_,
     stack_module_state,
 )
+from .upsampling import Upsample  # noqa: F401

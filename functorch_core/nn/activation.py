@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from . import functional as F
-from .module import Module
+import numpy as np
 
-__all__ = ["ELU", "GELU", "Hardswish", "Hardtanh", "LeakyReLU", "LogSoftmax", "Mish", "ReLU",
-           "ReLU6", "SELU", "SiLU", "Sigmoid", "Softmax", "Softplus", "Tanh"]
+from . import functional as F
+from .module import Module, Parameter
+
+__all__ = ["ELU", "GELU", "Hardswish", "Hardtanh", "LeakyReLU", "LogSoftmax", "Mish", "PReLU",
+           "ReLU", "ReLU6", "SELU", "SiLU", "Sigmoid", "Softmax", "Softplus", "Tanh"]
 
 
 class _Simple(Module):
@@ -169,3 +171,32 @@ class LogSoftmax(Module):
 
     def extra_repr(self):
         return f"dim={self.dim}"
+
+
+class PReLU(Module):
+    """``x`` where positive, ``weight * x`` elsewhere, with a learned slope, as
+    ``torch.nn.PReLU``.
+
+    Args:
+        num_parameters (int): ``1`` (one slope) or the channel count ``C`` (axis 1 of
+            the input). Default ``1``.
+        init (float): the slopes' initial value. Default ``0.25``.
+        dtype: default float32.
+
+    Example::
+
+        >>> PReLU()(np.array([-2.0, 3.0], np.float32))
+        array([-0.5,  3. ], dtype=float32)
+    """
+
+    def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
+        super().__init__()
+        self.num_parameters, self.init = num_parameters, init
+        self.weight = Parameter(np.full(num_parameters, init,
+                                        np.float32 if dtype is None else dtype))
+
+    def forward(self, input):
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"

@@ -1,11 +1,12 @@
-"""``Dropout``: draws its mask from the global generator in training mode."""
+"""``Dropout``, ``Dropout1d``, ``Dropout2d``: masks from the global generator in training
+mode."""
 
 from __future__ import annotations
 
 from . import functional as F
 from .module import Module
 
-__all__ = ["Dropout"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d"]
 
 
 class Dropout(Module):
@@ -29,3 +30,33 @@ class Dropout(Module):
 
     def extra_repr(self):
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class _FeatureDropout(Dropout):
+    _fn = None
+
+    def forward(self, input):
+        return type(self)._fn(input, self.p, self.training)
+
+
+class Dropout1d(_FeatureDropout):
+    """Zero whole channels of ``(N, C, L)`` or ``(C, L)`` with probability ``p`` in
+    training mode (scaling the rest by ``1 / (1 - p)``), as ``torch.nn.Dropout1d``.
+
+    Args:
+        p (float): drop probability. Default ``0.5``.
+        inplace (bool): accepted; results are new arrays.
+    """
+    _fn = staticmethod(F.dropout1d)
+
+
+class Dropout2d(_FeatureDropout):
+    """Zero whole channels of ``(N, C, H, W)`` with probability ``p`` in training mode,
+    as ``torch.nn.Dropout2d`` (a 3-D input is taken as ``(N, C, L)``, with a warning, as
+    PyTorch does).
+
+    Args:
+        p (float): drop probability. Default ``0.5``.
+        inplace (bool): accepted; results are new arrays.
+    """
+    _fn = staticmethod(F.dropout2d)

@@ -1,4 +1,4 @@
-"""``Linear``, ``Identity``, ``Flatten``, ``Unflatten``."""
+"""``Linear``, ``Bilinear``, ``Identity``, ``Flatten``, ``Unflatten``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from . import functional as F
 from ._init_draw import fan_in_bound, uniform_parameter
 from .module import Module, shape_of
 
-__all__ = ["Flatten", "Identity", "Linear", "Unflatten"]
+__all__ = ["Bilinear", "Flatten", "Identity", "Linear", "Unflatten"]
 
 
 class Identity(Module):
@@ -63,6 +63,51 @@ class Linear(Module):
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}")
+
+
+class Bilinear(Module):
+    """``y = x1 @ weight @ x2 + bias`` per output feature, as ``torch.nn.Bilinear``.
+
+    Args:
+        in1_features (int), in2_features (int): the two inputs' last-axis sizes.
+        out_features (int): the output's last-axis size.
+        bias (bool): learn a bias. Default ``True``.
+        dtype: default float32.
+
+    ``weight`` ``(out, in1, in2)`` and ``bias`` ``(out,)`` are drawn from
+    ``U(-1/sqrt(in1_features), 1/sqrt(in1_features))``.
+
+    Example::
+
+        >>> Bilinear(3, 4, 5)(np.ones((2, 3), np.float32), np.ones((2, 4), np.float32)).shape
+        (2, 5)
+    """
+
+    def __init__(self, in1_features, in2_features, out_features, bias=True, device=None,
+                 dtype=None):
+        super().__init__()
+        self.in1_features, self.in2_features = int(in1_features), int(in2_features)
+        self.out_features = int(out_features)
+        bound = fan_in_bound(self.in1_features)
+        self.weight = uniform_parameter((self.out_features, self.in1_features,
+                                         self.in2_features), bound, dtype)
+        if bias:
+            self.bias = uniform_parameter((self.out_features,), bound, dtype)
+        else:
+            self.register_parameter("bias", None)
+
+    def forward(self, input1, input2):
+        s1, s2 = tuple(shape_of(input1)), tuple(shape_of(input2))
+        if not s1 or not s2 or s1[-1] != self.in1_features or s2[-1] != self.in2_features \
+                or s1[:-1] != s2[:-1]:
+            raise ValueError(f"{self._get_name()}(in1_features={self.in1_features}, "
+                             f"in2_features={self.in2_features}): got input1 of shape {s1} "
+                             f"and input2 of shape {s2}")
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self):
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")
 
 
 class Flatten(Module):

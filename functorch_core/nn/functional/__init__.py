@@ -8,6 +8,7 @@ from .activation import (  # noqa: F401
     leaky_relu,
     log_softmax,
     mish,
+    prelu,
     relu,
     relu6,
     selu,
@@ -17,8 +18,27 @@ from .activation import (  # noqa: F401
     softplus,
     tanh,
 )
-from .conv import adaptive_avg_pool2d, avg_pool2d, conv1d, conv2d, max_pool2d  # noqa: F401
-from .linear import batch_norm, dropout, embedding, layer_norm, linear, one_hot  # noqa: F401
+from .conv import (  # noqa: F401
+    conv1d,
+    conv2d,
+    conv3d,
+    conv_transpose1d,
+    conv_transpose2d,
+    conv_transpose3d,
+)
+from .distance import cosine_similarity, normalize, pairwise_distance  # noqa: F401
+from .linear import (  # noqa: F401
+    batch_norm,
+    bilinear,
+    dropout,
+    dropout1d,
+    dropout2d,
+    embedding,
+    embedding_bag,
+    layer_norm,
+    linear,
+    one_hot,
+)
 from .loss import (  # noqa: F401
     binary_cross_entropy_with_logits,
     cross_entropy,
@@ -26,3 +46,15 @@ from .loss import (  # noqa: F401
     mse_loss,
     nll_loss,
 )
+from .normalization import group_norm, instance_norm  # noqa: F401
+from .pooling import (  # noqa: F401
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    max_pool1d,
+    max_pool2d,
+)
+from .vision import interpolate, pad, upsample  # noqa: F401

@@ -10,8 +10,8 @@ from functorch_core.transforms import stop_gradient
 from ..module import shape_of
 from ._erf import erfc
 
-__all__ = ["elu", "gelu", "hardswish", "hardtanh", "leaky_relu", "log_softmax", "mish", "relu",
-           "relu6", "selu", "sigmoid", "silu", "softmax", "softplus", "tanh"]
+__all__ = ["elu", "gelu", "hardswish", "hardtanh", "leaky_relu", "log_softmax", "mish", "prelu",
+           "relu", "relu6", "selu", "sigmoid", "silu", "softmax", "softplus", "tanh"]
 
 _SQRT1_2 = 0.7071067811865476
 _SQRT_2_PI = 0.7978845608028654
@@ -127,3 +127,30 @@ def log_softmax(input, dim=None, dtype=None):
     dim = _dim("log_softmax", input, dim)
     z = input - stop_gradient(fnp.max(input, axis=dim, keepdims=True))
     return z - fnp.log(fnp.sum(fnp.exp(z), axis=dim, keepdims=True))
+
+
+def prelu(input, weight):
+    """``input`` where positive, ``weight * input`` elsewhere, with ``weight`` one slope
+    or one per channel (axis 1; a 0-D or 1-D input has one channel, as in PyTorch).
+
+    Args:
+        input (array): the input.
+        weight (array): ``(1,)`` or ``(C,)`` slopes.
+
+    Example::
+
+        >>> prelu(np.array([[-2.0, 3.0]]), np.array([0.25]))
+        array([[-0.5,  3. ]])
+    """
+    shape, wshape = tuple(shape_of(input)), tuple(shape_of(weight))
+    n = int(np.prod(wshape))
+    channels = shape[1] if len(shape) > 1 else 1      # PyTorch's: a 1-D input has one
+    if len(wshape) > 1 or (n != 1 and channels != n):
+        raise ValueError(f"prelu: mismatch of parameter numbers and input channel size: "
+                         f"weight of shape {wshape} has {n} parameters, input of shape "
+                         f"{shape} has {channels} channels")
+    if n != 1 and len(shape) > 1:
+        weight = fnp.reshape(weight, (n,) + (1,) * (len(shape) - 2))
+    elif n == 1:
+        weight = fnp.reshape(weight, ())
+    return fnp.where(input > 0, input, weight * input)
