@@ -28,6 +28,7 @@ from .activation import (  # noqa: F401
     Softplus,
     Tanh,
 )
+from .attention import MultiheadAttention  # noqa: F401
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential  # noqa: F401
 from .conv import Conv1d, Conv2d  # noqa: F401
 from .dropout import Dropout  # noqa: F401
@@ -58,3 +59,4 @@ from .stateless import (  # noqa: F401
     replace_all_batch_norm_modules_,
     stack_module_state,
 )
+from .transformer import TransformerEncoder, TransformerEncoderLayer  # noqa: F401

@@ -17,6 +17,7 @@ from .activation import (  # noqa: F401
     softplus,
     tanh,
 )
+from .attention import scaled_dot_product_attention  # noqa: F401
 from .conv import adaptive_avg_pool2d, avg_pool2d, conv1d, conv2d, max_pool2d  # noqa: F401
 from .linear import batch_norm, dropout, embedding, layer_norm, linear, one_hot  # noqa: F401
 from .loss import (  # noqa: F401
