@@ -291,3 +291,65 @@ def test_transformer_encoder_against_torch(kw):
     np.testing.assert_allclose(gx, tx.grad.numpy(), rtol=1e-9, atol=1e-11)
     for n, p in theirs.named_parameters():
         np.testing.assert_allclose(gp[n], p.grad.numpy(), rtol=1e-9, atol=1e-11, err_msg=n)
+
+
+def test_decoder_and_transformer_structure_vmap_and_masks():
+    fc.manual_seed(0)
+    model = nn.Transformer(d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=2,
+                           dim_feedforward=16, dropout=0.0, batch_first=True).double()
+    names = [k for k, _ in model.named_parameters()]
+    assert names[:2] == ["encoder.layers.0.self_attn.in_proj_weight",
+                         "encoder.layers.0.self_attn.in_proj_bias"]
+    assert "decoder.layers.1.multihead_attn.out_proj.weight" in names
+    assert names[-2:] == ["decoder.norm.weight", "decoder.norm.bias"]
+    assert np.all(model.decoder.layers[1].multihead_attn.in_proj_bias == 0)
+    src, tgt = rng.standard_normal((3, 6, 8)), rng.standard_normal((3, 4, 8))
+    mask = nn.Transformer.generate_square_subsequent_mask(4, dtype=np.float64)
+    assert mask[0, 1] == -np.inf and mask[1, 0] == 0 and mask[2, 2] == 0
+    out = model(src, tgt, tgt_mask=mask)
+    assert out.shape == (3, 4, 8)
+    # causal: the first target position does not see the later ones
+    tgt2 = tgt.copy()
+    tgt2[:, 2:] += 1.0
+    np.testing.assert_allclose(model(src, tgt2, tgt_mask=mask)[:, :2], out[:, :2], rtol=1e-12)
+    got = fc.vmap(lambda s, t: model(s[None], t[None], tgt_mask=mask)[0])(src, tgt)
+    np.testing.assert_allclose(got, out, rtol=1e-11)
+    with pytest.raises(ValueError, match=r"the batch number of src \(3, 6, 8\) and tgt "
+                                         r"\(2, 4, 8\) must be equal"):
+        model(src, tgt[:2])
+
+
+DECODER = [dict(), dict(norm_first=True, activation="gelu"), dict(batch_first=True, bias=False)]
+
+
+@pytest.mark.parametrize("kw", DECODER, ids=lambda kw: ",".join(kw) or "default")
+def test_transformer_against_torch(kw):
+    torch = _torch()
+    torch.manual_seed(0)
+    theirs = torch.nn.Transformer(d_model=8, nhead=2, num_encoder_layers=2, num_decoder_layers=2,
+                                  dim_feedforward=16, dropout=0.0, **kw).double()
+    ours = _converted(nn.Transformer(d_model=8, nhead=2, num_encoder_layers=2,
+                                     num_decoder_layers=2, dim_feedforward=16, dropout=0.0,
+                                     **kw).double(), theirs)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    r = np.random.default_rng(3)
+    bf = kw.get("batch_first")
+    src = r.standard_normal((3, 6, 8) if bf else (6, 3, 8))
+    tgt = r.standard_normal((3, 4, 8) if bf else (4, 3, 8))
+    tmask = nn.Transformer.generate_square_subsequent_mask(4, dtype=np.float64)
+    mkpm = r.random((3, 6)) > 0.7
+    mkpm[:, 0] = False
+    ts, tt = (torch.tensor(a, requires_grad=True) for a in (src, tgt))
+    t_out = theirs(ts, tt, tgt_mask=torch.tensor(tmask),
+                   memory_key_padding_mask=torch.tensor(mkpm))
+    (t_out ** 2).sum().backward()
+    args = dict(tgt_mask=tmask, memory_key_padding_mask=mkpm)
+    np.testing.assert_allclose(ours(src, tgt, **args), t_out.detach().numpy(), rtol=1e-11,
+                               atol=1e-12)
+    params = {n: np.array(p) for n, p in ours.named_parameters()}
+    gp, gs, gt = fc.grad(lambda p, s, t: (fc.functional_call(ours, p, (s, t), args) ** 2).sum(),
+                         argnums=(0, 1, 2))(params, src, tgt)
+    np.testing.assert_allclose(gs, ts.grad.numpy(), rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(gt, tt.grad.numpy(), rtol=1e-9, atol=1e-11)
+    for n, p in theirs.named_parameters():
+        np.testing.assert_allclose(gp[n], p.grad.numpy(), rtol=1e-9, atol=1e-11, err_msg=n)

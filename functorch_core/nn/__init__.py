@@ -59,4 +59,10 @@ from .stateless import (  # noqa: F401
     replace_all_batch_norm_modules_,
     stack_module_state,
 )
-from .transformer import TransformerEncoder, TransformerEncoderLayer  # noqa: F401
+from .transformer import (  # noqa: F401
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
