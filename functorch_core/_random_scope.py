@@ -35,6 +35,8 @@ class Scope:
         self.outer = current_trace()     # the per-example trace is a child of this one
         self.trace = None                # the per-example trace, once a draw finds it
         self.n_keys = 0
+        self.in_dims = None              # vmap: the batch axis (or None) of each argument leaf
+        self.enclosing = None            # the scope of the transform this one runs in
 
     def example_trace(self, trace):
         """The per-example trace ``trace`` is in (itself or an ancestor), or None."""
@@ -49,6 +51,7 @@ class Scope:
         return trace.new_input(KEY_AVAL, "key")
 
     def __enter__(self):
+        self.enclosing = _SCOPE.get()
         self._token = _SCOPE.set(self)
         return self
 

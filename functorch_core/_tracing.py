@@ -141,6 +141,8 @@ def trace_call(fn, args, kwargs, static_argnums=(), *, name=None) -> Traced:
     out_tree_cell: list[PyTreeDef] = []
 
     def flat_fn(*tracers):
+        # which outer value each input stands for (vmap.is_batched follows them out)
+        current_trace().input_sources = leaves
         dyn_args, kw = tree_unflatten(in_tree, tracers)
         out = fn(*merge_static(dyn_args, static, len(args)), **kw)
         out_leaves, out_tree = tree_flatten(out)

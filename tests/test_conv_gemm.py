@@ -47,7 +47,7 @@ def test_every_mode_matches_the_interpreter(mode, p, dtype, seed, workers):
 
 
 def test_a_large_forward_conv_runs_a_gemm_per_image_split_over_threads():
-    p = dict(n=4, c=3, o=5, i=3, sizes=[17, 9], kernel=[3, 3], strides=[1, 2],
+    p = dict(n=4, c=8, o=16, i=8, sizes=[17, 9], kernel=[3, 3], strides=[1, 2],
              lhs_dil=[1, 1], rhs_dil=[1, 2], pads=[(1, 1), (2, 0)], groups=(1, 1),
              perms=[(0, 1, 2, 3), (0, 1, 2, 3), (0, 1, 2, 3)])
     x, w = _draw_operands(p, np.float32, 0)
@@ -65,6 +65,24 @@ def test_a_large_forward_conv_runs_a_gemm_per_image_split_over_threads():
     finally:
         conv_module.SPLIT_MACS = split_macs
     assert calls
+
+
+def test_small_images_take_one_gemm_per_block_not_one_per_image():
+    # cnn_digits' conv (1 -> 16, 3x3, pad 1, 64 images of 8x8) and its kernel gradient:
+    # 64 output positions each, but a per-image gemm of ~9k multiply-adds costs more in its
+    # Python round than in BLAS
+    fwd = dict(n=64, c=1, o=16, i=1, sizes=[8, 8], kernel=[3, 3], strides=[1, 1],
+               lhs_dil=[1, 1], rhs_dil=[1, 1], pads=[(1, 1), (1, 1)], groups=(1, 1),
+               perms=[(0, 1, 2, 3), (0, 1, 2, 3), (0, 1, 2, 3)])
+    kgrad = dict(n=1, c=64, o=16, i=64, sizes=[8, 8], kernel=[8, 8], strides=[1, 1],
+                 lhs_dil=[1, 1], rhs_dil=[1, 1], pads=[(1, 1), (1, 1)], groups=(1, 1),
+                 perms=[(1, 0, 2, 3), (1, 0, 2, 3), (1, 0, 2, 3)])
+    for p, mode in ((fwd, "taps"), (kgrad, "outputs")):
+        x, w = _draw_operands(p, np.float64, 0)
+        c, want = _conv(p, x, w, np.float64)
+        assert c.mode == mode
+        lhs, rhs = _layout(x, p["perms"][0]), _layout(w, p["perms"][1])
+        np.testing.assert_allclose(c(lhs, rhs), want, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.skipif(blas.blas_int_bits() != 64, reason="NumPy's OpenBLAS is not bound")

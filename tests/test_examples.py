@@ -80,3 +80,22 @@ def test_deploy_paths_agree():
     if "shared library: skipped" not in out:
         (c_acc,) = figure(out, r"shared library from C: test accuracy ([0-9.]+)")
         assert c_acc == frozen_acc, out
+
+
+def test_neural_tangent_kernel_two_ways_agree():
+    out = run_example("neural_tangent_kernel.py")
+    assert "ntk (6, 5, 10, 10)" in out, out
+    diff, scale = figure(out, r"largest difference between the two: ([0-9.e+-]+) \(kernel "
+                              r"scale ([0-9.e+-]+)\)")
+    assert scale > 0.1 and diff < 1e-10 * scale, out
+    asym, eig = figure(out, r"asymmetry ([0-9.e+-]+), smallest eigenvalue ([0-9.e+-]+)")
+    assert asym < 1e-12 and eig > -1e-10, out
+
+
+def test_per_sample_grads_function_and_module_forms_match_loops():
+    out = run_example("per_sample_grads.py")
+    (fn_diff,) = figure(out, r"(?m)^largest difference from a per-example loop: ([0-9.e+-]+)")
+    (mod_diff,) = figure(out, r"module form: largest difference from a per-example loop: "
+                              r"([0-9.e+-]+)")
+    assert max(fn_diff, mod_diff) < 1e-5, out
+    assert "'0.weight': (64, 32, 64)" in out, out

@@ -58,3 +58,29 @@ def test_global_generator_reproducible_and_errors():
         init.xavier_uniform_(np.zeros(3))
     with pytest.raises(ValueError, match="mode 'fan_avg' not supported"):
         init.kaiming_uniform_(x, mode="fan_avg")
+
+
+@pytest.mark.parametrize("shape", [(6, 4), (4, 6), (5, 5), (6, 2, 3), (3, 2, 2, 2)])
+def test_orthogonal_is_orthogonal_in_place(shape):
+    w = np.zeros(shape, np.float32)
+    fc.manual_seed(1)
+    assert init.orthogonal_(w, gain=2.0) is w
+    m = w.reshape(shape[0], -1).astype(np.float64)
+    small = min(m.shape)
+    gram = m.T @ m if m.shape[0] >= m.shape[1] else m @ m.T
+    np.testing.assert_allclose(gram, 4.0 * np.eye(small), atol=1e-5)
+    v = np.zeros(shape, np.float32)
+    fc.manual_seed(1)
+    np.testing.assert_array_equal(init.orthogonal_(v, gain=2.0), w)
+
+
+def test_orthogonal_is_haar_distributed():
+    # the sign fix makes Q Haar-distributed: entries symmetric about 0 with E[q^2] = 1/n
+    # (LAPACK's Householder QR alone leaves diag(R) negative, biasing Q[0, 0] away from 0)
+    fc.manual_seed(0)
+    firsts = np.array([init.orthogonal_(np.zeros((3, 3)))[0, 0] for _ in range(600)])
+    assert abs(firsts.mean()) < 0.08
+    assert abs((firsts ** 2).mean() - 1 / 3) < 0.05
+    with pytest.raises(ValueError, match=r"orthogonal_: only arrays with 2 or more dimensions "
+                                         r"are supported, got shape \(3,\)"):
+        init.orthogonal_(np.zeros(3))

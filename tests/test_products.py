@@ -161,3 +161,55 @@ def test_the_symmetrised_hessian_of_an_affine_argument_has_no_transposed_copy():
     want = a.T @ (np.diag(p) - np.outer(p, p)) @ a + np.eye(6)
     np.testing.assert_allclose(run_graph(graph, [x])[0], want, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(fc.jit(fc.hessian(f))(x), want, rtol=1e-12, atol=1e-14)
+
+
+@given(dot_problems(contracting=True), st.data(), st.integers(0, 2 ** 32 - 1))
+def test_a_product_of_a_transposed_operand_reads_the_operand(problem, data, seed):
+    """dot_general(transpose(a, perm), b) reads ``a`` with mapped dimension numbers when
+    ``perm`` keeps the free dimensions in order (the result's layout is the same)."""
+    lshape, rshape, dn, dtype = problem
+    side = data.draw(st.sampled_from([0, 1]))
+    shapes = [lshape, rshape]
+    nd = len(shapes[side])
+    perm = tuple(data.draw(st.permutations(range(nd))))
+    inv = tuple(int(i) for i in np.argsort(perm))
+    # the operand as given to the product is transpose(src, perm), src of the inverse layout
+    src = Var(AbstractArray(tuple(shapes[side][i] for i in inv), np.dtype(dtype)))
+    other = Var(AbstractArray(shapes[1 - side], np.dtype(dtype)))
+    (t_aval,) = P.transpose.abstract_eval(src.aval, permutation=perm)
+    t = Var(t_aval)
+    ops = (t, other) if side == 0 else (other, t)
+    (out,) = P.dot_general.abstract_eval(ops[0].aval, ops[1].aval, dimension_numbers=dn)
+    o = Var(out)
+    graph = Graph([src, other], [Eqn(P.transpose, (src,), (t,), {"permutation": perm}),
+                                 Eqn(P.dot_general, ops, (o,), {"dimension_numbers": dn})],
+                  [o])
+    new = rewrite_products(graph)
+    check_graph(new)
+    c, b = dn[0][side], dn[1][side]
+    free = [perm[i] for i in range(nd) if i not in c and i not in b]
+    folded = P.transpose not in [e.prim for e in new.eqns]
+    assert folded == (free == sorted(free))
+    if folded:
+        dots = [e for e in new.eqns if e.prim is P.dot_general]
+        assert not dots or dots[0].inputs[side] is src
+    args = [_values(v.aval.shape, v.aval.dtype, np.random.default_rng(seed))
+            for v in graph.inputs]
+    want, got = run_graph(graph, args)[0], run_graph(new, args)[0]
+    assert got.dtype == want.dtype and got.shape == want.shape
+    if np.dtype(dtype).kind in "fc":
+        np.testing.assert_allclose(got, want, rtol=2e-3 if dtype == np.float16 else 1e-5,
+                                   atol=1e-3)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+def test_vmapped_matmul_against_a_transposed_weight_has_no_transposed_copy():
+    w = np.random.default_rng(0).standard_normal((10, 6, 5))
+    x = np.random.default_rng(1).standard_normal((4, 5))
+    f = fc.vmap(lambda w, x: x @ w.T, in_dims=(0, None))
+    graph = passes.simplify(fc.make_graph(f)(w, x))
+    prims = [e.prim for e in graph.eqns]
+    assert prims.count(P.dot_general) == 1 and graph.eqns[0].prim is P.dot_general
+    assert prims.count(P.transpose) <= 1        # at most the result's, none of the weights
+    np.testing.assert_allclose(fc.jit(f)(w, x), np.einsum("nk,eok->eno", x, w), rtol=1e-12)

@@ -210,6 +210,13 @@ class DotGeneral:
         else:
             a = np.ascontiguousarray(np.transpose(lhs, self.lperm)).reshape(self.batch, -1)
             b = np.ascontiguousarray(np.transpose(rhs, self.rperm)).reshape(self.batch, -1)
+        if self.k == 1 and self.dtype.kind == "f":
+            # an outer product (per-sample weight gradients): one multiply per element, the
+            # same value ?gemm gives, without its k = 1 path (64 x 128 x 9216 f32: 51 ms vs
+            # 71 ms on one OpenBLAS thread, 887 ms on two on this busy host)
+            np.multiply(a[:, :, None], b[:, None, :], out=out.reshape(self.batch, self.m,
+                                                                      self.n))
+            return out
         c = out.reshape(self.batch, -1)
         ta, tb, n, m, k, alpha, ldb, lda, beta, ldc = self._refs
         for i in range(self.batch):

@@ -29,6 +29,7 @@ from .activation import (  # noqa: F401
     Softplus,
     Tanh,
 )
+from .attention import MultiheadAttention  # noqa: F401
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential  # noqa: F401
 from .conv import (  # noqa: F401
     Conv1d,
@@ -41,7 +42,20 @@ from .conv import (  # noqa: F401
 from .dropout import Dropout, Dropout1d, Dropout2d  # noqa: F401
 from .embedding import Embedding, EmbeddingBag  # noqa: F401
 from .linear import Bilinear, Flatten, Identity, Linear, Unflatten  # noqa: F401
-from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss  # noqa: F401
+from .loss import (  # noqa: F401
+    BCELoss,
+    BCEWithLogitsLoss,
+    CosineEmbeddingLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MarginRankingLoss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+    TripletMarginLoss,
+)
 from .module import Module, Parameter  # noqa: F401
 from .normalization import (  # noqa: F401
     BatchNorm1d,
@@ -69,5 +83,12 @@ from .stateless import (  # noqa: F401
     make_functional_with_buffers,
     replace_all_batch_norm_modules_,
     stack_module_state,
+)
+from .transformer import (  # noqa: F401
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
 )
 from .upsampling import Upsample  # noqa: F401

@@ -9,7 +9,7 @@ import numpy as np
 from functorch_core import random
 
 __all__ = ["calculate_gain", "constant_", "eye_", "kaiming_normal_", "kaiming_uniform_",
-           "normal_", "ones_", "trunc_normal_", "uniform_", "xavier_normal_",
+           "normal_", "ones_", "orthogonal_", "trunc_normal_", "uniform_", "xavier_normal_",
            "xavier_uniform_", "zeros_"]
 
 
@@ -131,3 +131,36 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
     """``N(0, std**2)`` with ``std = gain / sqrt(fan)`` (He et al.)."""
     return normal_(tensor, 0.0, _kaiming_std("kaiming_normal_", tensor, a, mode,
                                                nonlinearity))
+
+
+def orthogonal_(tensor, gain=1):
+    """Fill with a (semi-)orthogonal matrix times ``gain`` (Saxe et al. 2013), as PyTorch:
+    the QR factorisation of a standard-normal ``(rows, cols)`` draw (transposed first when
+    ``rows < cols``), each column of ``Q`` multiplied by the sign of ``R``'s diagonal so that
+    the result is Haar-distributed. Dimensions after the first are flattened into ``cols``.
+
+    Args:
+        tensor (array): at least 2-D; filled in place and returned.
+        gain (float): scale factor. Default ``1``.
+
+    Example::
+
+        >>> w = init.orthogonal_(np.empty((4, 3)))
+        >>> np.allclose(w.T @ w, np.eye(3))
+        True
+    """
+    if not isinstance(tensor, np.ndarray) or tensor.ndim < 2:
+        raise ValueError(f"nn.init.orthogonal_: only arrays with 2 or more dimensions are "
+                         f"supported, got shape {np.shape(tensor)}")
+    if tensor.size == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.size // rows
+    flat = np.asarray(random.normal(random.next_key(), (rows, cols), np.float64))
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q = q * np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    return _fill("orthogonal_", tensor, (gain * q).reshape(tensor.shape))

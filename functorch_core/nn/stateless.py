@@ -8,6 +8,8 @@ import copy
 
 import numpy as np
 
+from .functional.linear import _BN_ADVICE, BatchedStatWriteError
+
 __all__ = ["combine_state_for_ensemble", "functional_call", "make_functional",
            "make_functional_with_buffers", "replace_all_batch_norm_modules_",
            "stack_module_state"]
@@ -137,9 +139,23 @@ def functional_call(module, parameters_and_buffers, args=None, kwargs=None, *,
         for name, v in values.items():
             undos.append(_swap(module, name, v))
         return module(*args, **(kwargs or {}))
+    except BatchedStatWriteError as err:
+        raise _named_write_error(module, values, err) from None
     finally:
         for undo in reversed(undos):
             undo()
+
+
+def _named_write_error(module, values, err):
+    """``err`` restated with the dotted name of the buffer it wrote (found by identity)."""
+    name = next((n for n, v in values.items() if v is err.buffer), None)
+    if name is None:
+        name = next((n for n, v in module.named_buffers() if v is err.buffer), "?")
+    return BatchedStatWriteError(
+        f"functional_call({module._get_name()}): under vmap, training-mode BatchNorm would "
+        f"update buffer '{name}' (shape {tuple(err.buffer.shape)}) with statistics that "
+        "differ across the vmapped batch, but that buffer is shared by the whole batch (not "
+        f"batched); {_BN_ADVICE}", err.buffer)
 
 
 def _check_same(fn, models):

@@ -6,18 +6,21 @@ The functional optimizers are ``(init, update)`` pairs over pytrees of arrays::
     state = opt.init(params)
     params, state = opt.update(grads, state, params)   # pure; jit-able
 
-``SGD``, ``Adam`` and ``AdamW`` wrap them for module users: they hold the state and write the
-new values into the parameter arrays in place.
+``SGD``, ``Adam``, ``AdamW``, ``RMSprop`` and ``Adagrad`` wrap them for module users: they
+hold the state and write the new values into the parameter arrays in place; like
+``torch.optim`` they take param groups (``[{"params": ..., "lr": ...}, ...]``) whose
+hyper-parameters may change between steps.
 """
 
 from ._base import FunctionalOptimizer
 from ._optimizers import adagrad, adam, adamw, lion, rmsprop, sgd
 from .clip import clip_grad_norm, clip_grad_value
 from .schedules import constant, cosine, join, linear_warmup, one_cycle, step_lr
-from .stateful import SGD, Adam, AdamW
+from .stateful import SGD, Adagrad, Adam, AdamW, RMSprop
 
 __all__ = [
-    "SGD", "Adam", "AdamW", "FunctionalOptimizer", "adagrad", "adam", "adamw", "clip_grad_norm",
+    "SGD", "Adagrad", "Adam", "AdamW", "FunctionalOptimizer", "RMSprop", "adagrad", "adam",
+    "adamw", "clip_grad_norm",
     "clip_grad_value", "constant", "cosine", "join", "linear_warmup", "lion", "one_cycle",
     "rmsprop", "sgd", "step_lr",
 ]

@@ -1,48 +1,114 @@
-"""PyTorch-style stateful optimizers over named arrays, updated in place."""
+"""PyTorch-style stateful optimizers over named arrays, updated in place, with param groups."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._optimizers import adam, adamw, sgd
+from ._optimizers import adagrad, adam, adamw, rmsprop, sgd
 
 # param_group keys of torch.optim that select an implementation, not the update
 _TORCH_ONLY = ("foreach", "capturable", "differentiable", "fused", "decoupled_weight_decay")
 
 
+def _named(who, params, start):
+    """``(names, arrays, keyed)`` of one group's params (a dict, ``(name, array)`` pairs, or a
+    list of arrays numbered from ``start``)."""
+    if isinstance(params, np.ndarray):
+        raise TypeError(f"{who}: params must be an iterable of arrays or a dict of named "
+                        "arrays, got a single array")
+    if isinstance(params, dict):
+        names, arrays = list(params), list(params.values())
+    else:
+        items = list(params)
+        if items and all(isinstance(it, tuple) and len(it) == 2 and isinstance(it[0], str)
+                         for it in items):
+            names, arrays = [n for n, _ in items], [a for _, a in items]
+        else:
+            names, arrays = list(range(start, start + len(items))), items
+    for n, a in zip(names, arrays, strict=True):
+        if not isinstance(a, np.ndarray):
+            raise TypeError(f"{who}: parameter {n!r} must be a NumPy array (updated in "
+                            f"place), got {type(a).__name__}")
+    return names, arrays, bool(names) and isinstance(names[0], str)
+
+
 class _Stateful:
-    """Holds a functional optimizer, its state and the user's arrays; ``step`` writes in place."""
+    """Holds one functional optimizer per param group, its state and the user's arrays;
+    ``step`` writes in place.
+
+    ``param_groups`` is a list of dicts as in ``torch.optim``: ``'params'`` (the arrays),
+    ``'param_names'`` (when named) and the hyper-parameters, which may be changed between
+    steps (``opt.param_groups[0]['lr'] = 0.01``); other keys are kept and ignored.
+    """
 
     _factory = None
 
     def __init__(self, params, **hyperparams):
-        if isinstance(params, dict):
-            names, arrays = list(params), list(params.values())
-        else:
-            items = list(params)
-            if items and all(isinstance(it, tuple) and len(it) == 2 and isinstance(it[0], str)
-                             for it in items):
-                names, arrays = [n for n, _ in items], [a for _, a in items]
-            else:
-                names, arrays = list(range(len(items))), items
-        if not arrays:
-            raise ValueError(f"{type(self).__name__}: got an empty parameter list")
-        for n, a in zip(names, arrays, strict=True):
-            if not isinstance(a, np.ndarray):
-                raise TypeError(f"{type(self).__name__}: parameter {n!r} must be a NumPy array "
-                                f"(updated in place), got {type(a).__name__}")
-        self._names = names
-        self._keyed = isinstance(names[0], str)
-        self.params = dict(zip(names, arrays, strict=True))
-        self._opt = type(self)._factory(**hyperparams)
-        self._state = self._opt.init(self.params)
+        who = type(self).__name__
+        self.defaults = dict(type(self)._factory(**hyperparams).hyperparams)
+        self.param_groups, self.params = [], {}
+        self._groups = []            # per group: [names, optimizer, its hyper-parameters, state]
+        items = params if isinstance(params, (list, tuple)) else list(
+            params.items() if isinstance(params, dict) else params)
+        if not items:
+            raise ValueError(f"{who}: got an empty parameter list")
+        groups = items if all(isinstance(g, dict) for g in items) else [{"params": items}]
+        for g in groups:
+            self.add_param_group(g)
 
-    @property
-    def defaults(self):
-        return dict(self._opt.hyperparams)
+    def add_param_group(self, param_group):
+        """Add a group: ``{'params': arrays or named arrays, **hyper-parameters}``; missing
+        hyper-parameters take the constructor's values (``defaults``).
+
+        Example::
+
+            >>> opt = optim.SGD(dict(model.body.named_parameters()), lr=0.1)
+            >>> opt.add_param_group({"params": dict(model.head.named_parameters()), "lr": 0.01})
+        """
+        who = f"{type(self).__name__}.add_param_group"
+        if not isinstance(param_group, dict) or "params" not in param_group:
+            raise TypeError(f"{who}: a param group is a dict with a 'params' entry, got "
+                            f"{type(param_group).__name__}")
+        names, arrays, keyed = _named(who, param_group["params"], len(self.params))
+        if not arrays:
+            raise ValueError(f"{who}: the group has no parameters")
+        if self._groups and keyed != self._keyed:
+            raise ValueError(f"{who}: either every group names its parameters or none does")
+        self._keyed = keyed
+        seen = {id(a) for a in self.params.values()}
+        for n, a in zip(names, arrays, strict=True):
+            if n in self.params or id(a) in seen:
+                raise ValueError(f"{who}: parameter {n!r} appears in more than one group")
+            seen.add(id(a))
+        group = {k: v for k, v in param_group.items() if k not in ("params", "param_names")}
+        for k, v in self.defaults.items():
+            group.setdefault(k, v)
+        hp = {k: group[k] for k in self.defaults}
+        opt = type(self)._factory(**hp)
+        named = dict(zip(names, arrays, strict=True))
+        self.params.update(named)
+        entry = {"params": list(arrays), **group}
+        if keyed:
+            entry["param_names"] = list(names)
+        self.param_groups.append(entry)
+        self._groups.append([names, opt, hp, opt.init(named)])
 
     def zero_grad(self, set_to_none=True):
         """A no-op: gradients are values returned by ``grad``, never accumulated on arrays."""
+
+    def _optimizer(self, i):
+        """Group ``i``'s optimizer, rebuilt when its hyper-parameters were changed."""
+        _, opt, hp, _ = self._groups[i]
+        now = {k: self.param_groups[i][k] for k in self.defaults}
+        if now != hp:
+            new = type(self)._factory(**now)
+            if new.slots != opt.slots:
+                raise ValueError(f"{type(self).__name__}.step: changing group {i}'s "
+                                 f"hyper-parameters from {hp} to {now} changes its state "
+                                 f"{opt.slots} -> {new.slots}; build a new optimizer")
+            self._groups[i][1:3] = [new, now]
+            opt = new
+        return opt
 
     def step(self, grads):
         """Apply one update with ``grads`` and write the new values into the arrays in place.
@@ -53,77 +119,100 @@ class _Stateful:
         """
         if not self._keyed and isinstance(grads, (list, tuple)):
             grads = dict(enumerate(grads))
-        if not isinstance(grads, dict) or set(grads) != set(self._names):
+        if not isinstance(grads, dict) or set(grads) != set(self.params):
             got = sorted(map(str, grads)) if isinstance(grads, dict) else type(grads).__name__
             raise ValueError(f"{type(self).__name__}.step: grads must be keyed like the "
-                             f"parameters {sorted(map(str, self._names))}, got {got}")
-        new_params, new_state = self._opt.update(grads, self._state, self.params)
-        for n in self._names:
-            np.copyto(self.params[n], new_params[n])
-        self._state = new_state
+                             f"parameters {sorted(map(str, self.params))}, got {got}")
+        results = []
+        for i, (names, _, _, state) in enumerate(self._groups):
+            mine = {n: self.params[n] for n in names}
+            results.append(self._optimizer(i).update({n: grads[n] for n in names}, state,
+                                                      mine))
+        for (names, *_), (new_params, _) in zip(self._groups, results, strict=True):
+            for n in names:
+                np.copyto(self.params[n], new_params[n])
+        for g, (_, new_state) in zip(self._groups, results, strict=True):
+            g[3] = new_state
 
     def state_dict(self):
         """PyTorch's layout: ``{'state': {i: {'step', slots...}}, 'param_groups': [{...}]}``.
 
-        Parameters are numbered in the order given to the constructor; ``param_names`` lists
-        their names. The state is empty before the first ``step``, as in PyTorch.
+        Parameters are numbered across groups in the order given; each group lists its
+        numbers in ``params`` and, when named, ``param_names``. The state is empty before
+        a group's first ``step``, as in PyTorch.
         """
-        step = np.asarray(self._state["step"], dtype=np.float64)
-        state = {}
-        if int(step) > 0:
-            for i, n in enumerate(self._names):
-                entry = {} if self._opt.name == "sgd" else {"step": step.copy()}
-                for s in self._opt.slots:
-                    entry[s] = np.array(self._state[s][n], copy=True)
-                if entry:
-                    state[i] = entry
-        group = dict(self._opt.hyperparams)
-        group["params"] = list(range(len(self._names)))
-        if self._keyed:
-            group["param_names"] = list(self._names)
-        return {"state": state, "param_groups": [group]}
+        state, groups, i = {}, [], 0
+        for entry, (names, opt, _, st) in zip(self.param_groups, self._groups, strict=True):
+            step = np.asarray(st["step"], dtype=np.float64)
+            for n in names:
+                if int(step) > 0:
+                    slot = {} if opt.name == "sgd" else {"step": step.copy()}
+                    for s in opt.slots:
+                        slot[s] = np.array(st[s][n], copy=True)
+                    if slot:
+                        state[i + names.index(n)] = slot
+            group = {k: v for k, v in entry.items() if k not in ("params", "param_names")}
+            group["params"] = list(range(i, i + len(names)))
+            if self._keyed:
+                group["param_names"] = list(names)
+            groups.append(group)
+            i += len(names)
+        return {"state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict):
         """Restore what ``state_dict`` returned, or a ``torch.optim`` state dict whose tensors
-        were converted to NumPy (its implementation keys such as ``foreach`` are ignored).
+        were converted to NumPy (its implementation keys such as ``foreach`` are ignored):
+        the groups' hyper-parameters and the per-parameter state. Nothing changes when the
+        state does not fit.
         """
         who = f"{type(self).__name__}.load_state_dict"
         groups = state_dict.get("param_groups")
-        if not isinstance(groups, list) or len(groups) != 1:
-            raise ValueError(f"{who}: expected one param group, got {groups!r}")
-        if len(groups[0].get("params", ())) != len(self._names):
-            raise ValueError(f"{who}: the state has {len(groups[0].get('params', ()))} params, "
-                             f"this optimizer has {len(self._names)}")
-        hp = {k: v for k, v in groups[0].items()
-              if k not in ("params", "param_names") + _TORCH_ONLY}
-        decoupled = groups[0].get("decoupled_weight_decay")
-        if decoupled is not None and bool(decoupled) != (self._opt.name == "adamw"):
-            raise ValueError(f"{who}: the state has decoupled_weight_decay={decoupled}, which "
-                             f"{type(self).__name__} does not do")
-        if "betas" in hp:
-            hp["betas"] = tuple(hp["betas"])
-        mine = self._opt.hyperparams
-        if set(hp) != set(mine):
-            raise ValueError(f"{who}: hyper-parameters {sorted(hp)} do not match "
-                             f"{sorted(mine)}")
+        if not isinstance(groups, list) or len(groups) != len(self._groups):
+            raise ValueError(f"{who}: expected {len(self._groups)} param group(s), got "
+                             f"{groups!r}")
         entries = {int(k): v for k, v in state_dict.get("state", {}).items()}
-        new_opt = type(self)._factory(**hp)
-        new_state = new_opt.init(self.params)
-        if entries:
-            steps = {float(np.asarray(e.get("step", -1))) for e in entries.values()}
-            for i, n in enumerate(self._names):
-                if i not in entries:
-                    raise ValueError(f"{who}: no state for parameter {i} ({n!r})")
-                for s in new_opt.slots:
-                    arr = np.asarray(entries[i][s])
-                    if arr.shape != np.shape(self.params[n]):
-                        raise ValueError(f"{who}: state {s!r} of parameter {n!r} has shape "
-                                         f"{arr.shape}, the parameter has "
-                                         f"{np.shape(self.params[n])}")
-                    new_state[s][n] = arr.astype(self.params[n].dtype, copy=True)
-            step = max(steps) if steps != {-1.0} else 1.0
-            new_state["step"] = np.asarray(int(step), dtype=np.int64)
-        self._opt, self._state = new_opt, new_state
+        new_groups, new_entries = [], []
+        for gi, (saved, (names, *_)) in enumerate(zip(groups, self._groups, strict=True)):
+            if len(saved.get("params", ())) != len(names):
+                raise ValueError(f"{who}: group {gi} of the state has "
+                                 f"{len(saved.get('params', ()))} params, this optimizer's has "
+                                 f"{len(names)}")
+            decoupled = saved.get("decoupled_weight_decay")
+            if decoupled is not None and bool(decoupled) != (
+                    self._groups[gi][1].name == "adamw"):
+                raise ValueError(f"{who}: the state has decoupled_weight_decay={decoupled}, "
+                                 f"which {type(self).__name__} does not do")
+            group = {k: v for k, v in saved.items()
+                     if k not in ("params", "param_names") + _TORCH_ONLY}
+            if "betas" in group:
+                group["betas"] = tuple(group["betas"])
+            if not set(self.defaults) <= set(group):
+                raise ValueError(f"{who}: hyper-parameters {sorted(group)} of group {gi} do "
+                                 f"not match {sorted(self.defaults)}")
+            hp = {k: group[k] for k in self.defaults}
+            opt = type(self)._factory(**hp)
+            mine = {n: self.params[n] for n in names}
+            st = opt.init(mine)
+            idx = [int(x) for x in saved["params"]]
+            if any(j in entries for j in idx):
+                steps = set()
+                for j, n in zip(idx, names, strict=True):
+                    if j not in entries:
+                        raise ValueError(f"{who}: no state for parameter {j} ({n!r})")
+                    steps.add(float(np.asarray(entries[j].get("step", -1))))
+                    for s in opt.slots:
+                        arr = np.asarray(entries[j][s])
+                        if arr.shape != np.shape(mine[n]):
+                            raise ValueError(f"{who}: state {s!r} of parameter {n!r} has shape "
+                                             f"{arr.shape}, the parameter has "
+                                             f"{np.shape(mine[n])}")
+                        st[s][n] = arr.astype(mine[n].dtype, copy=True)
+                step = max(steps) if steps != {-1.0} else 1.0
+                st["step"] = np.asarray(int(step), dtype=np.int64)
+            new_groups.append({"params": list(mine.values()), **group,
+                               **({"param_names": list(names)} if self._keyed else {})})
+            new_entries.append([names, opt, hp, st])
+        self.param_groups, self._groups = new_groups, new_entries
 
 
 class SGD(_Stateful):
@@ -131,7 +220,8 @@ class SGD(_Stateful):
 
     Args:
         params: a dict of named arrays (``dict(model.named_parameters())``), an iterable of
-            ``(name, array)`` pairs, or a list of arrays.
+            ``(name, array)`` pairs, a list of arrays, or a list of param groups
+            ``[{"params": ..., "lr": ...}, ...]`` (see :meth:`add_param_group`).
         **hyperparams: ``optim.sgd``'s arguments (``lr``, ``momentum``, ``dampening``,
             ``weight_decay``, ``nesterov``, ``maximize``).
 
@@ -149,7 +239,8 @@ class Adam(_Stateful):
     """``torch.optim.Adam`` over named arrays, which ``step(grads)`` updates in place.
 
     Args:
-        params: a dict of named arrays, an iterable of ``(name, array)`` pairs, or a list.
+        params: a dict of named arrays, an iterable of ``(name, array)`` pairs, a list, or a
+            list of param groups.
         **hyperparams: ``optim.adam``'s arguments.
 
     Example::
@@ -164,7 +255,8 @@ class AdamW(_Stateful):
     """``torch.optim.AdamW`` over named arrays, which ``step(grads)`` updates in place.
 
     Args:
-        params: a dict of named arrays, an iterable of ``(name, array)`` pairs, or a list.
+        params: a dict of named arrays, an iterable of ``(name, array)`` pairs, a list, or a
+            list of param groups.
         **hyperparams: ``optim.adamw``'s arguments.
 
     Example::
@@ -173,3 +265,37 @@ class AdamW(_Stateful):
     """
 
     _factory = staticmethod(adamw)
+
+
+class RMSprop(_Stateful):
+    """``torch.optim.RMSprop`` over named arrays, which ``step(grads)`` updates in place.
+
+    Args:
+        params: a dict of named arrays, an iterable of ``(name, array)`` pairs, a list, or a
+            list of param groups.
+        **hyperparams: ``optim.rmsprop``'s arguments (``lr``, ``alpha``, ``eps``,
+            ``weight_decay``, ``momentum``, ``centered``, ``maximize``).
+
+    Example::
+
+        >>> opt = optim.RMSprop(model.named_parameters(), lr=1e-2, momentum=0.9)
+    """
+
+    _factory = staticmethod(rmsprop)
+
+
+class Adagrad(_Stateful):
+    """``torch.optim.Adagrad`` over named arrays, which ``step(grads)`` updates in place.
+
+    Args:
+        params: a dict of named arrays, an iterable of ``(name, array)`` pairs, a list, or a
+            list of param groups.
+        **hyperparams: ``optim.adagrad``'s arguments (``lr``, ``lr_decay``,
+            ``weight_decay``, ``initial_accumulator_value``, ``eps``, ``maximize``).
+
+    Example::
+
+        >>> opt = optim.Adagrad(model.named_parameters(), lr=0.1)
+    """
+
+    _factory = staticmethod(adagrad)

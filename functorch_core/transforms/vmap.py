@@ -10,9 +10,11 @@ import numpy as np
 
 from ir import dtypes
 from ir import primitives as P
+from ir.core import Var
 from ir.pytree import tree_flatten, tree_unflatten
+from ir.trace import Tracer
 
-from .._random_scope import FRESH_KEY, Scope, fill
+from .._random_scope import FRESH_KEY, Scope, current_scope, fill
 from .._tracing import fn_name, leaf_aval
 from ._common import Transformed, cached, run_transformed, signature, trace_for_transform
 from .batching import BatchedOutputError, batch_graph
@@ -295,8 +297,10 @@ def _example(x, d, aval):
 def _build(func, spec, args, kwargs, dims, flat_dims, size) -> Transformed:
     arg_leaves, arg_tree = tree_flatten(tuple(args))
     examples = [_example(x, d, aval) for x, (d, aval, _) in zip(arg_leaves, dims, strict=True)]
+    scope = Scope(spec.call, spec.randomness)
+    scope.in_dims = flat_dims
     traced = trace_for_transform(func, tree_unflatten(arg_tree, examples), kwargs,
-                                 spec.fname, Scope(spec.call, spec.randomness))
+                                 spec.fname, scope)
     out_avals = traced.graph.out_avals
     matched = _broadcast_prefix(spec.out_dims, tree_unflatten(traced.out_tree, out_avals),
                                 "out_dims", "the outputs", spec.call)
@@ -313,3 +317,62 @@ def _build(func, spec, args, kwargs, dims, flat_dims, size) -> Transformed:
                          f"{_path('output', keys)} (shape {err.shape} with the batch), but it "
                          "depends on the batched inputs; give it an int out_dim") from None
     return Transformed(graph, traced.out_tree, traced.captured + captured, extra=out_dims)
+
+
+def is_batched(x) -> bool:
+    """Whether ``x`` varies along the batch axis of the innermost ``vmap`` being traced.
+
+    ``x`` is a value inside the function that ``vmap`` traces (or inside a transform
+    nested in it, such as ``grad``): it is batched when it depends on an argument with
+    an int ``in_dims`` (or on a ``randomness='different'`` draw). Outside ``vmap`` it is
+    ``False``. Layers use it to refuse what has no per-example meaning, such as writing a
+    batched value into a buffer shared by the whole batch (like torch.func's
+    ``is_batchedtensor``).
+
+    Example::
+
+        >>> vmap(lambda x, y: (is_batched(x), is_batched(y)), in_dims=(0, None))  # traced:
+        ... # is_batched(x) is True, is_batched(y) is False
+    """
+    if not isinstance(x, Tracer):
+        return False
+    scope = current_scope()
+    while scope is not None and scope.in_dims is None:
+        scope = scope.enclosing
+    if scope is None:
+        return False
+    example = scope.example_trace(x._trace)
+    return example is not None and _depends(x._trace, x._var, example, scope)
+
+
+def _depends(trace, var, example, scope) -> bool:
+    """Whether ``var`` of ``trace`` (the per-example trace or one nested in it) depends on a
+    batched input of ``example``."""
+    producers = {v: e for e in trace.eqns for v in e.outputs}
+    inputs = {v: i for i, v in enumerate(trace.inputs)}
+    captures = {v: t for t, v in trace.captures.values()}
+    stack, seen = [var], set()
+    while stack:
+        v = stack.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if v in producers:
+            stack.extend(a for a in producers[v].inputs if isinstance(a, Var))
+        elif v in inputs:
+            i = inputs[v]
+            if trace is example:
+                dims = scope.in_dims
+                if (dims[i] is not None) if i < len(dims) else scope.mode == "different":
+                    return True
+            else:
+                sources = getattr(trace, "input_sources", None)
+                src = sources[i] if sources is not None and i < len(sources) else None
+                if isinstance(src, Tracer) and example.is_ancestor_of(src._trace) \
+                        and _depends(src._trace, src._var, example, scope):
+                    return True
+        elif v in captures:
+            t = captures[v]
+            if example.is_ancestor_of(t._trace) and _depends(t._trace, t._var, example, scope):
+                return True
+    return False

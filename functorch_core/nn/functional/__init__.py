@@ -18,6 +18,7 @@ from .activation import (  # noqa: F401
     softplus,
     tanh,
 )
+from .attention import scaled_dot_product_attention  # noqa: F401
 from .conv import (  # noqa: F401
     conv1d,
     conv2d,
@@ -40,11 +41,18 @@ from .linear import (  # noqa: F401
     one_hot,
 )
 from .loss import (  # noqa: F401
+    binary_cross_entropy,
     binary_cross_entropy_with_logits,
+    cosine_embedding_loss,
     cross_entropy,
+    huber_loss,
+    kl_div,
     l1_loss,
+    margin_ranking_loss,
     mse_loss,
     nll_loss,
+    smooth_l1_loss,
+    triplet_margin_loss,
 )
 from .normalization import group_norm, instance_norm  # noqa: F401
 from .pooling import (  # noqa: F401

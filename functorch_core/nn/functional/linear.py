@@ -12,6 +12,7 @@ import functorch_core.numpy as fnp
 from functorch_core import random
 from functorch_core.numpy._core import is_tracer
 from functorch_core.transforms import stop_gradient
+from functorch_core.transforms.vmap import is_batched
 
 from ..module import shape_of
 
@@ -323,7 +324,28 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     return out if bias is None else out + bias
 
 
+class BatchedStatWriteError(ValueError):
+    """batch_norm under ``vmap`` would write statistics that differ across the batch into a
+    running-stat buffer shared by the whole batch; ``buffer`` is the array or tracer written
+    (``functional_call`` re-raises with the buffer's dotted name)."""
+
+    def __init__(self, message, buffer):
+        super().__init__(message)
+        self.buffer = buffer
+
+
+_BN_ADVICE = ("use functorch_core.replace_all_batch_norm_modules_(model) (batch statistics "
+              "and no running stats), BatchNorm(..., track_running_stats=False), model.eval(), "
+              "or pass one buffer per example (in_dims 0, as an ensemble's stacked buffers)")
+
+
 def _write_stat(name, buf, value, fn="batch_norm"):
+    if is_batched(value) and not is_batched(buf):
+        raise BatchedStatWriteError(
+            f"{fn}: in training mode under vmap the batch statistics differ across the "
+            f"vmapped batch, but {name} (shape {tuple(shape_of(buf))}) is shared by the whole "
+            f"batch (not batched), so its running-stat update has no meaning; {_BN_ADVICE}",
+            buf)
     if isinstance(buf, np.ndarray) and is_tracer(value):
         raise TypeError(
             f"{fn}: training mode writes the batch statistics into {name} (shape "
