@@ -612,6 +612,27 @@ def graph_entry(calls, n_args):
     return _new_cfunction(ctypes.addressof(method), owner, None), owner
 
 
+def loop_entry(loop):
+    """The native function running ``loop`` (a :class:`plan.NativeLoop`), as a builtin
+    like :func:`graph_entry`'s: (builtin, what keeps its code alive)."""
+    with _lock:
+        _engine()
+        llvm.add_symbol(_NONE_SYMBOL, id(None))
+        module = ir.Module(name=_ENTRY)
+        codegen.emit_loop_entry(module, _ENTRY, loop, _NONE_SYMBOL, sys.version_info < (3, 12),
+                                DATA_OFFSET)
+        text = str(module)
+        digest = cache.key(text, f"{_state['target']} loop")
+        name = f"fc_{digest[:32]}_loop"
+        text = text.replace(f'@"{_ENTRY}"', f'@"{name}"')
+        native = _loaded.get(digest)
+        if native is None:
+            native = _loaded[digest] = _add_module(text, digest, [name], None)
+    method = _MethodDef(name.encode(), native.addresses[name], _METH_FASTCALL, None)
+    owner = (method, native)
+    return _new_cfunction(ctypes.addressof(method), owner, None), owner
+
+
 class Executable:
     """``run(list of arrays) -> list of fresh arrays`` for one graph and input signature.
 
@@ -692,6 +713,18 @@ class Executable:
             # gemm results the entry writes: allocated with the kernels' results
             self.fresh = [(s, *plan.slots[s]) for s in sorted(fresh | gemm_results)]
         self.trusted = self._trusted_call()
+
+    @property
+    def entry_address(self) -> int | None:
+        """The address of the native entry (METH_FASTCALL: ``(self, args, nargs)``, one
+        array object per slot of :meth:`new_arena`'s list), or None without one."""
+        return None if self._entry_keep is None else self._entry_keep[0].ml_meth
+
+    @property
+    def plain_outputs(self) -> list | None:
+        """The slots holding the results when they are taken as they are (no copy, no
+        reshape), else None."""
+        return self._plain_outputs
 
     def _trusted_call(self):
         """``call(args)`` for a caller that guarantees ``n_inputs`` C-contiguous ndarrays of
