@@ -100,14 +100,14 @@ def test_native_loops_match_the_interpreter_and_run_no_python_per_step(case):
 
 def test_python_loop_path_is_kept_for_bodies_that_are_not_native():
     # a body holding a loop is no single graph entry: the outer loop stays in Python
-    def f(x):
-        def outer(c, _):
-            return lax.fori_loop(0, 3, lambda i, v: v * 0.5 + 1.0, c), c.sum()
-        return lax.scan(outer, x, None, length=4)
-    x = np.ones(2)
-    steps = _loop_steps(f, x)
+    def f(x, xs, w):
+        def outer(c, x):      # x @ w: a product of an xs slice and a constant, taken out
+            return lax.fori_loop(0, 3, lambda i, v: v * 0.5 + 1.0, c) + x @ w, c.sum()
+        return lax.scan(outer, x, xs)
+    args = np.ones(2), RNG.standard_normal((4, 3)), RNG.standard_normal((3, 2))
+    steps = _loop_steps(f, *args)
     assert [s.native for s in steps] == [False]
-    _agree(f, x)
+    _agree(f, *args)
 
 
 def test_native_while_with_data_dependent_trip_counts_and_zero_steps():

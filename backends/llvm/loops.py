@@ -11,21 +11,30 @@ predicate and calls the body's entry, with no Python between steps. Otherwise (a
 with an interpreter fallback, a multi-threaded kernel, a big gemm or a nested loop) the
 step runs the loop in Python, calling the body's executable once per iteration on
 C-contiguous arrays (its trusted entry: no per-call argument checks).
+
+A loop whose body multiplies matrices runs OpenBLAS on the calling thread
+(``blas.one_thread_each``): its threads meet at a barrier inside every call, and on a
+busy machine a preempted one stalls every step (the LSTM of ``benchmarks/control_flow.py``
+under load: 3.1 s on two threads against 0.28 s on one, forward loop).
 """
 
 from __future__ import annotations
+
+import contextlib
 
 import numpy as np
 
 from ir import passes
 from ir import primitives as P
+from ir.core import Eqn, Graph, Var
 
-from .plan import NativeLoop
+from .blas import one_thread_each
+from .plan import Blas, NativeLoop
 
 
-def _compiled(graph):
+def _compiled(graph, loop_body=True):
     from .runtime import compile_graph
-    return compile_graph(passes.simplify(graph))
+    return compile_graph(passes.simplify(graph), loop_body)
 
 
 def _contiguous(args, avals):
@@ -46,6 +55,10 @@ def runs_natively(exe) -> bool:
     it has none (its results are its inputs or constants)."""
     from .runtime import graph_entry_supported
     return graph_entry_supported() and (exe.entry_address is not None or not exe.plan.steps)
+
+
+def _has_gemms(exe) -> bool:
+    return any(isinstance(s, Blas) for s in exe.plan.steps)
 
 
 class _Layout:
@@ -102,6 +115,7 @@ class _NativeLoopRunner:
         layout.template[self.TABLE] = np.array(
             [e.entry_address or 0 for e in bodies] + [0] * (2 - len(bodies)), np.int64)
         self.layout, self.bodies = layout, bodies     # bodies: their code stays alive
+        self.gemms = any(_has_gemms(e) for e in bodies)
         self.loop = NativeLoop(n_args=len(layout.template), table=self.TABLE,
                                pointers=tuple(layout.pointers), copies=tuple(layout.copies),
                                **fields)
@@ -126,14 +140,51 @@ class _NativeLoopRunner:
             # a view of its first target: only its data pointer moves from then on
             target = a_set[k] if kind == "in" else b_set[k] if kind == "out" else args[k][0, ...]
             args[index] = target.reshape(shape)
-        self.fn(*args)
+        if self.gemms:
+            with one_thread_each():
+                self.fn(*args)
+        else:
+            self.fn(*args)
         return int(steps)
 
 
-def _scan_native(eqn, exe):
-    p = eqn.params
+def _hoist_products(body, nc, nk, length, in_avals):
+    """Products of an xs slice and a constant out of a scan body: ``dot_general(x_t, w)``
+    for every t is one product of the stacked xs and ``w`` before the loop (``x @ w`` of
+    a recurrent cell: one big gemm instead of a small one per step), read as one more xs.
+
+    Returns (the body taking those products as its last xs inputs, a function of the
+    scan's operands returning the stacked products), or (body, None)."""
+    from .runtime import compile_graph
+    position = {id(v): i for i, v in enumerate(body.inputs)}
+    hoisted = []
+    for e in body.eqns:
+        if e.prim is not P.dot_general or e.params["dimension_numbers"][1] != ((), ()):
+            continue
+        lhs, rhs = (position.get(id(a)) if isinstance(a, Var) else None for a in e.inputs)
+        if lhs is not None and rhs is not None and lhs >= nc + nk and rhs < nc:
+            hoisted.append((e, lhs, rhs))
+    if not hoisted:
+        return body, None
+    outer = [Var(av) for av in in_avals]
+    eqns, outs = [], []
+    for e, lhs, rhs in hoisted:
+        (lc, rc), _ = e.params["dimension_numbers"]
+        out = e.outputs[0]
+        stacked = Var(out.aval.update(shape=(length,) + out.aval.shape))
+        eqns.append(Eqn(P.dot_general, (outer[lhs], outer[rhs]), (stacked,),
+                        dict(e.params, dimension_numbers=((tuple(c + 1 for c in lc), rc),
+                                                          ((), ()))), e.source))
+        outs.append(stacked)
+    products = compile_graph(Graph(outer, eqns, outs))
+    gone = {id(e) for e, _, _ in hoisted}
+    new_body = Graph(body.inputs + [e.outputs[0] for e, _, _ in hoisted],
+                     [e for e in body.eqns if id(e) not in gone], body.outputs)
+    return new_body, products
+
+
+def _scan_native(p, xs_avals, exe):
     nc, nk, length = p["n_consts"], p["n_carry"], p["length"]
-    xs_avals = [a.aval for a in eqn.inputs[nc + nk:]]
     y_avals = p["body"].out_avals[nk:]
     nx, ny = len(xs_avals), len(y_avals)
     carry_at = [(2 + k, 2 + nk + k) for k in range(nk)]
@@ -162,14 +213,20 @@ def _scan_native(eqn, exe):
 
 def _scan(eqn):
     p = eqn.params
-    exe = _compiled(p["body"])
-    body = exe.trusted
     nc, nk, length, reverse = p["n_consts"], p["n_carry"], p["length"], p["reverse"]
-    y_avals = p["body"].out_avals[nk:]
     in_avals = [a.aval for a in eqn.inputs]
+    graph, products = _hoist_products(passes.simplify(p["body"]), nc, nk, length, in_avals) \
+        if length else (p["body"], None)
+    exe = _compiled(graph)
+    body, gemms = exe.trusted, _has_gemms(exe)
+    y_avals = p["body"].out_avals[nk:]
     order = range(length - 1, -1, -1) if reverse else range(length)
 
     def looped(consts, carry, xs, ys):
+        with one_thread_each() if gemms else contextlib.nullcontext():
+            return stepped(consts, carry, xs, ys)
+
+    def stepped(consts, carry, xs, ys):
         for i in order:
             outs = body(consts + carry + [x[i, ...] for x in xs])   # 0-d arrays, not scalars
             carry = outs[:nk]
@@ -179,11 +236,14 @@ def _scan(eqn):
 
     loop = looped
     if length and runs_natively(exe):
-        loop = _scan_native(eqn, exe)
+        xs_avals = [v.aval.update(shape=(length,) + v.aval.shape) for v in graph.inputs[nc + nk:]]
+        loop = _scan_native(dict(p, body=graph), xs_avals, exe)
 
     def run(*args):
         args = _contiguous(args, in_avals)
         consts, carry, xs = args[:nc], args[nc:nc + nk], args[nc + nk:]
+        if products is not None:
+            xs = xs + products(args)
         ys = [np.empty((length,) + av.shape, av.dtype) for av in y_avals]
         if not length:
             return _fresh(carry) + ys
@@ -237,9 +297,10 @@ def _while(eqn):
 
     def looped(cc, bc, carry):
         steps = 0
-        while steps < limit and cond(cc + carry)[0]:
-            carry = body(bc + carry)
-            steps += 1
+        with one_thread_each() if _has_gemms(exe) else contextlib.nullcontext():
+            while steps < limit and cond(cc + carry)[0]:
+                carry = body(bc + carry)
+                steps += 1
         return list(carry) if steps else _fresh(carry)
 
     loop = _while_native(eqn, cond_exe, exe) if runs_natively(exe) and \
@@ -253,7 +314,7 @@ def _while(eqn):
 
 
 def _cond(eqn):
-    branches = [_compiled(g).trusted for g in eqn.params["branches"]]
+    branches = [_compiled(g, False).trusted for g in eqn.params["branches"]]
     in_avals = [a.aval for a in eqn.inputs[1:]]
     last = len(branches) - 1
 

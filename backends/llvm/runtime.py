@@ -488,14 +488,15 @@ GEMM_ENTRY_MAX_MACS = 1 << 21   # bigger products run as their own (GIL-releasin
 _gemm_symbols: set = set()
 
 
-def _gemm_call(step: Blas, plan: Plan) -> GemmCall | None:
+def _gemm_call(step: Blas, plan: Plan, max_macs=GEMM_ENTRY_MAX_MACS) -> GemmCall | None:
     """``step`` as a call inside the native graph entry, when its operands are slots already
-    in a gemm layout and the product is small (the entry holds the GIL); else None."""
+    in a gemm layout and the product has at most ``max_macs`` multiply-adds (the entry holds
+    the GIL); else None."""
     if step.lhs[0] != "slot" or step.rhs[0] != "slot":
         return None
     layout = gemm_layout(step.lhs[2], step.rhs[2], step.dimension_numbers)
     if layout is None or min(layout.batch, layout.m, layout.n, layout.k) == 0 or \
-            layout.batch * layout.m * layout.n * layout.k > GEMM_ENTRY_MAX_MACS:
+            layout.batch * layout.m * layout.n * layout.k > max_macs:
         return None
     dtype = plan.slots[step.out][1]
     symbol = f"fc_{dtype.char}gemm"
@@ -643,7 +644,7 @@ class Executable:
     are always fresh arrays, never views of the arena, inputs or constants.
     """
 
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph, loop_body: bool = False):
         import backends.interpreter  # noqa: F401  (registers every primitive's impl)
         self.plan = plan = partition(graph)
         self.ir, fns = compile_plan(plan)
@@ -682,7 +683,8 @@ class Executable:
                 fresh |= writes & results
             elif isinstance(step, Blas):
                 self.steps.append(_blas_step(step, plan, arena))
-                call = _gemm_call(step, plan)
+                # a loop body's entry runs inside a native loop that holds the GIL anyway
+                call = _gemm_call(step, plan, math.inf if loop_body else GEMM_ENTRY_MAX_MACS)
                 if call is not None:
                     calls.append(call)
                     gemm_results |= writes & results
@@ -881,15 +883,18 @@ def graph_key(graph: Graph):
     return (tuple(graph.in_avals), tuple(eqns), tuple(atom(o) for o in graph.outputs))
 
 
-def compile_graph(graph: Graph) -> Executable:
+def compile_graph(graph: Graph, loop_body: bool = False) -> Executable:
     """The cached executable for ``graph``: compiled on the first request (once, when
-    several threads ask together), kept while a caller holds it."""
+    several threads ask together), kept while a caller holds it. ``loop_body``: the body
+    of a loop, whose native entry may hold gemms of any size."""
     try:
         key = graph_key(graph)
         hash(key)
     except TypeError:
-        return Executable(graph)
-    return _COMPILING.get(_CACHE, key, lambda: Executable(graph))
+        return Executable(graph, loop_body)
+    if loop_body:
+        key = ("loop body", key)
+    return _COMPILING.get(_CACHE, key, lambda: Executable(graph, loop_body))
 
 
 def clear_cache():
