@@ -562,3 +562,40 @@ def test_accumulations_that_are_not_per_step_products_stay_carried():
     check_grads(lambda w: loss(w, xs), (w,), order=1)
     graph = fc.make_graph(fc.grad(loss))(w, xs)
     assert [e.params["n_carry"] for e in _scans(graph) if e.params["reverse"]] == [2]
+
+
+# --- scan(unroll=...) ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("unroll", [1, 2, 3, 7, True])
+def test_scan_unroll_gives_the_results_of_the_plain_loop(unroll, reverse):
+    xs = {"a": RNG.standard_normal((7, 2)), "b": np.arange(7, dtype=np.int32)}
+    w = RNG.standard_normal((2, 2)) * 0.5
+
+    def f(w, c0):
+        def step(c, x):
+            h, n = c
+            h = np.tanh(h @ w + x["a"]) * (x["b"] + 1)
+            return (h, n + x["b"]), (h.sum(), n)
+        return lax.scan(step, (c0, np.int32(0)), xs, reverse=reverse, unroll=unroll)
+
+    c0 = np.array([0.1, -0.2])
+    plain = lax.scan(lambda c, x: ((np.tanh(c[0] @ w + x["a"]) * (x["b"] + 1),
+                                    c[1] + x["b"]),
+                                   ((np.tanh(c[0] @ w + x["a"]) * (x["b"] + 1)).sum(), c[1])),
+                     (c0, np.int32(0)), xs, reverse=reverse)
+    _close(f(w, c0), plain, rtol=1e-12)
+    for backend in ("cpu", "interpreter"):
+        _close(fc.jit(f, backend=backend)(w, c0), plain, rtol=1e-12)
+    graph = fc.make_graph(f)(w, c0)
+    lengths = sorted(e.params["length"] for e in graph.eqns if e.prim is P.scan)
+    block = 7 if unroll is True else unroll
+    assert lengths == sorted([7 // block] + ([7 % block] if 7 % block else []))
+    check_grads(lambda w, c0: f(w, c0)[0][0].sum() + f(w, c0)[1][0].sum(), (w, c0), order=1)
+
+
+def test_scan_unroll_without_xs_and_bad_values():
+    out = lax.scan(lambda c, _: (c * 2.0, c), 1.0, length=5, unroll=2)
+    _close(out, (np.float64(32.0), np.array([1.0, 2.0, 4.0, 8.0, 16.0])))
+    with pytest.raises(ValueError, match="unroll"):
+        lax.scan(lambda c, x: (c, x), 0.0, np.ones(3), unroll=0)
