@@ -206,3 +206,34 @@ def test_random_while_bodies_native_against_interpreter(ops, limit, max_steps):
     out = _agree(f, x)
     assert int(out[0]) == min(limit, max_steps if max_steps is not None else limit)
     assert all(s.native for s in _loop_steps(f, x))
+
+
+def test_conds_of_flat_branches_in_loop_bodies_keep_the_loop_native():
+    def f(x, xs):
+        def body(c, x):
+            c = lax.cond(x > 0, lambda v: np.sin(v) + x, lambda v: v * 0.5, c)
+            k = (x * 3).astype(np.int32)      # -3..3: switch clamps it to 0..2
+            c = lax.switch(k, [lambda v: v + 1.0, lambda v: -v, lambda v: v * v * 0.1], c)
+            return c, c.sum()
+        return lax.scan(body, x, xs)
+    args = np.array([0.2, -0.4]), np.linspace(-1, 1, 9)
+    _agree(f, *args)
+    assert all(s.native for s in _loop_steps(f, *args))
+
+    def g(x, xs, w):      # a branch with a product stays a jump: the loop is Python-driven
+        return lax.scan(lambda c, x: (lax.cond(x > 0, lambda v: v @ w, lambda v: v, c), x),
+                        x, xs)
+    args = np.array([0.2, -0.4]), np.linspace(-1, 1, 5), np.eye(2) * 0.5
+    _agree(g, *args)
+    assert [s.native for s in _loop_steps(g, *args)] == [False]
+
+
+def test_grad_of_a_bounded_while_runs_native_loops():
+    def f(a):
+        body = lambda c: (c[0] + 1, c[1] - (c[1] ** 3 - a) / (3 * c[1] ** 2))   # noqa: E731
+        return lax.while_loop(lambda c: c[0] < 30, body, (0, a + 1.0), max_steps=40)[1]
+    a = np.array(8.0)
+    grad = fc.grad(f)
+    _agree(grad, a)
+    np.testing.assert_allclose(fc.jit(grad, backend="cpu")(a), 1 / 12, rtol=1e-10)
+    assert all(s.native for s in _loop_steps(grad, a))

@@ -26,7 +26,7 @@ import numpy as np
 
 from ir import passes
 from ir import primitives as P
-from ir.core import Eqn, Graph, Var
+from ir.core import AbstractArray, Eqn, Graph, Lit, Var
 
 from .blas import one_thread_each
 from .plan import Blas, NativeLoop
@@ -34,7 +34,65 @@ from .plan import Blas, NativeLoop
 
 def _compiled(graph, loop_body=True):
     from .runtime import compile_graph
-    return compile_graph(passes.simplify(graph), loop_body)
+    graph = passes.simplify(graph)
+    if loop_body:
+        selected = _conds_as_selects(graph)
+        graph = graph if selected is graph else passes.simplify(selected)
+    return compile_graph(graph, loop_body)
+
+
+# branches that are cheap enough to run both of, then select: no loop, no product
+_NOT_FLAT = {P.cond, P.while_loop, P.scan, P.dot_general, P.conv_general_dilated}
+
+
+def _conds_as_selects(graph):
+    """A loop body with its ``cond``s of flat branches (elementwise work, no loop or
+    product) as every branch plus ``select`` on the clamped index, so that the body can
+    be one native graph entry and the loop native. Other conds stay jumps."""
+    if not any(e.prim is P.cond and all(_flat(b) for b in e.params["branches"])
+               for e in graph.eqns):
+        return graph
+    eqns = []
+    for e in graph.eqns:
+        branches = e.params["branches"] if e.prim is P.cond else None
+        if branches is None or not all(_flat(b) for b in branches):
+            eqns.append(e)
+            continue
+        index, operands = e.inputs[0], e.inputs[1:]
+        per_branch = [_inline(b, operands, eqns) for b in branches]
+        last = len(branches) - 1
+        for j, out in enumerate(e.outputs):
+            value = per_branch[last][j]
+            for k in range(last - 1, -1, -1):
+                pred = Var(AbstractArray((), np.dtype(bool)))
+                eqns.append(Eqn(P.le, (index, Lit(np.int32(k), index.aval)), (pred,), {},
+                                e.source))
+                result = out if k == 0 else Var(out.aval)
+                eqns.append(Eqn(P.select, (pred, per_branch[k][j], value), (result,), {},
+                                e.source))
+                value = result
+            if last == 0:
+                eqns.append(Eqn(P.select, (Lit(np.bool_(True), AbstractArray((), np.dtype(
+                    bool))), value, value), (out,), {}, e.source))
+    return Graph(graph.inputs, eqns, graph.outputs)
+
+
+def _flat(graph) -> bool:
+    return all(e.prim not in _NOT_FLAT for e in graph.eqns)
+
+
+def _inline(graph, operands, eqns):
+    """Append ``graph``'s equations on ``operands`` to ``eqns`` with fresh results; its
+    outputs."""
+    env = {id(v): a for v, a in zip(graph.inputs, operands, strict=True)}
+
+    def atom(a):
+        return env.get(id(a), a) if isinstance(a, Var) else a
+    for e in graph.eqns:
+        outs = tuple(Var(v.aval) for v in e.outputs)
+        eqns.append(Eqn(e.prim, tuple(atom(a) for a in e.inputs), outs, e.params, e.source))
+        env.update((id(v), o) for v, o in zip(e.outputs, outs, strict=True))
+    return [atom(o) for o in graph.outputs]
 
 
 def _contiguous(args, avals):
