@@ -3,14 +3,15 @@
 A ``cond``/``while``/``scan`` equation becomes a :class:`~.plan.Loop` step. Its bodies
 are simplified and compiled to their own executables (cached like any graph).
 
-When every body of a loop runs as one native graph entry (fused kernels and small
-gemms), the whole loop is native (:class:`~.plan.NativeLoop`): one native function
-iterates, points the body's argument arrays at the carry (two sets of buffers that
-swap roles each step) and at ``xs[t]``/``ys[t]`` by index arithmetic, evaluates the
-predicate and calls the body's entry, with no Python between steps. Otherwise (a body
-with an interpreter fallback, a multi-threaded kernel, a big gemm or a nested loop) the
-step runs the loop in Python, calling the body's executable once per iteration on
-C-contiguous arrays (its trusted entry: no per-call argument checks).
+When every body of a loop runs as one native graph entry (fused kernels and gemms),
+the whole loop is native (:class:`~.plan.NativeLoop`): one native function iterates,
+points the body's argument arrays at the carry (two sets of buffers that swap roles
+each step) and at ``xs[t]``/``ys[t]`` by index arithmetic, evaluates the predicate and
+calls the body's entry, with no Python between steps. Otherwise (a body with an
+interpreter fallback, a kernel big enough for threads, a convolution, a nested loop, or
+a cond with a product or a loop in a branch) the step runs the loop in Python, calling
+the body's executable once per iteration on C-contiguous arrays (its trusted entry: no
+per-call argument checks). Bodies are first rewritten (``loop_rewrites.py``).
 
 A loop whose body multiplies matrices runs OpenBLAS on the calling thread
 (``blas.one_thread_each``): its threads meet at a barrier inside every call, and on a
@@ -26,9 +27,9 @@ import numpy as np
 
 from ir import passes
 from ir import primitives as P
-from ir.core import AbstractArray, Eqn, Graph, Lit, Var
 
 from .blas import one_thread_each
+from .loop_rewrites import conds_as_selects, hoist_products
 from .plan import Blas, NativeLoop
 
 
@@ -36,63 +37,9 @@ def _compiled(graph, loop_body=True):
     from .runtime import compile_graph
     graph = passes.simplify(graph)
     if loop_body:
-        selected = _conds_as_selects(graph)
+        selected = conds_as_selects(graph)
         graph = graph if selected is graph else passes.simplify(selected)
     return compile_graph(graph, loop_body)
-
-
-# branches that are cheap enough to run both of, then select: no loop, no product
-_NOT_FLAT = {P.cond, P.while_loop, P.scan, P.dot_general, P.conv_general_dilated}
-
-
-def _conds_as_selects(graph):
-    """A loop body with its ``cond``s of flat branches (elementwise work, no loop or
-    product) as every branch plus ``select`` on the clamped index, so that the body can
-    be one native graph entry and the loop native. Other conds stay jumps."""
-    if not any(e.prim is P.cond and all(_flat(b) for b in e.params["branches"])
-               for e in graph.eqns):
-        return graph
-    eqns = []
-    for e in graph.eqns:
-        branches = e.params["branches"] if e.prim is P.cond else None
-        if branches is None or not all(_flat(b) for b in branches):
-            eqns.append(e)
-            continue
-        index, operands = e.inputs[0], e.inputs[1:]
-        per_branch = [_inline(b, operands, eqns) for b in branches]
-        last = len(branches) - 1
-        for j, out in enumerate(e.outputs):
-            value = per_branch[last][j]
-            for k in range(last - 1, -1, -1):
-                pred = Var(AbstractArray((), np.dtype(bool)))
-                eqns.append(Eqn(P.le, (index, Lit(np.int32(k), index.aval)), (pred,), {},
-                                e.source))
-                result = out if k == 0 else Var(out.aval)
-                eqns.append(Eqn(P.select, (pred, per_branch[k][j], value), (result,), {},
-                                e.source))
-                value = result
-            if last == 0:
-                eqns.append(Eqn(P.select, (Lit(np.bool_(True), AbstractArray((), np.dtype(
-                    bool))), value, value), (out,), {}, e.source))
-    return Graph(graph.inputs, eqns, graph.outputs)
-
-
-def _flat(graph) -> bool:
-    return all(e.prim not in _NOT_FLAT for e in graph.eqns)
-
-
-def _inline(graph, operands, eqns):
-    """Append ``graph``'s equations on ``operands`` to ``eqns`` with fresh results; its
-    outputs."""
-    env = {id(v): a for v, a in zip(graph.inputs, operands, strict=True)}
-
-    def atom(a):
-        return env.get(id(a), a) if isinstance(a, Var) else a
-    for e in graph.eqns:
-        outs = tuple(Var(v.aval) for v in e.outputs)
-        eqns.append(Eqn(e.prim, tuple(atom(a) for a in e.inputs), outs, e.params, e.source))
-        env.update((id(v), o) for v, o in zip(e.outputs, outs, strict=True))
-    return [atom(o) for o in graph.outputs]
 
 
 def _contiguous(args, avals):
@@ -206,41 +153,6 @@ class _NativeLoopRunner:
         return int(steps)
 
 
-def _hoist_products(body, nc, nk, length, in_avals):
-    """Products of an xs slice and a constant out of a scan body: ``dot_general(x_t, w)``
-    for every t is one product of the stacked xs and ``w`` before the loop (``x @ w`` of
-    a recurrent cell: one big gemm instead of a small one per step), read as one more xs.
-
-    Returns (the body taking those products as its last xs inputs, a function of the
-    scan's operands returning the stacked products), or (body, None)."""
-    from .runtime import compile_graph
-    position = {id(v): i for i, v in enumerate(body.inputs)}
-    hoisted = []
-    for e in body.eqns:
-        if e.prim is not P.dot_general or e.params["dimension_numbers"][1] != ((), ()):
-            continue
-        lhs, rhs = (position.get(id(a)) if isinstance(a, Var) else None for a in e.inputs)
-        if lhs is not None and rhs is not None and lhs >= nc + nk and rhs < nc:
-            hoisted.append((e, lhs, rhs))
-    if not hoisted:
-        return body, None
-    outer = [Var(av) for av in in_avals]
-    eqns, outs = [], []
-    for e, lhs, rhs in hoisted:
-        (lc, rc), _ = e.params["dimension_numbers"]
-        out = e.outputs[0]
-        stacked = Var(out.aval.update(shape=(length,) + out.aval.shape))
-        eqns.append(Eqn(P.dot_general, (outer[lhs], outer[rhs]), (stacked,),
-                        dict(e.params, dimension_numbers=((tuple(c + 1 for c in lc), rc),
-                                                          ((), ()))), e.source))
-        outs.append(stacked)
-    products = compile_graph(Graph(outer, eqns, outs))
-    gone = {id(e) for e, _, _ in hoisted}
-    new_body = Graph(body.inputs + [e.outputs[0] for e, _, _ in hoisted],
-                     [e for e in body.eqns if id(e) not in gone], body.outputs)
-    return new_body, products
-
-
 def _scan_native(p, xs_avals, exe):
     nc, nk, length = p["n_consts"], p["n_carry"], p["length"]
     y_avals = p["body"].out_avals[nk:]
@@ -273,7 +185,7 @@ def _scan(eqn):
     p = eqn.params
     nc, nk, length, reverse = p["n_consts"], p["n_carry"], p["length"], p["reverse"]
     in_avals = [a.aval for a in eqn.inputs]
-    graph, products = _hoist_products(passes.simplify(p["body"]), nc, nk, length, in_avals) \
+    graph, products = hoist_products(passes.simplify(p["body"]), nc, nk, length, in_avals) \
         if length else (p["body"], None)
     exe = _compiled(graph)
     body, gemms = exe.trusted, _has_gemms(exe)
