@@ -2,6 +2,7 @@
 one native function. References: the interpreter (same graph), Python loops; that no
 Python runs per step is checked by counting the calls a profiler sees."""
 
+import os
 import sys
 import threading
 
@@ -237,3 +238,25 @@ def test_grad_of_a_bounded_while_runs_native_loops():
     _agree(grad, a)
     np.testing.assert_allclose(fc.jit(grad, backend="cpu")(a), 1 / 12, rtol=1e-10)
     assert all(s.native for s in _loop_steps(grad, a))
+
+
+@pytest.mark.parametrize("load", [0.0, 64.0])
+def test_loops_with_gemms_run_blas_on_one_thread_only_on_a_busy_machine(monkeypatch, load):
+    import contextlib
+
+    import backends.llvm.loops as loops
+    entered = []
+
+    @contextlib.contextmanager
+    def record():
+        entered.append(True)
+        yield
+    monkeypatch.setattr(loops, "one_thread_each", record)
+    monkeypatch.setattr(loops.os, "getloadavg", lambda: (load, load, load))
+    w, xs, h0 = RNG.standard_normal((3, 3)), RNG.standard_normal((4, 2, 3)), np.zeros((2, 3))
+    f = fc.jit(lambda w, xs, h0: _rnn(w, xs, h0), backend="cpu")
+    f(w, xs, h0)
+    assert bool(entered) == (load >= (os.cpu_count() or 1) + 1)
+    entered.clear()
+    fc.jit(lambda x: lax.fori_loop(0, 3, lambda i, c: c * 2.0, x), backend="cpu")(np.ones(2))
+    assert not entered      # no gemm in the body

@@ -13,15 +13,18 @@ a cond with a product or a loop in a branch) the step runs the loop in Python, c
 the body's executable once per iteration on C-contiguous arrays (its trusted entry: no
 per-call argument checks). Bodies are first rewritten (``loop_rewrites.py``).
 
-A loop whose body multiplies matrices runs OpenBLAS on the calling thread
-(``blas.one_thread_each``): its threads meet at a barrier inside every call, and on a
-busy machine a preempted one stalls every step (the LSTM of ``benchmarks/control_flow.py``
-under load: 3.1 s on two threads against 0.28 s on one, forward loop).
+On a machine busier than its cores, a loop whose body multiplies matrices runs OpenBLAS
+on the calling thread (``blas.one_thread_each``): its threads meet at a barrier inside
+every call, and a preempted one stalls every step (the LSTM of
+``benchmarks/control_flow.py`` at a load of 9 on 2 cores: forward loop 3.1 s on two
+threads, 0.28 s on one). On a quiet machine its threads are worth it (the whole LSTM
+step: 78 ms against 98 ms on one thread).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 
 import numpy as np
 
@@ -64,6 +67,21 @@ def runs_natively(exe) -> bool:
 
 def _has_gemms(exe) -> bool:
     return any(isinstance(s, Blas) for s in exe.plan.steps)
+
+
+def _blas_threads(gemms: bool):
+    """OpenBLAS on one thread for a loop with gemms while the machine is busy (a
+    one-minute load average above its cores), else as it is."""
+    if gemms and _busy():
+        return one_thread_each()
+    return contextlib.nullcontext()
+
+
+def _busy() -> bool:
+    try:
+        return os.getloadavg()[0] >= (os.cpu_count() or 1) + 1
+    except (AttributeError, OSError):     # no load average on this platform
+        return False
 
 
 class _Layout:
@@ -145,10 +163,7 @@ class _NativeLoopRunner:
             # a view of its first target: only its data pointer moves from then on
             target = a_set[k] if kind == "in" else b_set[k] if kind == "out" else args[k][0, ...]
             args[index] = target.reshape(shape)
-        if self.gemms:
-            with one_thread_each():
-                self.fn(*args)
-        else:
+        with _blas_threads(self.gemms):
             self.fn(*args)
         return int(steps)
 
@@ -193,7 +208,7 @@ def _scan(eqn):
     order = range(length - 1, -1, -1) if reverse else range(length)
 
     def looped(consts, carry, xs, ys):
-        with one_thread_each() if gemms else contextlib.nullcontext():
+        with _blas_threads(gemms):
             return stepped(consts, carry, xs, ys)
 
     def stepped(consts, carry, xs, ys):
@@ -213,7 +228,8 @@ def _scan(eqn):
         args = _contiguous(args, in_avals)
         consts, carry, xs = args[:nc], args[nc:nc + nk], args[nc + nk:]
         if products is not None:
-            xs = xs + products(args)
+            with _blas_threads(True):
+                xs = xs + products(args)
         ys = [np.empty((length,) + av.shape, av.dtype) for av in y_avals]
         if not length:
             return _fresh(carry) + ys
@@ -267,7 +283,7 @@ def _while(eqn):
 
     def looped(cc, bc, carry):
         steps = 0
-        with one_thread_each() if _has_gemms(exe) else contextlib.nullcontext():
+        with _blas_threads(_has_gemms(exe)):
             while steps < limit and cond(cc + carry)[0]:
                 carry = body(bc + carry)
                 steps += 1
