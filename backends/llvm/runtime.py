@@ -722,12 +722,6 @@ class Executable:
         array object per slot of :meth:`new_arena`'s list), or None without one."""
         return None if self._entry_keep is None else self._entry_keep[0].ml_meth
 
-    @property
-    def plain_outputs(self) -> list | None:
-        """The slots holding the results when they are taken as they are (no copy, no
-        reshape), else None."""
-        return self._plain_outputs
-
     def _trusted_call(self):
         """``call(args)`` for a caller that guarantees ``n_inputs`` C-contiguous ndarrays of
         the input dtypes (jit's fast path keys on exactly that): ``__call__`` without the
