@@ -10,8 +10,10 @@ Same process, same inputs; medians over repeats; ratios against functorch_core's
     for 10, 100 and 1000 steps. The disk cache is off here so every compile is real;
 (d) per-iteration overhead: a 10k-step fori_loop of a tiny body (f64[4]).
 
-OpenBLAS threads in a loop of small GEMMs fight over a loaded machine: compare
-(a) with ``OPENBLAS_NUM_THREADS=1`` as well.
+functorch_core runs a loop's per-step GEMMs on one OpenBLAS thread (``backends/llvm/
+loops.py``); its products outside loops (the hoisted ones of (a) included) keep
+OpenBLAS's threads, which stall on a loaded machine: compare (a) with
+``OPENBLAS_NUM_THREADS=1`` as well.
 """
 
 import os

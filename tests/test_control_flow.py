@@ -497,10 +497,105 @@ def test_cpu_backend_keeps_the_loop():
     loops = [s for s in exe.plan.steps if isinstance(s, Loop)]
     assert len(loops) == 1 and loops[0].eqn.params["length"] == 1000
     assert len(loops[0].eqn.params["body"].eqns) < 10     # the body once, not unrolled
-    from backends.llvm.loops import _direct_outputs  # native entry on reused buffers
-    from ir import passes
-    assert _direct_outputs(compile_graph(passes.simplify(loops[0].eqn.params["body"])))
+    assert exe.steps[exe.plan.steps.index(loops[0])].native     # one native loop
     want = np.ones(3)
     for _ in range(1000):
         want = np.sin(want) + 1.0
     np.testing.assert_allclose(exe([np.ones(3)])[0], want, rtol=1e-12)
+
+
+# --- reverse mode: per-step weight products summed after the loop ------------------------------
+
+def _rnn_loss(w, u, xs, h0):
+    def cell(h, x):
+        h = np.tanh(h @ w + x @ u)
+        return h, h
+    h, hs = lax.scan(cell, h0, xs)
+    return (hs * hs).sum() + h.sum()
+
+
+def _scans(graph):
+    out = []
+    for e in graph.eqns:
+        if e.prim is P.scan:
+            out.append(e)
+    return out
+
+
+def test_transposed_scan_sums_weight_products_after_the_loop():
+    import functorch_core.transforms.control_flow as cf
+    w, u = RNG.standard_normal((3, 3)) * 0.4, RNG.standard_normal((2, 3)) * 0.4
+    xs, h0 = RNG.standard_normal((6, 4, 2)), RNG.standard_normal((4, 3)) * 0.1
+    def fresh_grad():       # a new function: no trace cached from the other setting
+        return fc.grad(lambda *a: _rnn_loss(*a), argnums=(0, 1))
+    grad = fresh_grad()
+    graph = fc.make_graph(grad)(w, u, xs, h0)
+    check_graph(graph)
+    transposed = [e for e in _scans(graph) if e.params["reverse"]]
+    assert len(transposed) == 1
+    # only the cotangent of h is carried; both weight gradients are products after the loop
+    assert transposed[0].params["n_carry"] == 1
+    assert "dot_general" in {e.prim.name for e in graph.eqns}
+    got = grad(w, u, xs, h0)
+    saved = cf.hoist_accumulated_dots
+    cf.hoist_accumulated_dots = lambda body, *a: (body, {})
+    try:
+        plain_grad = fresh_grad()
+        want = plain_grad(w, u, xs, h0)
+        plain = fc.make_graph(plain_grad)(w, u, xs, h0)
+    finally:
+        cf.hoist_accumulated_dots = saved
+    assert [e.params["n_carry"] for e in _scans(plain) if e.params["reverse"]] == [3]
+    _close(got, want, rtol=1e-12)
+    check_grads(lambda w, u: _rnn_loss(w, u, xs, h0), (w, u), order=2)
+    for backend in ("cpu", "interpreter"):
+        _close(fc.jit(grad, backend=backend)(w, u, xs, h0), want, rtol=1e-12)
+
+
+def test_accumulations_that_are_not_per_step_products_stay_carried():
+    # the weight meets a constant (not a per-step value): nothing to stack, the carry stays
+    w, c = RNG.standard_normal((3, 3)), RNG.standard_normal((2, 3))
+
+    def loss(w, xs):
+        return lax.scan(lambda h, x: (h + (c @ w) * x, h.sum()), np.zeros((2, 3)), xs)[1].sum()
+    xs = RNG.standard_normal((5, 2, 3))
+    check_grads(lambda w: loss(w, xs), (w,), order=1)
+    graph = fc.make_graph(fc.grad(loss))(w, xs)
+    assert [e.params["n_carry"] for e in _scans(graph) if e.params["reverse"]] == [2]
+
+
+# --- scan(unroll=...) ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("unroll", [1, 2, 3, 7, True])
+def test_scan_unroll_gives_the_results_of_the_plain_loop(unroll, reverse):
+    xs = {"a": RNG.standard_normal((7, 2)), "b": np.arange(7, dtype=np.int32)}
+    w = RNG.standard_normal((2, 2)) * 0.5
+
+    def f(w, c0):
+        def step(c, x):
+            h, n = c
+            h = np.tanh(h @ w + x["a"]) * (x["b"] + 1)
+            return (h, n + x["b"]), (h.sum(), n)
+        return lax.scan(step, (c0, np.int32(0)), xs, reverse=reverse, unroll=unroll)
+
+    c0 = np.array([0.1, -0.2])
+    plain = lax.scan(lambda c, x: ((np.tanh(c[0] @ w + x["a"]) * (x["b"] + 1),
+                                    c[1] + x["b"]),
+                                   ((np.tanh(c[0] @ w + x["a"]) * (x["b"] + 1)).sum(), c[1])),
+                     (c0, np.int32(0)), xs, reverse=reverse)
+    _close(f(w, c0), plain, rtol=1e-12)
+    for backend in ("cpu", "interpreter"):
+        _close(fc.jit(f, backend=backend)(w, c0), plain, rtol=1e-12)
+    graph = fc.make_graph(f)(w, c0)
+    lengths = sorted(e.params["length"] for e in graph.eqns if e.prim is P.scan)
+    block = 7 if unroll is True else unroll
+    assert lengths == sorted([7 // block] + ([7 % block] if 7 % block else []))
+    check_grads(lambda w, c0: f(w, c0)[0][0].sum() + f(w, c0)[1][0].sum(), (w, c0), order=1)
+
+
+def test_scan_unroll_without_xs_and_bad_values():
+    out = lax.scan(lambda c, _: (c * 2.0, c), 1.0, length=5, unroll=2)
+    _close(out, (np.float64(32.0), np.array([1.0, 2.0, 4.0, 8.0, 16.0])))
+    with pytest.raises(ValueError, match="unroll"):
+        lax.scan(lambda c, x: (c, x), 0.0, np.ones(3), unroll=0)

@@ -23,7 +23,7 @@ from .blas import GemmCall, emit_gemm
 from .complex_ops import add as complex_add
 from .ops import I64, RULES, Emitter, compute_type, convert, storage_type
 from .partition import SCANS
-from .plan import Kernel, c_strides
+from .plan import Kernel, NativeLoop, c_strides
 
 _PTR = ir.PointerType()
 # a float sum adds this many elements in loop order per block, then adds the block sums
@@ -670,6 +670,96 @@ def emit_graph_entry(module: ir.Module, name: str, calls, n_args: int, none_symb
             ir.VoidType(), [_PTR] * len(slots) + [I64, I64]), symbol)
         b.call(kernel, [objects[s] for s in slots] + bounds)
     none = ir.GlobalVariable(module, I64, none_symbol)     # its reference count
+    if incref_none:
+        b.store(b.add(b.load(none, typ=I64), ir.Constant(I64, 1)), none)
+    b.ret(b.bitcast(none, _PTR))
+
+
+def emit_loop_entry(module: ir.Module, name: str, loop: NativeLoop, none_symbol: str,
+                    incref_none: bool, data_offset: int):
+    """``name(self, PyObject *const *args, Py_ssize_t nargs)``: a METH_FASTCALL function
+    that runs the loop ``loop`` describes (see :class:`plan.NativeLoop`), calling the
+    bodies' graph entries (METH_FASTCALL themselves) through the addresses in its table
+    argument, so its code holds no address of this process and can be cached on disk."""
+    fn = ir.Function(module, ir.FunctionType(_PTR, [_PTR, _PTR, I64]), name)
+    _, args, nargs = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    start, fail = fn.append_basic_block("start"), fn.append_basic_block("fail")
+    b.cbranch(b.icmp_signed("==", nargs, ir.Constant(I64, loop.n_args)), start, fail)
+    b.position_at_end(fail)
+    b.ret(ir.Constant(_PTR, None))
+    b.position_at_end(start)
+    i8 = ir.IntType(8)
+    objects = [b.load(b.gep(args, [ir.Constant(I64, i)], source_etype=_PTR), typ=_PTR)
+               for i in range(loop.n_args)]
+
+    def field(k):
+        return b.gep(objects[k], [ir.Constant(I64, data_offset)], source_etype=i8)
+
+    def data(k):
+        return b.load(field(k), typ=_PTR)
+
+    entry_type = ir.FunctionType(_PTR, [_PTR, _PTR, I64])
+    table = data(loop.table)
+    entries = []
+    for k in range(2):
+        address = b.load(b.gep(table, [ir.Constant(I64, k)], source_etype=I64), typ=I64)
+        # a pointer that knows its function type (it prints as a plain ``ptr``)
+        entries.append(b.inttoptr(address, entry_type.as_pointer()))
+    carry_a = [data(a) for a, _ in loop.carry]
+    carry_b = [data(c) for _, c in loop.carry]
+    bases = {k: data(k) for _, kind, k, _ in loop.pointers if kind == "x"}
+    bases.update({k: data(k) for kind, k, *_ in loop.copies if kind == "x"})
+    limit = ir.Constant(I64, (1 << 62) if loop.length is None else loop.length)
+    memcpy = ir.Function(module, ir.FunctionType(ir.VoidType(), [_PTR, _PTR, I64, ir.IntType(1)]),
+                         "llvm.memcpy.p0.p0.i64")
+
+    def call(which, span):
+        first, count = span
+        result = b.call(entries[which], [ir.Constant(_PTR, None),
+                                         b.gep(args, [ir.Constant(I64, first)], source_etype=_PTR),
+                                         ir.Constant(I64, count)])
+        if incref_none:     # the entry returned None as a new reference: give it back
+            b.store(b.sub(b.load(result, typ=I64), ir.Constant(I64, 1)), result)
+
+    pre = b.block
+    head, step, done = (fn.append_basic_block(x) for x in ("head", "step", "done"))
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.phi(I64)
+    i.add_incoming(ir.Constant(I64, 0), pre)
+    b.cbranch(b.icmp_signed("<", i, limit), step, done)
+    b.position_at_end(step)
+    odd = b.trunc(i, ir.IntType(1))
+    t = b.sub(ir.Constant(I64, loop.length - 1), i) if loop.reverse else i
+
+    def where(kind, k, stride):
+        if kind == "in":
+            return b.select(odd, carry_b[k], carry_a[k])
+        if kind == "out":
+            return b.select(odd, carry_a[k], carry_b[k])
+        return b.gep(bases[k], [b.mul(t, ir.Constant(I64, stride))], source_etype=i8)
+
+    for proxy, kind, k, stride in loop.pointers:
+        b.store(where(kind, k, stride), field(proxy))
+    if loop.cond_result is not None:
+        if loop.cond is not None:
+            call(1, loop.cond)
+        go = fn.append_basic_block("go")
+        pred = b.load(data(loop.cond_result), typ=i8)
+        b.cbranch(b.icmp_unsigned("!=", pred, ir.Constant(i8, 0)), go, done)
+        b.position_at_end(go)
+    if loop.body is not None:
+        call(0, loop.body)
+    for kind, k, stride, source, nbytes in loop.copies:
+        b.call(memcpy, [where(kind, k, stride), data(source), ir.Constant(I64, nbytes),
+                        ir.Constant(ir.IntType(1), 0)])
+    i.add_incoming(b.add(i, ir.Constant(I64, 1)), b.block)
+    b.branch(head)
+    b.position_at_end(done)
+    if loop.steps is not None:
+        b.store(i, data(loop.steps))
+    none = ir.GlobalVariable(module, I64, none_symbol)
     if incref_none:
         b.store(b.add(b.load(none, typ=I64), ir.Constant(I64, 1)), none)
     b.ret(b.bitcast(none, _PTR))

@@ -1,24 +1,48 @@
 """Control flow on the cpu backend: loops stay loops, each body compiled once.
 
 A ``cond``/``while``/``scan`` equation becomes a :class:`~.plan.Loop` step. Its bodies
-are simplified and compiled to their own executables (cached like any graph), and
-the step runs the loop in Python, calling the body's executable once per iteration
-on C-contiguous arrays (its trusted entry: no per-call argument checks). The carry
-is the previous iteration's result arrays, handed back in without copies.
+are simplified and compiled to their own executables (cached like any graph).
+
+When every body of a loop runs as one native graph entry (fused kernels and gemms),
+the whole loop is native (:class:`~.plan.NativeLoop`): one native function iterates,
+points the body's argument arrays at the carry (two sets of buffers that swap roles
+each step) and at ``xs[t]``/``ys[t]`` by index arithmetic, evaluates the predicate and
+calls the body's entry, with no Python between steps. Otherwise (a body with an
+interpreter fallback, a kernel big enough for threads, a convolution, a nested loop, or
+a cond with a product or a loop in a branch) the step runs the loop in Python, calling
+the body's executable once per iteration on C-contiguous arrays (its trusted entry: no
+per-call argument checks). Bodies are first rewritten (``loop_rewrites.py``).
+
+On a machine busier than its cores, a loop whose body multiplies matrices runs OpenBLAS
+on the calling thread (``blas.one_thread_each``): its threads meet at a barrier inside
+every call, and a preempted one stalls every step (the LSTM of
+``benchmarks/control_flow.py`` at a load of 9 on 2 cores: forward loop 3.1 s on two
+threads, 0.28 s on one). On a quiet machine its threads are worth it (the whole LSTM
+step: 78 ms against 98 ms on one thread).
 """
 
 from __future__ import annotations
+
+import contextlib
+import os
 
 import numpy as np
 
 from ir import passes
 from ir import primitives as P
 
+from .blas import one_thread_each
+from .loop_rewrites import conds_as_selects, hoist_products
+from .plan import Blas, NativeLoop
 
-def _compiled(graph):
+
+def _compiled(graph, loop_body=True):
     from .runtime import compile_graph
-    exe = compile_graph(passes.simplify(graph))
-    return exe.trusted
+    graph = passes.simplify(graph)
+    if loop_body:
+        selected = conds_as_selects(graph)
+        graph = graph if selected is graph else passes.simplify(selected)
+    return compile_graph(graph, loop_body)
 
 
 def _contiguous(args, avals):
@@ -30,28 +54,164 @@ def _fresh(arrays):
     return [np.array(a, copy=True) for a in arrays]
 
 
-def _direct_outputs(exe):
-    """The output slots of a body whose native entry may be called on our own buffers
-    (every result a distinct fresh buffer the entry writes), else None."""
-    outs = exe._plain_outputs
-    if exe.entry is None or outs is None or len(set(outs)) != len(outs) \
-            or set(outs) != {s for s, *_ in exe.fresh}:
-        return None
-    return outs
+def _nbytes(shape, dtype) -> int:
+    return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+
+
+def runs_natively(exe) -> bool:
+    """Whether a body can run inside a native loop: its steps are one graph entry, or
+    it has none (its results are its inputs or constants)."""
+    from .runtime import graph_entry_supported
+    return graph_entry_supported() and (exe.entry_address is not None or not exe.plan.steps)
+
+
+def _has_gemms(exe) -> bool:
+    return any(isinstance(s, Blas) for s in exe.plan.steps)
+
+
+def _blas_threads(gemms: bool):
+    """OpenBLAS on one thread for a loop with gemms while the machine is busy (a
+    one-minute load average above its cores), else as it is."""
+    if gemms and _busy():
+        return one_thread_each()
+    return contextlib.nullcontext()
+
+
+def _busy() -> bool:
+    try:
+        return os.getloadavg()[0] >= (os.cpu_count() or 1) + 1
+    except (AttributeError, OSError):     # no load average on this platform
+        return False
+
+
+class _Layout:
+    """The argument list of a native loop: first the arrays of a call (``fixed``: entry
+    table, step count, carry sets A and B, xs, ys), then each body's buffer list (an
+    arena of its executable) with the literals it returns."""
+
+    def __init__(self, n_fixed):
+        self.template = [None] * n_fixed
+        self.proxies, self.pointers, self.copies, self.consts = [], [], [], []
+        self.fresh, self.arenas = [], []
+
+    def body(self, exe, inputs, outputs):
+        """Place ``exe``'s buffers; ``inputs[i]`` is None (operand i is a constant of the
+        loop, given per call) or where input slot i points, ``(kind, k, stride)``;
+        ``outputs[j]`` is where result j goes (None: the results stay in the body's own
+        buffers). Returns the span of the entry's arguments, or None when it has nothing
+        to run."""
+        first = len(self.template)
+        self.template.extend(exe.new_arena())
+        self.arenas.append((first, len(self.template), exe))
+        slots = exe.plan.slots
+        for slot, where in enumerate(inputs):
+            if where is None:
+                self.consts.append(first + slot)
+            else:
+                self._proxy(first + slot, where, slots[slot])
+        proxied = set()
+        for (copy, ref), where in zip(exe.outputs, outputs or [], strict=outputs is not None):
+            if not copy:
+                proxied.add(ref[1])
+                self._proxy(first + ref[1], where, slots[ref[1]])
+            elif ref[0] == "lit":
+                self.template.append(np.array(ref[1], copy=True))
+                self.copies.append((*where, len(self.template) - 1, self.template[-1].nbytes))
+            else:
+                self.copies.append((*where, first + ref[1], _nbytes(*slots[ref[1]])))
+        self.fresh += [(first + s, shape, dtype) for s, shape, dtype in exe.fresh
+                       if s not in proxied]
+        return (first, len(slots)) if exe.plan.steps else None
+
+    def _proxy(self, index, where, slot):
+        self.pointers.append((index, *where))
+        self.proxies.append((index, where, slot[0]))
+
+
+class _NativeLoopRunner:
+    """A compiled :class:`NativeLoop` and the layout of its arguments."""
+
+    TABLE, STEPS = 0, 1
+
+    def __init__(self, layout, bodies, **fields):
+        from .runtime import loop_entry
+        layout.template[self.TABLE] = np.array(
+            [e.entry_address or 0 for e in bodies] + [0] * (2 - len(bodies)), np.int64)
+        self.layout, self.bodies = layout, bodies     # bodies: their code stays alive
+        self.gemms = any(_has_gemms(e) for e in bodies)
+        self.loop = NativeLoop(n_args=len(layout.template), table=self.TABLE,
+                               pointers=tuple(layout.pointers), copies=tuple(layout.copies),
+                               **fields)
+        self.fn, self._keep = loop_entry(self.loop)
+
+    def __call__(self, fixed, consts, a_set, b_set):
+        """Run the loop: ``fixed`` {index: array}, ``consts`` the loop's constant operands
+        in the order the bodies take them; returns the step count."""
+        lay = self.layout
+        args = lay.template.copy()
+        steps = np.zeros((), np.int64)
+        args[self.STEPS] = steps
+        for k, a in fixed.items():
+            args[k] = a
+        for first, end, exe in lay.arenas:      # each call its own (threads)
+            args[first:end] = exe.new_arena()
+        for k, a in zip(lay.consts, consts, strict=True):
+            args[k] = a
+        for k, shape, dtype in lay.fresh:
+            args[k] = np.empty(shape, dtype)
+        for index, (kind, k, _), shape in lay.proxies:
+            # a view of its first target: only its data pointer moves from then on
+            target = a_set[k] if kind == "in" else b_set[k] if kind == "out" else args[k][0, ...]
+            args[index] = target.reshape(shape)
+        with _blas_threads(self.gemms):
+            self.fn(*args)
+        return int(steps)
+
+
+def _scan_native(p, xs_avals, exe):
+    nc, nk, length = p["n_consts"], p["n_carry"], p["length"]
+    y_avals = p["body"].out_avals[nk:]
+    nx, ny = len(xs_avals), len(y_avals)
+    carry_at = [(2 + k, 2 + nk + k) for k in range(nk)]
+    xs_at = range(2 + 2 * nk, 2 + 2 * nk + nx)
+    ys_at = range(2 + 2 * nk + nx, 2 + 2 * nk + nx + ny)
+    lay = _Layout(2 + 2 * nk + nx + ny)
+    inputs = [None] * nc + [("in", k, 0) for k in range(nk)] + [
+        ("x", at, _nbytes(av.shape[1:], av.dtype)) for at, av in zip(xs_at, xs_avals, strict=True)]
+    outputs = [("out", k, 0) for k in range(nk)] + [
+        ("x", at, _nbytes(av.shape, av.dtype)) for at, av in zip(ys_at, y_avals, strict=True)]
+    span = lay.body(exe, inputs, outputs)
+    loop = _NativeLoopRunner(lay, [exe], body=span, cond=None, cond_result=None,
+                             carry=tuple(carry_at), length=length, reverse=p["reverse"],
+                             steps=None)
+
+    def run(consts, carry, xs, ys):
+        a_set = _fresh(carry)
+        b_set = [np.empty_like(c) for c in carry]
+        fixed = dict(zip(xs_at, xs, strict=True)) | dict(zip(ys_at, ys, strict=True))
+        fixed |= {at: arr for (a, b), x, y in zip(carry_at, a_set, b_set, strict=True)
+                  for at, arr in ((a, x), (b, y))}
+        loop(fixed, consts, a_set, b_set)
+        return a_set if length % 2 == 0 else b_set
+    return run
 
 
 def _scan(eqn):
-    from .runtime import compile_graph
     p = eqn.params
-    exe = compile_graph(passes.simplify(p["body"]))
-    body, direct = exe.trusted, _direct_outputs(exe)
     nc, nk, length, reverse = p["n_consts"], p["n_carry"], p["length"], p["reverse"]
-    y_avals = p["body"].out_avals[nk:]
-    carry_avals = p["body"].out_avals[:nk]
     in_avals = [a.aval for a in eqn.inputs]
+    graph, products = hoist_products(passes.simplify(p["body"]), nc, nk, length, in_avals) \
+        if length else (p["body"], None)
+    exe = _compiled(graph)
+    body, gemms = exe.trusted, _has_gemms(exe)
+    y_avals = p["body"].out_avals[nk:]
     order = range(length - 1, -1, -1) if reverse else range(length)
 
     def looped(consts, carry, xs, ys):
+        with _blas_threads(gemms):
+            return stepped(consts, carry, xs, ys)
+
+    def stepped(consts, carry, xs, ys):
         for i in order:
             outs = body(consts + carry + [x[i, ...] for x in xs])   # 0-d arrays, not scalars
             carry = outs[:nk]
@@ -59,74 +219,94 @@ def _scan(eqn):
                 y[i] = o
         return carry
 
-    def direct_loop(consts, carry, xs, ys):
-        # the native entry on our own buffers: the carry ping-pongs between two sets of
-        # arrays, each y is written in place (no allocation, no copy per iteration)
-        bufs, entry, n = exe.new_arena(), exe.entry, exe.n_inputs
-        sets = [[np.empty(a.shape, a.dtype) for a in carry_avals] for _ in range(2)]
-        carry_slots, y_slots = direct[:nk], direct[nk:]
-        for k, i in enumerate(order):
-            out = sets[k & 1]
-            bufs[:n] = consts + carry + [x[i, ...] for x in xs]
-            for s, b in zip(carry_slots, out, strict=True):
-                bufs[s] = b
-            for s, y in zip(y_slots, ys, strict=True):
-                bufs[s] = y[i, ...]
-            entry(*bufs)
-            carry = out
-        return carry
+    loop = looped
+    if length and runs_natively(exe):
+        xs_avals = [v.aval.update(shape=(length,) + v.aval.shape) for v in graph.inputs[nc + nk:]]
+        loop = _scan_native(dict(p, body=graph), xs_avals, exe)
 
     def run(*args):
         args = _contiguous(args, in_avals)
         consts, carry, xs = args[:nc], args[nc:nc + nk], args[nc + nk:]
+        if products is not None:
+            with _blas_threads(True):
+                xs = xs + products(args)
         ys = [np.empty((length,) + av.shape, av.dtype) for av in y_avals]
         if not length:
             return _fresh(carry) + ys
-        return (direct_loop if direct is not None else looped)(consts, carry, xs, ys) + ys
+        return loop(consts, carry, xs, ys) + ys
+    run.native = loop is not looped
+    return run
+
+
+def _while_native(eqn, cond, body):
+    p = eqn.params
+    ncc, nbc = p["n_cond_consts"], p["n_body_consts"]
+    nk = len(p["body_graph"].out_avals)
+    carry_at = [(2 + k, 2 + nk + k) for k in range(nk)]
+    lay = _Layout(2 + 2 * nk)
+    carried = [("in", k, 0) for k in range(nk)]
+    body_span = lay.body(body, [None] * nbc + carried, [("out", k, 0) for k in range(nk)])
+    # the condition's result is read where it is: its own buffer, an input or a literal
+    cond_first = len(lay.template)
+    (_, ref), = cond.outputs
+    cond_span = lay.body(cond, [None] * ncc + carried, None)
+    if ref[0] == "lit":
+        lay.template.append(np.array(ref[1], dtype=bool))
+        result = len(lay.template) - 1
+    else:
+        result = cond_first + ref[1]
+    # the condition's constants come first among the loop's operands
+    lay.consts = lay.consts[nbc:] + lay.consts[:nbc]
+    limit = p["max_steps"]
+    loop = _NativeLoopRunner(lay, [body, cond], body=body_span, cond=cond_span,
+                             cond_result=result, carry=tuple(carry_at), length=limit,
+                             reverse=False, steps=_NativeLoopRunner.STEPS)
+
+    def run(cc, bc, carry):
+        a_set = _fresh(carry)
+        b_set = [np.empty_like(c) for c in carry]
+        fixed = {at: arr for (a, b), x, y in zip(carry_at, a_set, b_set, strict=True)
+                 for at, arr in ((a, x), (b, y))}
+        steps = loop(fixed, cc + bc, a_set, b_set)
+        return a_set if steps % 2 == 0 else b_set
     return run
 
 
 def _while(eqn):
-    from .runtime import compile_graph
     p = eqn.params
-    cond = _compiled(p["cond_graph"])
-    exe = compile_graph(passes.simplify(p["body_graph"]))
-    body, direct = exe.trusted, _direct_outputs(exe)
+    cond_exe = _compiled(p["cond_graph"])
+    exe = _compiled(p["body_graph"])
+    cond, body = cond_exe.trusted, exe.trusted
     ncc, nbc, max_steps = p["n_cond_consts"], p["n_body_consts"], p["max_steps"]
     in_avals = [a.aval for a in eqn.inputs]
-    carry_avals = p["body_graph"].out_avals
     limit = float("inf") if max_steps is None else max_steps
 
-    def run(*args):
-        args = _contiguous(args, in_avals)
-        cc, bc, carry = args[:ncc], args[ncc:ncc + nbc], args[ncc + nbc:]
+    def looped(cc, bc, carry):
         steps = 0
-        if direct is not None:      # the native entry on our buffers, as for scan
-            bufs, entry, n = exe.new_arena(), exe.entry, exe.n_inputs
-            sets = [[np.empty(a.shape, a.dtype) for a in carry_avals] for _ in range(2)]
-            while steps < limit and cond(cc + carry)[0]:
-                out = sets[steps & 1]
-                bufs[:n] = bc + carry
-                for s, b in zip(direct, out, strict=True):
-                    bufs[s] = b
-                entry(*bufs)
-                carry = out
-                steps += 1
-        else:
+        with _blas_threads(_has_gemms(exe)):
             while steps < limit and cond(cc + carry)[0]:
                 carry = body(bc + carry)
                 steps += 1
         return list(carry) if steps else _fresh(carry)
+
+    loop = _while_native(eqn, cond_exe, exe) if runs_natively(exe) and \
+        runs_natively(cond_exe) else looped
+
+    def run(*args):
+        args = _contiguous(args, in_avals)
+        return loop(args[:ncc], args[ncc:ncc + nbc], args[ncc + nbc:])
+    run.native = loop is not looped
     return run
 
 
 def _cond(eqn):
-    branches = [_compiled(g) for g in eqn.params["branches"]]
+    branches = [_compiled(g, False).trusted for g in eqn.params["branches"]]
     in_avals = [a.aval for a in eqn.inputs[1:]]
     last = len(branches) - 1
 
     def run(index, *ops):
         return branches[min(max(int(index), 0), last)](_contiguous(ops, in_avals))
+    run.native = False
     return run
 
 
@@ -135,7 +315,7 @@ RUNNERS = {P.scan: _scan, P.while_loop: _while, P.cond: _cond}
 
 def loop_step(step, arena: set):
     """The runtime step of a :class:`~.plan.Loop`: results are fresh arrays of the runner,
-    copied only into arena buffers."""
+    copied only into arena buffers. ``call.native`` tells whether the loop runs natively."""
     from .runtime import _fetch
     run = RUNNERS[step.eqn.prim](step.eqn)
 
@@ -146,4 +326,5 @@ def loop_step(step, arena: set):
                 np.copyto(bufs[slot], o)
             else:
                 bufs[slot] = o
+    call.native = run.native
     return call

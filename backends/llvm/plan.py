@@ -116,6 +116,41 @@ class Loop:
     outputs: list         # slots
 
 
+@dataclass(frozen=True)
+class NativeLoop:
+    """The native function that runs a loop whose bodies are native graph entries
+    (``codegen.emit_loop_entry``). Its arguments are array objects; ``*`` below is an
+    argument index. Each iteration ``i`` (at index ``t``: ``i``, or ``length - 1 - i``
+    when ``reverse``) points the *proxies* (array objects the bodies read and write) at
+    their memory, calls the condition (while) and the body, then copies the results the
+    body does not write itself. The carry ping-pongs: even iterations read set A and
+    write set B, odd ones the other way round.
+
+    - ``table``: ``*`` an int64 array of entry addresses, [body, condition];
+    - ``body``/``cond``: ``(first *, count)`` of that entry's buffer objects, or None
+      when it has no native steps (then it is not called);
+    - ``cond_result``: ``*`` whose data holds the condition's bool (while), else None;
+    - ``carry``: ``(* of set A, * of set B)`` per carry;
+    - ``pointers``: ``(proxy *, kind, k, stride)``: kind ``"in"``/``"out"``: the carry
+      ``k`` read/written this iteration; ``"x"``: ``* k``'s data plus ``t * stride`` bytes;
+    - ``copies``: ``(dest kind, k, stride, source *, nbytes)``, destinations as above;
+    - ``length``: the trip count (scan) or the bound (while; None: unbounded);
+    - ``steps``: ``*`` of an int64 scalar taking the iteration count (while), else None.
+    """
+
+    n_args: int
+    table: int
+    body: tuple | None
+    cond: tuple | None
+    cond_result: int | None
+    carry: tuple
+    pointers: tuple
+    copies: tuple
+    length: int | None
+    reverse: bool
+    steps: int | None
+
+
 @dataclass
 class Blas:
     lhs: tuple

@@ -527,14 +527,15 @@ GEMM_ENTRY_MAX_MACS = 1 << 21   # bigger products run as their own (GIL-releasin
 _gemm_symbols: set = set()
 
 
-def _gemm_call(step: Blas, plan: Plan) -> GemmCall | None:
+def _gemm_call(step: Blas, plan: Plan, max_macs=GEMM_ENTRY_MAX_MACS) -> GemmCall | None:
     """``step`` as a call inside the native graph entry, when its operands are slots already
-    in a gemm layout and the product is small (the entry holds the GIL); else None."""
+    in a gemm layout and the product has at most ``max_macs`` multiply-adds (the entry holds
+    the GIL); else None."""
     if step.lhs[0] != "slot" or step.rhs[0] != "slot":
         return None
     layout = gemm_layout(step.lhs[2], step.rhs[2], step.dimension_numbers)
     if layout is None or min(layout.batch, layout.m, layout.n, layout.k) == 0 or \
-            layout.batch * layout.m * layout.n * layout.k > GEMM_ENTRY_MAX_MACS:
+            layout.batch * layout.m * layout.n * layout.k > max_macs:
         return None
     dtype = plan.slots[step.out][1]
     symbol = f"fc_{dtype.char}gemm"
@@ -651,6 +652,27 @@ def graph_entry(calls, n_args):
     return _new_cfunction(ctypes.addressof(method), owner, None), owner
 
 
+def loop_entry(loop):
+    """The native function running ``loop`` (a :class:`plan.NativeLoop`), as a builtin
+    like :func:`graph_entry`'s: (builtin, what keeps its code alive)."""
+    with _lock:
+        _engine()
+        llvm.add_symbol(_NONE_SYMBOL, id(None))
+        module = ir.Module(name=_ENTRY)
+        codegen.emit_loop_entry(module, _ENTRY, loop, _NONE_SYMBOL, sys.version_info < (3, 12),
+                                DATA_OFFSET)
+        text = str(module)
+        digest = cache.key(text, f"{_state['target']} loop")
+        name = f"fc_{digest[:32]}_loop"
+        text = text.replace(f'@"{_ENTRY}"', f'@"{name}"')
+        native = _loaded.get(digest)
+        if native is None:
+            native = _loaded[digest] = _add_module(text, digest, [name], None)
+    method = _MethodDef(name.encode(), native.addresses[name], _METH_FASTCALL, None)
+    owner = (method, native)
+    return _new_cfunction(ctypes.addressof(method), owner, None), owner
+
+
 class Executable:
     """``run(list of arrays) -> list of fresh arrays`` for one graph and input signature.
 
@@ -661,7 +683,7 @@ class Executable:
     are always fresh arrays, never views of the arena, inputs or constants.
     """
 
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph, loop_body: bool = False):
         import backends.interpreter  # noqa: F401  (registers every primitive's impl)
         with profiling.span("partition", "compile"):
             self.plan = plan = partition(graph)
@@ -702,7 +724,8 @@ class Executable:
                 fresh |= writes & results
             elif isinstance(step, Blas):
                 self.steps.append(_blas_step(step, plan, arena))
-                call = _gemm_call(step, plan)
+                # a loop body's entry runs inside a native loop that holds the GIL anyway
+                call = _gemm_call(step, plan, math.inf if loop_body else GEMM_ENTRY_MAX_MACS)
                 if call is not None:
                     calls.append(call)
                     gemm_results |= writes & results
@@ -733,6 +756,12 @@ class Executable:
             # gemm results the entry writes: allocated with the kernels' results
             self.fresh = [(s, *plan.slots[s]) for s in sorted(fresh | gemm_results)]
         self.trusted = self._trusted_call()
+
+    @property
+    def entry_address(self) -> int | None:
+        """The address of the native entry (METH_FASTCALL: ``(self, args, nargs)``, one
+        array object per slot of :meth:`new_arena`'s list), or None without one."""
+        return None if self._entry_keep is None else self._entry_keep[0].ml_meth
 
     def _trusted_call(self):
         """``call(args)`` for a caller that guarantees ``n_inputs`` C-contiguous ndarrays of
@@ -897,15 +926,18 @@ def graph_key(graph: Graph):
     return (tuple(graph.in_avals), tuple(eqns), tuple(atom(o) for o in graph.outputs))
 
 
-def compile_graph(graph: Graph) -> Executable:
+def compile_graph(graph: Graph, loop_body: bool = False) -> Executable:
     """The cached executable for ``graph``: compiled on the first request (once, when
-    several threads ask together), kept while a caller holds it."""
+    several threads ask together), kept while a caller holds it. ``loop_body``: the body
+    of a loop, whose native entry may hold gemms of any size."""
     try:
         key = graph_key(graph)
         hash(key)
     except TypeError:
-        return Executable(graph)
-    return _COMPILING.get(_CACHE, key, lambda: Executable(graph))
+        return Executable(graph, loop_body)
+    if loop_body:
+        key = ("loop body", key)
+    return _COMPILING.get(_CACHE, key, lambda: Executable(graph, loop_body))
 
 
 def clear_cache():

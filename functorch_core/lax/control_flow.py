@@ -13,7 +13,7 @@ import operator
 
 import numpy as np
 
-from ir import Graph, Tracer, passes, trace_flat
+from ir import Graph, Tracer, eval_graph, passes, trace_flat
 from ir import primitives as P
 from ir.pytree import tree_flatten, tree_unflatten
 
@@ -327,8 +327,11 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, checkpoint=Fals
             ``xs`` is ``None``, checked against the xs otherwise.
         reverse (bool, default ``False``): run from the last element to the first
             (the outputs stay in the order of ``xs``).
-        unroll (int, default ``1``): accepted for JAX compatibility; the body is
-            never unrolled (compiled backends keep the loop).
+        unroll (int or bool, default ``1``): copies of the body per iteration of the
+            loop: a scan of ``length // unroll`` steps over blocks of ``unroll`` elements,
+            then the ``length % unroll`` left over in a scan of their own (first, when
+            ``reverse``). ``True`` unrolls fully, ``False`` means 1. The results are those
+            of ``unroll=1``; a bigger body trades compile time for fewer loop steps.
         checkpoint (bool, default ``False``): for reverse mode, store only the carry
             of every step and recompute the body in the backward pass, instead of
             storing all of its intermediate values.
@@ -342,8 +345,8 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, checkpoint=Fals
         (array(6.), array([0., 0., 1., 3.]))
     """
     what = f"scan({fn_name(f)})"
-    if isinstance(unroll, bool) or not isinstance(unroll, int) or unroll < 1:
-        raise ValueError(f"{what}: unroll must be a positive int, got {unroll!r}")
+    if not isinstance(unroll, bool) and (not isinstance(unroll, int) or unroll < 1):
+        raise ValueError(f"{what}: unroll must be a positive int or a bool, got {unroll!r}")
     x_leaves, x_tree = tree_flatten(xs)
     x_avals = _avals(x_leaves, f"a leaf of the xs of {what}")
     lengths = {a.shape[0] for a in x_avals if a.shape}
@@ -372,11 +375,72 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1, checkpoint=Fals
     g = body.graph
     k = len(g.inputs) - len(body.captured)
     graph = Graph(g.inputs[k:] + g.inputs[:k], g.eqns, g.outputs)
-    outs = P.scan.bind(*body.captured, *_strong_leaves(c_leaves), *x_leaves, body=graph,
-                       n_consts=len(body.captured), n_carry=n_carry, length=n,
-                       reverse=bool(reverse), checkpoint=bool(checkpoint))
+    block = max(n, 1) if unroll is True else min(int(unroll), max(n, 1))
+    outs = _unrolled_scan(graph, list(body.captured), _strong_leaves(c_leaves), x_leaves, n,
+                          block, bool(reverse), bool(checkpoint))
     return (tree_unflatten(carry_tree, outs[:n_carry]),
             tree_unflatten(y_tree, outs[n_carry:]))
+
+
+def _unrolled_scan(body, consts, init, xs, n, block, reverse, checkpoint):
+    """``scan`` of ``body`` with ``block`` copies of it per step: a scan over blocks of
+    ``block`` elements, and one of the original body over the ``n % block`` left over."""
+    nc, nk = len(consts), len(init)
+
+    def scan_of(graph, carry, xs, length):
+        return P.scan.bind(*consts, *carry, *xs, body=graph, n_consts=nc, n_carry=nk,
+                           length=length, reverse=reverse, checkpoint=checkpoint)
+    if block == 1:
+        return scan_of(body, init, xs, n)
+    main, rest = n - n % block, n % block
+
+    def part(x, lo, hi):
+        return P.slice.bind(x, start_indices=(lo,) + (0,) * (x.ndim - 1),
+                            limit_indices=(hi,) + tuple(x.shape[1:]), strides=(1,) * x.ndim)
+    carry, y_parts = list(init), []
+    if rest and reverse:        # the last elements come first
+        outs = scan_of(body, carry, [part(x, main, n) for x in xs], rest)
+        carry, y_rest = outs[:nk], outs[nk:]
+    blocks = [P.reshape.bind(part(x, 0, main) if rest else x,
+                             new_sizes=(main // block, block) + tuple(x.shape[1:])) for x in xs]
+    outs = scan_of(_unrolled_body(body, nc, nk, block, reverse), carry, blocks, main // block)
+    carry = outs[:nk]
+    y_parts.append([P.reshape.bind(y, new_sizes=(main,) + tuple(y.shape[2:]))
+                    for y in outs[nk:]])
+    if rest and not reverse:
+        outs = scan_of(body, carry, [part(x, main, n) for x in xs], rest)
+        carry, y_rest = outs[:nk], outs[nk:]
+    if rest:
+        y_parts.append(y_rest)
+        ys = [P.concatenate.bind(*ys, dimension=0) for ys in zip(*y_parts, strict=True)]
+    else:
+        ys = y_parts[0]
+    return list(carry) + list(ys)
+
+
+def _unrolled_body(body, nc, nk, block, reverse):
+    """A scan body running ``body`` on ``block`` consecutive elements (backwards when
+    ``reverse``), taking and returning them stacked along a leading axis."""
+
+    def step(*args):
+        consts, carry, xs = list(args[:nc]), list(args[nc:nc + nk]), args[nc + nk:]
+        ys = [None] * block
+        for j in (range(block - 1, -1, -1) if reverse else range(block)):
+            x_j = [P.reshape.bind(P.slice.bind(x, start_indices=(j,) + (0,) * (x.ndim - 1),
+                                               limit_indices=(j + 1,) + tuple(x.shape[1:]),
+                                               strides=(1,) * x.ndim),
+                                  new_sizes=tuple(x.shape[1:])) for x in xs]
+            outs = eval_graph(body, consts + carry + x_j)
+            carry, ys[j] = list(outs[:nk]), outs[nk:]
+        stacked = [P.concatenate.bind(*[P.reshape.bind(y, new_sizes=(1,) + tuple(y.shape))
+                                        for y in per_y], dimension=0)
+                   for per_y in zip(*ys, strict=True)]
+        return carry + stacked
+    avals = body.in_avals[:nc + nk] + [a.update(shape=(block,) + a.shape)
+                                       for a in body.in_avals[nc + nk:]]
+    graph, captured = trace_flat(step, avals, name="scan (unrolled body)")
+    assert not captured
+    return graph
 
 
 def map(f, xs):

@@ -260,14 +260,97 @@ def _scan_transpose(cts, *operands, body, n_consts, n_carry, length, reverse, ch
     tb = _closed_trace(tbody, [o.aval for o in rc] + lc_avals + [c.aval for c in ct_carry]
                        + [o.aval.update(shape=o.aval.shape[1:]) for o in rx] + slice_avals,
                        "scan (transpose)")
-    outs = P.scan.bind(*rc, *(zeros(a) for a in lc_avals), *ct_carry, *rx, *ct_ys, body=tb,
-                       n_consts=n_rc, n_carry=n_lc + nk, length=length, reverse=not reverse,
-                       checkpoint=False)
+    tb, hoisted = hoist_accumulated_dots(tb, n_rc, n_lc, [*rx, *ct_ys])
+    kept = [k for k in range(n_lc) if k not in hoisted]
+    outs = P.scan.bind(*rc, *(zeros(lc_avals[k]) for k in kept), *ct_carry, *rx, *ct_ys,
+                       body=tb, n_consts=n_rc, n_carry=len(kept) + nk, length=length,
+                       reverse=not reverse, checkpoint=False)
+    n_new = sum(isinstance(o, int) for _, operands, _ in hoisted.values() for o in operands)
+    n_kept, n_ys = len(kept), len(tb.outputs) - len(kept) - nk - n_new
+    acc = dict(zip(kept, outs[:n_kept], strict=True))
+    extra = outs[n_kept + nk + n_ys:]
+    for k, (params, operands, transposed) in hoisted.items():
+        whole = P.dot_general.bind(*[extra[o] if isinstance(o, int) else o[1]
+                                     for o in operands], **params)
+        acc[k] = whole if transposed is None else P.transpose.bind(whole, **transposed)
+    outs = [acc[k] for k in range(n_lc)] + list(outs[n_kept:n_kept + nk + n_ys])
     g_c, g_k, g_x = iter(outs[:n_lc]), outs[n_lc:n_lc + nk], iter(outs[n_lc + nk:])
     result = [next(g_c) if m else None for m in lin[:nc]]
     result += [g if m else None for g, m in zip(g_k, lin[nc:nc + nk], strict=True)]
     result += [next(g_x) if m else None for m in lin[nc + nk:]]
     return result
+
+
+def hoist_accumulated_dots(body: Graph, n_consts: int, n_acc: int, stacked):
+    """Take out of a scan body the carries that sum a product per step: carry ``k`` (of
+    the first ``n_acc``, each starting at zero) whose update is ``k + dot_general(a, b)``,
+    read nowhere else, with ``a`` and ``b`` per-step values (xs slices or values the
+    body computes). The sum over steps of those products is one product over the stacked
+    operands after the loop, contracting the step axis too: one big gemm instead of a
+    small one per step (the weight gradients of a recurrent network).
+
+    ``stacked`` are the scan's xs operands. Returns (the new body: those carries gone,
+    the computed operands appended to its ys outputs, in order) and {k: (params of the
+    product over stacked operands, operands, params of the transpose after it or None)},
+    an operand being the index of a new ys output among the appended ones or
+    ``("xs", array)``.
+    """
+    position = {id(v): i for i, v in enumerate(body.inputs)}
+    uses: dict = {}
+    producer = {}
+    for e in body.eqns:
+        for a in e.inputs:
+            if isinstance(a, Var):
+                uses[id(a)] = uses.get(id(a), 0) + 1
+        for v in e.outputs:
+            producer[id(v)] = e
+    for o in body.outputs:
+        if isinstance(o, Var):
+            uses[id(o)] = uses.get(id(o), 0) + 1
+    n_carry = len(body.inputs) - n_consts - len(stacked)
+    first_xs = n_consts + n_carry
+    hoisted, dropped, new_ys = {}, set(), []
+    for k in range(n_acc):
+        carry, out = body.inputs[n_consts + k], body.outputs[k]
+        add = producer.get(id(out)) if isinstance(out, Var) else None
+        if add is None or add.prim is not P.add or uses.get(id(carry), 0) != 1 \
+                or uses.get(id(out), 0) != 1 or carry not in add.inputs:
+            continue
+        term = add.inputs[1] if add.inputs[0] is carry else add.inputs[0]
+        dot = producer.get(id(term)) if isinstance(term, Var) else None
+        after = None        # a transpose of the product (how transpose rules emit it)
+        if dot is not None and dot.prim is P.transpose:
+            after, dot = dot, producer.get(id(dot.inputs[0])) \
+                if isinstance(dot.inputs[0], Var) else None
+        if dot is None or dot.prim is not P.dot_general or term.aval != out.aval:
+            continue
+        (lc, rc), (lb, rb) = dot.params["dimension_numbers"]
+        operands = []
+        for a in dot.inputs:
+            i = position.get(id(a)) if isinstance(a, Var) else -1
+            if i is None:
+                operands.append(a)
+            elif i >= first_xs:
+                operands.append(("xs", stacked[i - first_xs]))
+            else:
+                break       # a literal, a constant or a carry: not a per-step product
+        if len(operands) != 2 or lb or rb:
+            continue
+        for j, o in enumerate(operands):
+            if isinstance(o, Var):
+                new_ys.append(o)
+                operands[j] = len(new_ys) - 1
+        dims = ((((0,) + tuple(c + 1 for c in lc)), ((0,) + tuple(c + 1 for c in rc))),
+                ((), ()))
+        hoisted[k] = (dict(dot.params, dimension_numbers=dims), operands,
+                      None if after is None else after.params)
+        dropped.add(id(add))
+    if not hoisted:
+        return body, {}
+    inputs = [v for i, v in enumerate(body.inputs) if i - n_consts not in hoisted]
+    outputs = [o for i, o in enumerate(body.outputs) if i not in hoisted] + new_ys
+    eqns = [e for e in body.eqns if id(e) not in dropped]
+    return Graph(inputs, eqns, outputs), hoisted
 
 
 def _cond_transpose(cts, index, *ops, branches):
