@@ -18,6 +18,7 @@ from functorch_core.data import (
     SequenceWrapper,
     get_worker_info,
 )
+from functorch_core.data.iter.sharding import SHARDING_PRIORITIES
 
 FORK = "fork" if sys.platform != "win32" else "spawn"
 
@@ -99,6 +100,20 @@ def test_spawn_delivers_what_fork_does():
                           seed=3, multiprocessing_context=ctx)
 
     assert run(make("spawn")) == run(make(FORK))
+
+
+def test_rank_filter_and_worker_dispatcher_split_once_and_double_sharding_is_refused():
+    got = []
+    for rank in range(2):
+        dp = (IterableWrapper(range(21)).shuffle()
+              .sharding_filter(SHARDING_PRIORITIES.DISTRIBUTED)
+              .sharding_round_robin_dispatch(SHARDING_PRIORITIES.MULTIPROCESSING).map(ident))
+        got += run(DataLoader(dp, num_workers=2, rank=rank, world_size=2, seed=4,
+                              multiprocessing_context=FORK))
+    assert sorted(got) == list(range(21))
+    twice = IterableWrapper(range(8)).sharding_filter().map(ident).sharding_filter()
+    with pytest.raises(ValueError, match="sharding twice on one path loses samples"):
+        DataLoader(twice, num_workers=2)
 
 
 def test_ranks_must_share_a_seed_to_shuffle():

@@ -36,7 +36,7 @@ import numpy as np
 
 from .collate import default_collate
 from .datapipe import IterDataPipe, MapDataPipe, _DataPipeBase
-from .graph import list_datapipes, sources
+from .graph import list_datapipes, sharding_pipes, sources
 from .iter.callable import Mapper
 from .iter.combinatorics import Shuffler
 from .iter.grouping import Batcher
@@ -333,6 +333,11 @@ class DataLoader:
                 needed -= set(SHARDING_PRIORITIES) if flt is None else {flt}
         for group in sorted(needed):
             pipe = ShardingFilter(pipe, sharding_group_filter=group)
+        for group in (SHARDING_PRIORITIES.DISTRIBUTED, SHARDING_PRIORITIES.MULTIPROCESSING):
+            try:
+                sharding_pipes(pipe, group)
+            except RuntimeError as e:
+                raise ValueError(f"DataLoader(datapipe): {e}") from None
         if self.batch_size is not None:
             pipe = Batcher(pipe, self.batch_size, drop_last=self.drop_last)
         if self.collate_fn is not None:
