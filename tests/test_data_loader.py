@@ -224,6 +224,17 @@ def test_resume_skips_without_replaying_where_pipes_can():
     assert CALLS == list(range(61, 100, 2))  # the first 30 samples of the shard were not made
 
 
+def test_a_resumed_epoch_abandoned_before_its_first_item_leaves_no_pending_skip():
+    loader = DataLoader(IterableWrapper(list(range(10))).map(ident))
+    _first, _it = take(loader, 4)
+    state = loader.state_dict()
+    fresh = DataLoader(IterableWrapper(list(range(10))).map(ident))
+    fresh.load_state_dict(state)
+    iter(fresh)  # started, never advanced, abandoned
+    fresh.set_epoch(1)
+    assert run(fresh) == list(range(10))
+
+
 _SUBPROCESS = """
 import json, sys
 from functorch_core.data import DataLoader, IterableWrapper

@@ -574,7 +574,7 @@ class _Epoch:
             if loader._local_pipe is None:
                 loader._local_pipe = _copy(loader.pipeline)
             pipe = loader._instance(loader.rank, 0, self.epoch, loader._local_pipe)
-            self.its = [_advance(pipe, self.delivered[0])] if self.active else []
+            self.local_pipe, self.it = pipe, None  # started at the first next()
             self.pool = None
         else:
             self.pool = loader._workers()
@@ -589,7 +589,9 @@ class _Epoch:
 
     def _next_local(self):
         try:
-            return True, next(self.its[0])
+            if self.it is None:
+                self.it = _advance(self.local_pipe, self.delivered[0])
+            return True, next(self.it)
         except StopIteration:
             return False, None
         except Exception as e:
