@@ -380,6 +380,26 @@ def test_dead_worker_and_timeout_are_reported_not_waited_on():
     assert time.monotonic() - start < 20  # the worker sleeps 60 s: not waited on
 
 
+_ORPHAN = """
+import os
+from functorch_core.data import DataLoader, IterableWrapper
+loader = DataLoader(IterableWrapper(range(100)), num_workers=2, persistent_workers=True,
+                    multiprocessing_context="fork")
+it = iter(loader)
+next(it)
+print(" ".join(str(p.pid) for p in loader._pool.procs), flush=True)
+os._exit(0)  # the main process dies without cleaning up
+"""
+
+
+def test_workers_exit_when_the_main_process_dies():
+    # the workers inherit the stdout pipe: run() returns only once they have all exited
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    proc = subprocess.run([sys.executable, "-c", _ORPHAN], capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert proc.returncode == 0 and len(proc.stdout.split()) == 2, proc.stderr
+
+
 def test_spawn_names_the_unpicklable_function():
     dp = IterableWrapper(range(4)).map(lambda x: x)
     with pytest.raises(TypeError, match=r"Mapper\(fn=.*<lambda>.*\)\.fn cannot be pickled"):

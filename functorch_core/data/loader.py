@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import multiprocessing as mp
+import os
 import pickle
 import queue
 import random
@@ -162,8 +163,14 @@ def _worker_loop(pipe, worker_id, num_workers, rank, world_size, results, comman
     """A worker process: run one epoch per command, put tagged outputs on ``results``."""
     global _worker_info
     initialized = False  # worker_init_fn runs once per process, as in torch
+    parent = os.getppid()
     while True:
-        cmd = commands.get()
+        try:
+            cmd = commands.get(timeout=1.0)
+        except queue.Empty:
+            if os.getppid() != parent:  # the main process is gone: do not linger
+                return
+            continue
         if cmd is None:
             return
         gen, epoch, seed, skip = cmd
@@ -182,7 +189,8 @@ def _worker_loop(pipe, worker_id, num_workers, rank, world_size, results, comman
                     results.put(msg, timeout=0.1)
                     return True
                 except queue.Full:
-                    continue
+                    if os.getppid() != parent:
+                        os._exit(0)  # the main process is gone: do not linger
             return False
 
         index, stage = skip, "worker_init_fn"
