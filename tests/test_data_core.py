@@ -27,6 +27,9 @@ from functorch_core.data import (
     ShardingFilter,
     ShardingRoundRobinDispatcher,
     Shuffler,
+    apply_random_seed,
+    apply_sharding,
+    apply_shuffle_settings,
     default_collate,
     find,
     functional_datapipe,
@@ -165,6 +168,19 @@ def test_replace_rewires_every_consumer():
     with pytest.raises(ValueError, match="old is not in the graph"):
         replace(top, src, new)
     assert replace(top, top, new) is new
+
+
+def test_graph_settings_as_torch():
+    dp = IterableWrapper(range(10)).shuffle().sharding_filter().map(double)
+    apply_sharding(dp, 3, 1)
+    assert find(dp, ShardingFilter)[0].instance_id == 1
+    assert list(apply_shuffle_settings(dp, False)) == [2, 8, 14]
+    apply_shuffle_settings(dp, True)
+    a = list(apply_random_seed(dp, 5))
+    assert (a == list(apply_random_seed(dp, 5)) and sorted(a) == [2, 8, 14]) or len(a) == 3
+    twice = IterableWrapper(range(10)).sharding_filter().map(double).sharding_filter()
+    with pytest.raises(RuntimeError, match="sharding twice on one path loses samples"):
+        apply_sharding(twice, 2, 0)
 
 
 def test_deep_pipeline_walks_without_recursion():

@@ -18,6 +18,7 @@ from functorch_core.data import (
     SequenceWrapper,
     get_worker_info,
 )
+from functorch_core.data.iter.sharding import SHARDING_PRIORITIES
 
 FORK = "fork" if sys.platform != "win32" else "spawn"
 
@@ -99,6 +100,20 @@ def test_spawn_delivers_what_fork_does():
                           seed=3, multiprocessing_context=ctx)
 
     assert run(make("spawn")) == run(make(FORK))
+
+
+def test_rank_filter_and_worker_dispatcher_split_once_and_double_sharding_is_refused():
+    got = []
+    for rank in range(2):
+        dp = (IterableWrapper(range(21)).shuffle()
+              .sharding_filter(SHARDING_PRIORITIES.DISTRIBUTED)
+              .sharding_round_robin_dispatch(SHARDING_PRIORITIES.MULTIPROCESSING).map(ident))
+        got += run(DataLoader(dp, num_workers=2, rank=rank, world_size=2, seed=4,
+                              multiprocessing_context=FORK))
+    assert sorted(got) == list(range(21))
+    twice = IterableWrapper(range(8)).sharding_filter().map(ident).sharding_filter()
+    with pytest.raises(ValueError, match="sharding twice on one path loses samples"):
+        DataLoader(twice, num_workers=2)
 
 
 def test_ranks_must_share_a_seed_to_shuffle():
@@ -207,6 +222,17 @@ def test_resume_skips_without_replaying_where_pipes_can():
     rest = run(resumed)
     assert flat([b.tolist() for b in first]) + flat(rest) == list(range(1, 100, 2))
     assert CALLS == list(range(61, 100, 2))  # the first 30 samples of the shard were not made
+
+
+def test_a_resumed_epoch_abandoned_before_its_first_item_leaves_no_pending_skip():
+    loader = DataLoader(IterableWrapper(list(range(10))).map(ident))
+    _first, _it = take(loader, 4)
+    state = loader.state_dict()
+    fresh = DataLoader(IterableWrapper(list(range(10))).map(ident))
+    fresh.load_state_dict(state)
+    iter(fresh)  # started, never advanced, abandoned
+    fresh.set_epoch(1)
+    assert run(fresh) == list(range(10))
 
 
 _SUBPROCESS = """
@@ -352,6 +378,26 @@ def test_dead_worker_and_timeout_are_reported_not_waited_on():
     with pytest.raises(DataLoaderWorkerError, match=r"timed out after 0\.3 s waiting for worker 0"):
         run(loader)
     assert time.monotonic() - start < 20  # the worker sleeps 60 s: not waited on
+
+
+_ORPHAN = """
+import os
+from functorch_core.data import DataLoader, IterableWrapper
+loader = DataLoader(IterableWrapper(range(100)), num_workers=2, persistent_workers=True,
+                    multiprocessing_context="fork")
+it = iter(loader)
+next(it)
+print(" ".join(str(p.pid) for p in loader._pool.procs), flush=True)
+os._exit(0)  # the main process dies without cleaning up
+"""
+
+
+def test_workers_exit_when_the_main_process_dies():
+    # the workers inherit the stdout pipe: run() returns only once they have all exited
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    proc = subprocess.run([sys.executable, "-c", _ORPHAN], capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert proc.returncode == 0 and len(proc.stdout.split()) == 2, proc.stderr
 
 
 def test_spawn_names_the_unpicklable_function():

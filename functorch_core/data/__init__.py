@@ -9,13 +9,23 @@ repeat an iter pipe's (``Mapper``, ``Batcher``, ``Shuffler``) live in
 from . import iter as _iter
 from .collate import default_collate
 from .datapipe import DataChunk, IterDataPipe, MapDataPipe, functional_datapipe
-from .graph import find, list_datapipes, render, replace, traverse
+from .graph import (
+    apply_random_seed,
+    apply_sharding,
+    apply_shuffle_settings,
+    find,
+    list_datapipes,
+    render,
+    replace,
+    traverse,
+)
 from .iter import *  # noqa: F403
 from .loader import DataLoader, DataLoaderWorkerError, WorkerInfo, get_worker_info
 from .map import IterToMapConverter, MapToIterConverter, SequenceWrapper
 
 __all__ = ["DataChunk", "IterDataPipe", "MapDataPipe", "functional_datapipe",
-           "default_collate", "find", "list_datapipes", "render", "replace", "traverse",
+           "default_collate", "apply_random_seed", "apply_sharding", "apply_shuffle_settings",
+           "find", "list_datapipes", "render", "replace", "traverse",
            "IterToMapConverter", "MapToIterConverter", "SequenceWrapper",
            "DataLoader", "DataLoaderWorkerError", "WorkerInfo", "get_worker_info",
            *_iter.__all__]

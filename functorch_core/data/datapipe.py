@@ -19,7 +19,10 @@ Conventions every pipe follows (the DataLoader relies on them):
   the seeds; the loader resumes by replaying to the saved position. A pipe
   whose iteration cannot be replayed sets ``self._resume_blocker = "<why>"``.
   ``_skip(n)`` may arrange for the next ``__iter__`` to start after the first
-  ``n`` outputs without producing them (return ``True``) when that is exact.
+  ``n`` outputs without producing them (return ``True``) when that is exact;
+  it returns ``False`` having changed nothing otherwise. A pending skip is used
+  when the pipe's generator starts (its first ``next``), so a pipe delegates
+  it only to sources it starts at once.
 * **Pickling**: a pipe holds no open file, generator or thread between
   ``__iter__`` calls, so it pickles for spawned workers.
 """

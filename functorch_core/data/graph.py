@@ -8,9 +8,12 @@ is iterative, so a thousand chained pipes do not hit the recursion limit.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .datapipe import _DataPipeBase
 
-__all__ = ["traverse", "list_datapipes", "find", "replace", "render", "sources"]
+__all__ = ["traverse", "list_datapipes", "find", "replace", "render", "sources",
+           "apply_sharding", "apply_shuffle_settings", "apply_random_seed", "sharding_pipes"]
 
 
 def _check(dp, fn: str) -> None:
@@ -176,3 +179,68 @@ def render(dp) -> str:
             stack.append((srcs[i], tail + ("└─ " if last else "├─ "),
                           tail + ("   " if last else "│  ")))
     return "\n".join(lines)
+
+
+def sharding_pipes(dp, sharding_group=None) -> list:
+    """The pipes above ``dp`` that shard by ``sharding_group`` (``None``: the DEFAULT group).
+
+    Raises:
+        RuntimeError: one of them reads from another (on one path the second
+            would keep a share of a share and lose samples).
+    """
+    def takes(p):
+        flt = getattr(p, "sharding_group_filter", None)
+        return hasattr(p, "apply_sharding") and (flt is None or flt == sharding_group)
+
+    found = [p for p in list_datapipes(dp) if takes(p)]
+    for p in found:
+        inner = [q for q in list_datapipes(p)[1:] if takes(q)]
+        if inner:
+            raise RuntimeError(f"{p!r} reads from {inner[0]!r} and both shard the same "
+                               "instances; sharding twice on one path loses samples")
+    return found
+
+
+def apply_sharding(dp, num_of_instances: int, instance_id: int, sharding_group=None):
+    """Shard every sharding pipe above ``dp`` (torch's ``graph_settings.apply_sharding``).
+
+    Args:
+        dp: the last pipe of a pipeline.
+        num_of_instances (int): how many instances share the data.
+        instance_id (int): which one this is.
+        sharding_group (SHARDING_PRIORITIES, optional): the group. Default:
+            ``None`` (the DEFAULT group).
+
+    Returns:
+        ``dp``.
+
+    Raises:
+        RuntimeError: a sharding pipe reads from another of the same group.
+    """
+    for p in sharding_pipes(dp, sharding_group):
+        if sharding_group is None:
+            p.apply_sharding(num_of_instances, instance_id)
+        else:
+            p.apply_sharding(num_of_instances, instance_id, sharding_group)
+    return dp
+
+
+def apply_shuffle_settings(dp, shuffle: bool | None = None):
+    """Turn every shuffling pipe above ``dp`` on or off (``None`` leaves them). Returns ``dp``."""
+    if shuffle is not None:
+        for p in list_datapipes(dp):
+            if hasattr(p, "set_shuffle"):
+                p.set_shuffle(shuffle)
+    return dp
+
+
+def apply_random_seed(dp, seed: int):
+    """Seed every random pipe above ``dp`` from ``seed`` (by position in ``list_datapipes``).
+
+    Returns ``dp``. The DataLoader does this per epoch with its own derivation.
+    """
+    randoms = [p for p in list_datapipes(dp) if p._is_random]
+    for p, s in zip(randoms, np.random.SeedSequence(seed).generate_state(len(randoms), np.uint32),
+                    strict=True):
+        p.set_seed(int(s))
+    return dp

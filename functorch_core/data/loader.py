@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import multiprocessing as mp
+import os
 import pickle
 import queue
 import random
@@ -36,7 +37,7 @@ import numpy as np
 
 from .collate import default_collate
 from .datapipe import IterDataPipe, MapDataPipe, _DataPipeBase
-from .graph import list_datapipes, sources
+from .graph import list_datapipes, sharding_pipes, sources
 from .iter.callable import Mapper
 from .iter.combinatorics import Shuffler
 from .iter.grouping import Batcher
@@ -162,8 +163,14 @@ def _worker_loop(pipe, worker_id, num_workers, rank, world_size, results, comman
     """A worker process: run one epoch per command, put tagged outputs on ``results``."""
     global _worker_info
     initialized = False  # worker_init_fn runs once per process, as in torch
+    parent = os.getppid()
     while True:
-        cmd = commands.get()
+        try:
+            cmd = commands.get(timeout=1.0)
+        except queue.Empty:
+            if os.getppid() != parent:  # the main process is gone: do not linger
+                return
+            continue
         if cmd is None:
             return
         gen, epoch, seed, skip = cmd
@@ -182,7 +189,8 @@ def _worker_loop(pipe, worker_id, num_workers, rank, world_size, results, comman
                     results.put(msg, timeout=0.1)
                     return True
                 except queue.Full:
-                    continue
+                    if os.getppid() != parent:
+                        os._exit(0)  # the main process is gone: do not linger
             return False
 
         index, stage = skip, "worker_init_fn"
@@ -333,6 +341,11 @@ class DataLoader:
                 needed -= set(SHARDING_PRIORITIES) if flt is None else {flt}
         for group in sorted(needed):
             pipe = ShardingFilter(pipe, sharding_group_filter=group)
+        for group in (SHARDING_PRIORITIES.DISTRIBUTED, SHARDING_PRIORITIES.MULTIPROCESSING):
+            try:
+                sharding_pipes(pipe, group)
+            except RuntimeError as e:
+                raise ValueError(f"DataLoader(datapipe): {e}") from None
         if self.batch_size is not None:
             pipe = Batcher(pipe, self.batch_size, drop_last=self.drop_last)
         if self.collate_fn is not None:
@@ -569,7 +582,7 @@ class _Epoch:
             if loader._local_pipe is None:
                 loader._local_pipe = _copy(loader.pipeline)
             pipe = loader._instance(loader.rank, 0, self.epoch, loader._local_pipe)
-            self.its = [_advance(pipe, self.delivered[0])] if self.active else []
+            self.local_pipe, self.it = pipe, None  # started at the first next()
             self.pool = None
         else:
             self.pool = loader._workers()
@@ -584,7 +597,9 @@ class _Epoch:
 
     def _next_local(self):
         try:
-            return True, next(self.its[0])
+            if self.it is None:
+                self.it = _advance(self.local_pipe, self.delivered[0])
+            return True, next(self.it)
         except StopIteration:
             return False, None
         except Exception as e:
