@@ -25,13 +25,19 @@ def rewrite_products(graph: Graph) -> Graph:
     return _outer_products(_fold_transposes(_fold_operand_transposes(graph)))
 
 
-def _fold_operand_transposes(graph: Graph) -> Graph:
+def _use_counts(graph: Graph) -> dict[int, int]:
+    """How many equations read each value; a graph output counts as two reads."""
     uses: dict[int, int] = {}
     for eqn in graph.eqns:
         for a in eqn.inputs:
             uses[id(a)] = uses.get(id(a), 0) + 1
     for o in graph.outputs:
         uses[id(o)] = uses.get(id(o), 0) + 2
+    return uses
+
+
+def _fold_operand_transposes(graph: Graph) -> Graph:
+    uses = _use_counts(graph)
     transposes = {id(e.outputs[0]): e for e in graph.eqns if e.prim is transpose}
     folded: dict[int, Eqn] = {}          # id(dot eqn) -> its replacement
     for eqn in graph.eqns:
@@ -67,12 +73,7 @@ def _fold_operand_transposes(graph: Graph) -> Graph:
 
 
 def _fold_transposes(graph: Graph) -> Graph:
-    uses: dict[int, int] = {}
-    for eqn in graph.eqns:
-        for a in eqn.inputs:
-            uses[id(a)] = uses.get(id(a), 0) + 1
-    for o in graph.outputs:
-        uses[id(o)] = uses.get(id(o), 0) + 2
+    uses = _use_counts(graph)
     producer = {id(eqn.outputs[0]): eqn for eqn in graph.eqns if eqn.prim is dot_general}
     swapped: dict[int, Var] = {}        # id(dot eqn) -> the transpose's output
     dropped: set[int] = set()

@@ -16,6 +16,17 @@ __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
 
+
+def _weight_and_bias(module, shape, out_channels, bias, dtype):
+    """PyTorch's default init: U(-b, b) with b = 1/sqrt(fan_in), the fan-in taken from
+    ``weight.shape[1:]`` (for a transposed conv: out_channels / groups times the kernel)."""
+    bound = fan_in_bound(int(np.prod(shape[1:])))
+    module.weight = uniform_parameter(shape, bound, dtype)
+    if bias:
+        module.bias = uniform_parameter((out_channels,), bound, dtype)
+    else:
+        module.register_parameter("bias", None)
+
 class _ConvNd(Module):
     _n = 0
 
@@ -39,14 +50,8 @@ class _ConvNd(Module):
         if padding == "same" and any(s != 1 for s in self.stride):
             raise ValueError(f"{name}: padding='same' is not supported for strided "
                              "convolutions")
-        fan_in = in_channels // groups * int(np.prod(self.kernel_size))
-        bound = fan_in_bound(fan_in)
-        self.weight = uniform_parameter((out_channels, in_channels // groups)
-                                        + self.kernel_size, bound, dtype)
-        if bias:
-            self.bias = uniform_parameter((out_channels,), bound, dtype)
-        else:
-            self.register_parameter("bias", None)
+        _weight_and_bias(self, (out_channels, in_channels // groups) + self.kernel_size,
+                         out_channels, bias, dtype)
 
     def forward(self, input):
         shape = tuple(shape_of(input))
@@ -159,15 +164,8 @@ class _ConvTransposeNd(Module):
         self.kernel_size, self.stride = _tuple(kernel_size, n), _tuple(stride, n)
         self.padding, self.output_padding = _tuple(padding, n), _tuple(output_padding, n)
         self.dilation, self.padding_mode = _tuple(dilation, n), padding_mode
-        # PyTorch computes the fan-in from weight.shape[1] = out_channels / groups
-        fan_in = out_channels // groups * int(np.prod(self.kernel_size))
-        bound = fan_in_bound(fan_in)
-        self.weight = uniform_parameter((in_channels, out_channels // groups)
-                                        + self.kernel_size, bound, dtype)
-        if bias:
-            self.bias = uniform_parameter((out_channels,), bound, dtype)
-        else:
-            self.register_parameter("bias", None)
+        _weight_and_bias(self, (in_channels, out_channels // groups) + self.kernel_size,
+                         out_channels, bias, dtype)
 
     def forward(self, input, output_size=None):
         shape = tuple(shape_of(input))

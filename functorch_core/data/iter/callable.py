@@ -31,6 +31,12 @@ def apply_fn_cols(pipe, fn, data, input_col, output_col):
     except (KeyError, IndexError) as e:
         raise type(e)(f"{type(pipe).__name__}: input_col={input_col!r} is not in the sample "
                       f"{data!r}") from None
+    return put_result(data, res, input_col, output_col)
+
+
+def put_result(data, res, input_col, output_col):
+    """Mapper's ``input_col``/``output_col`` placement of ``res``, on a shallow copy."""
+    is_tuple = isinstance(data, tuple)
     data = list(data) if is_tuple else copy.copy(data)
     if output_col is None:
         if isinstance(input_col, (list, tuple)):

@@ -10,6 +10,7 @@ import warnings
 
 from ..datapipe import IterDataPipe, functional_datapipe
 from ._pipeutil import apply_on_cols, check_positive
+from .callable import put_result
 
 __all__ = ["BatchMapper", "Dropper", "FlatMapper", "Flattener", "ShuffledFlatMapper",
            "Slicer", "ThreadPoolMapper"]
@@ -85,24 +86,6 @@ class BatchMapper(IterDataPipe):
         return f"BatchMapper(fn={fn}, batch_size={self.batch_size})"
 
 
-def _put_result(data, res, input_col, output_col):
-    """Mapper's ``input_col``/``output_col`` placement, on a shallow copy."""
-    is_tuple = isinstance(data, tuple)
-    data = list(data) if is_tuple else (data.copy() if hasattr(data, "copy") else data)
-    if output_col is None:
-        if isinstance(input_col, (list, tuple)):
-            data[input_col[0]] = res
-            for c in sorted(input_col[1:], reverse=True):
-                del data[c]
-        else:
-            data[input_col] = res
-    elif output_col == -1:
-        data.append(res)
-    else:
-        data[output_col] = res
-    return tuple(data) if is_tuple else data
-
-
 @functional_datapipe("threadpool_map")
 class ThreadPoolMapper(IterDataPipe):
     """Map ``fn`` over the items in a thread pool, keeping the input order
@@ -150,7 +133,7 @@ class ThreadPoolMapper(IterDataPipe):
         res = apply_on_cols(self.fn, data, self.input_col)
         if self.input_col is None:
             return res
-        return _put_result(data, res, self.input_col, self.output_col)
+        return put_result(data, res, self.input_col, self.output_col)
 
     def __iter__(self):
         pending = collections.deque()
