@@ -633,23 +633,9 @@ def graph_entry(calls, n_args):
             llvm.add_symbol(symbol, ctypes.cast(fn.raw if packed else fn, ctypes.c_void_p).value)
             named.append((symbol, slots, lo, hi, packed))
             keep.append(fn.native)
-        llvm.add_symbol(_NONE_SYMBOL, id(None))
-        module = ir.Module(name=_ENTRY)
-        codegen.emit_graph_entry(module, _ENTRY, named, n_args, _NONE_SYMBOL,
-                                 sys.version_info < (3, 12), DATA_OFFSET)
-        text = str(module)
-        digest = cache.key(text, f"{_state['target']} entry")
-        name = f"fc_{digest[:32]}_entry"
-        text = text.replace(f'@"{_ENTRY}"', f'@"{name}"')
-        native = _loaded.get(digest)
-        if native is None:
-            # straight-line calls: the backend's own codegen optimizations suffice, and each
-            # optimize() leaks ~70 KB in llvmlite (its pass builder's callbacks)
-            native = _loaded[digest] = _add_module(text, digest, [name], None)
-            native.kernels = keep       # the code it was linked against
-    method = _MethodDef(name.encode(), native.addresses[name], _METH_FASTCALL, None)
-    owner = (method, native)
-    return _new_cfunction(ctypes.addressof(method), owner, None), owner
+        return _builtin("entry", lambda module: codegen.emit_graph_entry(
+            module, _ENTRY, named, n_args, _NONE_SYMBOL, sys.version_info < (3, 12),
+            DATA_OFFSET), keep)
 
 
 def loop_entry(loop):
@@ -657,17 +643,27 @@ def loop_entry(loop):
     like :func:`graph_entry`'s: (builtin, what keeps its code alive)."""
     with _lock:
         _engine()
-        llvm.add_symbol(_NONE_SYMBOL, id(None))
-        module = ir.Module(name=_ENTRY)
-        codegen.emit_loop_entry(module, _ENTRY, loop, _NONE_SYMBOL, sys.version_info < (3, 12),
-                                DATA_OFFSET)
-        text = str(module)
-        digest = cache.key(text, f"{_state['target']} loop")
-        name = f"fc_{digest[:32]}_loop"
-        text = text.replace(f'@"{_ENTRY}"', f'@"{name}"')
-        native = _loaded.get(digest)
-        if native is None:
-            native = _loaded[digest] = _add_module(text, digest, [name], None)
+        return _builtin("loop", lambda module: codegen.emit_loop_entry(
+            module, _ENTRY, loop, _NONE_SYMBOL, sys.version_info < (3, 12), DATA_OFFSET))
+
+
+def _builtin(kind, emit, keep=()):
+    """Emit one function with ``emit(module)``, compile it once (disk-cached, named by its
+    digest) and wrap it as a builtin: (builtin, what keeps its code alive). Called under
+    ``_lock``."""
+    llvm.add_symbol(_NONE_SYMBOL, id(None))
+    module = ir.Module(name=_ENTRY)
+    emit(module)
+    text = str(module)
+    digest = cache.key(text, f"{_state['target']} {kind}")
+    name = f"fc_{digest[:32]}_{kind}"
+    text = text.replace(f'@"{_ENTRY}"', f'@"{name}"')
+    native = _loaded.get(digest)
+    if native is None:
+        # straight-line calls and a loop around them: the backend's own codegen
+        # optimizations suffice, and each optimize() leaks ~70 KB in llvmlite
+        native = _loaded[digest] = _add_module(text, digest, [name], None)
+        native.kernels = list(keep)       # the code it was linked against
     method = _MethodDef(name.encode(), native.addresses[name], _METH_FASTCALL, None)
     owner = (method, native)
     return _new_cfunction(ctypes.addressof(method), owner, None), owner
