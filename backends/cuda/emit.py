@@ -17,6 +17,7 @@ combines them in part order (deterministic, no atomics).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import math
 from dataclasses import dataclass
@@ -257,8 +258,18 @@ def _identity(red):
 _COMPILED: dict = {}
 
 
+@functools.cache
+def _names(simulated):
+    return _bind(simulated)
+
+
 def namespace(simulated):
-    """The names generated source refers to, bound for the device or the simulator."""
+    """The names generated source refers to, bound for the device or the simulator (a
+    fresh dict over shared bindings, so device functions compile once per process)."""
+    return dict(_names(simulated))
+
+
+def _bind(simulated):
     import numba
     from numba import cuda
     ns = {"cuda": cuda, "INF": math.inf, "NAN": math.nan}
