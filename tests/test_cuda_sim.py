@@ -72,6 +72,18 @@ def test_backends_available_and_the_missing_device_error(monkeypatch):
         fc.jit(lambda x: x, backend="cuda")
 
 
+def test_the_error_names_numba_cuda_when_it_is_missing(monkeypatch):
+    from backends.cuda import availability
+    real = importlib.util.find_spec
+    monkeypatch.setattr(availability.importlib.util, "find_spec",
+                        lambda name, *a: None if name.startswith("numba") else real(name, *a))
+    assert fc.backends_available() == ["cpu", "interpreter"]
+    with pytest.raises(RuntimeError, match=r"numba-cuda is not installed.*pip install"):
+        fc.jit(lambda x: x, backend="cuda")
+    with pytest.raises(RuntimeError, match=r"device_put\(x, device='cuda'\)"):
+        fc.device_put(np.ones(2))
+
+
 @pytest.mark.parametrize("prim", sorted(emit.UNARY, key=lambda p: p.name), ids=lambda p: p.name)
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 def test_unary_ops(prim, dtype):
@@ -152,6 +164,15 @@ def test_products_and_host_steps_through_jit():
     graph = fc.make_graph(f)(a, w)
     _, host = runtime.split_for_device(graph)
     assert host == ["cumsum has no kernel rendering yet"]
+
+
+def test_a_host_step_result_never_aliases_an_input():
+    b = Builder()
+    x, i = b.input((3,), np.float32), b.input((), np.int8)
+    graph = b.graph(b(P.dynamic_slice, x, i, slice_sizes=(2,)))
+    a = np.arange(3, dtype=np.float32)
+    (out,) = check(graph, [a, np.int8(1)])([a, np.int8(1)])
+    assert not np.shares_memory(out, a)
 
 
 def test_transforms_of_jitted_functions():

@@ -169,6 +169,7 @@ def _host_step(s, xp):
         if not s.eqn.prim.multiple_results:
             outs = [outs]
         for slot, v, o in zip(s.outputs, s.eqn.outputs, outs, strict=True):
-            bufs[slot] = xp.ascontiguousarray(xp.asarray(np.asarray(o, v.aval.dtype)))
+            # a copy: an implementation may hand back its operand (abs of bool)
+            bufs[slot] = xp.array(np.asarray(o, v.aval.dtype), copy=True, order="C")
     return step
 
