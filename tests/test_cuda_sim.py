@@ -201,7 +201,7 @@ def test_device_put_and_get():
         fc.device_put(tree, device="tpu")
 
 
-@settings(max_examples=25, deadline=None)
+@settings(deadline=None)
 @given(st.data())
 def test_random_graphs_match_the_interpreter(data):
     rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1), "seed"))
