@@ -27,6 +27,8 @@ import numpy as np
 from ir import dtypes
 from ir import primitives as P
 
+from ..llvm.plan import c_strides
+
 BLOCK = 128             # threads per block (a power of two: the tree halves it)
 SIM_BLOCK = 16          # the simulator runs one Python thread per GPU thread
 MAX_BLOCKS = 1024
@@ -133,7 +135,7 @@ class _Body:
             w(depth, f"r{i} = {name}[{_index(v.offset, v.strides, k.shape)}]")
         for j, op in enumerate(k.ops):
             w(depth, f"v{j} = {self.op(op)}")
-        full = _index(0, _c_strides(k.shape), k.shape)
+        full = _index(0, c_strides(k.shape), k.shape)
         for ref, slot, dt in k.stores:
             w(depth, f"{self.arg(slot, dt)}[{full}] = {self.ref(ref, dt)}")
 
@@ -153,14 +155,6 @@ class _Body:
         else:
             raise NotImplementedError(f"cuda emit: no rendering for {prim.name}")
         return text if dt.kind == "b" else f"{_tname(dt)}({text})"
-
-
-def _c_strides(shape):
-    strides, acc = [], 1
-    for d in reversed(shape):
-        strides.append(acc)
-        acc *= d
-    return tuple(reversed(strides))
 
 
 def render(kernel, simulated=False) -> list[Source]:
