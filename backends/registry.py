@@ -6,6 +6,7 @@ import os
 
 import numpy as np
 
+from .cuda import CudaBackend
 from .llvm import CpuBackend
 
 DEFAULT = os.environ.get("FUNCTORCH_CORE_BACKEND", "cpu")
@@ -38,15 +39,19 @@ def _own(out, args, constant=False):
     return out
 
 
-_BACKENDS = {"interpreter": InterpreterBackend, "cpu": CpuBackend}
+_BACKENDS = {"interpreter": InterpreterBackend, "cpu": CpuBackend, "cuda": CudaBackend}
 
 
 def get(name=None):
     name = DEFAULT if name is None else name
     try:
-        return _BACKENDS[name]
+        backend = _BACKENDS[name]
     except KeyError:
         raise ValueError(f"unknown backend {name!r}; available: {sorted(_BACKENDS)}") from None
+    check = getattr(backend, "check", None)
+    if check is not None:       # a backend that needs hardware says what is missing now
+        check()
+    return backend
 
 
 def clear_caches():

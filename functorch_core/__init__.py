@@ -27,6 +27,7 @@ from .deterministic import (
                        is_deterministic_algorithms_warn_only_enabled,
                        use_deterministic_algorithms,
 )
+from .devices import backends_available, device_get, device_put
 from .lax import associative_scan, cond, fori_loop, scan, switch, while_loop
 from .numpy._methods import install as _install_tracer_methods
 from .random import manual_seed
@@ -76,5 +77,6 @@ __all__ = [
     "deploy", "Exported", "export", "freeze", "load_exported",
     "profiler", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
     "is_deterministic_algorithms_warn_only_enabled",
+    "backends_available", "device_get", "device_put",
 ]
 __version__ = "0.1.0"

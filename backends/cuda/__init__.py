@@ -1,0 +1,33 @@
+"""The GPU backend: the CPU backend's fusion groups rendered to numba-cuda kernels.
+
+``CudaBackend.compile(graph)`` returns ``run(list of arrays) -> list of arrays``. Planning
+is ``backends.llvm.partition`` (shared, not copied); ``emit.py`` renders kernels,
+``runtime.py`` runs the steps. Equations the kernels do not cover run through the
+interpreter on host arrays; ``runtime.host_only`` says which and why.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from .availability import require
+
+
+class CudaBackend:
+    name = "cuda"
+
+    @staticmethod
+    def check():
+        require()
+
+    @staticmethod
+    def compile(graph):
+        require()
+        from .runtime import compile_graph
+        return compile_graph(graph)
+
+    @staticmethod
+    def clear_cache():
+        emit = sys.modules.get(__name__ + ".emit")
+        if emit is not None:
+            emit.clear()
