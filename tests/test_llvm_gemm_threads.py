@@ -63,8 +63,8 @@ def test_split_has_the_bits_of_one_unsplit_gemm(pool, batch, m, k, n, tl, tr, dt
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape", [(1, 9216, 64, 128), (1, 1000, 700, 40), (1, 517, 1000, 301),
-                                   (3, 500, 300, 200), (9, 128, 256, 64)])
+@pytest.mark.parametrize("shape", [(1, 9216, 64, 128), (1, 1000, 700, 60), (1, 517, 1000, 301),
+                                   (3, 500, 300, 200), (9, 256, 256, 64)])
 def test_benchmark_shapes_split_bit_for_bit(pool, dtype, shape):
     lshape, rshape, dn = _problem(*shape, False, False)
     a, b = _operands(np.random.default_rng(0), lshape, rshape, dtype)
@@ -182,3 +182,29 @@ def test_jit_products_split_and_keep_the_bits(threads):
     with blas.one_thread_each():
         want = (x @ w).reshape(8, 300, 500) @ v
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("busy", [True, False])
+def test_unsplit_products_run_on_one_openblas_thread_while_busy(pool, monkeypatch, busy):
+    if blas.blas_int_bits() != 64:
+        pytest.skip("the BLAS is not NumPy's OpenBLAS")
+    lib = blas._numpy_lib[0]
+    before = lib.scipy_openblas_get_num_threads64_()
+    lshape, rshape, dn = _problem(1, 64, 128, 9216, False, False)    # too few rows to split
+    dot = blas.DotGeneral(lshape, rshape, np.float32, dn, parallel=lambda: pool, workers=2)
+    assert len(dot.parts) == 1
+    seen, real = [], dot.fn
+
+    def gemm(*args):
+        seen.append(lib.scipy_openblas_get_num_threads64_())
+        return real(*args)
+    monkeypatch.setattr(dot, "fn", gemm)
+    monkeypatch.setattr(blas, "busy", lambda: busy)
+    a, b = _operands(np.random.default_rng(4), lshape, rshape, np.float32)
+    got, want = dot(a, b), _one_thread(blas.DotGeneral(lshape, rshape, np.float32, dn), a, b)
+    if busy:
+        np.testing.assert_array_equal(got, want)
+    else:       # OpenBLAS's own threads may round some elements otherwise
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+    assert seen == [1 if busy else before]
+    assert lib.scipy_openblas_get_num_threads64_() == before

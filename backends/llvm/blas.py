@@ -208,8 +208,8 @@ class DotGeneral:
         self.parallel, self._lay = parallel, lay
         self.workers = workers if parallel is not None else 1
         self.parts = split_parts(lay, self.workers, self.dtype)
-        self._unsplit_big = self.workers > 1 and len(self.parts) == 1 and \
-            self.batch * self.m * self.n * self.k >= SPLIT_MACS
+        self._unsplit_big = parallel is not None and len(self.parts) == 1 and \
+            self.batch * self.m * self.n * self.k >= BUSY_ONE_THREAD_MACS
 
     def __call__(self, lhs, rhs, out=None):
         """The product; into ``out`` (C-contiguous, of the result's shape) when given."""
@@ -238,8 +238,9 @@ class DotGeneral:
             self._split(a, b, c)
             return out
         ta, tb, n, m, k, alpha, ldb, lda, beta, ldc = self._refs
-        # a big product that cannot split (too few rows) runs on this thread alone while
-        # the machine is busy, as loops do (64x128 @ 128x9216 f32 under load: 14.4 -> 1.5 ms)
+        # a product too small to split, or with too few rows, runs on this thread alone
+        # while the machine is busy, as loops do (64x128 @ 128x9216 f32 under load: 46 ms
+        # on OpenBLAS's 2 threads, 1.7 ms on one)
         with one_thread_each() if self._unsplit_big and busy() else contextlib.nullcontext():
             for i in range(self.batch):
                 self.fn(ta, tb, n, m, k, alpha, b[i].ctypes.data, ldb, a[i].ctypes.data, lda,
@@ -289,8 +290,13 @@ class DotGeneral:
                     ldc)
 
 
-# a product splits over the runtime's threads from this many multiply-adds
-SPLIT_MACS = 1 << 24
+# a product splits over the runtime's threads from this many multiply-adds (below it the
+# hand-over costs more than it saves: 256^3 f32, quiet: 0.15 ms on OpenBLAS's 2 threads,
+# 0.28 ms on one, 0.38 ms split)
+SPLIT_MACS = 1 << 25
+# a product that does not split runs on one OpenBLAS thread while the machine is busy
+# from this many multiply-adds
+BUSY_ONE_THREAD_MACS = 1 << 20
 # a split product has up to this many parts per thread (a preempted thread holds back one)
 PARTS_PER_WORKER = 2
 # row blocks of a split product start at multiples of this many rows: a multiple of
