@@ -18,6 +18,14 @@ from backends.llvm import blas, runtime
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 
 
+@pytest.fixture(autouse=True, scope="module")
+def quiet():
+    """The load average read as below the cores: products split as on a quiet machine."""
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(blas, "busy", lambda: False)
+        yield
+
+
 @pytest.fixture(scope="module")
 def pool():
     with ThreadPoolExecutor(4) as p:
@@ -208,3 +216,27 @@ def test_unsplit_products_run_on_one_openblas_thread_while_busy(pool, monkeypatc
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
     assert seen == [1 if busy else before]
     assert lib.scipy_openblas_get_num_threads64_() == before
+
+
+class _CountingPool(ThreadPoolExecutor):
+    submitted = 0
+
+    def submit(self, *args, **kwargs):
+        self.submitted += 1
+        return super().submit(*args, **kwargs)
+
+
+@pytest.mark.parametrize("m, splits", [(1024, False), (8192, True)])
+def test_while_busy_only_the_biggest_products_split(monkeypatch, m, splits):
+    # 1024 x 256 x 256: 2^26 multiply-adds; 8192 x 256 x 256: 2^29 (BUSY_SPLIT_MACS: 2^28)
+    monkeypatch.setattr(blas, "busy", lambda: True)
+    lshape, rshape, dn = _problem(1, m, 256, 256, False, False)
+    a, b = _operands(np.random.default_rng(5), lshape, rshape, np.float32)
+    with _CountingPool(2) as counting:
+        dot = blas.DotGeneral(lshape, rshape, np.float32, dn, parallel=lambda: counting,
+                              workers=2)
+        assert len(dot.parts) == 4
+        got = dot(a, b)
+    assert (counting.submitted > 0) == splits
+    np.testing.assert_array_equal(got, _one_thread(blas.DotGeneral(lshape, rshape, np.float32,
+                                                                   dn), a, b))

@@ -208,8 +208,8 @@ class DotGeneral:
         self.parallel, self._lay = parallel, lay
         self.workers = workers if parallel is not None else 1
         self.parts = split_parts(lay, self.workers, self.dtype)
-        self._unsplit_big = parallel is not None and len(self.parts) == 1 and \
-            self.batch * self.m * self.n * self.k >= BUSY_ONE_THREAD_MACS
+        self._macs = self.batch * self.m * self.n * self.k
+        self._ask_busy = parallel is not None and self._macs >= BUSY_ONE_THREAD_MACS
 
     def __call__(self, lhs, rhs, out=None):
         """The product; into ``out`` (C-contiguous, of the result's shape) when given."""
@@ -234,14 +234,16 @@ class DotGeneral:
                                                                       self.n))
             return out
         c = out.reshape(self.batch, -1)
-        if len(self.parts) > 1:
+        # while the machine is busy, a product that does not split (too small, too few
+        # rows) or is below BUSY_SPLIT_MACS runs on this thread alone, as loops do: a
+        # thread it hands a part to may wait out a time slice (64x128 @ 128x9216 f32 under
+        # load: 46 ms on OpenBLAS's 2 threads, 1.7 ms on one)
+        busy_now = self._ask_busy and busy()
+        if len(self.parts) > 1 and not (busy_now and self._macs < BUSY_SPLIT_MACS):
             self._split(a, b, c)
             return out
         ta, tb, n, m, k, alpha, ldb, lda, beta, ldc = self._refs
-        # a product too small to split, or with too few rows, runs on this thread alone
-        # while the machine is busy, as loops do (64x128 @ 128x9216 f32 under load: 46 ms
-        # on OpenBLAS's 2 threads, 1.7 ms on one)
-        with one_thread_each() if self._unsplit_big and busy() else contextlib.nullcontext():
+        with one_thread_each() if busy_now else contextlib.nullcontext():
             for i in range(self.batch):
                 self.fn(ta, tb, n, m, k, alpha, b[i].ctypes.data, ldb, a[i].ctypes.data, lda,
                         beta, c[i].ctypes.data, ldc)
@@ -294,9 +296,10 @@ class DotGeneral:
 # hand-over costs more than it saves: 256^3 f32, quiet: 0.15 ms on OpenBLAS's 2 threads,
 # 0.28 ms on one, 0.38 ms split)
 SPLIT_MACS = 1 << 25
-# a product that does not split runs on one OpenBLAS thread while the machine is busy
-# from this many multiply-adds
+# while the machine is busy, a product from BUSY_ONE_THREAD_MACS multiply-adds that does
+# not split, or splits but is below BUSY_SPLIT_MACS, runs on one OpenBLAS thread
 BUSY_ONE_THREAD_MACS = 1 << 20
+BUSY_SPLIT_MACS = 1 << 28
 # a split product has up to this many parts per thread (a preempted thread holds back one)
 PARTS_PER_WORKER = 2
 # row blocks of a split product start at multiples of this many rows: a multiple of
