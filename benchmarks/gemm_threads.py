@@ -27,6 +27,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+import _timing
+
 import functorch_core as fc
 from backends.llvm import blas, runtime
 
@@ -107,6 +109,8 @@ def _print(title, table):
         cells = "".join(f"{1e3 * row[c]:18.2f}" for c in cols)
         print(f"  {name:<26}{row['parts']:6d}{cells}"
               f"{row['jit before'] / row['jit split']:9.2f}x")
+        _timing.result(f"gemm {name}, {title.split(' ')[0]}", row["jit split"],
+                       numpy=row["NumPy @"])
 
 
 def main():
