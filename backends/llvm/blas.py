@@ -8,6 +8,13 @@ Each batch is one gemm call on the row-major problem C = A B, passed to the
 column-major BLAS as C^T = B^T A^T. An operand stored as (batch, m, k) / (batch, k, n),
 or as its transpose, is passed as it is (:func:`gemm_layout`, BLAS's transpose flags);
 any other layout is first copied into one of those with NumPy.
+
+A big product (SPLIT_MACS multiply-adds) splits over the runtime's threads with OpenBLAS
+held at one thread each (:func:`split_parts`): OpenBLAS's own threads meet at barriers
+inside every call, and on a busy machine a preempted one stalls them all (under load,
+benchmarks/gemm_threads.py: 8 x 512^3 f32 381 -> 49 ms, 1024^3 f32 78 -> 48 ms). The parts are
+batches or row blocks of the result, whose elements OpenBLAS sums as in the whole
+product; threads take parts in turn, so one the OS has not scheduled holds none back.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import ctypes
 import importlib
 import importlib.machinery
 import importlib.util
+import itertools
 import os
 import sys
 import threading
@@ -165,9 +173,12 @@ def gemm_layout(lhs_shape, rhs_shape, dimension_numbers) -> GemmLayout | None:
 
 
 class DotGeneral:
-    """A compiled dot_general for fixed shapes: ``run(lhs, rhs) -> out``."""
+    """A compiled dot_general for fixed shapes: ``run(lhs, rhs) -> out``. ``parallel``
+    (a function returning an executor) and ``workers`` (threads, the caller's included)
+    let a big product split (:func:`split_parts`); without them it runs on the caller."""
 
-    def __init__(self, lhs_shape, rhs_shape, dtype, dimension_numbers):
+    def __init__(self, lhs_shape, rhs_shape, dtype, dimension_numbers, *, parallel=None,
+                 workers=1):
         (lc, rc), (lb, rb) = dimension_numbers
         lfree = [i for i in range(len(lhs_shape)) if i not in lc and i not in lb]
         rfree = [i for i in range(len(rhs_shape)) if i not in rc and i not in rb]
@@ -194,6 +205,11 @@ class DotGeneral:
                       c_int(self.m), c_int(self.k), _scalar(self.dtype, 1.0), c_int(lay.ldb),
                       c_int(lay.lda), _scalar(self.dtype, 0.0), c_int(max(self.n, 1))]
         self._refs = [ctypes.addressof(a) for a in self._args]
+        self.parallel, self._lay = parallel, lay
+        self.workers = workers if parallel is not None else 1
+        self.parts = split_parts(lay, self.workers, self.dtype)
+        self._macs = self.batch * self.m * self.n * self.k
+        self._ask_busy = parallel is not None and self._macs >= BUSY_ONE_THREAD_MACS
 
     def __call__(self, lhs, rhs, out=None):
         """The product; into ``out`` (C-contiguous, of the result's shape) when given."""
@@ -218,11 +234,145 @@ class DotGeneral:
                                                                       self.n))
             return out
         c = out.reshape(self.batch, -1)
+        # while the machine is busy, a product that does not split (too small, too few
+        # rows) or is below BUSY_SPLIT_MACS runs on this thread alone, as loops do: a
+        # thread it hands a part to may wait out a time slice (64x128 @ 128x9216 f32 under
+        # load: 46 ms on OpenBLAS's 2 threads, 1.7 ms on one)
+        busy_now = self._ask_busy and busy()
+        if len(self.parts) > 1 and not (busy_now and self._macs < BUSY_SPLIT_MACS):
+            self._split(a, b, c)
+            return out
         ta, tb, n, m, k, alpha, ldb, lda, beta, ldc = self._refs
-        for i in range(self.batch):
-            self.fn(ta, tb, n, m, k, alpha, b[i].ctypes.data, ldb, a[i].ctypes.data, lda,
-                    beta, c[i].ctypes.data, ldc)
+        with one_thread_each() if busy_now else contextlib.nullcontext():
+            for i in range(self.batch):
+                self.fn(ta, tb, n, m, k, alpha, b[i].ctypes.data, ldb, a[i].ctypes.data, lda,
+                        beta, c[i].ctypes.data, ldc)
         return out
+
+    def _split(self, a, b, c):
+        """The product as ``self.parts``, OpenBLAS held at one thread each, taken in turn
+        by this thread and ``workers - 1`` of the pool's: a thread the OS has not scheduled
+        yet takes none, so a busy machine delays the product by at most one part."""
+        pointers = (a.ctypes.data, b.ctypes.data, c.ctypes.data)
+        parts, lock, done = self.parts, threading.Lock(), threading.Event()
+        state = {"next": 0, "left": len(parts), "error": None}
+
+        def take():
+            while True:
+                with lock:
+                    i = state["next"]
+                    if i == len(parts):
+                        return
+                    state["next"] = i + 1
+                try:
+                    self._part(parts[i], *pointers)
+                except BaseException as e:      # raised again by the caller
+                    state["error"] = e
+                with lock:
+                    state["left"] -= 1
+                    if state["left"] == 0:
+                        done.set()
+        with one_thread_each():
+            for _ in range(min(self.workers, len(parts)) - 1):
+                self.parallel().submit(take)
+            take()
+            done.wait()
+        if state["error"] is not None:
+            raise state["error"]
+
+    def _part(self, part: GemmPart, a, b, c):
+        ta, tb, n, _, k, alpha, ldb, lda, beta, ldc = self._refs
+        m, item = ctypes.addressof(part.rows), self.dtype.itemsize
+        sa, sb, sc = (x * item for x in (self.m * self.k, self.k * self.n, self.m * self.n))
+        # the block's first row: of the lhs (a column where it is stored (k, m)), the result
+        a += part.row_lo * (1 if self._lay.trans_lhs else self.k) * item
+        c += part.row_lo * self.n * item
+        for i in range(part.batch_lo, part.batch_hi):
+            self.fn(ta, tb, n, m, k, alpha, b + i * sb, ldb, a + i * sa, lda, beta, c + i * sc,
+                    ldc)
+
+
+# a product splits over the runtime's threads from this many multiply-adds (below it the
+# hand-over costs more than it saves: 256^3 f32, quiet: 0.15 ms on OpenBLAS's 2 threads,
+# 0.28 ms on one, 0.38 ms split)
+SPLIT_MACS = 1 << 25
+# while the machine is busy, a product from BUSY_ONE_THREAD_MACS multiply-adds that does
+# not split, or splits but is below BUSY_SPLIT_MACS, runs on one OpenBLAS thread
+BUSY_ONE_THREAD_MACS = 1 << 20
+BUSY_SPLIT_MACS = 1 << 28
+# a split product has up to this many parts per thread (a preempted thread holds back one)
+PARTS_PER_WORKER = 2
+# row blocks of a split product start at multiples of this many rows: a multiple of
+# every OpenBLAS kernel's panel width (Haswell's: 12 rows for sgemm, 2 for dgemm, 6 for
+# cgemm and zgemm), so each block packs the same panels as the whole product
+SPLIT_ALIGN = 48
+
+
+@dataclass(frozen=True)
+class GemmPart:
+    """One thread's share of a split product: batches [batch_lo, batch_hi) of rows
+    [row_lo, row_lo + rows.value) of the result (``rows``: a ctypes BLAS int)."""
+
+    batch_lo: int
+    batch_hi: int
+    row_lo: int
+    rows: object
+
+
+def split_parts(lay: GemmLayout, workers: int, dtype) -> list[GemmPart]:
+    """How a product of ``lay`` splits over ``workers`` threads: by batches when there are
+    enough, else by blocks of the result's rows (SPLIT_ALIGN apart); one part (no split)
+    below SPLIT_MACS multiply-adds. Each element is then summed in the same order as by one
+    unsplit gemm on one OpenBLAS thread: the k loop is never split, and row blocks are used
+    only when :func:`row_blocks_round_alike` says so for ``dtype`` (column blocks change
+    sgemm's bits on Haswell kernels; tests/test_llvm_gemm_threads.py)."""
+    c_int = ctypes.c_int64 if blas_int_bits() == 64 else ctypes.c_int
+    whole = [GemmPart(0, lay.batch, 0, c_int(lay.m))]
+    if workers <= 1 or lay.batch * lay.m * lay.n * lay.k < SPLIT_MACS or \
+            min(lay.m, lay.n, lay.k) == 0:
+        return whole
+    if lay.batch >= workers:
+        parts_n = min(PARTS_PER_WORKER * workers, lay.batch)
+        bounds = [lay.batch * p // parts_n for p in range(parts_n + 1)]
+        return [GemmPart(lo, hi, 0, c_int(lay.m)) for lo, hi in itertools.pairwise(bounds)]
+    parts_n = min(PARTS_PER_WORKER * workers, lay.m // SPLIT_ALIGN)
+    if parts_n <= 1 or not row_blocks_round_alike(dtype):
+        return whole
+    cuts = sorted({SPLIT_ALIGN * round(lay.m * p / (parts_n * SPLIT_ALIGN))
+                   for p in range(1, parts_n)} - {0, lay.m})
+    bounds = [0, *cuts, lay.m]
+    return [GemmPart(0, lay.batch, lo, c_int(hi - lo)) for lo, hi in itertools.pairwise(bounds)]
+
+
+def busy() -> bool:
+    """Whether the machine is busier than its cores (a one-minute load average above them),
+    where OpenBLAS's own threads stall at their barriers."""
+    try:
+        return os.getloadavg()[0] >= (os.cpu_count() or 1) + 1
+    except (AttributeError, OSError):     # no load average on this platform
+        return False
+
+
+_alike: dict = {}
+
+
+def row_blocks_round_alike(dtype) -> bool:
+    """Whether this BLAS gives a product's row blocks (SPLIT_ALIGN apart) the same bits as
+    the whole product, both on one thread: checked once per dtype on a small product."""
+    dtype = np.dtype(dtype)
+    if dtype not in _alike:
+        rng = np.random.default_rng(0)
+        m, k, n = 3 * SPLIT_ALIGN + 7, 131, 77
+        a, b = (rng.standard_normal(s).astype(dtype) for s in ((m, k), (k, n)))
+        if dtype.kind == "c":
+            a, b = a + 1j * a[::-1], b + 1j * b[::-1]
+        dot = DotGeneral((m, k), (k, n), dtype, (((1,), (0,)), ((), ())))
+        with one_thread_each():
+            whole = dot(a, b)
+            blocks = [DotGeneral((hi - lo, k), (k, n), dtype, (((1,), (0,)), ((), ())))(
+                a[lo:hi], b) for lo, hi in itertools.pairwise([0, SPLIT_ALIGN, 3 * SPLIT_ALIGN, m])]
+        _alike[dtype] = bool(np.array_equal(np.concatenate(blocks), whole))
+    return _alike[dtype]
 
 
 @dataclass(frozen=True)

@@ -512,7 +512,7 @@ def _binary_step(op, lhs, rhs, out, arena: set):
 
 def _blas_step(step: Blas, plan: Plan, arena: set):
     dot = DotGeneral(_ref_shape(step.lhs), _ref_shape(step.rhs), plan.slots[step.out][1],
-                     step.dimension_numbers)
+                     step.dimension_numbers, parallel=_pool, workers=_WORKERS)
     return _binary_step(dot, step.lhs, step.rhs, step.out, arena)
 
 

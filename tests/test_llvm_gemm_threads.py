@@ -1,0 +1,242 @@
+"""Big products split over the runtime's threads (blas.split_parts): the same bits as one
+unsplit gemm on one OpenBLAS thread, a split that a stalled thread cannot hold back, and
+the jit path using it."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import functorch_core as fc
+from backends.llvm import blas, runtime
+
+DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def quiet():
+    """The load average read as below the cores: products split as on a quiet machine."""
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(blas, "busy", lambda: False)
+        yield
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with ThreadPoolExecutor(4) as p:
+        yield p
+
+
+def _operands(rng, lshape, rshape, dtype):
+    a, b = (rng.standard_normal(s).astype(dtype) for s in (lshape, rshape))
+    if np.dtype(dtype).kind == "c":
+        a, b = (x + 1j * rng.standard_normal(x.shape).astype(dtype) for x in (a, b))
+    return a, b
+
+
+def _problem(batch, m, k, n, trans_lhs, trans_rhs):
+    """Shapes and dimension numbers of a (batch of) m x k x n product, each operand stored
+    as given or transposed (BLAS's transpose flags)."""
+    lshape = (batch, k, m) if trans_lhs else (batch, m, k)
+    rshape = (batch, n, k) if trans_rhs else (batch, k, n)
+    return lshape, rshape, (((1 if trans_lhs else 2,), (2 if trans_rhs else 1,)), ((0,), (0,)))
+
+
+def _one_thread(dot, a, b):
+    with blas.one_thread_each():
+        return dot(a, b)
+
+
+@given(st.integers(1, 6), st.integers(1, 400), st.integers(1, 300), st.integers(1, 200),
+       st.booleans(), st.booleans(), st.sampled_from(DTYPES), st.integers(2, 5),
+       st.integers(0, 2 ** 32 - 1))
+def test_split_has_the_bits_of_one_unsplit_gemm(pool, batch, m, k, n, tl, tr, dtype, workers,
+                                                seed):
+    lshape, rshape, dn = _problem(batch, m, k, n, tl, tr)
+    a, b = _operands(np.random.default_rng(seed), lshape, rshape, dtype)
+    whole = blas.DotGeneral(lshape, rshape, dtype, dn)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(blas, "SPLIT_MACS", 0)       # split whatever the size
+        split = blas.DotGeneral(lshape, rshape, dtype, dn, parallel=lambda: pool,
+                                workers=workers)
+    expect_parts = batch >= workers or (m >= 2 * blas.SPLIT_ALIGN and
+                                        blas.row_blocks_round_alike(dtype))
+    assert (len(split.parts) > 1) == expect_parts
+    np.testing.assert_array_equal(split(a, b), _one_thread(whole, a, b))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1, 9216, 64, 128), (1, 1000, 700, 60), (1, 517, 1000, 301),
+                                   (3, 500, 300, 200), (9, 256, 256, 64)])
+def test_benchmark_shapes_split_bit_for_bit(pool, dtype, shape):
+    lshape, rshape, dn = _problem(*shape, False, False)
+    a, b = _operands(np.random.default_rng(0), lshape, rshape, dtype)
+    whole = blas.DotGeneral(lshape, rshape, dtype, dn)
+    for workers in (2, 3, 5):
+        split = blas.DotGeneral(lshape, rshape, dtype, dn, parallel=lambda: pool,
+                                workers=workers)
+        assert len(split.parts) > 1
+        np.testing.assert_array_equal(split(a, b), _one_thread(whole, a, b),
+                                      err_msg=f"{workers} threads")
+
+
+@given(st.integers(1, 20), st.integers(1, 5000), st.integers(1, 8))
+def test_parts_tile_the_result(batch, m, workers):
+    lay = blas.GemmLayout(batch, m, 700, 600, False, False)
+    parts = blas.split_parts(lay, workers, np.float64)
+    assert len(parts) <= max(1, blas.PARTS_PER_WORKER * workers)
+    if len(parts) == 1 or parts[0].batch_hi < batch:     # whole, or by batches
+        assert [p.row_lo for p in parts] == [0] * len(parts)
+        assert all(p.rows.value == m for p in parts)
+        assert [p.batch_lo for p in parts] == [0] + [p.batch_hi for p in parts[:-1]]
+        assert parts[-1].batch_hi == batch
+    else:                                               # by rows
+        assert all((p.batch_lo, p.batch_hi) == (0, batch) for p in parts)
+        starts = [p.row_lo for p in parts]
+        assert all(s % blas.SPLIT_ALIGN == 0 for s in starts) and starts[0] == 0
+        assert [s + p.rows.value for s, p in zip(starts, parts, strict=True)] \
+            == starts[1:] + [m]
+        assert min(p.rows.value for p in parts) > 0
+
+
+def test_small_products_and_one_worker_do_not_split():
+    small = blas.GemmLayout(1, 200, 200, 200, False, False)        # 8M multiply-adds
+    assert 200 ** 3 < blas.SPLIT_MACS
+    assert len(blas.split_parts(small, 4, np.float32)) == 1
+    big = blas.GemmLayout(1, 1024, 1024, 1024, False, False)
+    assert len(blas.split_parts(big, 1, np.float32)) == 1
+    assert len(blas.split_parts(big, 2, np.float32)) == 2 * blas.PARTS_PER_WORKER
+    few_rows = blas.GemmLayout(1, 64, 9216, 1024, False, False)   # columns never split
+    assert len(blas.split_parts(few_rows, 4, np.float32)) == 1
+
+
+def test_rows_do_not_split_where_blocks_would_round_differently(monkeypatch):
+    monkeypatch.setattr(blas, "_alike", {np.dtype(np.float32): False})
+    lay = blas.GemmLayout(1, 1024, 1024, 1024, False, False)
+    assert len(blas.split_parts(lay, 4, np.float32)) == 1
+    batched = blas.GemmLayout(8, 1024, 1024, 1024, False, False)   # batches still split
+    assert len(blas.split_parts(batched, 4, np.float32)) == 8
+
+
+def test_openblas_row_blocks_round_alike():
+    if blas.blas_int_bits() != 64:
+        pytest.skip("the BLAS is not NumPy's OpenBLAS")
+    assert all(blas.row_blocks_round_alike(dt) for dt in DTYPES)
+
+
+def test_a_stalled_pool_thread_does_not_hold_the_product_back():
+    # the pool's only thread is blocked until the product returns: this thread takes
+    # every part itself
+    release = threading.Event()
+    lshape, rshape, dn = _problem(1, 1024, 256, 256, False, False)
+    a, b = _operands(np.random.default_rng(1), lshape, rshape, np.float32)
+    stalled = ThreadPoolExecutor(1)
+    try:
+        stalled.submit(release.wait, 60)
+        dot = blas.DotGeneral(lshape, rshape, np.float32, dn, parallel=lambda: stalled,
+                              workers=4)
+        assert len(dot.parts) == 8
+        got = dot(a, b)
+        assert not release.is_set()     # done while the pool's thread was still blocked
+    finally:
+        release.set()
+        stalled.shutdown()
+    np.testing.assert_array_equal(got, _one_thread(blas.DotGeneral(lshape, rshape, np.float32,
+                                                                   dn), a, b))
+
+
+def test_an_error_in_a_part_reaches_the_caller(pool, monkeypatch):
+    lshape, rshape, dn = _problem(1, 1024, 256, 256, False, False)
+    a, b = _operands(np.random.default_rng(2), lshape, rshape, np.float64)
+    dot = blas.DotGeneral(lshape, rshape, np.float64, dn, parallel=lambda: pool, workers=2)
+    real = dot._part
+
+    def failing(part, *pointers):
+        if part is dot.parts[-1]:
+            raise RuntimeError("part failed")
+        return real(part, *pointers)
+    monkeypatch.setattr(dot, "_part", failing)
+    with pytest.raises(RuntimeError, match="part failed"):
+        dot(a, b)
+    assert blas._threads["inside"] == 0      # OpenBLAS's thread count was given back
+
+
+def _products(exe):
+    """The DotGeneral of each of ``exe``'s product steps."""
+    cells = [c.cell_contents for s in exe.steps for c in (s.__closure__ or ())]
+    return [c for c in cells if isinstance(c, blas.DotGeneral)]
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_jit_products_split_and_keep_the_bits(threads):
+    before = runtime.get_num_threads()
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2400, 200)).astype(np.float32)
+    w = rng.standard_normal((200, 500)).astype(np.float32)
+    v = rng.standard_normal((8, 500, 100)).astype(np.float32)
+    try:
+        runtime.set_num_threads(threads)
+        f = fc.jit(lambda x, w, v: (x @ w).reshape(8, 300, 500) @ v)
+        got = f(x, w, v)
+        dots = [d for exe in runtime._CACHE.values() for d in _products(exe)]
+    finally:
+        runtime.set_num_threads(before)
+    assert len(dots) == 2 and all(len(d.parts) > 1 for d in dots)
+    with blas.one_thread_each():
+        want = (x @ w).reshape(8, 300, 500) @ v
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("busy", [True, False])
+def test_unsplit_products_run_on_one_openblas_thread_while_busy(pool, monkeypatch, busy):
+    if blas.blas_int_bits() != 64:
+        pytest.skip("the BLAS is not NumPy's OpenBLAS")
+    lib = blas._numpy_lib[0]
+    before = lib.scipy_openblas_get_num_threads64_()
+    lshape, rshape, dn = _problem(1, 64, 128, 9216, False, False)    # too few rows to split
+    dot = blas.DotGeneral(lshape, rshape, np.float32, dn, parallel=lambda: pool, workers=2)
+    assert len(dot.parts) == 1
+    seen, real = [], dot.fn
+
+    def gemm(*args):
+        seen.append(lib.scipy_openblas_get_num_threads64_())
+        return real(*args)
+    monkeypatch.setattr(dot, "fn", gemm)
+    monkeypatch.setattr(blas, "busy", lambda: busy)
+    a, b = _operands(np.random.default_rng(4), lshape, rshape, np.float32)
+    got, want = dot(a, b), _one_thread(blas.DotGeneral(lshape, rshape, np.float32, dn), a, b)
+    if busy:
+        np.testing.assert_array_equal(got, want)
+    else:       # OpenBLAS's own threads may round some elements otherwise
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+    assert seen == [1 if busy else before]
+    assert lib.scipy_openblas_get_num_threads64_() == before
+
+
+class _CountingPool(ThreadPoolExecutor):
+    submitted = 0
+
+    def submit(self, *args, **kwargs):
+        self.submitted += 1
+        return super().submit(*args, **kwargs)
+
+
+@pytest.mark.parametrize("m, splits", [(1024, False), (8192, True)])
+def test_while_busy_only_the_biggest_products_split(monkeypatch, m, splits):
+    # 1024 x 256 x 256: 2^26 multiply-adds; 8192 x 256 x 256: 2^29 (BUSY_SPLIT_MACS: 2^28)
+    monkeypatch.setattr(blas, "busy", lambda: True)
+    lshape, rshape, dn = _problem(1, m, 256, 256, False, False)
+    a, b = _operands(np.random.default_rng(5), lshape, rshape, np.float32)
+    with _CountingPool(2) as counting:
+        dot = blas.DotGeneral(lshape, rshape, np.float32, dn, parallel=lambda: counting,
+                              workers=2)
+        assert len(dot.parts) == 4
+        got = dot(a, b)
+    assert (counting.submitted > 0) == splits
+    np.testing.assert_array_equal(got, _one_thread(blas.DotGeneral(lshape, rshape, np.float32,
+                                                                   dn), a, b))
