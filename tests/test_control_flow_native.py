@@ -252,7 +252,7 @@ def test_loops_with_gemms_run_blas_on_one_thread_only_on_a_busy_machine(monkeypa
         entered.append(True)
         yield
     monkeypatch.setattr(loops, "one_thread_each", record)
-    monkeypatch.setattr(loops.os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
     w, xs, h0 = RNG.standard_normal((3, 3)), RNG.standard_normal((4, 2, 3)), np.zeros((2, 3))
     f = fc.jit(lambda w, xs, h0: _rnn(w, xs, h0), backend="cpu")
     f(w, xs, h0)

@@ -24,14 +24,13 @@ step: 78 ms against 98 ms on one thread).
 from __future__ import annotations
 
 import contextlib
-import os
 
 import numpy as np
 
 from ir import passes
 from ir import primitives as P
 
-from .blas import one_thread_each
+from .blas import busy, one_thread_each
 from .loop_rewrites import conds_as_selects, hoist_products
 from .plan import Blas, NativeLoop
 
@@ -72,16 +71,9 @@ def _has_gemms(exe) -> bool:
 def _blas_threads(gemms: bool):
     """OpenBLAS on one thread for a loop with gemms while the machine is busy (a
     one-minute load average above its cores), else as it is."""
-    if gemms and _busy():
+    if gemms and busy():
         return one_thread_each()
     return contextlib.nullcontext()
-
-
-def _busy() -> bool:
-    try:
-        return os.getloadavg()[0] >= (os.cpu_count() or 1) + 1
-    except (AttributeError, OSError):     # no load average on this platform
-        return False
 
 
 class _Layout:

@@ -397,14 +397,15 @@ def _pool():
 
 
 def get_num_threads() -> int:
-    """How many threads (the caller's included) a big kernel, sort or conv splits over."""
+    """How many threads (the caller's included) a big kernel, sort, conv or product splits
+    over."""
     return _WORKERS
 
 
 def set_num_threads(n: int):
-    """Split big kernels, sorts and convs over ``n`` threads in executables compiled from
-    now on (the compiled-graph cache is cleared; a ``jit`` function keeps the executables
-    it holds until ``functorch_core.clear_caches()``). The default is the environment
+    """Split big kernels, sorts, convs and products over ``n`` threads in executables
+    compiled from now on (the compiled-graph cache is cleared; a ``jit`` function keeps the
+    executables it holds until ``functorch_core.clear_caches()``). The default is the environment
     variable ``FUNCTORCH_CORE_NUM_THREADS``, else the number of cores."""
     global _WORKERS
     if type(n) is not int or n < 1:
