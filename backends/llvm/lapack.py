@@ -1,0 +1,281 @@
+"""solve, cholesky, det and slogdet as LAPACK calls batched in native code.
+
+The routines are the ones NumPy's ``linalg`` gufuncs call (in double precision, as NumPy
+computes float32 and complex64 too), from the same library when
+NumPy bundles its ILP64 OpenBLAS (``scipy_?gesv_64_``, ``?potrf``, ``?getrf``; 64-bit
+integers), else from SciPy's ``cython_lapack`` capsules (32-bit integers). Each matrix is
+first copied into Fortran order as NumPy does, so solve and cholesky give NumPy's values
+to the last bit; det and slogdet take the diagonal of the LU factors from the same
+``?getrf`` and combine it in NumPy's order, but with NumPy's vectorized ``log``/``exp``
+(within an ulp or two of the C library's that NumPy's gufunc calls).
+
+A *batch call* is one native loop (an LLVM function per argument count) calling the
+routine once per matrix, every Fortran argument a pointer advanced by a fixed number of
+bytes per matrix; it runs through ctypes, which releases the GIL. Batches of small
+matrices (at most :data:`SPLIT_MAX_N` rows) are split over the runtime's threads with
+OpenBLAS held at one thread each; bigger matrices take OpenBLAS's own threads.
+
+An error LAPACK reports (``info > 0``: a singular matrix, one not positive definite) is
+raised as the interpreter raises it: ``LinAlgError`` naming the primitive and the shapes.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import math
+
+import numpy as np
+
+from ir import primitives as P
+
+from . import blas
+
+LinAlgError = np.linalg.LinAlgError
+# batches of matrices of at most this many rows are split over the runtime's threads
+SPLIT_MAX_N = 128
+# ... when the batch holds at least this many matrices
+SPLIT_MIN_BATCH = 8
+_PREFIX = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
+           np.dtype(np.complex64): "c", np.dtype(np.complex128): "z"}
+_routines: dict = {}
+_trampolines: dict = {}
+# the loops' native code goes before the runtime's module globals do at interpreter exit
+atexit.register(_trampolines.clear)
+
+
+def _cython_lapack():
+    import scipy.linalg.cython_lapack as module
+    return module
+
+
+def routine(name: str):
+    """(address, integer dtype) of LAPACK's ``name`` (e.g. ``"dgesv"``): NumPy's OpenBLAS
+    (64-bit integers) when it is the BLAS in use and has it, else SciPy's (32-bit)."""
+    if name not in _routines:
+        lib = blas._numpy_lib[0] if blas.blas_int_bits() == 64 else None
+        symbol = f"scipy_{name}_64_"
+        if lib is not None and hasattr(lib, symbol):
+            address = ctypes.cast(getattr(lib, symbol), ctypes.c_void_p).value
+            _routines[name] = (address, np.dtype(np.int64))
+        else:
+            capsule = _cython_lapack().__pyx_capi__[name]
+            _routines[name] = (blas._capsule_pointer(capsule), np.dtype(np.int32))
+    return _routines[name]
+
+
+def _trampoline_ir(n_args: int, n_hidden: int, name: str) -> str:
+    """A function ``name(fn, lo, hi, bases, strides)`` calling ``fn`` for each i in
+    [lo, hi) with ``n_args`` pointers ``bases[j] + i * strides[j]`` then ``n_hidden``
+    Fortran string lengths of 1 (callers that ignore them take no harm)."""
+    lines = [f"define void @{name}(ptr %fn, i64 %lo, i64 %hi, ptr %bases, ptr %strides) {{",
+             "entry:", "  %go = icmp slt i64 %lo, %hi", "  br i1 %go, label %body, label %done",
+             "body:", "  %i = phi i64 [%lo, %entry], [%next, %body]"]
+    for j in range(n_args):
+        lines += [f"  %bp{j} = getelementptr ptr, ptr %bases, i64 {j}",
+                  f"  %b{j} = load ptr, ptr %bp{j}",
+                  f"  %sp{j} = getelementptr i64, ptr %strides, i64 {j}",
+                  f"  %s{j} = load i64, ptr %sp{j}",
+                  f"  %o{j} = mul i64 %i, %s{j}",
+                  f"  %a{j} = getelementptr i8, ptr %b{j}, i64 %o{j}"]
+    args = [f"ptr %a{j}" for j in range(n_args)] + ["i64 1"] * n_hidden
+    lines += [f"  call void %fn({', '.join(args)})", "  %next = add i64 %i, 1",
+              "  %more = icmp slt i64 %next, %hi", "  br i1 %more, label %body, label %done",
+              "done:", "  ret void", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def _trampoline(n_args: int, n_hidden: int):
+    """The ctypes-callable batch loop for routines of ``n_args`` pointer arguments."""
+    key = (n_args, n_hidden)
+    if key not in _trampolines:
+        from . import cache, runtime
+        name = f"fc_lapack_batch_{n_args}_{n_hidden}"
+        text = _trampoline_ir(n_args, n_hidden, name)
+        with runtime._lock:
+            runtime._engine()
+            digest = cache.key(text, runtime._state["target"])
+            native = runtime._add_module(text, digest, [name], "small")
+        proto = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
+                                 ctypes.c_void_p, ctypes.c_void_p)
+        fn = proto(native.addresses[name])
+        fn.native = native
+        _trampolines[key] = fn
+    return _trampolines[key]
+
+
+class BatchCall:
+    """``name`` over ``batch`` matrices: each argument an array (advanced by its bytes per
+    matrix, its first axis the batch) or a scalar (an integer, a character: the same cell
+    for every matrix)."""
+
+    def __init__(self, name, int_dtype, args, batch, n_hidden=0):
+        self.address, _ = routine(name)
+        self.batch = batch
+        self.keep, bases, strides = [], [], []
+        for a in args:
+            if isinstance(a, np.ndarray):
+                bases.append(a.ctypes.data)
+                strides.append(a.strides[0] if a.ndim else 0)
+            else:
+                cell = np.array([ord(a)] if isinstance(a, str) else [a],
+                                np.uint8 if isinstance(a, str) else int_dtype)
+                self.keep.append(cell)
+                bases.append(cell.ctypes.data)
+                strides.append(0)
+            self.keep.append(a)
+        self.bases = (ctypes.c_void_p * len(args))(*bases)
+        self.strides = (ctypes.c_int64 * len(args))(*strides)
+        self.fn = _trampoline(len(args), n_hidden)
+
+    def __call__(self, split: bool):
+        if not split or self.batch < SPLIT_MIN_BATCH:
+            self.fn(self.address, 0, self.batch, self.bases, self.strides)
+            return
+        from . import runtime
+        parts = min(runtime._WORKERS, self.batch)
+        if parts <= 1:
+            self.fn(self.address, 0, self.batch, self.bases, self.strides)
+            return
+        per = -(-self.batch // parts)
+        bounds = [(lo, min(lo + per, self.batch)) for lo in range(0, self.batch, per)]
+        with blas.one_thread_each():
+            futures = [runtime._pool().submit(self.fn, self.address, lo, hi, self.bases,
+                                              self.strides) for lo, hi in bounds[1:]]
+            self.fn(self.address, *bounds[0], self.bases, self.strides)
+            for f in futures:
+                f.result()
+
+
+def _wide(dtype):
+    """The dtype NumPy's linalg computes ``dtype`` in: double precision (float32 and
+    complex64 results are rounded from it)."""
+    return np.dtype(np.complex128 if np.dtype(dtype).kind == "c" else np.float64)
+
+
+def _fortran(a, batch, rows, cols):
+    """Each (rows, cols) matrix of ``a`` copied into Fortran order in double precision:
+    (batch, cols, rows)."""
+    out = np.empty((batch, cols, rows), _wide(a.dtype))
+    np.copyto(out, a.reshape(batch, rows, cols).transpose(0, 2, 1))
+    return out
+
+
+def _shapes(*arrays):
+    return " and ".join(str(a.shape) for a in arrays)
+
+
+def solve(a, b, out):
+    """``a^-1 b`` into ``out`` through ?gesv (NumPy's routine) on Fortran copies."""
+    n, k = b.shape[-2:]
+    batch = math.prod(a.shape[:-2])
+    ints = routine(_PREFIX[_wide(a.dtype)] + "gesv")[1]
+    fa, fb = _fortran(a, batch, n, n), _fortran(b, batch, n, k)
+    ipiv, info = np.empty((batch, n), ints), np.empty(batch, ints)
+    BatchCall(_PREFIX[_wide(a.dtype)] + "gesv", ints, [n, k, fa, n, ipiv, fb, n, info],
+              batch)(n <= SPLIT_MAX_N)
+    if info.any():
+        raise LinAlgError(f"solve: Singular matrix (operand of shape {_shapes(a, b)})")
+    np.copyto(out.reshape(batch, n, k), fb.transpose(0, 2, 1), casting="unsafe")
+
+
+def cholesky(a, out):
+    """The lower Cholesky factor into ``out`` through ?potrf('L') on Fortran copies, the
+    upper triangle zeroed (NumPy's way)."""
+    n = a.shape[-1]
+    batch = math.prod(a.shape[:-2])
+    ints = routine(_PREFIX[_wide(a.dtype)] + "potrf")[1]
+    fa, info = _fortran(a, batch, n, n), np.empty(batch, ints)
+    BatchCall(_PREFIX[_wide(a.dtype)] + "potrf", ints, ["L", n, fa, n, info], batch,
+              n_hidden=1)(n <= SPLIT_MAX_N)
+    if info.any():
+        raise LinAlgError(f"cholesky: Matrix is not positive definite (operand of shape "
+                          f"{_shapes(a)})")
+    lower = out.reshape(batch, n, n)
+    np.copyto(lower, fa.transpose(0, 2, 1), casting="unsafe")
+    lower[:, ~np.tri(n, dtype=bool)] = 0
+
+
+def _slogdet(a):
+    """(sign, logabsdet) of each matrix: ?getrf, then NumPy's sequential walk along the
+    diagonal (the sign of the pivots, a product of signs, a sum of logs)."""
+    n = a.shape[-1]
+    batch = math.prod(a.shape[:-2])
+    ints = routine(_PREFIX[_wide(a.dtype)] + "getrf")[1]
+    fa, ipiv, info = _fortran(a, batch, n, n), np.empty((batch, n), ints), np.empty(batch, ints)
+    BatchCall(_PREFIX[_wide(a.dtype)] + "getrf", ints, [n, n, fa, n, ipiv, info],
+              batch)(n <= SPLIT_MAX_N)
+    real = np.empty(0, fa.dtype).real.dtype
+    swaps = np.count_nonzero(ipiv != np.arange(1, n + 1, dtype=ints), axis=1)
+    diag = fa.reshape(batch, n * n)[:, ::n + 1]
+    sign = np.where(swaps % 2, -1, 1).astype(fa.dtype)
+    logdet = np.zeros(batch, real)
+    with np.errstate(all="ignore"):
+        if a.dtype.kind == "c":
+            mag = np.abs(diag)
+            for i in range(n):
+                unit = np.empty(batch, fa.dtype)
+                unit.real, unit.imag = diag[:, i].real / mag[:, i], diag[:, i].imag / mag[:, i]
+                sign = sign * unit
+                logdet += np.log(mag[:, i])
+        else:
+            sign = sign * np.where(np.count_nonzero(diag < 0, axis=1) % 2, -1, 1)
+            mag = np.abs(diag)
+            for i in range(n):
+                logdet += np.log(mag[:, i])
+    singular = info > 0
+    sign[singular] = 0
+    logdet[singular] = -np.inf
+    return sign.reshape(a.shape[:-2]), logdet.reshape(a.shape[:-2])
+
+
+def slogdet(a, sign_out, logdet_out):
+    sign, logdet = _slogdet(a)
+    np.copyto(sign_out, sign, casting="unsafe")
+    np.copyto(logdet_out, logdet, casting="unsafe")
+
+
+def det(a, out):
+    sign, logdet = _slogdet(a)
+    with np.errstate(all="ignore"):
+        if a.dtype.kind == "c":
+            mag = np.exp(logdet)
+            out.real, out.imag = sign.real * mag, sign.imag * mag
+        else:
+            np.multiply(sign, np.exp(logdet), out=out, casting="unsafe")
+
+
+# primitive -> (the function taking the operands then one out array per result)
+LOWERED = {P.solve: solve, P.cholesky: cholesky, P.det: det, P.slogdet: slogdet}
+DTYPES = tuple(_PREFIX)
+
+
+def lowering_gap(eqn) -> str | None:
+    """Why a LOWERED primitive's equation still runs through the interpreter (None: it
+    lowers)."""
+    a = eqn.inputs[0].aval
+    if a.dtype not in DTYPES:
+        return f"{eqn.prim.name}: LAPACK has no {a.dtype} routine (interpreter)"
+    if any(v.aval.size == 0 for v in (*eqn.inputs, *eqn.outputs)):
+        return f"{eqn.prim.name} of an empty operand (interpreter)"
+    return None
+
+
+def lapack_step(step, plan, arena: set):
+    """The runtime step of a plan's :class:`~backends.llvm.plan.Lapack` step: results in
+    the arena when they are intermediates, else in fresh arrays."""
+    fn = LOWERED[step.eqn.prim]
+    shapes = [plan.slots[s] for s in step.outputs]
+
+    def run(bufs):
+        args = []
+        for r in step.inputs:
+            arr = np.asarray(r[1]) if r[0] == "lit" else bufs[r[1]]
+            args.append(arr if r[0] == "lit" or arr.shape == r[2] else arr.reshape(r[2]))
+        outs = []
+        for slot, (shape, dtype) in zip(step.outputs, shapes, strict=True):
+            if slot not in arena:
+                bufs[slot] = np.empty(shape, dtype)
+            outs.append(bufs[slot])
+        fn(*args, *outs)
+    return run
