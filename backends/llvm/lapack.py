@@ -32,8 +32,9 @@ from ir import primitives as P
 from . import blas
 
 LinAlgError = np.linalg.LinAlgError
-# batches of matrices of at most this many rows are split over the runtime's threads
-SPLIT_MAX_N = 128
+# batches of matrices of at most this many rows are split over the runtime's threads (OpenBLAS
+# runs such a matrix on one thread anyway: the same bits as NumPy's call)
+SPLIT_MAX_N = 64
 # ... when the batch holds at least this many matrices
 SPLIT_MIN_BATCH = 8
 _PREFIX = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
@@ -192,8 +193,8 @@ def cholesky(a, out):
         raise LinAlgError(f"cholesky: Matrix is not positive definite (operand of shape "
                           f"{_shapes(a)})")
     lower = out.reshape(batch, n, n)
-    np.copyto(lower, fa.transpose(0, 2, 1), casting="unsafe")
-    lower[:, ~np.tri(n, dtype=bool)] = 0
+    lower.fill(0)
+    np.copyto(lower, fa.transpose(0, 2, 1), casting="unsafe", where=np.tri(n, dtype=bool))
 
 
 def _slogdet(a):
@@ -205,24 +206,19 @@ def _slogdet(a):
     fa, ipiv, info = _fortran(a, batch, n, n), np.empty((batch, n), ints), np.empty(batch, ints)
     BatchCall(_PREFIX[_wide(a.dtype)] + "getrf", ints, [n, n, fa, n, ipiv, info],
               batch)(n <= SPLIT_MAX_N)
-    real = np.empty(0, fa.dtype).real.dtype
     swaps = np.count_nonzero(ipiv != np.arange(1, n + 1, dtype=ints), axis=1)
     diag = fa.reshape(batch, n * n)[:, ::n + 1]
     sign = np.where(swaps % 2, -1, 1).astype(fa.dtype)
-    logdet = np.zeros(batch, real)
+    # accumulate (sequential, unlike a sum's pairwise order) walks the diagonal in order
     with np.errstate(all="ignore"):
+        mag = np.abs(diag)
+        logdet = np.add.accumulate(np.log(mag), axis=1)[:, -1]
         if a.dtype.kind == "c":
-            mag = np.abs(diag)
-            for i in range(n):
-                unit = np.empty(batch, fa.dtype)
-                unit.real, unit.imag = diag[:, i].real / mag[:, i], diag[:, i].imag / mag[:, i]
-                sign = sign * unit
-                logdet += np.log(mag[:, i])
+            unit = np.empty(diag.shape, fa.dtype)
+            unit.real, unit.imag = diag.real / mag, diag.imag / mag
+            sign *= np.multiply.accumulate(unit, axis=1)[:, -1]
         else:
-            sign = sign * np.where(np.count_nonzero(diag < 0, axis=1) % 2, -1, 1)
-            mag = np.abs(diag)
-            for i in range(n):
-                logdet += np.log(mag[:, i])
+            sign[np.count_nonzero(diag < 0, axis=1) % 2 == 1] *= -1
     singular = info > 0
     sign[singular] = 0
     logdet[singular] = -np.inf
