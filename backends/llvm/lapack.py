@@ -50,14 +50,24 @@ def _cython_lapack():
     return module
 
 
+def _numpy_lapack():
+    """NumPy's OpenBLAS when it is the BLAS in use and has every routine this module calls
+    (then all come from it, with its 64-bit integers), else None."""
+    if "numpy" not in _routines:
+        lib = blas._numpy_lib[0] if blas.blas_int_bits() == 64 else None
+        names = [p + r for p in "sdcz" for r in ("gesv", "potrf", "getrf")]
+        ok = lib is not None and all(hasattr(lib, f"scipy_{n}_64_") for n in names)
+        _routines["numpy"] = lib if ok else None
+    return _routines["numpy"]
+
+
 def routine(name: str):
     """(address, integer dtype) of LAPACK's ``name`` (e.g. ``"dgesv"``): NumPy's OpenBLAS
-    (64-bit integers) when it is the BLAS in use and has it, else SciPy's (32-bit)."""
+    (64-bit integers) when :func:`_numpy_lapack` has it, else SciPy's (32-bit)."""
     if name not in _routines:
-        lib = blas._numpy_lib[0] if blas.blas_int_bits() == 64 else None
-        symbol = f"scipy_{name}_64_"
-        if lib is not None and hasattr(lib, symbol):
-            address = ctypes.cast(getattr(lib, symbol), ctypes.c_void_p).value
+        lib = _numpy_lapack()
+        if lib is not None:
+            address = ctypes.cast(getattr(lib, f"scipy_{name}_64_"), ctypes.c_void_p).value
             _routines[name] = (address, np.dtype(np.int64))
         else:
             capsule = _cython_lapack().__pyx_capi__[name]
@@ -154,11 +164,10 @@ def _wide(dtype):
     return np.dtype(np.complex128 if np.dtype(dtype).kind == "c" else np.float64)
 
 
-def _fortran(a, batch, rows, cols):
-    """Each (rows, cols) matrix of ``a`` copied into Fortran order in double precision:
-    (batch, cols, rows)."""
-    out = np.empty((batch, cols, rows), _wide(a.dtype))
-    np.copyto(out, a.reshape(batch, rows, cols).transpose(0, 2, 1))
+def _fortran(a, out, rows, cols):
+    """Each (rows, cols) matrix of ``a`` copied into Fortran order in double precision,
+    into ``out`` (batch, cols, rows)."""
+    np.copyto(out, a.reshape(-1, rows, cols).transpose(0, 2, 1))
     return out
 
 
@@ -166,47 +175,48 @@ def _shapes(*arrays):
     return " and ".join(str(a.shape) for a in arrays)
 
 
-def solve(a, b, out):
+def _name(dtype, routine_name):
+    return _PREFIX[_wide(dtype)] + routine_name
+
+
+def solve(a, b, out, scratch):
     """``a^-1 b`` into ``out`` through ?gesv (NumPy's routine) on Fortran copies."""
     n, k = b.shape[-2:]
-    batch = math.prod(a.shape[:-2])
-    ints = routine(_PREFIX[_wide(a.dtype)] + "gesv")[1]
-    fa, fb = _fortran(a, batch, n, n), _fortran(b, batch, n, k)
-    ipiv, info = np.empty((batch, n), ints), np.empty(batch, ints)
-    BatchCall(_PREFIX[_wide(a.dtype)] + "gesv", ints, [n, k, fa, n, ipiv, fb, n, info],
-              batch)(n <= SPLIT_MAX_N)
+    fa, fb, ipiv, info = scratch
+    _fortran(a, fa, n, n), _fortran(b, fb, n, k)
+    BatchCall(_name(a.dtype, "gesv"), info.dtype, [n, k, fa, n, ipiv, fb, n, info],
+              len(info))(n <= SPLIT_MAX_N)
     if info.any():
         raise LinAlgError(f"solve: Singular matrix (operand of shape {_shapes(a, b)})")
-    np.copyto(out.reshape(batch, n, k), fb.transpose(0, 2, 1), casting="unsafe")
+    np.copyto(out.reshape(-1, n, k), fb.transpose(0, 2, 1), casting="unsafe")
 
 
-def cholesky(a, out):
+def cholesky(a, out, scratch):
     """The lower Cholesky factor into ``out`` through ?potrf('L') on Fortran copies, the
     upper triangle zeroed (NumPy's way)."""
     n = a.shape[-1]
-    batch = math.prod(a.shape[:-2])
-    ints = routine(_PREFIX[_wide(a.dtype)] + "potrf")[1]
-    fa, info = _fortran(a, batch, n, n), np.empty(batch, ints)
-    BatchCall(_PREFIX[_wide(a.dtype)] + "potrf", ints, ["L", n, fa, n, info], batch,
+    fa, info = scratch
+    _fortran(a, fa, n, n)
+    BatchCall(_name(a.dtype, "potrf"), info.dtype, ["L", n, fa, n, info], len(info),
               n_hidden=1)(n <= SPLIT_MAX_N)
     if info.any():
         raise LinAlgError(f"cholesky: Matrix is not positive definite (operand of shape "
                           f"{_shapes(a)})")
-    lower = out.reshape(batch, n, n)
+    lower = out.reshape(-1, n, n)
     lower.fill(0)
     np.copyto(lower, fa.transpose(0, 2, 1), casting="unsafe", where=np.tri(n, dtype=bool))
 
 
-def _slogdet(a):
+def _slogdet(a, scratch):
     """(sign, logabsdet) of each matrix: ?getrf, then NumPy's sequential walk along the
     diagonal (the sign of the pivots, a product of signs, a sum of logs)."""
     n = a.shape[-1]
-    batch = math.prod(a.shape[:-2])
-    ints = routine(_PREFIX[_wide(a.dtype)] + "getrf")[1]
-    fa, ipiv, info = _fortran(a, batch, n, n), np.empty((batch, n), ints), np.empty(batch, ints)
-    BatchCall(_PREFIX[_wide(a.dtype)] + "getrf", ints, [n, n, fa, n, ipiv, info],
+    fa, ipiv, info = scratch
+    batch = len(info)
+    _fortran(a, fa, n, n)
+    BatchCall(_name(a.dtype, "getrf"), info.dtype, [n, n, fa, n, ipiv, info],
               batch)(n <= SPLIT_MAX_N)
-    swaps = np.count_nonzero(ipiv != np.arange(1, n + 1, dtype=ints), axis=1)
+    swaps = np.count_nonzero(ipiv != np.arange(1, n + 1, dtype=info.dtype), axis=1)
     diag = fa.reshape(batch, n * n)[:, ::n + 1]
     sign = np.where(swaps % 2, -1, 1).astype(fa.dtype)
     # accumulate (sequential, unlike a sum's pairwise order) walks the diagonal in order
@@ -225,14 +235,14 @@ def _slogdet(a):
     return sign.reshape(a.shape[:-2]), logdet.reshape(a.shape[:-2])
 
 
-def slogdet(a, sign_out, logdet_out):
-    sign, logdet = _slogdet(a)
+def slogdet(a, sign_out, logdet_out, scratch):
+    sign, logdet = _slogdet(a, scratch)
     np.copyto(sign_out, sign, casting="unsafe")
     np.copyto(logdet_out, logdet, casting="unsafe")
 
 
-def det(a, out):
-    sign, logdet = _slogdet(a)
+def det(a, out, scratch):
+    sign, logdet = _slogdet(a, scratch)
     with np.errstate(all="ignore"):
         if a.dtype.kind == "c":
             mag = np.exp(logdet)
@@ -241,8 +251,25 @@ def det(a, out):
             np.multiply(sign, np.exp(logdet), out=out, casting="unsafe")
 
 
-# primitive -> (the function taking the operands then one out array per result)
+# primitive -> the function taking the operands, one out array per result, then the list
+# of its scratch arrays (scratch_shapes)
 LOWERED = {P.solve: solve, P.cholesky: cholesky, P.det: det, P.slogdet: slogdet}
+
+
+def scratch_shapes(eqn) -> list:
+    """(shape, dtype) of each scratch array ``eqn``'s step takes: the Fortran copies in
+    double precision, LAPACK's pivots and info codes. They live in the arena (reused
+    memory: no page faults on every call)."""
+    a = eqn.inputs[0].aval
+    n, batch, wide = a.shape[-1], math.prod(a.shape[:-2]), _wide(a.dtype)
+    ints = routine(_name(a.dtype, "getrf"))[1]
+    matrix, pivots, info = ((batch, n, n), wide), ((batch, n), ints), ((batch,), ints)
+    if eqn.prim is P.solve:
+        rhs = ((batch, eqn.inputs[1].aval.shape[-1], n), wide)
+        return [matrix, rhs, pivots, info]
+    if eqn.prim is P.cholesky:
+        return [matrix, info]
+    return [matrix, pivots, info]
 DTYPES = tuple(_PREFIX)
 
 
@@ -273,5 +300,5 @@ def lapack_step(step, plan, arena: set):
             if slot not in arena:
                 bufs[slot] = np.empty(shape, dtype)
             outs.append(bufs[slot])
-        fn(*args, *outs)
+        fn(*args, *outs, [bufs[s] for s in step.scratch])
     return run

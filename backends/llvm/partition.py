@@ -633,7 +633,8 @@ class Partitioner:
     def lapack(self, eqn):
         """solve/cholesky/det/slogdet: batched LAPACK calls on materialized operands."""
         inputs, outs = self._materialized(eqn)
-        self.steps.append(Lapack(eqn, inputs, outs))
+        scratch = [self.new_slot(shape, dtype) for shape, dtype in lapack.scratch_shapes(eqn)]
+        self.steps.append(Lapack(eqn, inputs, outs, scratch))
 
     def loop(self, eqn):
         """cond/while/scan: a Loop step; ``loops.py`` compiles the bodies once."""

@@ -176,6 +176,7 @@ class Lapack:
     eqn: object
     inputs: list          # ("slot", slot, shape) | ("lit", value)
     outputs: list         # slots
+    scratch: list         # slots (in the arena): lapack.scratch_shapes
 
 
 @dataclass(eq=False)

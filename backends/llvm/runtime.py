@@ -560,6 +560,8 @@ def step_slots(step) -> tuple[set, set]:
         return refs([step.lhs, step.rhs]), {step.out}
     if isinstance(step, Sort):
         return set(step.inputs) | {step.scratch}, set(step.outputs) | {step.scratch}
+    if isinstance(step, Lapack):
+        return refs(step.inputs) | set(step.scratch), set(step.outputs) | set(step.scratch)
     return refs(step.inputs), set(step.outputs)
 
 
