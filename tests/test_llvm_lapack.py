@@ -125,6 +125,16 @@ def test_det_and_slogdet_match_numpy(dtype, lead, n):
     assert np.all(err <= (bound * np.abs(want_det))[finite]), (det, want_det)
 
 
+@pytest.mark.filterwarnings("ignore:Diagonal number")      # the reference's, on singular
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("lead,n", SHAPES)
+def test_lu_is_scipys_to_the_bit(dtype, lead, n):
+    rng = np.random.default_rng(n + 3)
+    a = _rand(rng, lead + (n, n), dtype)
+    a[(0,) * len(lead)][1] = 0                   # a singular matrix still factors
+    _assert_bitwise(*_native_and_reference(P.lu, a))
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_singular_matrices_give_numpys_zero_determinant(dtype):
     a = np.ones((3, 4, 4), dtype)
@@ -179,6 +189,30 @@ def test_empty_and_integer_operands_stay_in_the_interpreter():
     assert [type(s).__name__ for s in exe.plan.steps] == ["Fallback"]
     assert exe([np.zeros((0, 3, 3))])[0].shape == (0,)
     assert lapack.DTYPES == tuple(DTYPES)
+
+
+def test_scipys_32_bit_lapack_when_numpy_has_none(monkeypatch):
+    """Without NumPy's ILP64 OpenBLAS every routine comes from SciPy's capsules, with
+    32-bit integers (another OpenBLAS build: NumPy's values within rounding)."""
+    from backends.llvm import runtime
+    monkeypatch.setattr(lapack, "_routines", {"numpy": None})
+    runtime.clear_cache()
+    try:
+        rng = np.random.default_rng(11)
+        a = _spd(rng, (30,), 8, np.dtype(np.float64))
+        b = _rand(rng, (30, 8, 2), np.dtype(np.float64))
+        exe, _ = _compiled(P.solve, a, b)
+        assert exe.plan.slots[exe.plan.steps[0].scratch[-1]][1] == np.int32
+        np.testing.assert_allclose(exe([a, b])[0], np.linalg.solve(a, b), rtol=1e-12)
+        (low,), _ = _native_and_reference(P.cholesky, a)
+        np.testing.assert_allclose(low, np.linalg.cholesky(a), rtol=1e-12, atol=1e-14)
+        (_, logdet), _ = _native_and_reference(P.slogdet, a)
+        np.testing.assert_allclose(logdet, np.linalg.slogdet(a)[1], rtol=1e-12)
+        with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
+            _compiled(P.solve, np.zeros((2, 3, 3)), np.ones((2, 3, 1)))[0](
+                [np.zeros((2, 3, 3)), np.ones((2, 3, 1))])
+    finally:
+        runtime.clear_cache()
 
 
 def test_lowered_primitives_leave_the_fallback_table():

@@ -1,13 +1,17 @@
-"""solve, cholesky, det and slogdet as LAPACK calls batched in native code.
+"""solve, cholesky, det, slogdet and lu as LAPACK calls batched in native code.
 
-The routines are the ones NumPy's ``linalg`` gufuncs call (in double precision, as NumPy
-computes float32 and complex64 too), from the same library when
-NumPy bundles its ILP64 OpenBLAS (``scipy_?gesv_64_``, ``?potrf``, ``?getrf``; 64-bit
-integers), else from SciPy's ``cython_lapack`` capsules (32-bit integers). Each matrix is
-first copied into Fortran order as NumPy does, so solve and cholesky give NumPy's values
-to the last bit; det and slogdet take the diagonal of the LU factors from the same
-``?getrf`` and combine it in NumPy's order, but with NumPy's vectorized ``log``/``exp``
-(within an ulp or two of the C library's that NumPy's gufunc calls).
+The routines are the ones the interpreter's NumPy/SciPy functions call, from the same library:
+
+- solve (``?gesv``), cholesky (``?potrf``), det and slogdet (``?getrf``): NumPy's gufuncs'
+  routines, in double precision as NumPy computes float32 and complex64 too, from its
+  bundled ILP64 OpenBLAS (``scipy_dgesv_64_``...; 64-bit integers), else from SciPy's
+  ``cython_lapack`` capsules (32-bit integers). Each matrix is copied into Fortran order
+  as NumPy does, so solve and cholesky give NumPy's values to the last bit. det and
+  slogdet walk the diagonal of the factors in NumPy's order, but with NumPy's vectorized
+  ``log``/``exp`` and complex multiply where the gufunc calls the C library's and its
+  own: within a few ulps (tests/test_llvm_lapack.py says how many).
+- lu: SciPy's ``?getrf`` in the operand's own precision, what ``scipy.linalg.lu_factor``
+  calls: SciPy's values to the last bit (without its warning on a singular matrix).
 
 A *batch call* is one native loop (an LLVM function per argument count) calling the
 routine once per matrix, every Fortran argument a pointer advanced by a fixed number of
@@ -61,18 +65,20 @@ def _numpy_lapack():
     return _routines["numpy"]
 
 
-def routine(name: str):
+def routine(name: str, scipy: bool = False):
     """(address, integer dtype) of LAPACK's ``name`` (e.g. ``"dgesv"``): NumPy's OpenBLAS
-    (64-bit integers) when :func:`_numpy_lapack` has it, else SciPy's (32-bit)."""
-    if name not in _routines:
-        lib = _numpy_lapack()
+    (64-bit integers) when :func:`_numpy_lapack` has it and ``scipy`` is false, else
+    SciPy's (32-bit: the one ``scipy.linalg`` calls)."""
+    key = (name, scipy)
+    if key not in _routines:
+        lib = None if scipy else _numpy_lapack()
         if lib is not None:
             address = ctypes.cast(getattr(lib, f"scipy_{name}_64_"), ctypes.c_void_p).value
-            _routines[name] = (address, np.dtype(np.int64))
+            _routines[key] = (address, np.dtype(np.int64))
         else:
             capsule = _cython_lapack().__pyx_capi__[name]
-            _routines[name] = (blas._capsule_pointer(capsule), np.dtype(np.int32))
-    return _routines[name]
+            _routines[key] = (blas._capsule_pointer(capsule), np.dtype(np.int32))
+    return _routines[key]
 
 
 def _trampoline_ir(n_args: int, n_hidden: int, name: str) -> str:
@@ -116,12 +122,12 @@ def _trampoline(n_args: int, n_hidden: int):
 
 
 class BatchCall:
-    """``name`` over ``batch`` matrices: each argument an array (advanced by its bytes per
-    matrix, its first axis the batch) or a scalar (an integer, a character: the same cell
-    for every matrix)."""
+    """``name`` (:func:`routine`) over ``batch`` matrices: each argument an array (advanced
+    by its bytes per matrix, its first axis the batch) or a scalar (an integer, a
+    character: the same cell for every matrix)."""
 
-    def __init__(self, name, int_dtype, args, batch, n_hidden=0):
-        self.address, _ = routine(name)
+    def __init__(self, name, int_dtype, args, batch, n_hidden=0, scipy=False):
+        self.address, _ = routine(name, scipy)
         self.batch = batch
         self.keep, bases, strides = [], [], []
         for a in args:
@@ -251,9 +257,32 @@ def det(a, out, scratch):
             np.multiply(sign, np.exp(logdet), out=out, casting="unsafe")
 
 
+def lu(a, lu_out, pivots_out, permutation_out, scratch):
+    """LU with partial pivoting through SciPy's ?getrf in ``a``'s own precision (what
+    ``scipy.linalg.lu_factor`` calls): the factors, LAPACK's row swaps 0-based, and the
+    row order they make. A singular matrix still factors (U has a zero)."""
+    n = a.shape[-1]
+    fa, ipiv, info = scratch
+    batch = len(info)
+    _fortran(a, fa, n, n)
+    BatchCall(_PREFIX[a.dtype] + "getrf", info.dtype, [n, n, fa, n, ipiv, info], batch,
+              scipy=True)(n <= SPLIT_MAX_N)
+    np.copyto(lu_out.reshape(batch, n, n), fa.transpose(0, 2, 1))
+    pivots = pivots_out.reshape(batch, n)
+    np.subtract(ipiv, 1, out=pivots, casting="unsafe")
+    perm = permutation_out.reshape(batch, n)
+    perm[...] = np.arange(n, dtype=perm.dtype)
+    rows = np.arange(batch)
+    for k in range(n):
+        to = pivots[:, k]
+        here = perm[:, k].copy()
+        perm[:, k] = perm[rows, to]
+        perm[rows, to] = here
+
+
 # primitive -> the function taking the operands, one out array per result, then the list
 # of its scratch arrays (scratch_shapes)
-LOWERED = {P.solve: solve, P.cholesky: cholesky, P.det: det, P.slogdet: slogdet}
+LOWERED = {P.solve: solve, P.cholesky: cholesky, P.det: det, P.slogdet: slogdet, P.lu: lu}
 
 
 def scratch_shapes(eqn) -> list:
@@ -262,6 +291,9 @@ def scratch_shapes(eqn) -> list:
     memory: no page faults on every call)."""
     a = eqn.inputs[0].aval
     n, batch, wide = a.shape[-1], math.prod(a.shape[:-2]), _wide(a.dtype)
+    if eqn.prim is P.lu:
+        ints = routine(_PREFIX[a.dtype] + "getrf", scipy=True)[1]
+        return [((batch, n, n), a.dtype), ((batch, n), ints), ((batch,), ints)]
     ints = routine(_name(a.dtype, "getrf"))[1]
     matrix, pivots, info = ((batch, n, n), wide), ((batch, n), ints), ((batch,), ints)
     if eqn.prim is P.solve:
