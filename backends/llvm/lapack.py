@@ -271,9 +271,16 @@ def lu(a, lu_out, pivots_out, permutation_out, scratch):
     pivots = pivots_out.reshape(batch, n)
     np.subtract(ipiv, 1, out=pivots, casting="unsafe")
     perm = permutation_out.reshape(batch, n)
+    if batch < n:       # the swaps one matrix at a time, on Python ints
+        for i in range(batch):
+            order = list(range(n))
+            for k, j in enumerate(pivots[i].tolist()):
+                order[k], order[j] = order[j], order[k]
+            perm[i] = order
+        return
     perm[...] = np.arange(n, dtype=perm.dtype)
     rows = np.arange(batch)
-    for k in range(n):
+    for k in range(n):      # the k-th swap of every matrix at once
         to = pivots[:, k]
         here = perm[:, k].copy()
         perm[:, k] = perm[rows, to]
