@@ -228,3 +228,10 @@ def test_solve_matches_numpy_for_any_batch(batch, n, k, dtype, seed):
     got = fc.jit(fnp.linalg.solve)(a, b)
     want = np.linalg.solve(a, b)
     np.testing.assert_array_equal(got, want, strict=True)
+
+
+def test_compile_library_refuses_a_lapack_step(tmp_path):
+    from backends.llvm.aot import NotNativeError
+    exported = fc.export(np.linalg.cholesky, np.eye(3))
+    with pytest.raises(NotNativeError, match="cholesky runs as Python-driven LAPACK calls"):
+        exported.compile_library(tmp_path / "c.so", "c")
