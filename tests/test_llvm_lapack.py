@@ -28,8 +28,8 @@ from ir import primitives as P
 CPU = registry.get("cpu")
 DTYPES = [np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128)]
 # (batch shape, n): unbatched, batched over two axes, a batch split over threads
-# (n <= SPLIT_MAX_N), matrices big enough for OpenBLAS's own threads
-SHAPES = [((), 5), ((2, 3), 4), ((24,), 16), ((3,), lapack.SPLIT_MAX_N + 36)]
+# (n <= SPLIT_MAX_N), matrices big enough for OpenBLAS's own threads, 1x1 matrices
+SHAPES = [((), 5), ((2, 3), 4), ((24,), 16), ((3,), lapack.SPLIT_MAX_N + 36), ((4,), 1)]
 ULPS = 4
 
 
@@ -49,17 +49,17 @@ def _spd(rng, lead, n, dtype):
     return (a @ np.conj(np.swapaxes(a, -1, -2)) + n * np.eye(n)).astype(dtype)
 
 
-def _compiled(prim, *args):
+def _compiled(prim, *args, **params):
     b = Builder()
     ins = [b.input(a.shape, a.dtype) for a in args]
-    out = b(prim, *ins)
+    out = b(prim, *ins, **params)
     graph = b.graph(*(out if prim.multiple_results else (out,)))
     exe = CPU.compile(graph)
     return exe, graph
 
 
-def _native_and_reference(prim, *args):
-    exe, graph = _compiled(prim, *args)
+def _native_and_reference(prim, *args, **params):
+    exe, graph = _compiled(prim, *args, **params)
     assert [type(s).__name__ for s in exe.plan.steps] == ["Lapack"]
     got = exe(list(args))
     with np.errstate(all="ignore"):
@@ -131,8 +131,25 @@ def test_det_and_slogdet_match_numpy(dtype, lead, n):
 def test_lu_is_scipys_to_the_bit(dtype, lead, n):
     rng = np.random.default_rng(n + 3)
     a = _rand(rng, lead + (n, n), dtype)
-    a[(0,) * len(lead)][1] = 0                   # a singular matrix still factors
+    a[(0,) * len(lead)][-1] = 0                  # a singular matrix still factors
     _assert_bitwise(*_native_and_reference(P.lu, a))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("lead,n", SHAPES)
+@pytest.mark.parametrize("left_side,lower,transpose_a,conjugate_a,unit_diagonal", [
+    (True, True, False, False, False), (True, False, True, False, True),
+    (True, True, True, True, False), (True, False, False, True, False),
+    (False, True, False, False, False), (False, False, True, False, False),
+    (False, True, True, True, True), (False, False, False, True, False)])
+def test_triangular_solve_is_scipys_to_the_bit(dtype, lead, n, left_side, lower, transpose_a,
+                                               conjugate_a, unit_diagonal):
+    rng = np.random.default_rng(n + 4)
+    a = _general(rng, lead, n, dtype)
+    b = _rand(rng, lead + ((n, 3) if left_side else (2, n)), dtype)
+    _assert_bitwise(*_native_and_reference(
+        P.triangular_solve, a, b, left_side=left_side, lower=lower, transpose_a=transpose_a,
+        conjugate_a=conjugate_a, unit_diagonal=unit_diagonal))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -160,6 +177,16 @@ def test_jit_raises_the_interpreters_errors(dtype):
         fnp.linalg.cholesky(not_pd)
     assert str(native.value) == str(reference.value)
     assert "cholesky: Matrix is not positive definite" in str(native.value)
+    tri = np.stack([np.eye(3), np.diag([1.0, 0.0, 1.0])]).astype(dtype)
+    graph_args = (tri, np.ones((2, 3, 1), dtype))
+    exe, graph = _compiled(P.triangular_solve, *graph_args, left_side=True, lower=True,
+                           transpose_a=False, conjugate_a=False, unit_diagonal=False)
+    with pytest.raises(np.linalg.LinAlgError) as native:
+        exe(list(graph_args))
+    with pytest.raises(np.linalg.LinAlgError) as reference:
+        run_graph(graph, list(graph_args))
+    assert str(native.value) == str(reference.value)
+    assert "resolution failed at diagonal 1" in str(native.value)
 
 
 def test_intermediate_results_in_the_arena():

@@ -1,4 +1,5 @@
-"""solve, cholesky, det, slogdet and lu as LAPACK calls batched in native code.
+"""solve, cholesky, det, slogdet, lu and triangular_solve as LAPACK calls batched in
+native code.
 
 The routines are the ones the interpreter's NumPy/SciPy functions call, from the same library:
 
@@ -12,6 +13,8 @@ The routines are the ones the interpreter's NumPy/SciPy functions call, from the
   own: within a few ulps (tests/test_llvm_lapack.py says how many).
 - lu: SciPy's ``?getrf`` in the operand's own precision, what ``scipy.linalg.lu_factor``
   calls: SciPy's values to the last bit (without its warning on a singular matrix).
+- triangular_solve: SciPy's ``?trtrs`` as ``scipy.linalg.solve_triangular`` calls it
+  (the interpreter calls it per matrix): SciPy's values to the last bit.
 
 A *batch call* is one native loop (an LLVM function per argument count) calling the
 routine once per matrix, every Fortran argument a pointer advanced by a fixed number of
@@ -287,9 +290,58 @@ def lu(a, lu_out, pivots_out, permutation_out, scratch):
         perm[rows, to] = here
 
 
+_TRANS = {"N": "T", "T": "N"}   # op(a) on a's rows read as a Fortran matrix (a^T)
+_RIGHT = {"N": "T", "T": "N", "C": "conj", "conj": "C"}   # op(a)^T as an op of a
+
+
+def _tri_op(left_side, transpose_a, conjugate_a):
+    """The op of a in the left-side solve: 'N', 'T', 'C' (conjugate transpose), 'conj'."""
+    op = ("C" if conjugate_a else "T") if transpose_a else ("conj" if conjugate_a else "N")
+    return op if left_side else _RIGHT[op]
+
+
+def triangular_solve(a, b, out, scratch, *, left_side, lower, transpose_a, conjugate_a,
+                     unit_diagonal):
+    """``op(a)^-1 b`` (or ``b op(a)^-1``) through SciPy's ?trtrs in the operands' own
+    precision, with the arguments ``scipy.linalg.solve_triangular`` passes for a
+    C-contiguous ``a`` (read in place as the Fortran a^T with the other triangle and the
+    other transpose; copied into Fortran order for a conjugate transpose). The right side
+    solves ``op(a)^T x^T = b^T``, whose Fortran right-hand side is ``b``'s own rows."""
+    n = a.shape[-1]
+    fa, fb, info = scratch
+    op = _tri_op(left_side, transpose_a, conjugate_a)
+    conj = op == "conj"
+    if conj:
+        op = "N"
+    if left_side:
+        _fortran(b, fb, n, b.shape[-1])
+    else:
+        np.copyto(fb, b.reshape(fb.shape))
+    if conj:
+        np.conjugate(fb, out=fb)
+    if op == "C" or n == 1:     # SciPy's Fortran-order branch (a 1x1 is both orders)
+        matrix, uplo, trans = _fortran(a, fa, n, n), "L" if lower else "U", op
+    else:
+        matrix, uplo, trans = a.reshape(-1, n, n), "U" if lower else "L", _TRANS[op]
+    BatchCall(_PREFIX[a.dtype] + "trtrs", info.dtype,
+              [uplo, trans, "U" if unit_diagonal else "N", n, fb.shape[1], matrix, n, fb, n,
+               info], len(info), n_hidden=3, scipy=True)(n <= SPLIT_MAX_N)
+    failed = np.flatnonzero(info)
+    if failed.size:
+        raise LinAlgError(f"triangular_solve: singular matrix: resolution failed at diagonal "
+                          f"{info[failed[0]] - 1} (operand of shape {_shapes(a, b)})")
+    if conj:
+        np.conjugate(fb, out=fb)
+    if left_side:
+        np.copyto(out.reshape(fb.shape[0], n, -1), fb.transpose(0, 2, 1))
+    else:
+        np.copyto(out.reshape(fb.shape), fb)
+
+
 # primitive -> the function taking the operands, one out array per result, then the list
 # of its scratch arrays (scratch_shapes)
-LOWERED = {P.solve: solve, P.cholesky: cholesky, P.det: det, P.slogdet: slogdet, P.lu: lu}
+LOWERED = {P.solve: solve, P.cholesky: cholesky, P.det: det, P.slogdet: slogdet, P.lu: lu,
+           P.triangular_solve: triangular_solve}
 
 
 def scratch_shapes(eqn) -> list:
@@ -298,6 +350,13 @@ def scratch_shapes(eqn) -> list:
     memory: no page faults on every call)."""
     a = eqn.inputs[0].aval
     n, batch, wide = a.shape[-1], math.prod(a.shape[:-2]), _wide(a.dtype)
+    if eqn.prim is P.triangular_solve:
+        ints = routine(_PREFIX[a.dtype] + "trtrs", scipy=True)[1]
+        b = eqn.inputs[1].aval.shape
+        rhs = (batch, b[-1], n) if eqn.params["left_side"] else (batch, b[-2], n)
+        p = eqn.params
+        copied = n == 1 or _tri_op(p["left_side"], p["transpose_a"], p["conjugate_a"]) == "C"
+        return [((batch, n, n) if copied else (0,), a.dtype), (rhs, a.dtype), ((batch,), ints)]
     if eqn.prim is P.lu:
         ints = routine(_PREFIX[a.dtype] + "getrf", scipy=True)[1]
         return [((batch, n, n), a.dtype), ((batch, n), ints), ((batch,), ints)]
@@ -327,6 +386,7 @@ def lapack_step(step, plan, arena: set):
     """The runtime step of a plan's :class:`~backends.llvm.plan.Lapack` step: results in
     the arena when they are intermediates, else in fresh arrays."""
     fn = LOWERED[step.eqn.prim]
+    params = step.eqn.params
     shapes = [plan.slots[s] for s in step.outputs]
 
     def run(bufs):
@@ -339,5 +399,5 @@ def lapack_step(step, plan, arena: set):
             if slot not in arena:
                 bufs[slot] = np.empty(shape, dtype)
             outs.append(bufs[slot])
-        fn(*args, *outs, [bufs[s] for s in step.scratch])
+        fn(*args, *outs, [bufs[s] for s in step.scratch], **params)
     return run

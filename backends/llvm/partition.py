@@ -54,7 +54,7 @@ FALLBACK = {
     P.custom_lin: "exists only inside differentiation passes",
     **{p: "LAPACK through NumPy/SciPy's linalg routines for the one equation (no native "
           "batched LAPACK call for it yet; backends/llvm/lapack.py has solve, cholesky, "
-          "det, slogdet, lu)" for p in P.LINALG if p not in lapack.LOWERED},
+          "det, slogdet, lu, triangular_solve)" for p in P.LINALG if p not in lapack.LOWERED},
     **{p: "scipy.special (Cephes) for the one equation: no native implementation yet"
        for p in (P.erfcx, P.digamma, P.polygamma, P.bessel_i0e, P.bessel_i1e, P.spence,
                  P.zeta, P.igamma, P.igammac, P.bessel_jv, P.betainc)},
@@ -631,7 +631,8 @@ class Partitioner:
         self.steps.append(Fallback(eqn, inputs, outs, reason))
 
     def lapack(self, eqn):
-        """solve/cholesky/det/slogdet/lu: batched LAPACK calls on materialized operands."""
+        """The linalg primitives lapack.LOWERED has: batched LAPACK calls on materialized
+        operands, with scratch slots in the arena."""
         inputs, outs = self._materialized(eqn)
         scratch = [self.new_slot(shape, dtype) for shape, dtype in lapack.scratch_shapes(eqn)]
         self.steps.append(Lapack(eqn, inputs, outs, scratch))
