@@ -262,3 +262,16 @@ def test_compile_library_refuses_a_lapack_step(tmp_path):
     exported = fc.export(np.linalg.cholesky, np.eye(3))
     with pytest.raises(NotNativeError, match="cholesky runs as Python-driven LAPACK calls"):
         exported.compile_library(tmp_path / "c.so", "c")
+
+
+def test_concurrent_calls_keep_their_own_scratch():
+    """Calls from several threads at once each take an arena of their own."""
+    from concurrent.futures import ThreadPoolExecutor
+    rng = np.random.default_rng(12)
+    f = fc.jit(fnp.linalg.solve)
+    cases = [(_general(rng, (16,), 12, np.dtype(np.float64)),
+              _rand(rng, (16, 12, 2), np.dtype(np.float64))) for _ in range(8)]
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda c: f(*c), cases * 3))
+    for g, (a, b) in zip(got, cases * 3, strict=True):
+        np.testing.assert_array_equal(g, np.linalg.solve(a, b), strict=True)
