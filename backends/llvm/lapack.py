@@ -20,7 +20,10 @@ A *batch call* is one native loop (an LLVM function per argument count) calling 
 routine once per matrix, every Fortran argument a pointer advanced by a fixed number of
 bytes per matrix; it runs through ctypes, which releases the GIL. Batches of small
 matrices (at most :data:`SPLIT_MAX_N` rows) are split over the runtime's threads with
-OpenBLAS held at one thread each; bigger matrices take OpenBLAS's own threads.
+NumPy's OpenBLAS held at one thread each (OpenBLAS runs such small matrices on one thread
+anyway, so the bits do not change); bigger matrices take OpenBLAS's own threads. The
+copies, pivots and info codes live in the executable's arena (scratch slots of the
+plan's :class:`~backends.llvm.plan.Lapack` step).
 
 An error LAPACK reports (``info > 0``: a singular matrix, one not positive definite) is
 raised as the interpreter raises it: ``LinAlgError`` naming the primitive and the shapes.
