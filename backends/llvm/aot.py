@@ -45,7 +45,7 @@ from llvmlite import ir
 from . import codegen, runtime, sort
 from .blas import GemmCall, _numpy_openblas, blas_int_bits, emit_gemm, gemm_layout
 from .partition import partition
-from .plan import Blas, Conv, Fallback, Kernel, Loop, Sort
+from .plan import Blas, Conv, Fallback, Kernel, Lapack, Loop, Sort
 
 I8, I32, I64, PTR = ir.IntType(8), ir.IntType(32), ir.IntType(64), ir.PointerType()
 _GEMM = {"f": "sgemm", "d": "dgemm", "F": "cgemm", "D": "zgemm"}
@@ -62,6 +62,10 @@ def _check_native(plan):
             raise NotNativeError(f"compile_library: {step.eqn.prim.name} runs in the "
                                  f"interpreter in this backend ({step.reason}); a shared "
                                  "library cannot call Python")
+        if isinstance(step, Lapack):
+            raise NotNativeError(f"compile_library: {step.eqn.prim.name} runs as "
+                                 "Python-driven LAPACK calls in this backend; a shared "
+                                 "library cannot hold it")
         if isinstance(step, Loop):
             raise NotNativeError(f"compile_library: {step.eqn.prim.name} is control flow run "
                                  "from Python in this backend; a shared library cannot hold it")

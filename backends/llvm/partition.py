@@ -23,12 +23,14 @@ from ir import dtypes
 from ir import primitives as P
 from ir.core import AbstractArray, Graph, Lit, Var
 
+from . import lapack
 from .ops import RULES, unsupported
 from .plan import (
     Blas,
     Conv,
     Fallback,
     Kernel,
+    Lapack,
     Loop,
     Op,
     Plan,
@@ -50,8 +52,9 @@ FALLBACK = {
     P.custom_vjp_call: "jit inlines it (passes.lower_custom); compiled as is, its body "
                        "graph runs through the interpreter",
     P.custom_lin: "exists only inside differentiation passes",
-    **{p: "LAPACK through NumPy's batched linalg routines for the one equation (native "
-          "LAPACK calls are not built yet)" for p in P.LINALG},
+    **{p: "LAPACK through NumPy/SciPy's linalg routines for the one equation (no native "
+          "batched LAPACK call for it yet; backends/llvm/lapack.py has solve, cholesky, "
+          "det, slogdet, lu, triangular_solve)" for p in P.LINALG if p not in lapack.LOWERED},
     **{p: "scipy.special (Cephes) for the one equation: no native implementation yet"
        for p in (P.erfcx, P.digamma, P.polygamma, P.bessel_i0e, P.bessel_i1e, P.spence,
                  P.zeta, P.igamma, P.igammac, P.bessel_jv, P.betainc)},
@@ -627,6 +630,13 @@ class Partitioner:
         inputs, outs = self._materialized(eqn)
         self.steps.append(Fallback(eqn, inputs, outs, reason))
 
+    def lapack(self, eqn):
+        """The linalg primitives lapack.LOWERED has: batched LAPACK calls on materialized
+        operands, with scratch slots in the arena."""
+        inputs, outs = self._materialized(eqn)
+        scratch = [self.new_slot(shape, dtype) for shape, dtype in lapack.scratch_shapes(eqn)]
+        self.steps.append(Lapack(eqn, inputs, outs, scratch))
+
     def loop(self, eqn):
         """cond/while/scan: a Loop step; ``loops.py`` compiles the bodies once."""
         inputs, outs = self._materialized(eqn)
@@ -671,6 +681,8 @@ def lowering_gap(eqn) -> str | None:
         return None
     if prim not in NATIVE:
         return FALLBACK.get(prim, "no native lowering and no fallback entry")
+    if prim in lapack.LOWERED:
+        return lapack.lowering_gap(eqn)
     reason = unsupported(eqn)
     if reason is not None:
         return reason
@@ -704,7 +716,7 @@ DISPATCH = {"view": Partitioner.layout, "reduction": Partitioner.reduction,
             "conv": Partitioner.conv, "window": Partitioner.window_reduction,
             "select_gather": Partitioner.select_and_gather,
             "select_scatter": Partitioner.select_and_scatter,
-            "control": Partitioner.loop,
+            "control": Partitioner.loop, "linalg": Partitioner.lapack,
             **{f: Partitioner.elementwise for f in ELEMENTWISE_FAMILIES}}
 _KIND = {**{p: "view" for p in VIEW_OPS}, P.gather: "dynamic", P.dynamic_slice: "dynamic",
          P.concatenate: "concatenate", P.pad: "pad", P.dynamic_update_slice: "update",
@@ -719,7 +731,7 @@ NATIVE = set(VIEW_RULES) | set(RULES) | set(P.REDUCTIONS) | {P.convert, P.iota, 
                                                                P.sort, P.threefry2x32,
                                                                P.conv_general_dilated,
                                                                *_WINDOW_REDUCE, *_SELECT_WINDOW,
-                                                               *P.CONTROL_FLOW}
+                                                               *P.CONTROL_FLOW, *lapack.LOWERED}
 
 
 def partition(graph: Graph) -> Plan:

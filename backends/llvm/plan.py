@@ -3,8 +3,8 @@
 A :class:`Plan` numbers every value's buffer as a *slot* (graph inputs first, then
 constants, then what the steps produce) and lists the steps in execution order:
 :class:`Kernel` (one native loop nest), :class:`Blas` (a gemm call) and
-:class:`Fallback` (one equation through the interpreter) and :class:`Sort` (a native
-sort along one dimension).
+:class:`Fallback` (one equation through the interpreter), :class:`Sort` (a native
+sort along one dimension) and :class:`Lapack` (batched LAPACK calls).
 """
 
 from __future__ import annotations
@@ -167,6 +167,16 @@ class Conv:
     rhs: tuple
     out: int
     params: dict
+
+
+@dataclass
+class Lapack:
+    """A linear-algebra equation as batched LAPACK calls (``backends/llvm/lapack.py``)."""
+
+    eqn: object
+    inputs: list          # ("slot", slot, shape) | ("lit", value)
+    outputs: list         # slots
+    scratch: list         # slots (in the arena): lapack.scratch_shapes
 
 
 @dataclass(eq=False)

@@ -46,9 +46,10 @@ from .. import profiling
 from . import cache, codegen, sort
 from .blas import DotGeneral, GemmCall, gemm_address, gemm_layout
 from .conv import Conv as ConvGemm
+from .lapack import lapack_step
 from .loops import loop_step
 from .partition import partition
-from .plan import Blas, Conv, Fallback, Kernel, Loop, Plan, Sort
+from .plan import Blas, Conv, Fallback, Kernel, Lapack, Loop, Plan, Sort
 
 _LIBM_NAMES = ("exp", "exp2", "expm1", "log", "log1p", "cbrt", "tanh", "sin", "cos", "tan",
                "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "pow",
@@ -560,6 +561,8 @@ def step_slots(step) -> tuple[set, set]:
         return refs([step.lhs, step.rhs]), {step.out}
     if isinstance(step, Sort):
         return set(step.inputs) | {step.scratch}, set(step.outputs) | {step.scratch}
+    if isinstance(step, Lapack):
+        return refs(step.inputs) | set(step.scratch), set(step.outputs) | set(step.scratch)
     return refs(step.inputs), set(step.outputs)
 
 
@@ -730,6 +733,8 @@ class Executable:
                 self.steps.append(_conv_step(step, plan, arena))
             elif isinstance(step, Loop):
                 self.steps.append(loop_step(step, arena))
+            elif isinstance(step, Lapack):
+                self.steps.append(lapack_step(step, plan, arena))
             else:
                 self.steps.append(_fallback_step(step, arena))
         # results the kernels write: allocated for each call, handed to the caller

@@ -1,0 +1,87 @@
+"""The linear-algebra primitives the cpu backend lowers to batched LAPACK calls
+(backends/llvm/lapack.py) against the same jit function with the equation run by the
+interpreter (NumPy/SciPy for the one equation: the backend before the lowering) and
+against NumPy/SciPy called directly, in one process, interleaved.
+
+Run from the repository root: ``python benchmarks/lapack.py [--quick]``. Medians over
+rounds of medians; ratios against NumPy/SciPy.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import scipy.linalg
+from _timing import median_time, report, result
+
+import functorch_core as fc
+import functorch_core.scipy.linalg as fsl
+from backends.llvm import lapack, runtime
+
+
+def _workloads(quick):
+    rng = np.random.default_rng(1)
+    nb = 512 if quick else 2048
+    batch = rng.normal(size=(1000, 32, 32)) + 32 * np.eye(32)
+    rhs = rng.normal(size=(1000, 32, 1))
+    spd = rng.normal(size=(nb, nb))
+    spd = spd @ spd.T + nb * np.eye(nb)
+    mid = rng.normal(size=(512, 512)) + 20 * np.eye(512)
+
+    def tri(a, b):
+        return scipy.linalg.solve_triangular(a, b, lower=True, check_finite=False)
+    return {
+        "solve 1000 x 32x32": (np.linalg.solve, np.linalg.solve, (batch, rhs)),
+        f"cholesky {nb}^2": (np.linalg.cholesky, np.linalg.cholesky, (spd,)),
+        "cholesky 1000 x 32x32": (np.linalg.cholesky, np.linalg.cholesky,
+                                  (batch @ batch.transpose(0, 2, 1),)),
+        "det 1000 x 32x32": (np.linalg.det, np.linalg.det, (batch,)),
+        "slogdet 512^2": (np.linalg.slogdet, np.linalg.slogdet, (mid,)),
+        "lu_factor 1000 x 32x32": (fsl.lu_factor,
+                                   lambda a: scipy.linalg.lu_factor(a, check_finite=False),
+                                   (batch,)),
+        "lu_factor 512^2": (fsl.lu_factor,
+                            lambda a: scipy.linalg.lu_factor(a, check_finite=False), (mid,)),
+        "solve_triangular 1000 x 32x32": (lambda a, b: fsl.solve_triangular(a, b, lower=True),
+                                          tri, (np.tril(batch), rhs)),
+        f"solve_triangular {nb}^2 x 64": (lambda a, b: fsl.solve_triangular(a, b, lower=True),
+                                          tri, (np.tril(spd), rng.normal(size=(nb, 64)))),
+    }
+
+
+def _jit(fn, args, native):
+    """``fn`` jitted with its LAPACK equations lowered (``native``) or interpreted."""
+    real = lapack.lowering_gap
+    if not native:
+        lapack.lowering_gap = lambda eqn: "benchmark: the interpreter's LAPACK call"
+    try:
+        runtime.clear_cache()
+        f = fc.jit(fn)
+        f(*args)
+    finally:
+        lapack.lowering_gap = real
+        runtime.clear_cache()
+    return f
+
+
+def main():
+    quick = "--quick" in sys.argv
+    rounds, repeats = (2, 3) if quick else (5, 5)
+    for title, (fn, ref, args) in _workloads(quick).items():
+        before, after = _jit(fn, args, False), _jit(fn, args, True)
+        times = {"NumPy/SciPy": [], "jit, interpreter's call": [], "jit, native LAPACK": []}
+        for _ in range(rounds):
+            for name, f in zip(times, (ref, before, after), strict=True):
+                times[name].append(median_time(lambda f=f, a=args: f(*a), repeats))
+        rows = {name: float(np.median(t)) for name, t in times.items()}
+        report(title, rows, "NumPy/SciPy")
+        result(title, rows["jit, native LAPACK"], numpy=rows["NumPy/SciPy"])
+
+
+if __name__ == "__main__":
+    main()
