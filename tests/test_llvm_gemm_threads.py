@@ -20,9 +20,11 @@ DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 
 @pytest.fixture(autouse=True, scope="module")
 def quiet():
-    """The load average read as below the cores: products split as on a quiet machine."""
+    """The load average read as below the cores, and row blocks split even so: these tests
+    check the split itself (the quiet-machine policy has its own test)."""
     with pytest.MonkeyPatch.context() as m:
         m.setattr(blas, "busy", lambda: False)
+        m.setattr(blas, "ROW_SPLIT_WHEN_QUIET", True)
         yield
 
 
@@ -240,3 +242,22 @@ def test_while_busy_only_the_biggest_products_split(monkeypatch, m, splits):
     assert (counting.submitted > 0) == splits
     np.testing.assert_array_equal(got, _one_thread(blas.DotGeneral(lshape, rshape, np.float32,
                                                                    dn), a, b))
+
+
+@pytest.mark.parametrize("busy", [False, True])
+def test_row_blocks_split_only_while_busy_batches_always(pool, monkeypatch, busy):
+    """On a quiet machine a row-split product runs as one gemm on OpenBLAS's own threads
+    (faster than re-packing the right operand per block); a batch split runs either way."""
+    monkeypatch.setattr(blas, "ROW_SPLIT_WHEN_QUIET", False)
+    monkeypatch.setattr(blas, "busy", lambda: busy)
+    monkeypatch.setattr(blas, "BUSY_SPLIT_MACS", 0)
+    rng = np.random.default_rng(5)
+    for batch, m in ((1, 960), (8, 96)):
+        lshape, rshape, dn = _problem(batch, m, 256, 512, False, False)
+        dot = blas.DotGeneral(lshape, rshape, np.float32, dn, parallel=lambda: pool, workers=2)
+        assert len(dot.parts) > 1
+        calls = []
+        monkeypatch.setattr(dot, "_split", lambda a, b, c, calls=calls: calls.append(1))
+        a, b = _operands(rng, lshape, rshape, np.float32)
+        dot(a, b)
+        assert bool(calls) == (busy or batch > 1)

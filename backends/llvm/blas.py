@@ -208,6 +208,7 @@ class DotGeneral:
         self.parallel, self._lay = parallel, lay
         self.workers = workers if parallel is not None else 1
         self.parts = split_parts(lay, self.workers, self.dtype)
+        self._row_split = len(self.parts) > 1 and self.parts[0].batch_hi == self.batch
         self._macs = self.batch * self.m * self.n * self.k
         self._ask_busy = parallel is not None and self._macs >= BUSY_ONE_THREAD_MACS
 
@@ -239,7 +240,8 @@ class DotGeneral:
         # thread it hands a part to may wait out a time slice (64x128 @ 128x9216 f32 under
         # load: 46 ms on OpenBLAS's 2 threads, 1.7 ms on one)
         busy_now = self._ask_busy and busy()
-        if len(self.parts) > 1 and not (busy_now and self._macs < BUSY_SPLIT_MACS):
+        if len(self.parts) > 1 and (busy_now or ROW_SPLIT_WHEN_QUIET or not self._row_split) \
+                and not (busy_now and self._macs < BUSY_SPLIT_MACS):
             self._split(a, b, c)
             return out
         ta, tb, n, m, k, alpha, ldb, lda, beta, ldc = self._refs
@@ -300,6 +302,10 @@ SPLIT_MACS = 1 << 25
 # not split, or splits but is below BUSY_SPLIT_MACS, runs on one OpenBLAS thread
 BUSY_ONE_THREAD_MACS = 1 << 20
 BUSY_SPLIT_MACS = 1 << 28
+# row blocks re-pack the right-hand operand per block: on a quiet machine OpenBLAS's own
+# threads are faster for them (an LSTM's weight gradients, 3200x256 @ 256x1024 f32, whole
+# step: 110 ms split vs 86 ms), so while quiet only batch blocks split
+ROW_SPLIT_WHEN_QUIET = False
 # a split product has up to this many parts per thread (a preempted thread holds back one)
 PARTS_PER_WORKER = 2
 # row blocks of a split product start at multiples of this many rows: a multiple of
