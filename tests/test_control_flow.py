@@ -489,8 +489,8 @@ def test_cpu_loops_keep_scalar_carries_and_run_zero_steps():
 
 
 def test_cpu_backend_keeps_the_loop():
-    from backends.llvm.plan import Loop
     from backends.llvm.runtime import compile_graph
+    from backends.planning.plan import Loop
     graph = fc.make_graph(lambda x: lax.fori_loop(0, 1000, lambda i, c: np.sin(c) + 1.0, x))(
         np.ones(3))
     exe = compile_graph(graph)

@@ -21,8 +21,8 @@ pytestmark = pytest.mark.skipif(
 
 def _loop_steps(f, *args):
     """The runtime steps of every control-flow equation of ``f``'s compiled graph."""
-    from backends.llvm.plan import Loop
     from backends.llvm.runtime import compile_graph
+    from backends.planning.plan import Loop
     exe = compile_graph(fc.make_graph(f)(*args))
     return [exe.steps[k] for k, s in enumerate(exe.plan.steps) if isinstance(s, Loop)]
 

@@ -9,7 +9,7 @@ import pytest
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
-from backends.llvm.plan import Fallback
+from backends.planning.plan import Fallback
 from ir import passes
 from ir import primitives as P
 

@@ -20,7 +20,7 @@ import functorch_core as fc
 import functorch_core.numpy as fnp
 from backends import registry
 from backends.interpreter import run_graph
-from backends.llvm import partition as part
+from backends.planning import partition as part
 from ir import primitives as P
 from ir.core import AbstractArray, Lit
 

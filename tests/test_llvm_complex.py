@@ -18,9 +18,9 @@ import functorch_core as fc
 import functorch_core.numpy as fnp
 from backends import registry
 from backends.interpreter import run_graph
-from backends.llvm import partition as part
 from backends.llvm.complex_ops import COMPLEX_GAPS, LIBM_COMPLEX, complex_gap, host_is_x86_64
-from backends.llvm.plan import Fallback, Kernel
+from backends.planning import partition as part
+from backends.planning.plan import Fallback, Kernel
 from ir import primitives as P
 from ir.core import AbstractArray, Lit
 

@@ -22,7 +22,7 @@ import functorch_core.numpy as fnp
 from backends import registry
 from backends.interpreter import run_graph
 from backends.llvm import lapack
-from backends.llvm import partition as part
+from backends.planning import partition as part
 from ir import primitives as P
 
 CPU = registry.get("cpu")

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import functorch_core as fc
 from backends.llvm import codegen
-from backends.llvm.plan import Kernel
+from backends.planning.plan import Kernel
 
 REDUCTIONS = {"sum": np.sum, "max": np.max, "min": np.min, "prod": np.prod}
 

@@ -10,9 +10,9 @@ import pytest
 
 import functorch_core as fc
 from backends import registry
-from backends.llvm import partition as part
 from backends.llvm import runtime
-from backends.llvm.plan import Kernel
+from backends.planning import partition as part
+from backends.planning.plan import Kernel
 
 CPU = registry.get("cpu")
 N = 1100

@@ -24,7 +24,7 @@ import functorch_core as fc
 from backends import registry
 from backends.interpreter import run_graph
 from backends.llvm import runtime
-from backends.llvm.plan import Fallback, Sort
+from backends.planning.plan import Fallback, Sort
 from functorch_core.api import _fast_key
 from ir import primitives as P
 from ir.pytree import tree_flatten

@@ -18,9 +18,9 @@ import functorch_core as fc
 import functorch_core.numpy as fnp
 from backends import registry
 from backends.interpreter import run_graph
-from backends.llvm import partition as part
 from backends.llvm import runtime
-from backends.llvm.plan import Fallback, Sort
+from backends.planning import partition as part
+from backends.planning.plan import Fallback, Sort
 from ir import primitives as P
 from ir.core import AbstractArray, Eqn, Lit, Var
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import functorch_core as fc
 from backends import registry
 from backends.interpreter import run_graph
-from backends.llvm.plan import Fallback
+from backends.planning.plan import Fallback
 from functorch_core import lax
 from functorch_core.testing import check_grads
 from ir import primitives as P

@@ -27,7 +27,7 @@ import numpy as np
 from ir import dtypes
 from ir import primitives as P
 
-from ..llvm.plan import c_strides
+from ..planning.plan import c_strides
 
 BLOCK = 128             # threads per block (a power of two: the tree halves it)
 SIM_BLOCK = 16          # the simulator runs one Python thread per GPU thread

@@ -14,8 +14,8 @@ from ir import primitives as P
 from ir.core import Eqn, Graph, Var
 
 from ..interpreter import IMPLS
-from ..llvm.partition import VIEW_OPS, partition
-from ..llvm.plan import Blas, Fallback, Kernel
+from ..planning.partition import VIEW_OPS, partition
+from ..planning.plan import Blas, Fallback, Kernel
 from . import emit
 from .availability import array_module, simulated
 

@@ -19,11 +19,11 @@ from llvmlite import ir
 
 from ir import primitives as P
 
+from ..planning.partition import SCANS
+from ..planning.plan import Kernel, NativeLoop, c_strides
 from .blas import GemmCall, emit_gemm
 from .complex_ops import add as complex_add
 from .ops import I64, RULES, Emitter, compute_type, convert, storage_type
-from .partition import SCANS
-from .plan import Kernel, NativeLoop, c_strides
 
 _PTR = ir.PointerType()
 # a float sum adds this many elements in loop order per block, then adds the block sums

@@ -23,7 +23,7 @@ matrices (at most :data:`SPLIT_MAX_N` rows) are split over the runtime's threads
 NumPy's OpenBLAS held at one thread each (OpenBLAS runs such small matrices on one thread
 anyway, so the bits do not change); bigger matrices take OpenBLAS's own threads. The
 copies, pivots and info codes live in the executable's arena (scratch slots of the
-plan's :class:`~backends.llvm.plan.Lapack` step).
+plan's :class:`~backends.planning.plan.Lapack` step).
 
 An error LAPACK reports (``info > 0``: a singular matrix, one not positive definite) is
 raised as the interpreter raises it: ``LinAlgError`` naming the primitive and the shapes.
@@ -386,7 +386,7 @@ def lowering_gap(eqn) -> str | None:
 
 
 def lapack_step(step, plan, arena: set):
-    """The runtime step of a plan's :class:`~backends.llvm.plan.Lapack` step: results in
+    """The runtime step of a plan's :class:`~backends.planning.plan.Lapack` step: results in
     the arena when they are intermediates, else in fresh arrays."""
     fn = LOWERED[step.eqn.prim]
     params = step.eqn.params

@@ -30,9 +30,9 @@ import numpy as np
 from ir import passes
 from ir import primitives as P
 
+from ..planning.plan import Blas, NativeLoop
 from .blas import busy, one_thread_each
 from .loop_rewrites import conds_as_selects, hoist_products
-from .plan import Blas, NativeLoop
 
 
 def _compiled(graph, loop_body=True):

@@ -17,7 +17,7 @@ import copy
 import math
 
 from .. import profiling
-from .plan import Blas, Conv, Fallback, Kernel, Loop, Sort
+from ..planning.plan import Blas, Conv, Fallback, Kernel, Loop, Sort
 
 _MAX_NAMES = 6
 

@@ -1,4 +1,4 @@
-"""Emit the LLVM function of a :class:`~backends.llvm.plan.Sort` step.
+"""Emit the LLVM function of a :class:`~backends.planning.plan.Sort` step.
 
 Every row (one index of the dimensions other than the sorted one) is sorted on its own:
 a permutation of row positions is ordered by a stable bottom-up merge sort (insertion
@@ -23,8 +23,8 @@ import math
 import numpy as np
 from llvmlite import ir
 
+from ..planning.plan import Sort
 from .ops import I1, I64
-from .plan import Sort
 
 RUN = 16        # rows are insertion-sorted in runs of this many before merging
 _PTR = ir.PointerType()

@@ -23,8 +23,8 @@ from ir import dtypes
 from ir import primitives as P
 from ir.core import AbstractArray, Graph, Lit, Var
 
-from . import lapack
-from .ops import RULES, unsupported
+from ..llvm import lapack
+from ..llvm.ops import RULES, unsupported
 from .plan import (
     Blas,
     Conv,

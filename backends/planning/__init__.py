@@ -1,0 +1,11 @@
+"""Backend-neutral planning: what every compiling backend does before it renders code.
+
+- ``plan.py``: the plan a graph becomes (numbered buffer *slots* and *steps*: fused
+  kernels, products, sorts, fallbacks, ...) and ``c_strides``;
+- ``views.py``: layout primitives as affine re-indexings of a view (no copies);
+- ``partition.py``: the fusion partition, one forward walk that groups equations into
+  those steps.
+
+Backends (``backends/llvm``, ``backends/cuda``) keep only their rendering and runtime.
+Nothing here imports llvmlite, numba or CuPy.
+"""
