@@ -20,6 +20,7 @@ import functorch_core as fc
 import functorch_core.numpy as fnp
 from backends import registry
 from backends.interpreter import run_graph
+from backends.llvm import lowering
 from backends.planning import partition as part
 from ir import primitives as P
 from ir.core import AbstractArray, Lit
@@ -84,10 +85,10 @@ def ulp_distance(a, b):
 
 def test_every_primitive_lowers_or_has_a_reasoned_fallback():
     for prim in P.ALL.values():
-        native, fallback = prim in part.NATIVE, prim in part.FALLBACK
+        native, fallback = prim in lowering.NATIVE, prim in lowering.FALLBACK
         assert native != fallback, f"{prim.name}: native={native}, in fallback table={fallback}"
         if fallback:
-            assert len(part.FALLBACK[prim]) > 10
+            assert len(lowering.FALLBACK[prim]) > 10
 
 
 def test_fallback_runs_one_equation_not_the_graph():
@@ -100,7 +101,7 @@ def test_fallback_runs_one_equation_not_the_graph():
     exe = CPU.compile(graph)
     kinds = [type(s).__name__ for s in exe.plan.steps]
     assert kinds == ["Kernel", "Fallback", "Kernel"]
-    assert exe.plan.steps[1].reason == part.lowering_gap(graph.eqns[1])
+    assert exe.plan.steps[1].reason == lowering.lowering_gap(graph.eqns[1])
     rng = np.random.default_rng(0)
     z = (rng.standard_normal((5, 3)) + 1j * rng.standard_normal((5, 3))).astype(np.complex64)
     with np.errstate(all="ignore"):

@@ -18,8 +18,8 @@ import functorch_core as fc
 import functorch_core.numpy as fnp
 from backends import registry
 from backends.interpreter import run_graph
+from backends.llvm import lowering
 from backends.llvm.complex_ops import COMPLEX_GAPS, LIBM_COMPLEX, complex_gap, host_is_x86_64
-from backends.planning import partition as part
 from backends.planning.plan import Fallback, Kernel
 from ir import primitives as P
 from ir.core import AbstractArray, Lit
@@ -356,7 +356,7 @@ def test_unlowered_binary_ops_and_reductions_fall_back_with_a_reason():
     exe = CPU.compile(graph)
     reasons = [s.reason for s in exe.plan.steps if isinstance(s, Fallback)]
     assert reasons == [COMPLEX_GAPS[p] for p in (P.pow, P.cumprod)]
-    assert [bool(part.lowering_gap(e)) for e in graph.eqns] == [True, True, False]
+    assert [bool(lowering.lowering_gap(e)) for e in graph.eqns] == [True, True, False]
     rng = np.random.default_rng(0)
     args = [(rng.standard_normal((3, 3)) + 1j * rng.standard_normal((3, 3))) for _ in range(2)]
     _, got, want = both(graph, args)
@@ -373,7 +373,7 @@ def test_every_complex_elementwise_equation_is_native_or_a_reasoned_fallback():
         except TypeError:
             continue                                # the catalogue rejects complex here
         (eqn,) = b.eqns
-        reason = part.lowering_gap(eqn)
+        reason = lowering.lowering_gap(eqn)
         steps = CPU.compile(b.graph(out)).plan.steps
         if reason is None:
             assert all(isinstance(s, Kernel) for s in steps), prim.name

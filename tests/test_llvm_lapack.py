@@ -21,8 +21,7 @@ import functorch_core as fc
 import functorch_core.numpy as fnp
 from backends import registry
 from backends.interpreter import run_graph
-from backends.llvm import lapack
-from backends.planning import partition as part
+from backends.llvm import lapack, lowering
 from ir import primitives as P
 
 CPU = registry.get("cpu")
@@ -244,7 +243,7 @@ def test_scipys_32_bit_lapack_when_numpy_has_none(monkeypatch):
 
 def test_lowered_primitives_leave_the_fallback_table():
     for prim in lapack.LOWERED:
-        assert prim in part.NATIVE and prim not in part.FALLBACK
+        assert prim in lowering.NATIVE and prim not in lowering.FALLBACK
 
 
 @given(st.integers(1, 12), st.integers(1, 9), st.integers(1, 3),

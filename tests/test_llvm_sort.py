@@ -18,7 +18,7 @@ import functorch_core as fc
 import functorch_core.numpy as fnp
 from backends import registry
 from backends.interpreter import run_graph
-from backends.llvm import runtime
+from backends.llvm import lowering, runtime
 from backends.planning import partition as part
 from backends.planning.plan import Fallback, Sort
 from ir import primitives as P
@@ -132,11 +132,11 @@ def test_complex_keys_keep_a_reasoned_fallback():
     key = Var(AbstractArray((4,), np.complex64))
     eqn = Eqn(P.sort, (key,), (Var(AbstractArray((4,), np.complex64)),),
               {"dimension": 0, "num_keys": 1})
-    assert "complex keys" in part.lowering_gap(eqn)
+    assert "complex keys" in lowering.lowering_gap(eqn)
     carried = Eqn(P.sort, (Var(AbstractArray((4,), np.float32)), key),
                   tuple(Var(a.aval) for a in (key, key)), {"dimension": 0, "num_keys": 1})
-    assert part.lowering_gap(carried) is None
-    assert P.sort in part.NATIVE and P.sort not in part.FALLBACK
+    assert lowering.lowering_gap(carried) is None
+    assert P.sort in lowering.NATIVE and P.sort not in lowering.FALLBACK
 
 
 @pytest.mark.parametrize("shape, dimension", [((300, 400), 0), ((300, 400), 1),

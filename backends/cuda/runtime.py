@@ -14,7 +14,7 @@ from ir import primitives as P
 from ir.core import Eqn, Graph, Var
 
 from ..interpreter import IMPLS
-from ..planning.partition import VIEW_OPS, partition
+from ..planning.partition import VIEW_OPS, numpy_gap, partition
 from ..planning.plan import Blas, Fallback, Kernel
 from . import emit
 from .availability import array_module, simulated
@@ -79,7 +79,7 @@ def split_for_device(graph):
 def sources(graph):
     """The plan of ``graph`` and, per kernel step, its rendered sources."""
     split, host = split_for_device(graph)
-    plan = partition(split)
+    plan = partition(split, numpy_gap)
     sim = simulated()
     rendered = {id(s): emit.render(s, sim) for s in plan.steps if isinstance(s, Kernel)}
     return plan, rendered, host

@@ -42,10 +42,10 @@ import numpy as np
 from llvmlite import binding as llvm
 from llvmlite import ir
 
-from ..planning.partition import partition
 from ..planning.plan import Blas, Conv, Fallback, Kernel, Lapack, Loop, Sort
 from . import codegen, runtime, sort
 from .blas import GemmCall, _numpy_openblas, blas_int_bits, emit_gemm, gemm_layout
+from .lowering import partition
 
 I8, I32, I64, PTR = ir.IntType(8), ir.IntType(32), ir.IntType(64), ir.PointerType()
 _GEMM = {"f": "sgemm", "d": "dgemm", "F": "cgemm", "D": "zgemm"}

@@ -386,14 +386,6 @@ RULES[P.threefry2x32] = _threefry2x32
 RULES |= {P.erf: _libm("erf"), P.erfc: _libm("erfc"), P.lgamma: _libm("lgamma"),
           P.tgamma: _libm("tgamma")}
 
-# Primitive-specific dtype limits, on top of complex_ops.complex_gap (see unsupported()).
-_DTYPE_LIMITS = {
-    P.pow: ("iu", "integer power raises on negative exponents in NumPy (data dependent)"),
-    P.neg: ("b", "NumPy rejects boolean negative"),
-    P.sign: ("b", "NumPy has no boolean sign loop"),
-}
-
-
 @functools.cache
 def host_has_f16c() -> bool:
     """float16 loads/stores need F16C; without it LLVM would call runtime helpers we lack."""
@@ -409,7 +401,4 @@ def unsupported(eqn) -> str | None:
             return reason
     if not host_has_f16c() and any(a.dtype == np.float16 for a in avals):
         return "float16 needs the F16C instructions, which this CPU lacks"
-    limit = _DTYPE_LIMITS.get(eqn.prim)
-    if limit is not None and eqn.inputs[0].aval.dtype.kind in limit[0]:
-        return limit[1]
     return None

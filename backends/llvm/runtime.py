@@ -43,13 +43,13 @@ from ir.core import Graph, Lit
 from ir.once import Once
 
 from .. import profiling
-from ..planning.partition import partition
 from ..planning.plan import Blas, Conv, Fallback, Kernel, Lapack, Loop, Plan, Sort
 from . import cache, codegen, sort
 from .blas import DotGeneral, GemmCall, gemm_address, gemm_layout
 from .conv import Conv as ConvGemm
 from .lapack import lapack_step
 from .loops import loop_step
+from .lowering import partition
 
 _LIBM_NAMES = ("exp", "exp2", "expm1", "log", "log1p", "cbrt", "tanh", "sin", "cos", "tan",
                "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "pow",

@@ -1,4 +1,8 @@
-"""Split a functional graph into steps: fused loop kernels, BLAS calls, interpreter fallbacks.
+"""Split a functional graph into steps: fused loop kernels, products, interpreter fallbacks.
+
+Backend-neutral: each backend hands :func:`partition` its *gap* rule (which equations
+it cannot lower; those become :class:`Fallback` steps) and renders the steps itself.
+:func:`numpy_gap` holds the reasons every backend shares (NumPy's own semantics).
 
 A *kernel* is a loop nest over one iteration space (its shape). It reads external
 arrays through affine views (offset + strides, so broadcasting, transposes, slices,
@@ -23,8 +27,6 @@ from ir import dtypes
 from ir import primitives as P
 from ir.core import AbstractArray, Graph, Lit, Var
 
-from ..llvm import lapack
-from ..llvm.ops import RULES, unsupported
 from .plan import (
     Blas,
     Conv,
@@ -42,9 +44,8 @@ from .plan import (
 )
 from .views import VIEW_RULES
 
-# Why a primitive never lowers natively: the explicit fallback table. These run
-# through the interpreter's implementation for that one equation.
-FALLBACK = {
+# Equations no backend lowers: they run through the interpreter's implementation.
+NEVER_LOWERED = {
     P.setitem: "never reaches a backend (functionalize rewrites mutations)",
     P.call: "never reaches a backend (jit inlines calls)",
     P.custom_jvp_call: "jit inlines it (passes.lower_custom); compiled as is, its body "
@@ -52,14 +53,12 @@ FALLBACK = {
     P.custom_vjp_call: "jit inlines it (passes.lower_custom); compiled as is, its body "
                        "graph runs through the interpreter",
     P.custom_lin: "exists only inside differentiation passes",
-    **{p: "LAPACK through NumPy/SciPy's linalg routines for the one equation (no native "
-          "batched LAPACK call for it yet; backends/llvm/lapack.py has solve, cholesky, "
-          "det, slogdet, lu, triangular_solve)" for p in P.LINALG if p not in lapack.LOWERED},
-    **{p: "scipy.special (Cephes) for the one equation: no native implementation yet"
-       for p in (P.erfcx, P.digamma, P.polygamma, P.bessel_i0e, P.bessel_i1e, P.spence,
-                 P.zeta, P.igamma, P.igammac, P.bessel_jv, P.betainc)},
-    P.fft: "pocketfft through scipy.fft for the one equation: as fast as NumPy's own FFT, "
-           "faster than a DFT we would emit (benchmarks/linalg_fft.py)",
+}
+# dtypes (kinds) on which NumPy raises for a primitive: (kinds, reason)
+NUMPY_DTYPE_LIMITS = {
+    P.pow: ("iu", "integer power raises on negative exponents in NumPy (data dependent)"),
+    P.neg: ("b", "NumPy rejects boolean negative"),
+    P.sign: ("b", "NumPy has no boolean sign loop"),
 }
 _WINDOW_REDUCE = {P.reduce_window_sum: P.reduce_sum, P.reduce_window_max: P.reduce_max,
                   P.reduce_window_min: P.reduce_min}
@@ -121,8 +120,12 @@ class _Reduced:
 
 
 class Partitioner:
-    def __init__(self, graph: Graph):
+    """One forward walk over ``graph``'s equations; see :func:`partition`."""
+
+    def __init__(self, graph: Graph, gap, scratch_shapes=None):
         self.graph = graph
+        self.gap = gap
+        self.scratch_shapes = scratch_shapes or _no_scratch
         self.slots = []
         self.consts = {}
         self.steps = []
@@ -631,10 +634,10 @@ class Partitioner:
         self.steps.append(Fallback(eqn, inputs, outs, reason))
 
     def lapack(self, eqn):
-        """The linalg primitives lapack.LOWERED has: batched LAPACK calls on materialized
-        operands, with scratch slots in the arena."""
+        """A linalg equation the backend lowers: a Lapack step on materialized operands,
+        with the scratch slots ``scratch_shapes(eqn)`` asks for (in the arena)."""
         inputs, outs = self._materialized(eqn)
-        scratch = [self.new_slot(shape, dtype) for shape, dtype in lapack.scratch_shapes(eqn)]
+        scratch = [self.new_slot(shape, dtype) for shape, dtype in self.scratch_shapes(eqn)]
         self.steps.append(Lapack(eqn, inputs, outs, scratch))
 
     def loop(self, eqn):
@@ -653,7 +656,7 @@ class Partitioner:
 
     def run(self) -> Plan:
         for eqn in self.graph.eqns:
-            reason = lowering_gap(eqn)
+            reason = self.gap(eqn)
             if reason is not None:
                 self.fallback(eqn, reason)
             else:
@@ -670,32 +673,22 @@ class Partitioner:
         return Plan(len(self.graph.inputs), self.slots, self.consts, steps, outputs)
 
 
-def lowering_gap(eqn) -> str | None:
-    """Why ``eqn`` runs through the interpreter (None: it lowers natively)."""
+def numpy_gap(eqn) -> str | None:
+    """Why ``eqn`` must run through the interpreter on every backend (None: nothing in
+    NumPy's own semantics stops a lowering): empty axes where NumPy raises, and loops
+    whose rounding only NumPy's own loop reproduces."""
     prim = eqn.prim
-    if prim.family == "control":     # bodies are compiled on their own (loops.py)
-        return None
-    if prim is P.sort:      # moves raw bits: any dtype but complex keys
-        if any(a.aval.dtype.kind == "c" for a in eqn.inputs[:eqn.params["num_keys"]]):
-            return "sort: complex keys are not lowered natively (operands of other dtypes are)"
-        return None
-    if prim not in NATIVE:
-        return FALLBACK.get(prim, "no native lowering and no fallback entry")
-    if prim in lapack.LOWERED:
-        return lapack.lowering_gap(eqn)
-    reason = unsupported(eqn)
-    if reason is not None:
-        return reason
+    if prim in NEVER_LOWERED:
+        return NEVER_LOWERED[prim]
+    limit = NUMPY_DTYPE_LIMITS.get(prim)
+    if limit is not None and eqn.inputs[0].aval.dtype.kind in limit[0]:
+        return limit[1]
     if prim in (P.gather, P.scatter, P.scatter_add) and \
             eqn.inputs[1].aval.size // max(eqn.inputs[1].aval.shape[-1], 1) and any(
             eqn.inputs[0].aval.shape[a] == 0 for a in eqn.params["axes"]):
         return "indexing an empty axis raises in NumPy"
     if prim is P.iota and eqn.params["dtype"].kind == "b":
         return "iota: NumPy rejects boolean ranges longer than 2"
-    if prim is P.conv_general_dilated and eqn.inputs[0].aval.dtype not in BLAS_DTYPES:
-        return "conv_general_dilated: BLAS has no integer or float16 gemm (interpreter)"
-    if prim is P.conv_general_dilated and eqn.inputs[0].aval.ndim == 2:
-        return "conv_general_dilated without spatial dimensions (a matmul; interpreter)"
     if prim is P.reduce_window_sum and eqn.inputs[0].aval.dtype == np.float16:
         return "reduce_window_sum: float16 sums round at each addition only in NumPy's loop"
     if (prim in _WINDOW_REDUCE or prim in _SELECT_WINDOW) and \
@@ -722,17 +715,38 @@ _KIND = {**{p: "view" for p in VIEW_OPS}, P.gather: "dynamic", P.dynamic_slice: 
          P.concatenate: "concatenate", P.pad: "pad", P.dynamic_update_slice: "update",
          P.scatter: "update", P.scatter_add: "update",
          P.select_and_gather_add: "select_gather", P.select_and_scatter_add: "select_scatter"}
-NATIVE = set(VIEW_RULES) | set(RULES) | set(P.REDUCTIONS) | {P.convert, P.iota, P.dot_general,
-                                                               P.gather, P.dynamic_slice,
-                                                               P.argmax, P.argmin, *SCANS,
-                                                               P.concatenate, P.pad,
-                                                               P.dynamic_update_slice,
-                                                               P.scatter, P.scatter_add,
-                                                               P.sort, P.threefry2x32,
-                                                               P.conv_general_dilated,
-                                                               *_WINDOW_REDUCE, *_SELECT_WINDOW,
-                                                               *P.CONTROL_FLOW, *lapack.LOWERED}
+# primitives with a planning rule of their own besides the elementwise families (each
+# backend's gap says which of these, and which elementwise primitives, it lowers)
+PLANNED = set(VIEW_RULES) | set(P.REDUCTIONS) | {P.convert, P.iota, P.dot_general, P.gather,
+                                                 P.dynamic_slice, P.argmax, P.argmin, *SCANS,
+                                                 P.concatenate, P.pad, P.dynamic_update_slice,
+                                                 P.scatter, P.scatter_add, P.sort,
+                                                 P.threefry2x32, P.conv_general_dilated,
+                                                 *_WINDOW_REDUCE, *_SELECT_WINDOW,
+                                                 *P.CONTROL_FLOW}
 
 
-def partition(graph: Graph) -> Plan:
-    return Partitioner(graph).run()
+def _no_scratch(eqn):
+    return []
+
+
+def partition(graph: Graph, gap, scratch_shapes=None) -> Plan:
+    """The plan of ``graph``: its values as numbered slots, its equations as steps.
+
+    Args:
+        graph: the functional graph to plan.
+        gap: ``gap(eqn) -> str | None``, the backend's rule: a reason makes ``eqn`` a
+            :class:`Fallback` step (the interpreter runs it); None plans it natively
+            (a kernel member, a product, a sort, a loop, a linalg step, ...). It should
+            return :func:`numpy_gap`'s reason where that has one.
+        scratch_shapes: ``scratch_shapes(eqn) -> [(shape, dtype)]``, the scratch slots a
+            linalg equation's :class:`Lapack` step takes (default: none).
+
+    Example::
+
+        >>> graph = fc.make_graph(lambda x: fnp.sin(x) * 2 + x.sum())(np.ones((3, 4)))
+        >>> plan = partition(graph, numpy_gap)
+        >>> [type(s).__name__ for s in plan.steps]      # the sum, then the rest
+        ['Kernel', 'Kernel']
+    """
+    return Partitioner(graph, gap, scratch_shapes).run()

@@ -1,0 +1,59 @@
+"""What the CPU backend lowers natively: its rule for the shared partitioner.
+
+:func:`lowering_gap` says why an equation runs through the interpreter on the CPU
+(None: it lowers); :func:`partition` is the backend-neutral
+:func:`backends.planning.partition.partition` under that rule, with the scratch slots
+``lapack.py``'s steps take.
+"""
+
+from __future__ import annotations
+
+from ir import primitives as P
+
+from ..planning import partition as planning
+from ..planning.partition import NEVER_LOWERED, PLANNED, numpy_gap
+from . import lapack
+from .ops import RULES, unsupported
+
+# Why a primitive never lowers natively: the explicit fallback table. These run
+# through the interpreter's implementation for that one equation.
+FALLBACK = {
+    **NEVER_LOWERED,
+    **{p: "LAPACK through NumPy/SciPy's linalg routines for the one equation (no native "
+          "batched LAPACK call for it yet; backends/llvm/lapack.py has solve, cholesky, "
+          "det, slogdet, lu, triangular_solve)" for p in P.LINALG if p not in lapack.LOWERED},
+    **{p: "scipy.special (Cephes) for the one equation: no native implementation yet"
+       for p in (P.erfcx, P.digamma, P.polygamma, P.bessel_i0e, P.bessel_i1e, P.spence,
+                 P.zeta, P.igamma, P.igammac, P.bessel_jv, P.betainc)},
+    P.fft: "pocketfft through scipy.fft for the one equation: as fast as NumPy's own FFT, "
+           "faster than a DFT we would emit (benchmarks/linalg_fft.py)",
+}
+NATIVE = PLANNED | set(RULES) | set(lapack.LOWERED)
+
+
+def lowering_gap(eqn) -> str | None:
+    """Why ``eqn`` runs through the interpreter (None: it lowers natively)."""
+    prim = eqn.prim
+    if prim.family == "control":     # bodies are compiled on their own (loops.py)
+        return None
+    if prim is P.sort:      # moves raw bits: any dtype but complex keys
+        if any(a.aval.dtype.kind == "c" for a in eqn.inputs[:eqn.params["num_keys"]]):
+            return "sort: complex keys are not lowered natively (operands of other dtypes are)"
+        return None
+    if prim not in NATIVE:
+        return FALLBACK.get(prim, "no native lowering and no fallback entry")
+    if prim in lapack.LOWERED:
+        return lapack.lowering_gap(eqn)
+    reason = unsupported(eqn)
+    if reason is not None:
+        return reason
+    if prim is P.conv_general_dilated and eqn.inputs[0].aval.dtype not in planning.BLAS_DTYPES:
+        return "conv_general_dilated: BLAS has no integer or float16 gemm (interpreter)"
+    if prim is P.conv_general_dilated and eqn.inputs[0].aval.ndim == 2:
+        return "conv_general_dilated without spatial dimensions (a matmul; interpreter)"
+    return numpy_gap(eqn)
+
+
+def partition(graph):
+    """The CPU plan of ``graph`` (see :func:`backends.planning.partition.partition`)."""
+    return planning.partition(graph, lowering_gap, lapack.scratch_shapes)

@@ -1,0 +1,127 @@
+"""The backend-neutral planner (``backends/planning``): its layering, and the gap rule each
+backend hands to the shared partition."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+from graph_builder import Builder
+
+from backends.llvm import lowering
+from backends.planning import partition as planning
+from backends.planning.plan import Fallback, Kernel
+from ir import primitives as P
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _imports(path: Path) -> set[str]:
+    """Absolute names of the modules ``path`` imports (relative imports resolved)."""
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module
+            names.add(mod)
+            names |= {f"{mod}.{a.name}" for a in node.names}
+    return names
+
+
+def _package_imports(package: str) -> dict[str, set[str]]:
+    files = sorted((ROOT / package).rglob("*.py"))
+    assert files, package
+    return {str(f.relative_to(ROOT)): _imports(f) for f in files}
+
+
+def _offending(imports: dict, prefixes) -> list:
+    return [(f, m) for f, mods in imports.items() for m in sorted(mods)
+            if any(m == p or m.startswith(p + ".") for p in prefixes)]
+
+
+def test_import_parser_sees_relative_and_absolute_imports(tmp_path):
+    """The layering checks below would pass vacuously if the parser missed imports."""
+    found = _imports(ROOT / "backends" / "llvm" / "lowering.py")
+    assert {"backends.planning.partition", "backends.llvm.ops", "backends.llvm.lapack",
+            "ir.primitives"} <= found
+    assert _offending({"x": found}, ["backends.llvm"])
+    assert _offending(_package_imports("backends/llvm"), ["llvmlite"])
+
+
+def test_planning_and_cuda_never_import_llvmlite():
+    for package in ("backends/planning", "backends/cuda"):
+        assert _offending(_package_imports(package), ["llvmlite"]) == [], package
+
+
+def test_cuda_imports_nothing_from_the_cpu_backend():
+    assert _offending(_package_imports("backends/cuda"), ["backends.llvm"]) == []
+
+
+def test_planning_imports_no_backend():
+    imports = _package_imports("backends/planning")
+    assert _offending(imports, ["backends.llvm", "backends.cuda", "backends.interpreter",
+                                "numba", "cupy"]) == []
+
+
+def test_importing_planning_and_cuda_loads_no_llvmlite():
+    """Transitively too: nothing they import pulls in llvmlite or the CPU backend."""
+    code = ("import sys; import backends.planning.partition, backends.cuda.runtime; "
+            "bad = [m for m in sys.modules if m.split('.')[0] == 'llvmlite' "
+            "or m.startswith('backends.llvm')]; print(bad); sys.exit(1 if bad else 0)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, env={"PYTHONPATH": str(ROOT), "PATH": ""})
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+# -- the gap rule ----------------------------------------------------------------------
+
+def _numpy_gap_cases():
+    """Equations NumPy itself refuses (or only its own loop computes): one graph each."""
+    cases = []
+    b = Builder()
+    x = b.input((3,), np.int32)
+    cases.append(b.graph(b(P.pow, x, x)))
+    b = Builder()
+    x = b.input((3,), np.bool_)
+    cases.append(b.graph(b(P.neg, x)))
+    b = Builder()
+    x = b.input((2, 0), np.float32)
+    cases.append(b.graph(b(P.reduce_max, x, axes=(1,))))
+    b = Builder()
+    cases.append(b.graph(b(P.iota, dtype=np.dtype(np.bool_), shape=(3,), dimension=0)))
+    return cases
+
+
+def test_numpy_gap_makes_fallbacks_on_every_backend():
+    for graph in _numpy_gap_cases():
+        (eqn,) = graph.eqns
+        reason = planning.numpy_gap(eqn)
+        assert reason, eqn.prim.name
+        # the CPU's own rule keeps NumPy's reasons
+        assert lowering.lowering_gap(eqn) == reason
+        plan = planning.partition(graph, planning.numpy_gap)
+        assert [type(s) for s in plan.steps] == [Fallback]
+        assert plan.steps[0].reason == reason
+
+
+def test_partition_follows_the_backends_gap():
+    b = Builder()
+    x = b.input((4, 3), np.float32)
+    y = b(P.sin, x)
+    z = b(P.mul, y, y)
+    graph = b.graph(b(P.reduce_sum, z, axes=(1,)))
+    assert [type(s) for s in planning.partition(graph, planning.numpy_gap).steps] == [Kernel]
+    plan = planning.partition(graph, lambda e: "no sin here" if e.prim is P.sin else None)
+    assert [type(s) for s in plan.steps] == [Fallback, Kernel]
+    assert plan.steps[0].reason == "no sin here"
+    assert [type(s) for s in lowering.partition(graph).steps] == [Kernel]
+
