@@ -24,6 +24,7 @@ import functorch_core as fc
 from backends import registry
 from backends.interpreter import run_graph
 from backends.llvm import runtime
+from backends.planning import buffers
 from backends.planning.plan import Fallback, Sort
 from functorch_core.api import _fast_key
 from ir import primitives as P
@@ -282,7 +283,7 @@ def test_results_never_alias_arguments_or_each_other():
 def test_plan_arena_never_overlaps_buffers_that_live_together(specs):
     nbytes = {i: n for i, (n, _, _) in enumerate(specs)}
     lifetimes = {i: (first, first + span) for i, (_, first, span) in enumerate(specs)}
-    offsets, total = runtime.plan_arena(nbytes, lifetimes)
+    offsets, total = buffers.plan_arena(nbytes, lifetimes, runtime.ARENA_ALIGN)
     for i in nbytes:
         assert offsets[i] % runtime.ARENA_ALIGN == 0
         assert offsets[i] + nbytes[i] <= total
@@ -294,8 +295,8 @@ def test_plan_arena_never_overlaps_buffers_that_live_together(specs):
 
 
 def test_plan_arena_reuses_memory_of_dead_buffers():
-    offsets, total = runtime.plan_arena({0: 100, 1: 100, 2: 100},
-                                        {0: (0, 1), 1: (1, 2), 2: (2, 3)})
+    offsets, total = buffers.plan_arena({0: 100, 1: 100, 2: 100},
+                                        {0: (0, 1), 1: (1, 2), 2: (2, 3)}, runtime.ARENA_ALIGN)
     assert offsets[0] == offsets[2] != offsets[1]
     assert total == 2 * 128
 

@@ -19,6 +19,7 @@ import functorch_core.numpy as fnp
 from backends import registry
 from backends.interpreter import run_graph
 from backends.llvm import lowering, runtime
+from backends.planning import buffers
 from backends.planning import partition as part
 from backends.planning.plan import Fallback, Sort
 from ir import primitives as P
@@ -188,7 +189,7 @@ def test_scratch_and_outputs_live_in_the_arena():
     sorts = [s for s in exe.plan.steps if isinstance(s, Sort)]
     assert len(sorts) == 2
     for s in sorts:
-        reads, writes = runtime.step_slots(s)
+        reads, writes = buffers.step_slots(s)
         assert s.scratch in reads and s.scratch in writes
         assert s.scratch in exe.arena_offsets and s.outputs[0] in exe.arena_offsets
     arg = pool_values(rng, (64, 48), np.float32)

@@ -8,12 +8,15 @@ run on host copies of their operands and their results go back to the device.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from ir import primitives as P
 from ir.core import Eqn, Graph, Var
 
 from ..interpreter import IMPLS
+from ..planning import buffers
 from ..planning.partition import VIEW_OPS, numpy_gap, partition
 from ..planning.plan import Blas, Fallback, Kernel
 from . import emit
@@ -99,10 +102,12 @@ def compile_graph(graph):
             steps.append(_host_step(s, xp))
         else:
             raise NotImplementedError(f"cuda runtime: no step for {type(s).__name__}")
-    n_in, slots = plan.n_inputs, plan.slots
+    n_in = plan.n_inputs
+    arena = _Arena(plan, xp)
 
     def run(args):
-        bufs = [None] * len(slots)
+        views = arena.take()
+        bufs = list(views)
         for i, a in enumerate(args):
             bufs[i] = xp.ascontiguousarray(xp.asarray(a))
         for slot, c in consts.items():
@@ -116,10 +121,46 @@ def compile_graph(graph):
             else:
                 a = bufs[o[1]].reshape(o[2])
                 outs.append(a.copy() if o[1] < n_in or o[1] in consts else a)
+        arena.give_back(views)
         return outs
     run.host_only = host
+    run.arena_offsets, run.arena_bytes = arena.offsets, arena.nbytes
     run.kernel_sources = [src for srcs in rendered.values() for src in srcs]
     return run
+
+
+class _Arena:
+    """The buffer plan's memory: intermediates at their ``buffers.arena_layout`` offsets in
+    one device block per concurrent call, reused across calls (kernels on one stream run
+    in order, so a block handed back is free for the next call's kernels)."""
+
+    ALIGN = 256     # bytes: cudaMalloc's alignment, so every buffer starts a transaction
+
+    def __init__(self, plan, xp):
+        self.slots, self.xp = plan.slots, xp
+        self.offsets, self.nbytes = buffers.arena_layout(plan, self.ALIGN)
+        self._free, self._lock = [], threading.Lock()
+
+    def take(self) -> list:
+        """A free block as a list over the slots: its views at the intermediates, None
+        elsewhere (a call fills a copy of the list, and hands this one back)."""
+        with self._lock:
+            if self._free:
+                return self._free.pop()
+        bufs = [None] * len(self.slots)
+        if self.offsets:
+            raw = self.xp.empty(self.nbytes + self.ALIGN, np.uint8)
+            address = raw.ctypes.data if isinstance(raw, np.ndarray) else raw.data.ptr
+            base = -address % self.ALIGN
+            for s, off in self.offsets.items():
+                shape, dtype = self.slots[s]
+                n = buffers.nbytes(shape, dtype)
+                bufs[s] = raw[base + off:base + off + n].view(dtype).reshape(shape)
+        return bufs
+
+    def give_back(self, views):
+        with self._lock:
+            self._free.append(views)
 
 
 def _kernel_step(srcs, slots, sim, xp):

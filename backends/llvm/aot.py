@@ -42,6 +42,7 @@ import numpy as np
 from llvmlite import binding as llvm
 from llvmlite import ir
 
+from ..planning import buffers
 from ..planning.plan import Blas, Conv, Fallback, Kernel, Lapack, Loop, Sort
 from . import codegen, runtime, sort
 from .blas import GemmCall, _numpy_openblas, blas_int_bits, emit_gemm, gemm_layout
@@ -87,20 +88,6 @@ def _check_native(plan):
 def _blas_path() -> str:
     lib = _numpy_openblas()
     return os.path.realpath(lib._name)
-
-
-def _lifetimes(plan, borrowed, results):
-    lifetimes: dict = {}
-    for k, step in enumerate(plan.steps):
-        reads, writes = runtime.step_slots(step)
-        for s in writes:
-            lifetimes.setdefault(s, [k, k])[1] = k
-        for s in reads:
-            if s in lifetimes:
-                lifetimes[s][1] = k
-    for s in borrowed | results:
-        lifetimes.pop(s, None)
-    return lifetimes
 
 
 def _cstring(module, name, text: str):
@@ -157,9 +144,9 @@ def build_module(graph, name: str):
     n_in = plan.n_inputs
     borrowed = set(range(n_in)) | set(plan.consts)
     results = {r[1] for r in plan.outputs if r[0] == "slot"} - borrowed
-    lifetimes = _lifetimes(plan, borrowed, results)
+    lifetimes = buffers.lifetimes(plan.steps, borrowed | results)
     nbytes = {s: runtime._nbytes(*plan.slots[s]) for s in lifetimes}
-    offsets, arena_bytes = runtime.plan_arena(nbytes, lifetimes, ALIGN)
+    offsets, arena_bytes = buffers.plan_arena(nbytes, lifetimes, ALIGN)
 
     module = ir.Module(name=name)
     kernels = {}
@@ -252,7 +239,7 @@ def build_module(graph, name: str):
         else:
             copies.append((j, ref[1], n))
     missing = [s for s in range(len(plan.slots)) if s not in ptrs and any(
-        s in set().union(*runtime.step_slots(st)) for st in plan.steps)]
+        s in set().union(*buffers.step_slots(st)) for st in plan.steps)]
     if missing:
         raise NotNativeError(f"compile_library: slots {missing} have no memory (internal)")
 

@@ -43,6 +43,8 @@ from ir.core import Graph, Lit
 from ir.once import Once
 
 from .. import profiling
+from ..planning import buffers
+from ..planning.buffers import nbytes as _nbytes
 from ..planning.plan import Blas, Conv, Fallback, Kernel, Lapack, Loop, Plan, Sort
 from . import cache, codegen, sort
 from .blas import DotGeneral, GemmCall, gemm_address, gemm_layout
@@ -548,47 +550,6 @@ def _gemm_call(step: Blas, plan: Plan, max_macs=GEMM_ENTRY_MAX_MACS) -> GemmCall
     return GemmCall(symbol, dtype, step.lhs[1], step.rhs[1], step.out, layout)
 
 
-def step_slots(step) -> tuple[set, set]:
-    """(slots ``step`` reads, slots it writes); a scatter's target is both."""
-    def refs(rs):
-        return {r[1] for r in rs if r[0] == "slot"}
-    if isinstance(step, Kernel):
-        scattered = {sc.slot for sc in step.scatters}
-        reads = {v.slot for v in step.reads + step.dyn_reads} | scattered
-        writes = {s for _, s, _ in step.stores} | {r.slot for r in step.reduces} | scattered
-        return reads, writes
-    if isinstance(step, Blas | Conv):
-        return refs([step.lhs, step.rhs]), {step.out}
-    if isinstance(step, Sort):
-        return set(step.inputs) | {step.scratch}, set(step.outputs) | {step.scratch}
-    if isinstance(step, Lapack):
-        return refs(step.inputs) | set(step.scratch), set(step.outputs) | set(step.scratch)
-    return refs(step.inputs), set(step.outputs)
-
-
-def plan_arena(nbytes: dict, lifetimes: dict, align: int = ARENA_ALIGN):
-    """Byte offsets that let buffers share memory when their lifetimes do not overlap.
-
-    ``nbytes[s]`` is buffer s's size, ``lifetimes[s]`` its (first, last) step, both
-    inclusive: a buffer lives from the step that first writes it to the last step that
-    touches it, so a step never writes over a buffer it reads. Biggest first, each at the
-    lowest aligned offset free of every placed buffer whose lifetime overlaps its own.
-    Returns ({slot: offset}, total bytes).
-    """
-    placed, offsets = [], {}
-    for s in sorted(lifetimes, key=lambda s: (-nbytes[s], s)):
-        first, last = lifetimes[s]
-        size = -(-nbytes[s] // align) * align
-        off = 0
-        for lo, hi in sorted((o, e) for f, la, o, e in placed if f <= last and first <= la):
-            if off + size <= lo:
-                break
-            off = max(off, hi)
-        offsets[s] = off
-        placed.append((first, last, off, off + size))
-    return offsets, max((e for *_, e in placed), default=0)
-
-
 _METH_FASTCALL = 0x80
 _NONE_SYMBOL = "fcx_py_none"
 _ENTRY = "fc_entry"
@@ -677,7 +638,7 @@ class Executable:
     """``run(list of arrays) -> list of fresh arrays`` for one graph and input signature.
 
     Intermediates (values that are neither inputs, constants nor results) live in an
-    *arena*: one block of memory per concurrent call, laid out by :func:`plan_arena`,
+    *arena*: one block of memory per concurrent call, laid out by ``planning.buffers``,
     reused across calls so big temporaries do not pay fresh page faults every time.
     A call takes a free arena (or makes one) and gives it back when it returns; results
     are always fresh arrays, never views of the arena, inputs or constants.
@@ -693,18 +654,10 @@ class Executable:
         self.n_inputs = plan.n_inputs
         self.borrowed = set(range(plan.n_inputs)) | set(plan.consts)
         results = {r[1] for r in plan.outputs if r[0] == "slot"} - self.borrowed
-        io = [step_slots(s) for s in plan.steps]
-        lifetimes: dict = {}
-        for k, (reads, writes) in enumerate(io):
-            for s in writes:
-                lifetimes.setdefault(s, [k, k])[1] = k
-            for s in reads:
-                if s in lifetimes:
-                    lifetimes[s][1] = k
-        for s in self.borrowed | results:
-            lifetimes.pop(s, None)
+        io = [buffers.step_slots(s) for s in plan.steps]
+        lifetimes = buffers.lifetimes(plan.steps, self.borrowed | results)
         nbytes = {s: _nbytes(*plan.slots[s]) for s in lifetimes}
-        self.arena_offsets, self.arena_bytes = plan_arena(nbytes, lifetimes)
+        self.arena_offsets, self.arena_bytes = buffers.plan_arena(nbytes, lifetimes, ARENA_ALIGN)
         arena = set(self.arena_offsets)
         self.steps, calls = [], []
         fresh, gemm_results = set(), set()
@@ -904,10 +857,6 @@ class Executable:
                 bufs[s] = None
             if len(self._free) <= _WORKERS:
                 self._free.append(bufs)
-
-
-def _nbytes(shape, dtype) -> int:
-    return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
 
 
 def graph_key(graph: Graph):

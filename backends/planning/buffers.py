@@ -1,0 +1,93 @@
+"""The buffer plan: intermediate slots share memory when their lifetimes do not overlap.
+
+A backend lays every *intermediate* slot (neither a graph input, a constant nor a
+result) at a byte offset of one block, the *arena*, that it allocates once per
+concurrent call and reuses across calls; results are always fresh arrays.
+:func:`arena_layout` is the whole plan for a :class:`~backends.planning.plan.Plan`;
+:func:`step_slots`, :func:`lifetimes` and :func:`plan_arena` are its parts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .plan import Blas, Conv, Kernel, Lapack, Sort
+
+
+def nbytes(shape, dtype) -> int:
+    """Bytes of a C-contiguous array of ``shape`` and ``dtype``."""
+    return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+
+
+def step_slots(step) -> tuple[set, set]:
+    """(slots ``step`` reads, slots it writes); a scatter's target is both."""
+    def refs(rs):
+        return {r[1] for r in rs if r[0] == "slot"}
+    if isinstance(step, Kernel):
+        scattered = {sc.slot for sc in step.scatters}
+        reads = {v.slot for v in step.reads + step.dyn_reads} | scattered
+        writes = {s for _, s, _ in step.stores} | {r.slot for r in step.reduces} | scattered
+        return reads, writes
+    if isinstance(step, Blas | Conv):
+        return refs([step.lhs, step.rhs]), {step.out}
+    if isinstance(step, Sort):
+        return set(step.inputs) | {step.scratch}, set(step.outputs) | {step.scratch}
+    if isinstance(step, Lapack):
+        return refs(step.inputs) | set(step.scratch), set(step.outputs) | set(step.scratch)
+    return refs(step.inputs), set(step.outputs)
+
+
+def lifetimes(steps, keep) -> dict:
+    """{slot: [first, last]} over ``steps`` (indices, inclusive) for each slot a step
+    writes, from its first write to the last step that touches it; slots in ``keep``
+    (inputs, constants, results: memory the arena does not own) are left out."""
+    spans: dict = {}
+    for k, step in enumerate(steps):
+        reads, writes = step_slots(step)
+        for s in writes:
+            spans.setdefault(s, [k, k])[1] = k
+        for s in reads:
+            if s in spans:
+                spans[s][1] = k
+    for s in keep:
+        spans.pop(s, None)
+    return spans
+
+
+def plan_arena(sizes: dict, spans: dict, align: int):
+    """Byte offsets that let buffers share memory when their lifetimes do not overlap.
+
+    ``sizes[s]`` is buffer s's size in bytes, ``spans[s]`` its (first, last) step, both
+    inclusive: a buffer lives from the step that first writes it to the last step that
+    touches it, so a step never writes over a buffer it reads. Biggest first, each at the
+    lowest ``align``-ed offset free of every placed buffer whose lifetime overlaps its own.
+    Returns ({slot: offset}, total bytes).
+    """
+    placed, offsets = [], {}
+    for s in sorted(spans, key=lambda s: (-sizes[s], s)):
+        first, last = spans[s]
+        size = -(-sizes[s] // align) * align
+        off = 0
+        for lo, hi in sorted((o, e) for f, la, o, e in placed if f <= last and first <= la):
+            if off + size <= lo:
+                break
+            off = max(off, hi)
+        offsets[s] = off
+        placed.append((first, last, off, off + size))
+    return offsets, max((e for *_, e in placed), default=0)
+
+
+def arena_layout(plan, align: int):
+    """The arena of ``plan``: ({intermediate slot: byte offset}, total bytes).
+
+    Example::
+
+        >>> offsets, total = arena_layout(plan, 256)
+        >>> arena = np.empty(total, np.uint8)   # one block per concurrent call
+        >>> shape, dtype = plan.slots[s]
+        >>> buf = arena[offsets[s]:offsets[s] + nbytes(shape, dtype)].view(dtype)
+    """
+    borrowed = set(range(plan.n_inputs)) | set(plan.consts)
+    results = {r[1] for r in plan.outputs if r[0] == "slot"}
+    spans = lifetimes(plan.steps, borrowed | results)
+    return plan_arena({s: nbytes(*plan.slots[s]) for s in spans}, spans, align)
