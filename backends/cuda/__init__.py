@@ -1,7 +1,7 @@
 """The GPU backend: the CPU backend's fusion groups rendered to numba-cuda kernels.
 
 ``CudaBackend.compile(graph)`` returns ``run(list of arrays) -> list of arrays``. Planning
-is ``backends.planning.partition`` (shared, not copied); ``emit.py`` renders kernels,
+is ``backends.planning`` (partition, buffer plan: shared); ``emit.py`` renders kernels,
 ``runtime.py`` runs the steps. Equations the kernels do not cover run through the
 interpreter on host arrays; ``runtime.host_only`` says which and why.
 """

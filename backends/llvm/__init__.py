@@ -1,8 +1,10 @@
 """The native CPU backend: partition -> LLVM IR (llvmlite) -> MCJIT -> run.
 
 ``CpuBackend.compile(graph)`` returns ``run(list of arrays) -> list of arrays``.
-Primitives that do not lower natively run through the interpreter for their own
-equation only; ``partition.FALLBACK`` lists them with the reason.
+Planning (partition, views, buffer plan) is ``backends.planning``, shared with the
+GPU backend; this package renders and runs the steps. Primitives that do not lower
+natively run through the interpreter for their own equation only;
+``lowering.FALLBACK`` lists them with the reason.
 """
 
 from __future__ import annotations

@@ -1,10 +1,12 @@
-"""The data a partition hands to code generation and to the runtime.
+"""The data a partition hands to a backend's code generation and runtime.
 
 A :class:`Plan` numbers every value's buffer as a *slot* (graph inputs first, then
 constants, then what the steps produce) and lists the steps in execution order:
-:class:`Kernel` (one native loop nest), :class:`Blas` (a gemm call) and
-:class:`Fallback` (one equation through the interpreter), :class:`Sort` (a native
-sort along one dimension) and :class:`Lapack` (batched LAPACK calls).
+:class:`Kernel` (one fused loop nest), :class:`Blas` (a product) and
+:class:`Fallback` (one equation through the interpreter), :class:`Sort` (a sort
+along one dimension), :class:`Lapack` (a linalg equation with scratch slots),
+:class:`Conv` and :class:`Loop` (cond/while/scan). Backend-neutral: the CPU backend
+renders these with llvmlite, the GPU backend with numba-cuda.
 """
 
 from __future__ import annotations
