@@ -12,6 +12,7 @@ import numpy as np
 from graph_builder import Builder
 
 from backends.llvm import lowering
+from backends.planning import buffers
 from backends.planning import partition as planning
 from backends.planning.plan import Fallback, Kernel
 from ir import primitives as P
@@ -125,3 +126,37 @@ def test_partition_follows_the_backends_gap():
     assert plan.steps[0].reason == "no sin here"
     assert [type(s) for s in lowering.partition(graph).steps] == [Kernel]
 
+
+
+# -- the buffer plan -------------------------------------------------------------------
+
+def _chain(n=4, shape=(6, 5)):
+    b = Builder()
+    x = b.input(shape, np.float64)
+    y = x
+    for _ in range(n):
+        m = b(P.reduce_max, y, axes=(1,))
+        low = b(P.broadcast_in_dim, m, shape=shape, broadcast_dimensions=(0,))
+        y = b(P.mul, b(P.sub, y, low), x)
+    return b.graph(y)
+
+
+def test_the_cpu_arena_is_the_shared_buffer_plan():
+    from backends.llvm import runtime
+    graph = _chain()
+    exe = runtime.compile_graph(graph)
+    assert exe.arena_offsets
+    assert buffers.arena_layout(exe.plan, runtime.ARENA_ALIGN) == (exe.arena_offsets,
+                                                                    exe.arena_bytes)
+
+
+def test_lifetimes_span_first_write_to_last_use_and_skip_kept_slots():
+    plan = lowering.partition(_chain())
+    result = plan.outputs[0][1]
+    spans = buffers.lifetimes(plan.steps, {result})
+    assert len(spans) >= 4 and result not in spans and 0 not in spans  # kept; never written
+    for s, (first, last) in spans.items():
+        touching = [k for k, st in enumerate(plan.steps) if s in set().union(
+            *buffers.step_slots(st))]
+        assert (first, last) == (touching[0], touching[-1])
+        assert s in buffers.step_slots(plan.steps[first])[1]
