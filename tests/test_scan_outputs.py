@@ -1,0 +1,60 @@
+"""ir.scan_outputs: stacked scan outputs that are an xs operand or an earlier output are
+read from there, with the values of the loop that built them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import functorch_core as fc
+from functorch_core import lax
+from functorch_core.testing import check_grads
+from ir import passes
+from ir import primitives as P
+from ir.scan_outputs import forward_scan_outputs
+
+
+def _f(c, xs):
+    def body(c, x):
+        y = c * x + 1.0
+        return y, (x, y, y, c)        # an xs slice, a duplicate, the carry in
+    return lax.scan(body, c, xs)
+
+
+def _scans(graph):
+    return [e for e in graph.eqns if e.prim is P.scan]
+
+
+def test_xs_slices_and_duplicates_leave_the_loop():
+    c, xs = np.full(2, 0.5), np.linspace(-1, 1, 12).reshape(6, 2)
+    graph = fc.make_graph(_f)(c, xs)
+    before = _scans(passes.inline(graph))
+    after = _scans(forward_scan_outputs(passes.inline(graph)))
+    assert len(before[0].params["body"].outputs) == 5
+    assert len(after[0].params["body"].outputs) == 3      # carry, y, c
+    want = _f(c, xs)
+    for backend in ("cpu", "interpreter"):
+        got = fc.jit(_f, backend=backend)(c, xs)
+        for g, w in zip(fc.tree_leaves(got), fc.tree_leaves(want), strict=True):
+            np.testing.assert_array_equal(g, w)
+    np.testing.assert_array_equal(got[1][0], xs)
+
+
+def test_reverse_scans_and_grads_keep_their_values():
+    xs = np.linspace(0.1, 1, 20).reshape(10, 2)
+
+    def loss(w, xs):
+        def body(h, x):
+            h = np.tanh(w * h + x)
+            return h, (h, x, h)
+        h, (hs, xs2, hs2) = lax.scan(body, np.zeros(2), xs, reverse=True)
+        return (hs * hs2).sum() + (xs2 * hs).sum() + h.sum()
+    w = np.float64(0.7)
+    check_grads(loss, (w, xs), order=2, modes=("fwd", "rev"))
+    np.testing.assert_allclose(fc.jit(fc.grad(loss))(w, xs), fc.grad(loss)(w, xs),
+                               rtol=1e-12)
+
+
+def test_a_graph_without_forwardable_outputs_is_returned_as_is():
+    graph = passes.inline(fc.make_graph(lambda c, xs: lax.scan(lambda c, x: (c + x, c * x),
+                                                               c, xs))(1.0, np.ones(3)))
+    assert forward_scan_outputs(graph) is graph
