@@ -11,6 +11,7 @@ from .algebra import simplify_products
 from .core import Eqn, Graph, Lit, Var
 from .primitives import call, custom_jvp_call, custom_vjp_call
 from .products import rewrite_products
+from .scan_outputs import forward_scan_outputs
 
 FOLD_MAX_ELEMENTS = 64          # results this small are always folded
 FOLD_MAX_SAME_SIZE = 1 << 20    # bigger ones only if no larger than a literal operand
@@ -162,8 +163,9 @@ class _Bind:
 
 
 def simplify(graph: Graph) -> Graph:
-    """inline, rewrite products (``ir.products``), then fold constants, CSE and DCE, and
-    rewrite products once more: a transposed product whose other uses CSE merged or DCE
-    dropped folds only then (the symmetrised Hessian of ``hessian``, for one)."""
+    """inline, rewrite products (``ir.products``), then fold constants, CSE and DCE, forward
+    scan outputs that need no loop (``ir.scan_outputs``), and rewrite products once more:
+    a transposed product whose other uses CSE merged or DCE dropped folds only then (the
+    symmetrised Hessian of ``hessian``, for one)."""
     graph = dce(cse(fold_constants(simplify_products(rewrite_products(inline(graph))))))
-    return rewrite_products(graph)
+    return rewrite_products(forward_scan_outputs(graph))

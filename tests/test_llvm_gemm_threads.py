@@ -66,10 +66,21 @@ def test_split_has_the_bits_of_one_unsplit_gemm(pool, batch, m, k, n, tl, tr, dt
         mp.setattr(blas, "SPLIT_MACS", 0)       # split whatever the size
         split = blas.DotGeneral(lshape, rshape, dtype, dn, parallel=lambda: pool,
                                 workers=workers)
+        columns = blas.column_blocks(split._lay)
+        one = blas.DotGeneral(lshape, rshape, dtype, dn, parallel=lambda: pool, workers=1)
+    if columns:     # the shape's own column blocks, on any number of threads
+        assert len(split.parts) > 1 and [p.col_lo for p in split.parts] == \
+            [p.col_lo for p in one.parts]
+        got = split(a, b)
+        np.testing.assert_array_equal(got, _one_thread(one, a, b))
+        np.testing.assert_allclose(got, _one_thread(whole, a, b), rtol=1e-5 * k, atol=1e-5 * k)
+        return
     expect_parts = batch >= workers or (m >= 2 * blas.SPLIT_ALIGN and
                                         blas.row_blocks_round_alike(dtype))
     assert (len(split.parts) > 1) == expect_parts
-    np.testing.assert_array_equal(split(a, b), _one_thread(whole, a, b))
+    # unsplit, it runs on OpenBLAS's own threads while the machine is quiet
+    got = split(a, b) if expect_parts else _one_thread(split, a, b)
+    np.testing.assert_array_equal(got, _one_thread(whole, a, b))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -92,7 +103,14 @@ def test_parts_tile_the_result(batch, m, workers):
     lay = blas.GemmLayout(batch, m, 700, 600, False, False)
     parts = blas.split_parts(lay, workers, np.float64)
     assert len(parts) <= max(1, blas.PARTS_PER_WORKER * workers)
-    if len(parts) == 1 or parts[0].batch_hi < batch:     # whole, or by batches
+    if parts[0].cols is not None:                       # by columns
+        assert batch == 1 and m < blas.COLUMN_SPLIT_ROWS and len(parts) == blas.COLUMN_PARTS
+        starts = [p.col_lo for p in parts]
+        assert all(s % blas.COLUMN_ALIGN == 0 for s in starts) and starts[0] == 0
+        assert [s + p.cols.value for s, p in zip(starts, parts, strict=True)] \
+            == starts[1:] + [700]
+        assert parts == blas.split_parts(lay, 1, np.float64)    # whatever the threads
+    elif len(parts) == 1 or parts[0].batch_hi < batch:     # whole, or by batches
         assert [p.row_lo for p in parts] == [0] * len(parts)
         assert all(p.rows.value == m for p in parts)
         assert [p.batch_lo for p in parts] == [0] + [p.batch_hi for p in parts[:-1]]
@@ -113,8 +131,9 @@ def test_small_products_and_one_worker_do_not_split():
     big = blas.GemmLayout(1, 1024, 1024, 1024, False, False)
     assert len(blas.split_parts(big, 1, np.float32)) == 1
     assert len(blas.split_parts(big, 2, np.float32)) == 2 * blas.PARTS_PER_WORKER
-    few_rows = blas.GemmLayout(1, 64, 9216, 1024, False, False)   # columns never split
-    assert len(blas.split_parts(few_rows, 4, np.float32)) == 1
+    few_rows = blas.GemmLayout(1, 64, 9216, 1024, False, False)   # by columns, always
+    assert [len(blas.split_parts(few_rows, w, np.float32)) for w in (1, 2, 4)] == \
+        [blas.COLUMN_PARTS] * 3
 
 
 def test_rows_do_not_split_where_blocks_would_round_differently(monkeypatch):
@@ -200,7 +219,7 @@ def test_unsplit_products_run_on_one_openblas_thread_while_busy(pool, monkeypatc
         pytest.skip("the BLAS is not NumPy's OpenBLAS")
     lib = blas._numpy_lib[0]
     before = lib.scipy_openblas_get_num_threads64_()
-    lshape, rshape, dn = _problem(1, 64, 128, 9216, False, False)    # too few rows to split
+    lshape, rshape, dn = _problem(1, 64, 2048, 120, False, False)    # too small to split
     dot = blas.DotGeneral(lshape, rshape, np.float32, dn, parallel=lambda: pool, workers=2)
     assert len(dot.parts) == 1
     seen, real = [], dot.fn
@@ -261,3 +280,36 @@ def test_row_blocks_split_only_while_busy_batches_always(pool, monkeypatch, busy
         a, b = _operands(rng, lshape, rshape, np.float32)
         dot(a, b)
         assert bool(calls) == (busy or batch > 1)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("busy", [False, True])
+def test_few_rows_split_by_columns_with_the_bits_of_the_shape(pool, monkeypatch, dtype, busy):
+    """A 10-model ensemble's first layer (64 x 784 @ 784 x 1280): column blocks on any
+    number of threads, busy or not, with one set of bits."""
+    monkeypatch.setattr(blas, "busy", lambda: busy)
+    lshape, rshape, dn = (64, 784), (10, 128, 784), (((1,), (2,)), ((), ()))
+    a, b = _operands(np.random.default_rng(6), lshape, rshape, dtype)
+    results = []
+    for workers in (1, 2, 3):
+        dot = blas.DotGeneral(lshape, rshape, dtype, dn, parallel=lambda: pool, workers=workers)
+        assert [p.col_lo for p in dot.parts] == [0, 320, 640, 960]
+        results.append(dot(a, b))
+    for r in results[1:]:
+        np.testing.assert_array_equal(r, results[0])
+    np.testing.assert_allclose(results[0], np.einsum("mk,abk->mab", a, b), rtol=1e-4,
+                               atol=1e-3)
+
+
+def test_batched_small_products_out_of_layout_use_matmul_views():
+    """vmap's batch dim in the middle of the lhs: no copy, the values of a per-batch loop."""
+    rng = np.random.default_rng(7)
+    h, w = rng.standard_normal((64, 10, 128)), rng.standard_normal((10, 10, 128))
+    dot = blas.DotGeneral(h.shape, w.shape, np.float64, (((2,), (2,)), ((1,), (0,))))
+    assert dot.layout is None and dot._matmul
+    h0, w0 = h.copy(), w.copy()
+    got = dot(h, w)
+    want = np.stack([h[:, i] @ w[i].T for i in range(10)])
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(h, h0)
+    np.testing.assert_array_equal(w, w0)

@@ -14,7 +14,8 @@ held at one thread each (:func:`split_parts`): OpenBLAS's own threads meet at ba
 inside every call, and on a busy machine a preempted one stalls them all (under load,
 benchmarks/gemm_threads.py: 8 x 512^3 f32 381 -> 49 ms, 1024^3 f32 78 -> 48 ms). The parts are
 batches or row blocks of the result, whose elements OpenBLAS sums as in the whole
-product; threads take parts in turn, so one the OS has not scheduled holds none back.
+product, or, for a product of few rows, column blocks fixed by its shape; threads take
+parts in turn, so one the OS has not scheduled holds none back.
 """
 
 from __future__ import annotations
@@ -208,9 +209,13 @@ class DotGeneral:
         self.parallel, self._lay = parallel, lay
         self.workers = workers if parallel is not None else 1
         self.parts = split_parts(lay, self.workers, self.dtype)
-        self._row_split = len(self.parts) > 1 and self.parts[0].batch_hi == self.batch
+        self._col_split = self.parts[0].cols is not None
+        self._row_split = len(self.parts) > 1 and self.parts[0].batch_hi == self.batch \
+            and not self._col_split
         self._macs = self.batch * self.m * self.n * self.k
         self._ask_busy = parallel is not None and self._macs >= BUSY_ONE_THREAD_MACS
+        self._matmul = self.layout is None and self.batch > 1 and self._macs <= MATMUL_MAX_MACS \
+            and min(self.m, self.n, self.k) > 1
 
     def __call__(self, lhs, rhs, out=None):
         """The product; into ``out`` (C-contiguous, of the result's shape) when given."""
@@ -220,6 +225,15 @@ class DotGeneral:
             return out
         if self.k == 0:
             out[...] = 0
+            return out
+        if self._matmul:
+            # a batch of small products on operands out of gemm layout (vmap's batch dim
+            # not leading): NumPy's matmul takes the strided views to the same ?gemm per
+            # batch, without the copies and one ctypes call per batch (a 10-model
+            # ensemble's second layer, 10 x 64x128 @ 128x10: 72 -> 24 us)
+            np.matmul(np.transpose(lhs, self.lperm).reshape(self.batch, self.m, self.k),
+                      np.transpose(rhs, self.rperm).reshape(self.batch, self.k, self.n),
+                      out=out.reshape(self.batch, self.m, self.n))
             return out
         if self.layout is not None:
             a = np.ascontiguousarray(lhs).reshape(self.batch, -1)
@@ -240,8 +254,12 @@ class DotGeneral:
         # thread it hands a part to may wait out a time slice (64x128 @ 128x9216 f32 under
         # load: 46 ms on OpenBLAS's 2 threads, 1.7 ms on one)
         busy_now = self._ask_busy and busy()
+        alone = busy_now and self._macs < BUSY_SPLIT_MACS
+        if self._col_split:     # column blocks whatever the load: their bits are the shape's
+            self._split(a, b, c, workers=1 if alone else self.workers)
+            return out
         if len(self.parts) > 1 and (busy_now or ROW_SPLIT_WHEN_QUIET or not self._row_split) \
-                and not (busy_now and self._macs < BUSY_SPLIT_MACS):
+                and not alone:
             self._split(a, b, c)
             return out
         ta, tb, n, m, k, alpha, ldb, lda, beta, ldc = self._refs
@@ -251,10 +269,12 @@ class DotGeneral:
                         beta, c[i].ctypes.data, ldc)
         return out
 
-    def _split(self, a, b, c):
+    def _split(self, a, b, c, workers=None):
         """The product as ``self.parts``, OpenBLAS held at one thread each, taken in turn
-        by this thread and ``workers - 1`` of the pool's: a thread the OS has not scheduled
-        yet takes none, so a busy machine delays the product by at most one part."""
+        by this thread and ``workers - 1`` (default ``self.workers - 1``) of the pool's: a
+        thread the OS has not scheduled yet takes none, so a busy machine delays the product
+        by at most one part."""
+        workers = self.workers if workers is None else workers
         pointers = (a.ctypes.data, b.ctypes.data, c.ctypes.data)
         parts, lock, done = self.parts, threading.Lock(), threading.Event()
         state = {"next": 0, "left": len(parts), "error": None}
@@ -275,7 +295,7 @@ class DotGeneral:
                     if state["left"] == 0:
                         done.set()
         with one_thread_each():
-            for _ in range(min(self.workers, len(parts)) - 1):
+            for _ in range(min(workers, len(parts)) - 1):
                 self.parallel().submit(take)
             take()
             done.wait()
@@ -289,11 +309,20 @@ class DotGeneral:
         # the block's first row: of the lhs (a column where it is stored (k, m)), the result
         a += part.row_lo * (1 if self._lay.trans_lhs else self.k) * item
         c += part.row_lo * self.n * item
+        if part.cols is not None:
+            # the block's first column: of the rhs (a row where it is stored (n, k)), the
+            # result; the result's rows keep their full length (ldc)
+            n = ctypes.addressof(part.cols)
+            b += part.col_lo * (self.k if self._lay.trans_rhs else 1) * item
+            c += part.col_lo * item
         for i in range(part.batch_lo, part.batch_hi):
             self.fn(ta, tb, n, m, k, alpha, b + i * sb, ldb, a + i * sa, lda, beta, c + i * sc,
                     ldc)
 
 
+# a batched product out of gemm layout up to this many multiply-adds goes through NumPy's
+# matmul (OpenBLAS runs products this small on the caller's thread)
+MATMUL_MAX_MACS = 1 << 21
 # a product splits over the runtime's threads from this many multiply-adds (below it the
 # hand-over costs more than it saves: 256^3 f32, quiet: 0.15 ms on OpenBLAS's 2 threads,
 # 0.28 ms on one, 0.38 ms split)
@@ -308,6 +337,15 @@ BUSY_SPLIT_MACS = 1 << 28
 ROW_SPLIT_WHEN_QUIET = False
 # a split product has up to this many parts per thread (a preempted thread holds back one)
 PARTS_PER_WORKER = 2
+# a product of fewer than COLUMN_SPLIT_ROWS rows and at least SPLIT_MACS multiply-adds is
+# always computed as COLUMN_PARTS blocks of its columns (cut at multiples of COLUMN_ALIGN),
+# whatever the thread count or load, so its bits depend on its shape alone (they differ
+# from one whole gemm's: sgemm's Haswell kernels round column blocks differently). Few
+# rows cannot split by rows, and the blocks pack only the small lhs again (a 10-model
+# ensemble's 64x784 @ 784x1280 f32: 1.03 ms whole on one thread, 0.57 ms on two)
+COLUMN_SPLIT_ROWS = 2 * 48
+COLUMN_PARTS = 4
+COLUMN_ALIGN = 64
 # row blocks of a split product start at multiples of this many rows: a multiple of
 # every OpenBLAS kernel's panel width (Haswell's: 12 rows for sgemm, 2 for dgemm, 6 for
 # cgemm and zgemm), so each block packs the same panels as the whole product
@@ -317,12 +355,15 @@ SPLIT_ALIGN = 48
 @dataclass(frozen=True)
 class GemmPart:
     """One thread's share of a split product: batches [batch_lo, batch_hi) of rows
-    [row_lo, row_lo + rows.value) of the result (``rows``: a ctypes BLAS int)."""
+    [row_lo, row_lo + rows.value) of the result (``rows``: a ctypes BLAS int), and of its
+    columns [col_lo, col_lo + cols.value) when ``cols`` is set (else all of them)."""
 
     batch_lo: int
     batch_hi: int
     row_lo: int
     rows: object
+    col_lo: int = 0
+    cols: object = None
 
 
 def split_parts(lay: GemmLayout, workers: int, dtype) -> list[GemmPart]:
@@ -331,9 +372,17 @@ def split_parts(lay: GemmLayout, workers: int, dtype) -> list[GemmPart]:
     below SPLIT_MACS multiply-adds. Each element is then summed in the same order as by one
     unsplit gemm on one OpenBLAS thread: the k loop is never split, and row blocks are used
     only when :func:`row_blocks_round_alike` says so for ``dtype`` (column blocks change
-    sgemm's bits on Haswell kernels; tests/test_llvm_gemm_threads.py)."""
+    sgemm's bits on Haswell kernels; tests/test_llvm_gemm_threads.py). The exception is a
+    product of few rows (:func:`column_blocks`): column blocks fixed by its shape, whatever
+    ``workers``."""
     c_int = ctypes.c_int64 if blas_int_bits() == 64 else ctypes.c_int
     whole = [GemmPart(0, lay.batch, 0, c_int(lay.m))]
+    if column_blocks(lay):
+        cuts = sorted({COLUMN_ALIGN * (lay.n * p // (COLUMN_PARTS * COLUMN_ALIGN))
+                       for p in range(1, COLUMN_PARTS)} - {0, lay.n})
+        bounds = [0, *cuts, lay.n]
+        return [GemmPart(0, 1, 0, c_int(lay.m), lo, c_int(hi - lo))
+                for lo, hi in itertools.pairwise(bounds)]
     if workers <= 1 or lay.batch * lay.m * lay.n * lay.k < SPLIT_MACS or \
             min(lay.m, lay.n, lay.k) == 0:
         return whole
@@ -348,6 +397,24 @@ def split_parts(lay: GemmLayout, workers: int, dtype) -> list[GemmPart]:
                    for p in range(1, parts_n)} - {0, lay.m})
     bounds = [0, *cuts, lay.m]
     return [GemmPart(0, lay.batch, lo, c_int(hi - lo)) for lo, hi in itertools.pairwise(bounds)]
+
+
+def column_blocks(lay: GemmLayout) -> bool:
+    """Whether a product of ``lay`` is computed as column blocks (COLUMN_SPLIT_ROWS): a
+    function of the shape alone, never of the thread count or the load."""
+    return lay.batch == 1 and 0 < lay.m < COLUMN_SPLIT_ROWS and min(lay.k, lay.n) > 0 and \
+        lay.n >= 2 * COLUMN_ALIGN and lay.m * lay.n * lay.k >= SPLIT_MACS
+
+
+# a loop body's product of few rows splits into the column blocks of COLUMN_PARTS (on the
+# loop's thread and par_gemm's helper) from this many multiply-adds
+LOOP_SPLIT_MACS = 1 << 20
+
+
+def loop_column_blocks(lay: GemmLayout) -> bool:
+    """Whether a loop body's product of ``lay`` runs as column blocks (``par_gemm``)."""
+    return lay.batch == 1 and 0 < lay.m < COLUMN_SPLIT_ROWS and min(lay.k, lay.n) > 0 and \
+        lay.n >= 2 * COLUMN_ALIGN and lay.m * lay.n * lay.k >= LOOP_SPLIT_MACS
 
 
 def busy() -> bool:
@@ -392,6 +459,7 @@ class GemmCall:
     rhs: int
     out: int
     layout: GemmLayout
+    parallel: bool = False      # as column blocks through ``par_gemm`` (a loop body's)
 
 
 def emit_gemm(b: ir.IRBuilder, call: GemmCall, data):
@@ -424,8 +492,18 @@ def emit_gemm(b: ir.IRBuilder, call: GemmCall, data):
 
     def at(base, per_batch):
         return b.gep(base, [b.mul(i, ir.Constant(i64, per_batch))], source_etype=scalar)
-    b.call(fn, [ta, tb, n, m, k, alpha, at(rhs, lay.k * lay.n), ldb, at(lhs, lay.m * lay.k),
-                lda, beta, at(out, lay.m * lay.n), ldc])
+    args = [ta, tb, n, m, k, alpha, at(rhs, lay.k * lay.n), ldb, at(lhs, lay.m * lay.k),
+            lda, beta, at(out, lay.m * lay.n), ldc]
+    if call.parallel:
+        from .par_gemm import SYMBOL
+        item = call.dtype.itemsize
+        par = module.globals.get(SYMBOL) or ir.Function(
+            module, ir.FunctionType(ir.VoidType(), [ptr] * 14 + [i64] * 3), SYMBOL)
+        b.call(par, [fn, *args, ir.Constant(i64, lay.n),
+                     ir.Constant(i64, (lay.k if lay.trans_rhs else 1) * item),
+                     ir.Constant(i64, item)])
+    else:
+        b.call(fn, args)
     i.add_incoming(b.add(i, ir.Constant(i64, 1)), b.block)
     b.branch(head)
     b.position_at_end(done)

@@ -72,9 +72,10 @@ def hoist_products(body, nc, nk, length, in_avals):
     for every t is one product of the stacked xs and ``w`` before the loop (``x @ w`` of
     a recurrent cell: one big gemm instead of a small one per step), read as one more xs.
 
-    Returns (the body taking those products as its last xs inputs, a function of the
-    scan's operands returning the stacked products), or (body, None)."""
-    from .runtime import compile_graph
+    Returns (the body taking those products as its last xs inputs, a function
+    ``products(operands, into=None)`` returning the stacked products), or (body, None)."""
+    from . import runtime
+    from .blas import DotGeneral
     position = {id(v): i for i, v in enumerate(body.inputs)}
     hoisted = []
     for e in body.eqns:
@@ -85,17 +86,23 @@ def hoist_products(body, nc, nk, length, in_avals):
             hoisted.append((e, lhs, rhs))
     if not hoisted:
         return body, None
-    outer = [Var(av) for av in in_avals]
-    eqns, outs = [], []
+    dots = []
     for e, lhs, rhs in hoisted:
         (lc, rc), _ = e.params["dimension_numbers"]
         out = e.outputs[0]
-        stacked = Var(out.aval.update(shape=(length,) + out.aval.shape))
-        eqns.append(Eqn(P.dot_general, (outer[lhs], outer[rhs]), (stacked,),
-                        dict(e.params, dimension_numbers=((tuple(c + 1 for c in lc), rc),
-                                                          ((), ()))), e.source))
-        outs.append(stacked)
-    products = compile_graph(Graph(outer, eqns, outs))
+        stacked = out.aval.update(shape=(length,) + out.aval.shape)
+        dot = DotGeneral(in_avals[lhs].shape, in_avals[rhs].shape, out.aval.dtype,
+                         ((tuple(c + 1 for c in lc), rc), ((), ())), parallel=runtime._pool,
+                         workers=runtime._WORKERS)
+        dots.append((dot, lhs, rhs, stacked))
+
+    def products(args, into=None):
+        """The stacked products of ``args`` (the scan's operands), into the arrays ``into``
+        when given (a previous call's, so that no page is touched for the first time)."""
+        into = into or [np.empty(av.shape, av.dtype) for *_, av in dots]
+        for (dot, lhs, rhs, _), out in zip(dots, into, strict=True):
+            dot(args[lhs], args[rhs], out=out)
+        return into
     gone = {id(e) for e, _, _ in hoisted}
     new_body = Graph(body.inputs + [e.outputs[0] for e, _, _ in hoisted],
                      [e for e in body.eqns if id(e) not in gone], body.outputs)
