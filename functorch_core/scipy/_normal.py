@@ -6,20 +6,19 @@ compiles them), accurate to about an ulp in both tails.
 ``z_hi + z_lo`` (Veltkamp's splitting and Dekker's product, with ``1/sqrt 2`` in two parts) and
 ``erfc(z_hi + z_lo) = erfc(z_hi) - 2/sqrt(pi) exp(-z_hi^2) z_lo`` to first order.
 
-``ndtri``:
-By symmetry only ``q = min(y, 1 - y)`` (``1 - y`` is exact for ``y >= 1/2``) is solved for,
-``ndtr(x) = q`` with ``x <= 0``:
+``ndtri``: by symmetry only ``q = min(y, 1 - y)`` (``1 - y`` is exact for ``y >= 1/2``) is
+solved for, ``ndtr(x) = q`` with ``x <= 0``:
 
-* a start within 4.5e-4 of the root, Abramowitz & Stegun 26.2.23 (a rational function of
-  ``t = sqrt(-2 log q)``), valid on all of ``0 < q <= 1/2``;
-* two Halley steps on ``ndtr(x) - q`` (cubic convergence: 4.5e-4 -> 1e-8 -> 1e-22 even at
-  ``|x| = 38``). The residual is ``erf(x / sqrt 2) / 2 + (1/2 - q)`` for ``q >= 1/4``, where
-  ``1/2 - q`` is exact, so ``x`` keeps its relative accuracy near 0; ``erfc(-x / sqrt 2) / 2 - q``
-  below, whose rounding error moves ``x`` by about one ulp (``ndtr``'s relative error
-  ``x^2 eps`` divided by the slope ``|x|`` of ``log ndtr``);
-* below ``q = 2^-1000`` (``x < -37``) ``erfc`` and the normal density reach the subnormals, so
-  the steps are Newton steps on ``log ndtr(x) - log q`` with the asymptotic series
-  ``log ndtr(x) = -x^2/2 - log(-x sqrt(2 pi)) + log(1 - 1/x^2 + 3/x^4 - 15/x^6 + ...)``.
+* ``q >= 1e-16``: Giles' erfinv polynomials (the ones ``random.normal`` uses) at
+  ``w = -log(4 q (1 - q))``, so ``x = -sqrt 2 (1 - 2q) p(w)`` without the cancellation of
+  ``1 - (1 - 2q)^2``; then one Newton step on ``ndtr(x) - q``. The residual is
+  ``erf(x / sqrt 2) / 2 + (1/2 - q)`` for ``q >= 1/4``, where ``1/2 - q`` is exact, so ``x``
+  keeps its relative accuracy near 0; the compensated ``ndtr(x) - q`` below;
+* ``q < 1e-16`` (``x < -8.2``): a start within 4.5e-4 (Abramowitz & Stegun 26.2.23, a rational
+  function of ``t = sqrt(-2 log q)``), then two Newton steps on ``log ndtr(x) - log q`` with
+  the asymptotic series ``log ndtr(x) = -x^2/2 - log(-x sqrt(2 pi)) + log(1 - 1/x^2 + 3/x^4
+  - ...)``, 34 terms: within 1.5e-15 at ``x = -8.2``, far below past it; no ``erfc``, so the
+  subnormal ``q`` keep their accuracy.
 
 float32 and float16 are computed in float64 and rounded once, as SciPy does.
 """
@@ -34,6 +33,7 @@ from ir import primitives as P
 
 from .. import numpy as fnp
 from .._erfinv import erfinv as _erfinv_giles
+from .._erfinv import erfinv_ratio
 
 _SQRT_HALF = (0.7071067811865476, -4.833646656726457e-17)     # 1/sqrt 2 = hi + lo
 _SPLIT = 134217729.0                                           # 2^27 + 1 (Veltkamp)
@@ -41,10 +41,9 @@ _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
 # Abramowitz & Stegun 26.2.23: x ~ t - (c0 + c1 t + c2 t^2) / (1 + d1 t + d2 t^2 + d3 t^3)
 _AS_NUM = (2.515517, 0.802853, 0.010328)
 _AS_DEN = (1.0, 1.432788, 0.189269, 0.001308)
-_DEEP = 2.0 ** -1000
-# (2k-1)!! for the asymptotic series of ndtr(x) phi(x)^-1 (-x) in 1/x^2; 9 terms reach
-# below 1e-19 relative at |x| >= 37
-_SERIES = tuple(float(math.prod(range(1, 2 * k, 2))) * (-1) ** k for k in range(9))
+_DEEP = 1e-16
+# (-1)^k (2k-1)!!: the asymptotic series of ndtr(x) (-x) / phi(x) in 1/x^2
+_SERIES = tuple(float(math.prod(range(1, 2 * k, 2))) * (-1) ** k for k in range(34))
 
 
 def _poly(coefs, t):
@@ -55,7 +54,7 @@ def _poly(coefs, t):
 
 
 def _log_ndtr_asymptotic(x):
-    """``log ndtr(x)`` and its derivative for ``x <= -37``."""
+    """``log ndtr(x)`` and its derivative for ``x < -8.2``."""
     w = 1 / (x * x)
     series = _poly(_SERIES, w)
     log_cdf = -0.5 * (x * x) - fnp.log(-x * math.sqrt(2 * math.pi)) + fnp.log(series)
@@ -91,11 +90,12 @@ def ndtr(x):
     return fnp.asarray(fnp.where(x > 0, above, fnp.where(fnp.isnan(x), x, below)), dtype=dtype)
 
 
-def _halley(x, q):
+def _newton(x, q):
     central = q >= 0.25
-    r = fnp.where(central, 0.5 * P.erf.bind(x * _SQRT_HALF[0]) + (0.5 - q), _lower_cdf(x) - q)
-    u = r * math.sqrt(2 * math.pi) * fnp.exp(0.5 * (x * x))
-    return x - u / (1 + 0.5 * x * u)
+    # each branch sees a cheap argument (erf(0), erfc of the far tail) where it is not taken
+    mid = 0.5 * P.erf.bind(fnp.where(central, x, 0.0) * _SQRT_HALF[0]) + (0.5 - q)
+    r = fnp.where(central, mid, _lower_cdf(fnp.where(central, -40.0, x)) - q)
+    return x - r * math.sqrt(2 * math.pi) * fnp.exp(0.5 * (x * x))
 
 
 def ndtri(y):
@@ -112,13 +112,14 @@ def _ndtri(y):
     q = fnp.where(upper, 1 - y, y)
     inside = fnp.logical_and(q > 0, q <= 0.5)
     q = fnp.where(inside, q, 0.25)                   # keeps logs and steps finite
-    log_q = fnp.log(q)
-    t = fnp.sqrt(-2 * log_q)
-    x = -(t - _poly(_AS_NUM, t) / _poly(_AS_DEN, t))
     deep = q < _DEEP
-    x_deep = fnp.where(deep, x, -40.0)
+    log_q = fnp.log(q)
+    qs = fnp.where(deep, 0.25, q)
+    w = -(fnp.log(4 * qs) + fnp.log1p(-qs))          # -log(1 - (1 - 2q)^2), no cancellation
+    x = _newton(-math.sqrt(2) * (1 - 2 * qs) * erfinv_ratio(w, np.dtype(np.float64)), qs)
+    t = fnp.sqrt(-2 * fnp.where(deep, log_q, -800.0))
+    x_deep = -(t - _poly(_AS_NUM, t) / _poly(_AS_DEN, t))
     for _ in range(2):
-        x = _halley(x, q)
         log_cdf, slope = _log_ndtr_asymptotic(x_deep)
         x_deep = x_deep - (log_cdf - log_q) / slope
     x = fnp.where(deep, x_deep, x)
