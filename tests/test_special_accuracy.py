@@ -122,6 +122,13 @@ def test_log_ndtr_upper_tail():
     assert np.max(ulps(fc.jit(S.log_ndtr)(x), want)) <= 2
 
 
+def test_log_ndtr_derivative_at_zero():
+    """phi(0) / ndtr(0), not half of it (the branches once met at maximum(x, 0))."""
+    want = np.sqrt(2 / np.pi)
+    assert np.isclose(fc.grad(S.log_ndtr)(0.0), want, rtol=1e-15)
+    assert np.isclose(fc.jit(fc.grad(S.log_ndtr))(0.0), want, rtol=1e-15)
+
+
 def test_erfinv_near_one():
     y = np.r_[1 - np.geomspace(1.2e-16, 0.5, 80), -(1 - np.geomspace(1.2e-16, 0.5, 20))]
     for got in both_modes(S.erfinv, y):

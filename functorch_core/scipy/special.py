@@ -171,10 +171,11 @@ def log_ndtr(x):
     ``erfcx`` below zero, ``log1p(-ndtr(-x))`` above); float32 is computed in float64 and
     rounded, as SciPy does."""
     x, dtype = _wide(_float(x))
-    neg = fnp.minimum(x, 0.0)
+    below = x < 0
+    neg = fnp.where(below, x, 0.0)      # not minimum/maximum: their derivative at 0 is 1/2
     lower = fnp.log(0.5 * P.erfcx.bind(-neg * math.sqrt(0.5))) - 0.5 * (neg * neg)
-    upper = fnp.log1p(-_lower_cdf(-fnp.maximum(x, 0.0)))
-    return to_result(cast(fnp.where(x < 0, lower, upper), dtype), scalar=True)
+    upper = fnp.log1p(-_lower_cdf(-fnp.where(below, 0.0, x)))
+    return to_result(cast(fnp.where(below, lower, upper), dtype), scalar=True)
 
 
 def expit(x):
