@@ -58,7 +58,15 @@ def erfinv(x):
     dtype = np.dtype(fnp.asarray(x).dtype)
     work = np.dtype(np.float64) if dtype == np.float64 else np.dtype(np.float32)
     x = fnp.asarray(x, dtype=work)
-    w = -fnp.log1p(-x * x)
+    out = erfinv_ratio(-fnp.log1p(-x * x), work)
+    inf = fnp.where(x < 0, np.asarray(-np.inf, work), np.asarray(np.inf, work))
+    out = fnp.where(fnp.abs(x) == 1, inf, out * x)
+    return fnp.asarray(out, dtype=dtype)
+
+
+def erfinv_ratio(w, work):
+    """``erfinv(x) / x`` as a function of ``w = -log(1 - x*x)`` (valid to ``w`` ~ 36 in
+    float64), in dtype ``work``."""
     pieces = _F64 if work == np.float64 else _F32
     sqrt_w = fnp.sqrt(w)
     out = None
@@ -66,6 +74,4 @@ def erfinv(x):
         t = (w if i == 0 else sqrt_w) - np.asarray(shift, work)
         p = _horner(coefs, t, work)
         out = p if out is None else fnp.where(w < np.asarray(below, work), p, out)
-    inf = fnp.where(x < 0, np.asarray(-np.inf, work), np.asarray(np.inf, work))
-    out = fnp.where(fnp.abs(x) == 1, inf, out * x)
-    return fnp.asarray(out, dtype=dtype)
+    return out

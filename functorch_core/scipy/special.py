@@ -18,10 +18,14 @@ import numpy as np
 from ir import primitives as P
 
 from .. import numpy as fnp
-from .._erfinv import erfinv as _erfinv
 from ..numpy._core import cast, operand, result_type, to_result
 from ..numpy._creation import array_operand
 from ..transforms import custom_jvp
+from ._betaln import betaln as _betaln
+from ._normal import _lower_cdf
+from ._normal import erfinv as _erfinv
+from ._normal import ndtr as _ndtr
+from ._normal import ndtri as _ndtri
 
 __all__ = ["erf", "erfc", "erfinv", "erfcx", "ndtr", "ndtri", "log_ndtr", "expit", "logit",
            "xlogy", "xlog1py", "entr", "rel_entr", "kl_div", "gamma", "gammaln", "loggamma",
@@ -42,6 +46,14 @@ def _float(*xs):
     if len(xs) > 1:
         xs = fnp.broadcast_arrays(*xs)
     return xs if len(xs) > 1 else xs[0]
+
+
+def _wide(*xs):
+    """The operands in float64 and their own dtype: float32 and float16 results computed in
+    float64 and rounded once, as SciPy's loops do, where the float32 formula would lose
+    several ulps."""
+    dtype = np.dtype(fnp.asarray(xs[0]).dtype)
+    return *(cast(x, np.float64) for x in xs), dtype
 
 
 def _unary(prim, doc):
@@ -93,28 +105,77 @@ def erfinv(y):
     return to_result(_erfinv_fn(_float(y)), scalar=True)
 
 
+@custom_jvp
+def _ndtr_fn(x):
+    return _ndtr(x)
+
+
+@_ndtr_fn.defjvp
+def _ndtr_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _ndtr_fn(x), t * (1 / math.sqrt(2 * math.pi)) * fnp.exp(-0.5 * (x * x))
+
+
 def ndtr(x):
-    """``scipy.special.ndtr``: the standard normal CDF."""
-    x = _float(x)
-    return to_result(0.5 * P.erfc.bind(-x * (1 / math.sqrt(2))), scalar=True)
+    """``scipy.special.ndtr``: the standard normal CDF, ``erfc(-x / sqrt(2)) / 2``, without
+    the ``x**2`` ulps that rounding ``x / sqrt(2)`` costs in the lower tail.
+
+    Args:
+        x: array or scalar; integers become float64.
+
+    Returns:
+        ``ndtr(x)`` in ``x``'s floating dtype (float32 is computed in float64 and rounded).
+
+    Example::
+
+        >>> ndtr(np.array([-30.0, 0.0, 1.0]))
+        array([4.90671393e-198, 5.00000000e-001, 8.41344746e-001])
+    """
+    return to_result(_ndtr_fn(_float(x)), scalar=True)
+
+
+@custom_jvp
+def _ndtri_fn(y):
+    return _ndtri(y)
+
+
+@_ndtri_fn.defjvp
+def _ndtri_jvp(primals, tangents):
+    (y,), (t,) = primals, tangents
+    x = _ndtri_fn(y)
+    return x, t * math.sqrt(2 * math.pi) * fnp.exp(0.5 * (x * x))
 
 
 def ndtri(y):
-    """``scipy.special.ndtri``: the inverse of :func:`ndtr` (via ``erfinv``: relative accuracy
-    drops below ``y`` ~ 1e-10)."""
+    """``scipy.special.ndtri``: the inverse of :func:`ndtr`, ``x`` with ``ndtr(x) == y``;
+    ``-inf`` at 0, ``inf`` at 1, NaN outside [0, 1]. Accurate in relative terms in both tails
+    (down to the subnormals and up to ``1 - 2**-53``) and near ``y = 1/2``.
+
+    Args:
+        y: probabilities (array or scalar); integers become float64.
+
+    Returns:
+        ``ndtri(y)`` in ``y``'s floating dtype (float32 is computed in float64 and rounded).
+
+    Example::
+
+        >>> ndtri(np.array([1e-300, 0.5, 0.975]))
+        array([-37.04710803,   0.        ,   1.95996398])
+    """
     y = _float(y)
-    return to_result(math.sqrt(2) * _erfinv_fn(2 * y - 1), scalar=True)
+    return to_result(_ndtri_fn(y), scalar=True)
 
 
 def log_ndtr(x):
     """``scipy.special.log_ndtr``: ``log(ndtr(x))``, accurate in both tails (through
-    ``erfcx`` below zero)."""
-    x = _float(x)
-    neg = fnp.minimum(x, 0.0)
-    lower = fnp.log(0.5 * P.erfcx.bind(-neg * (1 / math.sqrt(2)))) - 0.5 * neg * neg
-    pos = fnp.maximum(x, 0.0)
-    upper = fnp.log1p(-0.5 * P.erfc.bind(pos * (1 / math.sqrt(2))))
-    return to_result(fnp.where(x < 0, lower, upper), scalar=True)
+    ``erfcx`` below zero, ``log1p(-ndtr(-x))`` above); float32 is computed in float64 and
+    rounded, as SciPy does."""
+    x, dtype = _wide(_float(x))
+    below = x < 0
+    neg = fnp.where(below, x, 0.0)      # not minimum/maximum: their derivative at 0 is 1/2
+    lower = fnp.log(0.5 * P.erfcx.bind(-neg * math.sqrt(0.5))) - 0.5 * (neg * neg)
+    upper = fnp.log1p(-_lower_cdf(-fnp.where(below, 0.0, x)))
+    return to_result(cast(fnp.where(below, lower, upper), dtype), scalar=True)
 
 
 def expit(x):
@@ -123,9 +184,14 @@ def expit(x):
 
 
 def logit(p):
-    """``scipy.special.logit``: ``log(p / (1 - p))``."""
+    """``scipy.special.logit``: ``log(p / (1 - p))``; on [0.3, 0.65] as
+    ``log1p((2p - 1) / (1 - p))`` (``2p - 1`` is exact there), so the result keeps its
+    relative accuracy near its zero at 1/2."""
     p = _float(p)
-    return to_result(fnp.log(p) - fnp.log1p(-p), scalar=True)
+    central = fnp.logical_and(p >= 0.3, p <= 0.65)
+    pc = fnp.where(central, p, 0.5)
+    mid = fnp.log1p((2 * pc - 1) / (1 - pc))
+    return to_result(fnp.where(central, mid, fnp.log(p / (1 - p))), scalar=True)
 
 
 def _x_times(log, dlog):
@@ -167,22 +233,22 @@ def entr(x):
 def rel_entr(x, y):
     """``scipy.special.rel_entr``: ``x log(x / y)`` for ``x, y > 0``, 0 for ``x == 0, y >= 0``,
     ``inf`` otherwise."""
-    x, y = _float(x, y)
+    x, y, dtype = _wide(*_float(x, y))
     ok = fnp.logical_and(x > 0, y > 0)
     safe_y = fnp.where(ok, y, 1.0)
     val = _xlogy(x, fnp.where(ok, x, 1.0) / safe_y)
     edge = fnp.where(fnp.logical_and(x == 0, y >= 0), fnp.zeros_like(x), fnp.full_like(x, np.inf))
-    return to_result(fnp.where(ok, val, edge), scalar=True)
+    return to_result(cast(fnp.where(ok, val, edge), dtype), scalar=True)
 
 
 def kl_div(x, y):
     """``scipy.special.kl_div``: ``x log(x / y) - x + y`` for ``x, y > 0``, ``y`` for
     ``x == 0, y >= 0``, ``inf`` otherwise."""
-    x, y = _float(x, y)
+    x, y, dtype = _wide(*_float(x, y))
     ok = fnp.logical_and(x > 0, y > 0)
     val = rel_entr(x, y) - x + y
     edge = fnp.where(fnp.logical_and(x == 0, y >= 0), y, fnp.full_like(x, np.inf))
-    return to_result(fnp.where(ok, val, edge), scalar=True)
+    return to_result(cast(fnp.where(ok, val, edge), dtype), scalar=True)
 
 
 def loggamma(x):
@@ -229,10 +295,36 @@ def gammaincc(a, x):
     return to_result(P.igammac.bind(*_float(a, x)), scalar=True)
 
 
+@custom_jvp
+def _betaln_fn(a, b):
+    return _betaln(a, b)
+
+
+@_betaln_fn.defjvp
+def _betaln_jvp(primals, tangents):
+    (a, b), (ta, tb) = primals, tangents
+    both = P.digamma.bind(a + b)
+    return _betaln_fn(a, b), ta * (P.digamma.bind(a) - both) + tb * (P.digamma.bind(b) - both)
+
+
 def betaln(a, b):
-    """``scipy.special.betaln``: ``log|B(a, b)|`` as a sum of :func:`gammaln` terms."""
-    a, b = _float(a, b)
-    return to_result(P.lgamma.bind(a) + P.lgamma.bind(b) - P.lgamma.bind(a + b), scalar=True)
+    """``scipy.special.betaln``: ``log|B(a, b)|``, ``B(a, b) = Gamma(a) Gamma(b) / Gamma(a + b)``;
+    for large ``a`` or ``b`` by differences of Stirling's series (no cancellation between
+    :func:`gammaln` terms), differentiable in both arguments.
+
+    Args:
+        a, b: arrays or scalars (broadcast together); integers become float64.
+
+    Returns:
+        ``log|B(a, b)|`` in the arguments' floating dtype (float32 is computed in float64
+        and rounded).
+
+    Example::
+
+        >>> betaln(np.array([1e10, 2.0]), np.array([1.0, 3.0]))
+        array([-23.02585093,  -2.48490665])
+    """
+    return to_result(_betaln_fn(*_float(a, b)), scalar=True)
 
 
 def betainc(a, b, x):
