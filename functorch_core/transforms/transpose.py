@@ -385,21 +385,25 @@ def _reduce_window_sum_t(ct, x, *, window_dimensions, window_strides, padding, b
 
 def _fft_t(ct, x, *, fft_type, fft_lengths):
     """Under the pairing Re(sum(a * b)): the DFT matrices are symmetric, so fft and ifft are
-    their own transposes; rfft is a slice of the complex fft of a real input; irfft reads
-    the half spectrum with weights 1 (zero and Nyquist frequencies) and 2 (the others)."""
+    their own transposes; rfft is a slice of the complex fft of a real input, whose
+    transpose ``Re(fft(pad(ct)))`` is the irfft of the conjugate half spectrum weighted 1
+    (zero and Nyquist frequencies) and 1/2 (the others: irfft counts them twice), times
+    the length (a real transform instead of a complex one of the full length: half the
+    work); irfft reads the half spectrum with weights 1 and 2."""
     lengths = tuple(fft_lengths)
     nd, n = ct.aval.ndim, lengths[-1]
     if fft_type in ("fft", "ifft"):
         return P.fft.bind(ct, fft_type=fft_type, fft_lengths=lengths)
-    if fft_type == "rfft":
-        full = P.pad.bind(ct, Lit(np.zeros((), ct.aval.dtype)),
-                          padding_config=((0, 0, 0),) * (nd - 1) + ((0, n - ct.aval.shape[-1], 0),))
-        return P.real.bind(P.fft.bind(full, fft_type="fft", fft_lengths=lengths))
-    half = P.conj.bind(P.fft.bind(ct, fft_type="rfft", fft_lengths=lengths))
     weights = np.full(n // 2 + 1, 2.0)
     weights[0] = 1.0
     if n % 2 == 0:
         weights[-1] = 1.0
+    if fft_type == "rfft":
+        scale = Lit(np.asarray(np.prod(lengths) / weights, ct.aval.dtype))
+        half = P.mul.bind(P.conj.bind(ct), P.broadcast_in_dim.bind(
+            scale, shape=ct.aval.shape, broadcast_dimensions=(nd - 1,)))
+        return P.fft.bind(half, fft_type="irfft", fft_lengths=lengths)
+    half = P.conj.bind(P.fft.bind(ct, fft_type="rfft", fft_lengths=lengths))
     weights = Lit(np.asarray(weights / np.prod(lengths), half.aval.dtype))
     return P.mul.bind(half, P.broadcast_in_dim.bind(weights, shape=half.aval.shape,
                                                     broadcast_dimensions=(nd - 1,)))
