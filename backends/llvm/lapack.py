@@ -39,7 +39,7 @@ import numpy as np
 
 from ir import primitives as P
 
-from . import blas
+from . import blas, blocked_cholesky
 
 LinAlgError = np.linalg.LinAlgError
 # batches of matrices of at most this many rows are split over the runtime's threads (OpenBLAS
@@ -208,6 +208,8 @@ def solve(a, b, out, scratch):
 # float64: 26 ms whole, 3.6 ms for the triangle in 32-row tiles)
 TILE_MIN_N = 128
 TILE = 32
+# matrices of at least this many rows factor in blocks over the runtime's threads
+BLOCKED_MIN_N = 1024
 
 
 def _lower_tiles(n):
@@ -219,7 +221,10 @@ def _lower_tiles(n):
 def cholesky(a, out, scratch):
     """The lower Cholesky factor into ``out`` through ?potrf('L') on Fortran copies, the
     upper triangle zeroed (NumPy's way). Big matrices copy only the triangle ?potrf reads
-    and writes (its other one is never referenced), in tiles: the same bits."""
+    and writes (its other one is never referenced), in tiles: the same bits. From
+    BLOCKED_MIN_N rows the factorization is :mod:`blocked_cholesky`'s, split over the
+    runtime's threads (NumPy's values within rounding; bits that depend on the shape
+    alone, where OpenBLAS's own threaded ?potrf rounds differently on one thread)."""
     n = a.shape[-1]
     fa, info = scratch
     lower = out.reshape(-1, n, n)
@@ -230,8 +235,13 @@ def cholesky(a, out, scratch):
         for m, f in zip(a.reshape(-1, n, n), fa, strict=True):
             for r, c in tiles:
                 np.copyto(f[c, r], m[r, c].T)
-    BatchCall(_name(a.dtype, "potrf"), info.dtype, ["L", n, fa, n, info], len(info),
-              n_hidden=1)(n <= SPLIT_MAX_N)
+    if n >= BLOCKED_MIN_N and blocked_cholesky.available(fa.dtype):
+        from . import runtime
+        for i, f in enumerate(fa):
+            info[i] = blocked_cholesky.factor(f, runtime._pool, runtime._WORKERS)
+    else:
+        BatchCall(_name(a.dtype, "potrf"), info.dtype, ["L", n, fa, n, info], len(info),
+                  n_hidden=1)(n <= SPLIT_MAX_N)
     if info.any():
         raise LinAlgError(f"cholesky: Matrix is not positive definite (operand of shape "
                           f"{_shapes(a)})")
