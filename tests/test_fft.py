@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 import functorch_core as fc
 import functorch_core.numpy as fnp
 from functorch_core.testing import check_grads
+from ir import Lit
 from ir import primitives as P
 
 C2C = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn"]
@@ -149,6 +150,13 @@ def test_threaded_transforms_give_one_threads_bits(name, shape):
         np.testing.assert_array_equal(f(x), want, strict=True)
 
 
+def test_irfft_transpose_weights_come_from_an_iota():
+    """(Results of up to FOLD_MAX_ELEMENTS elements are folded into literals anyway.)"""
+    g = fc.make_graph(fc.grad(lambda h: fnp.sum(fnp.fft.irfft(h, 1000) ** 2)))(
+        np.ones(501, complex))
+    assert max(v.value.size for e in g.eqns for v in e.inputs if isinstance(v, Lit)) == 1
+
+
 @pytest.mark.parametrize("n", [4096, 4097])
 def test_rfft_transposes_into_a_real_transform(n):
     """The vjp of rfft runs an irfft of the weighted conjugate half spectrum (no complex
@@ -163,6 +171,8 @@ def test_rfft_transposes_into_a_real_transform(n):
 
     g = fc.make_graph(fc.grad(loss))(x, w)
     assert [e.params["fft_type"] for e in g.eqns if e.prim is P.fft] == ["rfft", "irfft"]
+    # the weights come from an iota, not from a literal as long as the spectrum
+    assert max(v.value.size for e in g.eqns for v in e.inputs if isinstance(v, Lit)) == 1
     weights = np.full(n // 2 + 1, 2.0)
     weights[0] = 1.0
     if n % 2 == 0:
