@@ -208,8 +208,10 @@ def solve(a, b, out, scratch):
 # float64: 26 ms whole, 3.6 ms for the triangle in 32-row tiles)
 TILE_MIN_N = 128
 TILE = 32
-# matrices of at least this many rows factor in blocks over the runtime's threads
-BLOCKED_MIN_N = 1024
+# matrices of at least this many rows factor in blocks over the runtime's threads (under
+# load 13, jit 512^2: 2.0 ms blocked, 268 ms on OpenBLAS's threaded potrf; quiet,
+# 1.3 ms vs 0.7 ms: benchmarks/cholesky.py)
+BLOCKED_MIN_N = 256
 
 
 def _lower_tiles(n):
