@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 import functorch_core as fc
 import functorch_core.numpy as fnp
 from functorch_core.testing import check_grads
+from ir import Lit
 from ir import primitives as P
 
 C2C = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn"]
@@ -131,6 +132,54 @@ def test_transpose_identity(fft_type, in_shape, lengths):
     assert ct_x.dtype == x.dtype and ct_x.shape == x.shape
     np.testing.assert_allclose(np.real(np.sum(ct * t(x))), np.real(np.sum(ct_x * x)),
                                rtol=1e-10)
+
+
+@pytest.mark.parametrize("name,shape", [("fft2", (256, 384)), ("rfft", (64, 2048)),
+                                        ("irfftn", (3, 128, 257))])
+def test_threaded_transforms_give_one_threads_bits(name, shape):
+    """Batched and n-d transforms of at least 2^16 elements run pocketfft on every core,
+    which splits the independent 1-d transforms: the bits of one thread's."""
+    import scipy.fft
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=shape)
+    if name != "rfft":
+        x = x + 1j * rng.normal(size=shape)
+    want = getattr(scipy.fft, name)(x, workers=1)
+    np.testing.assert_array_equal(getattr(scipy.fft, name)(x, workers=4), want, strict=True)
+    for f in (getattr(fnp.fft, name), fc.jit(getattr(fnp.fft, name))):
+        np.testing.assert_array_equal(f(x), want, strict=True)
+
+
+def test_irfft_transpose_weights_come_from_an_iota():
+    """(Results of up to FOLD_MAX_ELEMENTS elements are folded into literals anyway.)"""
+    g = fc.make_graph(fc.grad(lambda h: fnp.sum(fnp.fft.irfft(h, 1000) ** 2)))(
+        np.ones(501, complex))
+    assert max(v.value.size for e in g.eqns for v in e.inputs if isinstance(v, Lit)) == 1
+
+
+@pytest.mark.parametrize("n", [4096, 4097])
+def test_rfft_transposes_into_a_real_transform(n):
+    """The vjp of rfft runs an irfft of the weighted conjugate half spectrum (no complex
+    FFT of the full length): the gradient of a spectral loss, in closed form
+    ``2 n irfft(rfft(x) w^2 / weights)`` (weights 1 at the zero and Nyquist frequencies,
+    2 elsewhere), to rounding, for even and odd lengths."""
+    rng = np.random.default_rng(6)
+    x, w = rng.normal(size=n), rng.normal(size=n // 2 + 1)
+
+    def loss(x, w):
+        return fnp.sum(fnp.abs(fnp.fft.rfft(x) * w) ** 2)
+
+    g = fc.make_graph(fc.grad(loss))(x, w)
+    assert [e.params["fft_type"] for e in g.eqns if e.prim is P.fft] == ["rfft", "irfft"]
+    # the weights come from an iota, not from a literal as long as the spectrum
+    assert max(v.value.size for e in g.eqns for v in e.inputs if isinstance(v, Lit)) == 1
+    weights = np.full(n // 2 + 1, 2.0)
+    weights[0] = 1.0
+    if n % 2 == 0:
+        weights[-1] = 1.0
+    want = 2 * n * np.fft.irfft(np.fft.rfft(x) * w * w / weights, n)
+    for got in (fc.grad(loss)(x, w), fc.jit(fc.grad(loss))(x, w)):
+        np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-11 * np.abs(want).max())
 
 
 @settings(max_examples=25, deadline=None)

@@ -219,6 +219,33 @@ def test_gaussian_log_likelihood_gradient():
     check_grads(nll, (lf, x), order=2, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_cholesky_reads_one_triangle_in_value_and_derivatives(dtype, upper):
+    """NumPy's cholesky reads one triangle (and the diagonal's real part): at a matrix
+    whose other triangle and imaginary diagonal are noise, the values are NumPy's of the
+    Hermitian one, and the derivatives (both modes, order 2) match differences of that
+    function of all the elements."""
+    rng = np.random.default_rng(8)
+    herm = _spd(rng, (2, 4, 4), dtype)
+    noise = _rand(rng, (2, 4, 4), dtype)
+    keep = np.tri(4, dtype=bool).T if upper else np.tri(4, dtype=bool)
+    a = np.where(keep, herm, noise)
+    a[..., range(4), range(4)] += 1j * noise[..., range(4), range(4)].imag if \
+        np.dtype(dtype).kind == "c" else 0
+    f = fc.jit(lambda a: fnp.linalg.cholesky(a, upper=upper))
+    np.testing.assert_allclose(f(a), np.linalg.cholesky(a, upper=upper), rtol=1e-12)
+    np.testing.assert_allclose(f(a), np.linalg.cholesky(herm, upper=upper), rtol=1e-12)
+    check_grads(f, (a,), order=2, modes=("fwd", "rev"), atol=1e-5, rtol=1e-5)
+
+
+def test_cholesky_jit_is_the_factorization_alone():
+    """No Hermitian matrix is built from the lower triangle before the factorization: the
+    primitive reads that triangle itself (the build cost 30-50% of a 2048^2 call)."""
+    g = fc.make_graph(fnp.linalg.cholesky)(np.eye(3))
+    assert [e.prim for e in g.eqns] == [P.cholesky], g
+
+
 def test_degenerate_eigenvalues_give_nonfinite_vector_derivatives_as_jax():
     _, tangents = fc.jvp(lambda a: tuple(fnp.linalg.eigh(a)), (np.eye(3),), (np.ones((3, 3)),))
     assert not np.all(np.isfinite(tangents[1]))

@@ -100,6 +100,26 @@ def test_cholesky_is_numpys_to_the_bit_and_reads_the_lower_triangle(dtype, lead,
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("lead,n", [((), lapack.TILE_MIN_N), ((2,), 2 * lapack.TILE + 7 +
+                                                                   lapack.TILE_MIN_N)])
+def test_cholesky_of_big_matrices_copies_tiles_of_one_triangle_to_the_bit(dtype, lead, n):
+    """From TILE_MIN_N rows only the lower triangle goes to Fortran order and back, in
+    tiles (a last partial one too): still NumPy's bits, the upper triangle zero, the
+    caller's array untouched, and the scratch's other triangle never read (a second call
+    on other values gives that call's bits)."""
+    rng = np.random.default_rng(n + 3)
+    exe, graph = _compiled(P.cholesky, np.zeros(lead + (n, n), dtype))
+    for _ in range(2):
+        a = _spd(rng, lead, n, dtype)
+        a[..., ~np.tri(n, dtype=bool)] = np.nan
+        before = a.copy()
+        (got,) = exe([a])
+        np.testing.assert_array_equal(a, before, strict=True)
+        _assert_bitwise([got], run_graph(graph, [a]))
+        assert not np.any(got[..., ~np.tri(n, dtype=bool)])
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("lead,n", SHAPES)
 def test_det_and_slogdet_match_numpy(dtype, lead, n):
     """logabsdet within ULPS of NumPy's; a complex sign (a product of n unit numbers, whose

@@ -4,8 +4,8 @@ The jvp rules are the matrix identities (for ``X = f(A)`` with tangent ``dA``):
 
 - solve: ``dX = A^-1 (dB - dA X)``; det: ``d det = det tr(A^-1 dA)``; slogdet: the
   real part of ``tr(A^-1 dA)`` (and its imaginary part rotates the sign).
-- cholesky (A Hermitian): ``dL = L Phi(L^-1 dA L^-H)``, Phi the lower triangle with the
-  diagonal halved.
+- cholesky (A Hermitian, read from its lower triangle, as is dA): ``dL = L Phi(L^-1 dA
+  L^-H)``, Phi the lower triangle with the diagonal halved.
 - eigh: ``dw = Re diag(V^H dA V)``, ``dV = V (F * V^H dA V)`` with ``F_ij = 1/(w_j - w_i)``.
 - svd (thin): ``dS = U^H dA V`` gives ``ds = Re diag(dS)``; ``dU``/``dV`` by the
   ``1/(s_j^2 - s_i^2)`` formulas plus the projections off the range for non-square A.
@@ -173,11 +173,14 @@ def _slogdet_jvp(primals, tangents):
 def _cholesky_jvp(primals, tangents):
     (a,), (ta,) = primals, tangents
     low = P.cholesky.bind(a)
+    n = a.aval.shape[-1]
+    # the primitive reads the lower triangle (a real diagonal): so does its tangent
+    half = _masked(ta, np.tri(n) - 0.5 * np.eye(n))
+    ta = P.add.bind(half, _H(half))
     left = P.triangular_solve.bind(low, ta, left_side=True, lower=True, transpose_a=False,
                                    conjugate_a=False, unit_diagonal=False)
     inner = P.triangular_solve.bind(low, left, left_side=False, lower=True, transpose_a=True,
                                     conjugate_a=True, unit_diagonal=False)
-    n = a.aval.shape[-1]
     phi = _masked(inner, np.tri(n) - 0.5 * np.eye(n))
     return low, _mm(low, phi)
 

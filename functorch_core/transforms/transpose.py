@@ -383,26 +383,37 @@ def _reduce_window_sum_t(ct, x, *, window_dimensions, window_strides, padding, b
 
 
 
+def _half_spectrum_weights(shape, dtype, n, edge, inner):
+    """``edge`` at the zero (and for an even ``n`` the Nyquist) frequency along the last
+    axis of a half spectrum of ``shape``, ``inner`` elsewhere: from an iota the kernel
+    computes, not a literal as long as the spectrum."""
+    i64 = np.dtype(np.int64)
+    idx = P.iota.bind(dtype=i64, shape=shape, dimension=len(shape) - 1)
+    at_edge = P.eq.bind(idx, Lit(np.zeros((), i64)))
+    if n % 2 == 0:
+        at_edge = P.or_.bind(at_edge, P.eq.bind(idx, Lit(np.asarray(n // 2, i64))))
+    return P.select.bind(at_edge, Lit(np.asarray(edge, dtype)), Lit(np.asarray(inner, dtype)))
+
+
 def _fft_t(ct, x, *, fft_type, fft_lengths):
     """Under the pairing Re(sum(a * b)): the DFT matrices are symmetric, so fft and ifft are
-    their own transposes; rfft is a slice of the complex fft of a real input; irfft reads
-    the half spectrum with weights 1 (zero and Nyquist frequencies) and 2 (the others)."""
+    their own transposes; rfft is a slice of the complex fft of a real input, whose
+    transpose ``Re(fft(pad(ct)))`` is the irfft of the conjugate half spectrum weighted 1
+    (zero and Nyquist frequencies) and 1/2 (the others: irfft counts them twice), times
+    the size (a real transform where a complex one of the full length, a pad and a real
+    part ran); irfft reads the half spectrum with weights 1 and 2."""
     lengths = tuple(fft_lengths)
-    nd, n = ct.aval.ndim, lengths[-1]
+    n, size = lengths[-1], float(np.prod(lengths))
     if fft_type in ("fft", "ifft"):
         return P.fft.bind(ct, fft_type=fft_type, fft_lengths=lengths)
     if fft_type == "rfft":
-        full = P.pad.bind(ct, Lit(np.zeros((), ct.aval.dtype)),
-                          padding_config=((0, 0, 0),) * (nd - 1) + ((0, n - ct.aval.shape[-1], 0),))
-        return P.real.bind(P.fft.bind(full, fft_type="fft", fft_lengths=lengths))
+        scale = _half_spectrum_weights(ct.aval.shape, ct.aval.dtype, n, size, size / 2)
+        return P.fft.bind(P.mul.bind(P.conj.bind(ct), scale), fft_type="irfft",
+                          fft_lengths=lengths)
     half = P.conj.bind(P.fft.bind(ct, fft_type="rfft", fft_lengths=lengths))
-    weights = np.full(n // 2 + 1, 2.0)
-    weights[0] = 1.0
-    if n % 2 == 0:
-        weights[-1] = 1.0
-    weights = Lit(np.asarray(weights / np.prod(lengths), half.aval.dtype))
-    return P.mul.bind(half, P.broadcast_in_dim.bind(weights, shape=half.aval.shape,
-                                                    broadcast_dimensions=(nd - 1,)))
+    return P.mul.bind(half, _half_spectrum_weights(half.aval.shape, half.aval.dtype, n,
+                                                   1 / size, 2 / size))
+
 
 def _selection_t(other):
     """select_and_gather_add and select_and_scatter_add transpose into each other."""
