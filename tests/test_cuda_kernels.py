@@ -106,15 +106,17 @@ def test_every_unary_op_on_every_dtype(dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_every_binary_op_on_every_dtype_with_broadcasting(dtype):
+def test_every_binary_op_on_every_dtype_over_all_pairs_of_edges(dtype):
+    # an outer product: both operands broadcast by index arithmetic, every pair of edges
     prims = [p for p in BINARY if scalar.gap(p, dtype) is None]
     b = Builder()
-    x, y = b.input((6, 8), dtype), b.input((8,), dtype)
-    yb = b(P.broadcast_in_dim, y, shape=(6, 8), broadcast_dimensions=(1,))
-    graph = b.graph(*(b(p, x, yb) for p in prims))
-    xs = edge_values(dtype, 48, seed=1).reshape(6, 8)
-    ys = edge_values(dtype, 8, seed=2)[::-1].copy()
-    check(graph, [xs, ys], [p.name for p in prims])
+    x, y = b.input((20, 1), dtype), b.input((20,), dtype)
+    xb = b(P.broadcast_in_dim, b(P.reshape, x, new_sizes=(20,)), shape=(20, 20),
+           broadcast_dimensions=(0,))
+    yb = b(P.broadcast_in_dim, y, shape=(20, 20), broadcast_dimensions=(1,))
+    graph = b.graph(*(b(p, xb, yb) for p in prims))
+    xs = edge_values(dtype, 20, seed=1)
+    check(graph, [xs.reshape(20, 1), xs[::-1].copy()], [p.name for p in prims])
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
