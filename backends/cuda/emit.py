@@ -186,6 +186,13 @@ def _acc_dtype(red):
     return dt
 
 
+def reduction_gap(prim, dtype) -> str | None:
+    """Why a reduction of ``dtype`` operands has no kernel rendering (None: it has)."""
+    if np.dtype(dtype).kind == "c" and prim not in (P.reduce_sum, P.reduce_prod):
+        return f"{prim.name} of complex operands is not rendered"
+    return None
+
+
 def _identity(red):
     acc = _acc_dtype(red)
     prim = red.prim
@@ -293,7 +300,12 @@ def _render_reduction(k, block, simulated):
     if not simulated:
         for off in (16, 8, 4, 2, 1):
             for i, red in enumerate(reds):
-                w(2, f"y{i} = cuda.shfl_down_sync({_FULL_MASK}, acc{i}, {off})")
+                if _acc_dtype(red).kind == "c":     # shuffles move 32/64-bit words
+                    w(2, f"y{i} = {_tname(_acc_dtype(red))}(complex("
+                         f"cuda.shfl_down_sync({_FULL_MASK}, acc{i}.real, {off}), "
+                         f"cuda.shfl_down_sync({_FULL_MASK}, acc{i}.imag, {off})))")
+                else:
+                    w(2, f"y{i} = cuda.shfl_down_sync({_FULL_MASK}, acc{i}, {off})")
                 if red.prim in ARG_REDUCTIONS:
                     w(2, f"z{i} = cuda.shfl_down_sync({_FULL_MASK}, idx{i}, {off})")
                 _emit_lines(w, 2, _combine(red, (f"acc{i}", f"idx{i}"), (f"y{i}", f"z{i}")))

@@ -37,7 +37,7 @@ def device_gap(eqn) -> str | None:
         return scalar.gap(prim, eqn.params["dtype"] if prim is P.iota else
                           eqn.inputs[-1].aval.dtype)
     if prim in _REDUCTIONS or prim in emit.ARG_REDUCTIONS:
-        return None
+        return emit.reduction_gap(prim, eqn.inputs[0].aval.dtype)
     if prim is P.dot_general:
         return None if kind == "f" else "dot_general on integers is not rendered"
     return f"{prim.name} has no kernel rendering yet"

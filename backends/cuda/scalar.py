@@ -12,6 +12,7 @@ casts in the simulator), ``F_<fn>_<f32|f64>`` math functions (libdevice through
 
 from __future__ import annotations
 
+import cmath
 import math
 
 import numpy as np
@@ -19,7 +20,7 @@ import numpy as np
 from ir import dtypes
 from ir import primitives as P
 
-DTYPES = tuple(d for d in dtypes.SUPPORTED if d.kind != "c")
+DTYPES = tuple(dtypes.SUPPORTED)
 F16, F32, F64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
 
 # float functions of one argument: (device: module attribute, simulator: NumPy/SciPy name)
@@ -53,8 +54,15 @@ _KINDS = {
     P.add: "biuf", P.mul: "biuf", P.sub: "iuf", P.max: "biuf", P.min: "biuf",
     P.div: "f", P.floor_div: "iuf", P.rem: "iuf", P.and_: "biu", P.or_: "biu",
     P.xor: "biu", P.eq: "biuf", P.ne: "biuf", P.lt: "biuf", P.le: "biuf", P.gt: "biuf",
-    P.ge: "biuf", P.select: "biuf", P.convert: "biuf", P.iota: "iuf",
+    P.ge: "biuf", P.select: "biufc", P.convert: "biufc", P.iota: "iufc",
+    P.real: "c", P.imag: "c", P.conj: "c", P.complex: "f",
 }
+# complex: partwise and NumPy's algorithms (div, abs); exp/log/sqrt through cmath on the
+# device (numba's, which may differ from NumPy's C99 ones where a part is inf or nan)
+for _p in (P.add, P.sub, P.mul, P.div, P.neg, P.abs, P.eq, P.ne, P.is_finite, P.exp,
+           P.log, P.sqrt):
+    _KINDS[_p] += "c"
+_CMATH = {P.exp: "exp", P.log: "log", P.sqrt: "sqrt"}
 PRIMITIVES = frozenset(_KINDS)
 _COMPARE = {P.eq: "==", P.ne: "!=", P.lt: "<", P.le: "<=", P.gt: ">", P.ge: ">="}
 _BITS = {P.and_: "&", P.or_: "|", P.xor: "^"}
@@ -79,12 +87,22 @@ def const(value, dt) -> str:
     dt = np.dtype(dt)
     if dt.kind == "b":
         return repr(bool(value))
+    if dt.kind == "c":
+        z = complex(np.asarray(value, dt))
+        return f"{cast(dt)}(complex({_float(z.real)}, {_float(z.imag)}))"
     if dt.kind == "f":
-        v = float(np.asarray(value, dt))
-        text = "NAN" if math.isnan(v) else ("INF" if v == math.inf else
-                                             "(-INF)" if v == -math.inf else repr(v))
-        return f"{cast(dt)}({text})"
+        return f"{cast(dt)}({_float(np.asarray(value, dt))})"
     return f"{cast(dt)}({int(value)})"
+
+
+def _float(v):
+    v = float(v)
+    return "NAN" if math.isnan(v) else ("INF" if v == math.inf else
+                                        "(-INF)" if v == -math.inf else repr(v))
+
+
+def part_dtype(dt) -> np.dtype:
+    return F32 if np.dtype(dt) == np.complex64 else F64
 
 
 def gap(prim, arg_dtype, out_dtype=None) -> str | None:
@@ -109,7 +127,7 @@ def op_text(prim, arg_dtype, out_dtype, args, params) -> str:
     if out.kind == "b":
         return text
     if out == F16:      # rounded once to half precision (float64 -> float16 directly)
-        return f"R16({text})" if prim is P.convert and dt.kind == "f" else \
+        return f"R16({text})" if prim is P.convert and dt.kind in "fc" else \
             f"R16({cast(out)}({text}))"
     return f"{cast(out)}({text})"
 
@@ -122,6 +140,8 @@ def _expr(prim, dt, out, args, params):
         return f"({args[1]} if {args[0]} else {args[2]})"
     if prim is P.convert:
         return _convert(dt, out, args[0])
+    if kind == "c" or prim is P.complex:
+        return _complex_expr(prim, dt, args)
     if prim in _COMPARE:
         return f"({args[0]} {_COMPARE[prim]} {args[1]})"
     if prim in _BITS or (kind == "b" and prim in (P.add, P.mul, P.max, P.min)):
@@ -158,14 +178,54 @@ def _expr(prim, dt, out, args, params):
     raise NotImplementedError(f"cuda emit: no rendering for {prim.name} on {dt}")
 
 
+def _complex_expr(prim, dt, args):
+    x, y = args[0], args[1] if len(args) > 1 else None
+    if prim is P.complex:
+        return f"complex({x}, {y})"
+    pd = part_dtype(dt)
+    if prim in (P.real, P.imag):
+        return f"{x}.{prim.name}"
+    if prim is P.conj:
+        return f"{x}.conjugate()"
+    if prim is P.is_finite:
+        return f"(F_isfinite_{fsuffix(pd)}({x}.real) and F_isfinite_{fsuffix(pd)}({x}.imag))"
+    if prim in (P.add, P.sub):
+        return f"({x} {'+' if prim is P.add else '-'} {y})"
+    if prim is P.mul:
+        return f"F_cmul({x}, {y})"
+    if prim is P.neg:
+        return f"(-{x})"
+    if prim in (P.eq, P.ne):
+        return f"({x} {_COMPARE[prim]} {y})"
+    if prim in (P.div, P.abs):
+        return f"H_c{prim.name}_{dt.name}({', '.join(args)})"
+    if prim in _CMATH:
+        return f"F_c{_CMATH[prim]}_{dt.name}({x})"
+    raise NotImplementedError(f"cuda emit: no rendering for {prim.name} on {dt}")
+
+
 def _convert(src, dst, x):
     # float -> int as NumPy on x86: a truncating conversion to int32 or int64 (NaN and out
-    # of range give the lowest value), then wrapped; float16 -> uint32 through int64
+    # of range give the lowest value), then wrapped. uint32 from contiguous float32/64
+    # offsets by 2^31 (NumPy's SIMD loop); from float16 and complex (a strided view of
+    # the real parts in the interpreter) it goes through int64
     half, src, dst = src == F16, compute_dtype(src), np.dtype(dst)
+    if src.kind == "c":
+        if dst.kind == "b":
+            zero = const(0, part_dtype(src))
+            return f"({x}.real != {zero} or {x}.imag != {zero})"
+        if dst.kind != "c":     # the real part, converted as a float
+            if dst == np.uint32:        # NumPy's strided loop (a view of the real parts)
+                return f"H_f2i64_{part_dtype(src).name}({x}.real)"
+            return _convert(part_dtype(src), dst, f"{x}.real")
+        return x
     if dst.kind == "b":
         return f"({x} != {const(0, src)})"
     if src.kind == "b":
         return f"({const(1, dst)} if {x} else {const(0, dst)})"
+    if dst.kind == "c":
+        return _convert(src, part_dtype(dst), x) if src.kind == "f" else \
+            f"{cast(part_dtype(dst))}({x})"
     if src.kind == "f" and dst.kind in "iu":
         wide = "u32" if dst == np.uint32 and not half else \
             "i64" if dst.itemsize == 8 or dst == np.uint32 else "i32"
@@ -222,6 +282,40 @@ def H_f2u32_{D}(x):
     return T_uint32(H_f2i32_{D}(x))
 '''
 
+_COMPLEX_HELPERS = '''
+def H_cdiv_{D}(x, y):
+    ar = x.real
+    ai = x.imag
+    br = y.real
+    bi = y.imag
+    abs_r = F_fabs_{S}(br)
+    abs_i = F_fabs_{S}(bi)
+    if abs_r >= abs_i:
+        if abs_r == {P}(0.0) and abs_i == {P}(0.0):
+            return {T}(complex(ar / abs_r, ai / abs_r))
+        rat = bi / br
+        scl = {P}(1.0) / (br + bi * rat)
+        return {T}(complex((ar + ai * rat) * scl, (ai - ar * rat) * scl))
+    rat = br / bi
+    scl = {P}(1.0) / (bi + br * rat)
+    return {T}(complex((ar * rat + ai) * scl, (ai * rat - ar) * scl))
+
+
+def H_cabs_{D}(x):
+    re = F_fabs_{S}(x.real)
+    im = F_fabs_{S}(x.imag)
+    if re == INF or im == INF:
+        return {P}(INF)
+    if re != re or im != im:
+        return {P}(NAN)
+    big = re if re > im else im
+    small = im if re > im else re
+    if big == {P}(0.0):
+        return {P}(0.0)
+    ratio = small / big
+    return F_sqrt_{S}(ratio * ratio + {P}(1.0)) * big
+'''
+
 _INT_HELPERS = '''
 def H_floordiv_{D}(a, b):
     if b == {T}(0):
@@ -245,6 +339,10 @@ def helper_source() -> str:
             parts.append(_FLOAT_HELPERS.format(D=dt.name, T=cast(dt), S=fsuffix(dt)))
         elif dt.kind in "iu":
             parts.append(_INT_HELPERS.format(D=dt.name, T=cast(dt), SIGNED=dt.kind == "i"))
+        elif dt.kind == "c":
+            pd = part_dtype(dt)
+            parts.append(_COMPLEX_HELPERS.format(D=dt.name, T=cast(dt), P=cast(pd),
+                                                 S=fsuffix(pd)))
     return "\n".join(parts)
 
 
@@ -279,8 +377,17 @@ def _bind_sim(ns):
         for name, sp_name in _SIM_SPECIAL.items():
             ns[f"F_{name}_{suffix}"] = _typed(getattr(scipy.special, sp_name), dt)
         ns[f"F_logistic_{suffix}"] = _typed(scipy.special.expit, dt)
+    for dt in (np.complex64, np.complex128):
+        for name in _CMATH.values():
+            ns[f"F_c{name}_{np.dtype(dt).name}"] = _typed(getattr(np, name), dt)
+    # NumPy's loop (fused multiply-adds where it has them); on the device NVVM may fuse too
+    ns["F_cmul"] = lambda x, y: np.multiply(np.full(1, x), np.full(1, y))[0]
     ns.update(F_max=np.maximum, F_min=np.minimum, F_maxh=_maxh, F_minh=_minh,
               R16=lambda x: np.float32(np.float16(x)))
+
+
+def _mul(x, y):
+    return x * y
 
 
 def _maxh(x, y):
@@ -307,8 +414,12 @@ def _bind_device(ns):
         ns[f"F_{name}_f32"] = getattr(libdevice, name + "f")
     for suffix, T in (("f32", numba.float32), ("f64", numba.float64)):
         ns[f"F_logistic_{suffix}"] = _device_logistic(T)
+    for dt in ("complex64", "complex128"):
+        for name in _CMATH.values():
+            ns[f"F_c{name}_{dt}"] = getattr(cmath, name)
     from numba import cuda
     ns.update(F_max=_device_minmax(True), F_min=_device_minmax(False), R16=_device_r16(),
+              F_cmul=cuda.jit(device=True, inline="always")(_mul),
               F_maxh=cuda.jit(device=True, inline="always")(_maxh),
               F_minh=cuda.jit(device=True, inline="always")(_minh))
 
