@@ -44,8 +44,10 @@ SIM_ROW_LANES = 4       # the simulator's "warp" for row-wise kernels (no shuffl
 
 # the primitives rendered on float operands (UNARY/BINARY), those only on floats
 # (FLOAT_ONLY); scalar.gap says which kinds every primitive renders for
-UNARY = {p: p.name for p in P.UNARY if scalar.gap(p, np.float32) is None}
-BINARY = {p: p.name for p in P.BINARY if scalar.gap(p, np.float32) is None}
+UNARY = {p: p.name for p in P.ALL.values()
+         if p.family == "unary" and scalar.gap(p, np.float32) is None}
+BINARY = {p: p.name for p in P.ALL.values()
+          if p.family == "binary" and scalar.gap(p, np.float32) is None}
 FLOAT_ONLY = {p for p in (*UNARY, *BINARY) if scalar.gap(p, np.int32) is not None}
 COMBINE = {P.reduce_sum: "({0} + {1})", P.reduce_prod: "({0} * {1})",
            P.reduce_max: "F_max({0}, {1})", P.reduce_min: "F_min({0}, {1})"}

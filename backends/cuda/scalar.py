@@ -57,12 +57,15 @@ _KINDS = {
     P.ge: "biuf", P.select: "biufc", P.convert: "biufc", P.iota: "iufc",
     P.real: "c", P.imag: "c", P.conj: "c", P.complex: "f",
 }
-# complex: partwise and NumPy's algorithms (div, abs); exp/log/sqrt through cmath on the
-# device (numba's, which may differ from NumPy's C99 ones where a part is inf or nan)
-for _p in (P.add, P.sub, P.mul, P.div, P.neg, P.abs, P.eq, P.ne, P.is_finite, P.exp,
-           P.log, P.sqrt):
+# complex: partwise and NumPy's algorithms (div, abs); exp, log, sqrt and the inverse
+# trigonometric functions through cmath on the device (numba's, which may differ from
+# NumPy's C99 ones where a part is inf or nan). numba-cuda's complex sin/cos/tan, their
+# hyperbolic versions and acosh compile only with a GPU present (they ask the driver for
+# its compute capability), so the PTX check cannot cover them: they stay on the host.
+_CMATH = {p: _FLOAT_UNARY[p] for p in (P.exp, P.log, P.sqrt, P.asin, P.acos, P.atan,
+                                       P.asinh, P.atanh)}
+for _p in (P.add, P.sub, P.mul, P.div, P.neg, P.abs, P.eq, P.ne, P.is_finite, *_CMATH):
     _KINDS[_p] += "c"
-_CMATH = {P.exp: "exp", P.log: "log", P.sqrt: "sqrt"}
 PRIMITIVES = frozenset(_KINDS)
 _COMPARE = {P.eq: "==", P.ne: "!=", P.lt: "<", P.le: "<=", P.gt: ">", P.ge: ">="}
 _BITS = {P.and_: "&", P.or_: "|", P.xor: "^"}
@@ -379,7 +382,7 @@ def _bind_sim(ns):
         ns[f"F_logistic_{suffix}"] = _typed(scipy.special.expit, dt)
     for dt in (np.complex64, np.complex128):
         for name in _CMATH.values():
-            ns[f"F_c{name}_{np.dtype(dt).name}"] = _typed(getattr(np, name), dt)
+            ns[f"F_c{name}_{np.dtype(dt).name}"] = _typed(getattr(np, _SIM[name]), dt)
     # NumPy's loop (fused multiply-adds where it has them); on the device NVVM may fuse too
     ns["F_cmul"] = lambda x, y: np.multiply(np.full(1, x), np.full(1, y))[0]
     ns.update(F_max=np.maximum, F_min=np.minimum, F_maxh=_maxh, F_minh=_minh,
