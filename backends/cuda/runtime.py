@@ -19,10 +19,9 @@ from ..interpreter import IMPLS
 from ..planning import buffers
 from ..planning.partition import VIEW_OPS, numpy_gap, partition
 from ..planning.plan import Blas, Fallback, Kernel
-from . import emit
+from . import emit, scalar
 from .availability import array_module, simulated
 
-_ARITH = {P.add, P.sub, P.mul, P.max, P.min, P.div, P.pow, P.neg, P.abs}
 _REDUCTIONS = {P.reduce_sum, P.reduce_prod, P.reduce_max, P.reduce_min}
 
 
@@ -35,24 +34,13 @@ def device_gap(eqn) -> str | None:
         return f"{prim.name}: dtype {', '.join(bad)} (kernels cover " \
                f"{', '.join(str(d) for d in emit.DTYPES)})"
     kind = eqn.inputs[-1].aval.dtype.kind if eqn.inputs else eqn.outputs[0].aval.dtype.kind
-    if prim in VIEW_OPS or prim is P.select:
+    if prim in VIEW_OPS:
         return None
-    if prim in emit.UNARY or prim in emit.BINARY:
-        if prim in emit.FLOAT_ONLY and kind != "f":
-            return f"{prim.name} on {kind!r} dtypes is not rendered"
-        if prim in _ARITH and kind == "b":
-            return f"{prim.name} on bool is not rendered"
-        return None
-    if prim is P.convert:
-        src, dst = eqn.inputs[0].aval.dtype, eqn.outputs[0].aval.dtype
-        if dst.kind == "f" or (dst.kind in "iu" and src.kind in "biu"
-                               and dst.itemsize >= src.itemsize):
-            return None
-        return f"convert {src} -> {dst} is not rendered"
-    if prim is P.iota:
-        return None if eqn.params["dtype"].kind in "iuf" else "iota of bool is not rendered"
-    if prim in _REDUCTIONS:
-        return None if kind in "iuf" else f"{prim.name} on bool is not rendered"
+    if prim in scalar.PRIMITIVES:
+        return scalar.gap(prim, eqn.params["dtype"] if prim is P.iota else
+                          eqn.inputs[-1].aval.dtype)
+    if prim in _REDUCTIONS or prim in emit.ARG_REDUCTIONS:
+        return emit.reduction_gap(prim, eqn.inputs[0].aval.dtype)
     if prim is P.dot_general:
         return None if kind == "f" else "dot_general on integers is not rendered"
     return f"{prim.name} has no kernel rendering yet"
