@@ -13,7 +13,9 @@ match the interpreter: clamped indices, last-write-wins ``scatter`` (an atomic m
 the last update per destination), sequential scans, first-maximum window selection.
 ``scatter_add`` adds with atomics, or (deterministic mode, and dtypes without atomics) sorts
 the updates by destination and adds each destination's updates in update order, which
-is NumPy's ``np.add.at`` order: the same bits every run.
+is NumPy's ``np.add.at`` order: the same bits every run. Kernels that do arithmetic on
+float16 compute in float32 (``WIDENED``), as the issue asks, so their float16 results
+can differ from NumPy's step-by-step float16 rounding in the last place.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import numpy as np
 
 from ir import dtypes
 from ir import primitives as P
+from ir.core import Eqn, Var
 
 from .. import determinism
 from ..llvm.plan import c_strides
@@ -110,7 +113,27 @@ def _fill(xp, value, dt):
 
 def lower(eqn, xp, simulated) -> Step:
     """The device step of ``eqn`` (one of ``RENDERED``)."""
+    f16 = np.dtype(np.float16)
+    if eqn.prim in WIDENED and any(v.aval.dtype == f16 for v in (*eqn.inputs, *eqn.outputs)):
+        return _widened(eqn, xp, simulated)
     return RENDERED[eqn.prim](eqn, xp, simulated)
+
+
+def _widened(eqn, xp, sim):
+    """``eqn`` computed in float32 over float16 operands (numba-cuda's half arithmetic
+    calls cuda_fp16 functions that compile_ptx leaves unresolved): cast in, cast back."""
+    f16, f32 = np.dtype(np.float16), np.dtype(np.float32)
+
+    def wide(v):
+        return Var(v.aval.update(dtype=f32) if v.aval.dtype == f16 else v.aval)
+    inner = Eqn(eqn.prim, tuple(map(wide, eqn.inputs)), tuple(map(wide, eqn.outputs)),
+                eqn.params, eqn.source)
+    step = RENDERED[eqn.prim](inner, xp, sim)
+
+    def run(args):
+        outs = step([xp.asarray(a).astype(f32) if a.dtype == f16 else a for a in args])
+        return [o.astype(v.aval.dtype) for o, v in zip(outs, eqn.outputs, strict=True)]
+    return Step(run, step.sources)
 
 
 # -- gather and scatter -------------------------------------------------------------
@@ -172,9 +195,10 @@ def _scatter(eqn, xp, sim):
     add = eqn.prim is P.scatter_add
     i64 = np.dtype(np.int64)
     srcs = {}
-    if add:
+    if add and np.dtype(x.dtype) in ATOMIC_ADD:
         srcs["atomic"] = _gather_kernel(x.shape, idx.shape, axes, n, [
             "cuda.atomic.add(a0, dest, a2[t])"], "a1").source((x.dtype, idx.dtype, upd.dtype), sim)
+    if add:
         srcs["dest"] = _gather_kernel(x.shape, idx.shape, axes, n, [
             f"a0[t] = dest * {max(n, 1)} + t"], "a1").source((i64, idx.dtype), sim)
         srcs["sorted"] = _sorted_add(n, sim, x.dtype, upd.dtype)
@@ -186,7 +210,6 @@ def _scatter(eqn, xp, sim):
             (i64, idx.dtype, x.dtype, upd.dtype), sim)
     names = list(srcs)
     launch = _launcher(list(srcs.values()), sim)
-    atomic_ok = np.dtype(x.dtype) in ATOMIC_ADD
 
     def run(args):
         out = xp.array(args[0], copy=True, order="C")
@@ -197,7 +220,7 @@ def _scatter(eqn, xp, sim):
             winner = xp.full(out.shape, -1, i64)
             launch(names.index("last"), winner, idx_a)
             launch(names.index("write"), winner, idx_a, out, upd_a)
-        elif atomic_ok and not determinism.state["enabled"]:
+        elif "atomic" in srcs and not determinism.state["enabled"]:
             launch(names.index("atomic"), out, idx_a, upd_a)
         else:
             keys = xp.empty(n, i64)
@@ -620,3 +643,6 @@ RENDERED = {P.gather: _gather, P.scatter: _scatter, P.scatter_add: _scatter,
             P.select_and_gather_add: _select_and_gather,
             P.select_and_scatter_add: _select_and_scatter,
             P.conv_general_dilated: _conv}
+# float16 operands are widened to float32 for the kernels that do arithmetic on them
+WIDENED = {*SCANS, *WINDOWS, P.select_and_gather_add, P.select_and_scatter_add,
+           P.scatter_add}
