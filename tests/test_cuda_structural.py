@@ -167,6 +167,21 @@ def test_cumulative_ops_both_directions(dtype):
     assert run.host_only == []
 
 
+@pytest.mark.parametrize("dtype", [F32, np.dtype(np.int64), np.dtype(np.bool_),
+                                   np.dtype(np.float16)], ids=str)
+def test_argmax_argmin_first_hit_and_nan(dtype):
+    b = Builder()
+    x = b.input((3, 5), dtype)
+    graph = b.graph(*(b(p, x, axis=a, index_dtype=np.dtype(t)) for p in (P.argmax, P.argmin)
+                      for a, t in ((0, np.int32), (1, np.int64))))
+    rng = np.random.default_rng(12)
+    x = rng.integers(0, 3, (3, 5)).astype(dtype)       # ties
+    if dtype.kind == "f":
+        x[1, 3] = x[2, 0] = np.nan
+    run = check(graph, [x])
+    assert run.host_only == []
+
+
 def test_threefry_is_bit_exact_with_rank_zero_keys():
     b = Builder()
     k0, k1 = b.input((), np.uint32), b.input((), np.uint32)

@@ -50,7 +50,9 @@ CALLS = {
     P.custom_lin: "raises as the interpreter does (it exists only inside differentiation)",
 }
 HOST = {P.eig: "CuPy has no general (non-symmetric) eigendecomposition: numpy.linalg.eig "
-                "on a host copy, results copied back"}
+                "on a host copy, results copied back",
+        P.setitem: "never reaches a backend (jit's functionalize pass rewrites mutations "
+                    "into scatters and dynamic updates first)"}
 
 
 def scipy_module(name, simulated):

@@ -10,7 +10,8 @@ text names nothing but ``cuda`` and builtins and works for every dtype numba-cud
 
 Every kernel takes flat 1-D arrays and walks its points with a grid-stride loop. Results
 match the interpreter: clamped indices, last-write-wins ``scatter`` (an atomic max picks
-the last update per destination), sequential scans, first-maximum window selection.
+the last update per destination), sequential scans, first-maximum window selection and
+``argmax``/``argmin`` (a NaN counts as the maximum, as in NumPy).
 ``scatter_add`` adds with atomics, or (deterministic mode, and dtypes without atomics) sorts
 the updates by destination and adds each destination's updates in update order, which
 is NumPy's ``np.add.at`` order: the same bits every run. Kernels that do arithmetic on
@@ -378,6 +379,36 @@ def _scan(eqn, xp, sim):
     return Step(run, [src])
 
 
+def _arg_reduce(eqn, xp, sim):
+    """One thread per line: the first maximum (minimum) along ``axis``; a NaN wins."""
+    x, out = eqn.inputs[0].aval, eqn.outputs[0].aval
+    axis = eqn.params["axis"]
+    length, stride = x.shape[axis], c_strides(x.shape)[axis]
+    lines = math.prod(out.shape)
+    k = _grid(lines)
+    kept = [d for d in range(len(x.shape)) if d != axis]
+    k.unravel(2, "t", [f"i{d}" for d in kept], [x.shape[d] for d in kept])
+    k(2, f"base = {' + '.join(f'i{d} * {c_strides(x.shape)[d]}' for d in kept) or '0'}")
+    better = ">" if eqn.prim is P.argmax else "<"
+    k(2, "best = a1[base]")
+    k(2, "sel = 0")
+    k(2, f"for j in range(1, {length}):")
+    k(3, f"v = a1[base + j * {stride}]")
+    k(3, f"if best == best and (v != v or v {better} best):")
+    k(4, "best = v")
+    k(4, "sel = j")
+    k(2, "a0[t] = sel")
+    src = k.source((out.dtype, x.dtype), sim)
+    launch = _launcher([src], sim)
+
+    def run(args):
+        res = xp.empty(out.shape, out.dtype)
+        if lines and length:
+            launch(0, res, _dev(xp, args[0]))
+        return [res]
+    return Step(run, [src])
+
+
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 
 
@@ -637,7 +668,8 @@ def _conv(eqn, xp, sim):
 RENDERED = {P.gather: _gather, P.scatter: _scatter, P.scatter_add: _scatter,
             P.dynamic_slice: _dynamic_slice, P.dynamic_update_slice: _dynamic_update_slice,
             P.pad: _pad, P.concatenate: _concatenate,
-            **{prim: _scan for prim in SCANS}, P.threefry2x32: _threefry,
+            **{prim: _scan for prim in SCANS}, P.argmax: _arg_reduce, P.argmin: _arg_reduce,
+            P.threefry2x32: _threefry,
             P.lu_pivots_to_permutation: _pivots,
             **{prim: _reduce_window for prim in WINDOWS},
             P.select_and_gather_add: _select_and_gather,
@@ -645,4 +677,4 @@ RENDERED = {P.gather: _gather, P.scatter: _scatter, P.scatter_add: _scatter,
             P.conv_general_dilated: _conv}
 # float16 operands are widened to float32 for the kernels that do arithmetic on them
 WIDENED = {*SCANS, *WINDOWS, P.select_and_gather_add, P.select_and_scatter_add,
-           P.scatter_add}
+           P.scatter_add, P.argmax, P.argmin}

@@ -23,6 +23,10 @@ from . import calls, emit, indexing
 from .availability import array_module, simulated
 
 _ARITH = {P.add, P.sub, P.mul, P.max, P.min, P.div, P.pow, P.neg, P.abs}
+# fused into emit's kernels besides its op tables (index arithmetic, casts, the iota);
+# products run as the array module's einsum (cuBLAS through CuPy)
+FUSED = (*VIEW_OPS, P.select, P.convert, P.iota)
+PRODUCTS = {P.dot_general: "xp.einsum (cuBLAS through CuPy)"}
 _REDUCTIONS = {P.reduce_sum, P.reduce_prod, P.reduce_max, P.reduce_min}
 
 
