@@ -344,6 +344,15 @@ def test_special_function_calls(prim):
     assert run.host_only == []
 
 
+def test_special_functions_cupy_lacks_run_on_the_host_by_name():
+    b = Builder()
+    x, v = b.input((4,), F64), b.input((4,), F64)
+    graph = b.graph(b(P.spence, x), b(P.bessel_jv, v, x))
+    run = check(graph, [np.array([0.3, 1.5, 4.0, 2.0]), np.array([0.5, 1.0, 2.5, 0.0])],
+                rtol=1e-12)
+    assert [h.split(":")[0] for h in run.host_only] == ["spence", "bessel_jv"]
+
+
 def test_graph_valued_calls_run_inner_graphs_on_the_device():
     inner = Builder()
     p, q = inner.input((3,), F64), inner.input((), np.int32)

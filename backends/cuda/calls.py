@@ -27,9 +27,8 @@ from .indexing import permutation
 
 SPECIAL = {P.erf: "erf", P.erfc: "erfc", P.erfcx: "erfcx", P.lgamma: "gammaln",
            P.tgamma: "gamma", P.digamma: "digamma", P.bessel_i0e: "i0e",
-           P.bessel_i1e: "i1e", P.spence: "spence", P.zeta: "zeta", P.igamma: "gammainc",
-           P.igammac: "gammaincc", P.bessel_jv: "jv", P.polygamma: "polygamma",
-           P.betainc: "betainc"}
+           P.bessel_i1e: "i1e", P.zeta: "zeta", P.igamma: "gammainc",
+           P.igammac: "gammaincc", P.polygamma: "polygamma", P.betainc: "betainc"}
 _FFT = {"fft": "fftn", "ifft": "ifftn", "rfft": "rfftn", "irfft": "irfftn"}
 
 CALLS = {
@@ -51,6 +50,10 @@ CALLS = {
 }
 HOST = {P.eig: "CuPy has no general (non-symmetric) eigendecomposition: numpy.linalg.eig "
                 "on a host copy, results copied back",
+        P.spence: "cupyx.scipy.special has no spence (CuPy 13): scipy.special.spence on a "
+                  "host copy, results copied back",
+        P.bessel_jv: "cupyx.scipy.special has no jv of real order (only j0/j1, CuPy 13): "
+                     "scipy.special.jv on a host copy, results copied back",
         P.setitem: "never reaches a backend (jit's functionalize pass rewrites mutations "
                     "into scatters and dynamic updates first)"}
 
@@ -80,13 +83,14 @@ def _named(name, error, *arrays):
 
 def _sort(eqn, xp, sim):
     dim, num_keys = eqn.params["dimension"], eqn.params["num_keys"]
+    stable = {"kind": "stable"} if xp is np else {}     # CuPy's argsort is always stable
 
     def run(args):
         ops = [xp.moveaxis(xp.asarray(a), dim, -1) for a in args]
         order = None
         for key in reversed(ops[:num_keys]):     # least significant key first, stably
             k = key if order is None else xp.take_along_axis(key, order, -1)
-            step = xp.argsort(k, axis=-1, kind="stable")
+            step = xp.argsort(k, axis=-1, **stable)
             order = step if order is None else xp.take_along_axis(order, step, -1)
         return _outs(eqn, xp, [xp.ascontiguousarray(
             xp.moveaxis(xp.take_along_axis(o, order, -1), -1, dim)) for o in ops])
