@@ -90,11 +90,12 @@ def _gather_scatter_graph(dtype, idx_dtype=np.int32):
 _IDX = np.array([[[0, 1], [3, 0]], [[0, 1], [-5, 9]], [[3, 0], [0, 1]]])
 
 
-@pytest.mark.parametrize("dtype", [F32, np.dtype(np.int64), np.dtype(np.float16)], ids=str)
+@pytest.mark.parametrize("dtype", [F32, np.dtype(np.int64), np.dtype(np.float16),
+                                   np.dtype(np.complex64)], ids=str)
 def test_gather_scatter_and_scatter_add_with_duplicates(dtype):
     rng = np.random.default_rng(0)
     graph = _gather_scatter_graph(dtype, np.int8)
-    x = (rng.standard_normal((4, 5, 2)) * 4).astype(dtype)
+    x = (rng.standard_normal((4, 5, 2)) * 4 + (1j if dtype.kind == "c" else 0)).astype(dtype)
     u = (rng.standard_normal((3, 2, 5)) * 4).astype(dtype)
     run = check(graph, [x, _IDX.astype(np.int8), u], rtol=2e-3 if dtype == np.float16 else None)
     assert run.host_only == [] and len(structural(run)) >= 3
@@ -399,6 +400,23 @@ def test_vmap_and_grad_of_a_jitted_conv_net_and_a_sort():
     xs = x[:, None]
     np.testing.assert_allclose(fc.jit(per, backend="cuda")(w, xs), per(w, xs), rtol=1e-10)
     graph = fc.make_graph(fc.grad(net))(w, x)
+    assert runtime.split_for_device(graph)[1] == []
+
+
+def test_grad_and_vmap_of_jitted_indexing():
+    """gather's transpose is a scatter_add, pad's a negative pad, concatenate's slices."""
+    def f(x, idx):
+        y = fnp.concatenate([fnp.pad(x, ((1, 2), (0, 0))), x[:1] * 2.0], axis=0)
+        return fnp.sum(fnp.take(y, idx, axis=0) ** 2) + fnp.sum(fnp.cumprod(y, axis=1))
+    rng = np.random.default_rng(13)
+    x, idx = rng.standard_normal((3, 2)), np.array([0, 2, 2, 5, 1])
+    g = fc.grad(f)
+    np.testing.assert_allclose(fc.jit(g, backend="cuda")(x, idx), g(x, idx), rtol=1e-10)
+    xs = rng.standard_normal((4, 3, 2))
+    per = fc.vmap(g, in_dims=(0, None))
+    np.testing.assert_allclose(fc.jit(per, backend="cuda")(xs, idx), per(xs, idx), rtol=1e-10)
+    graph = fc.make_graph(per)(xs, idx)
+    assert {e.prim for e in graph.eqns} >= {P.gather, P.scatter_add, P.pad, P.concatenate}
     assert runtime.split_for_device(graph)[1] == []
 
 
