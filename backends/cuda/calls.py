@@ -15,6 +15,7 @@ predicate or branch index is read back with one scalar copy per step.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 
@@ -108,12 +109,22 @@ def _fft(eqn, xp, sim):
     return run
 
 
+def _raising(sim):
+    """CuPy reports a failed factorization only inside ``cupyx.errstate(linalg='raise')``
+    (by default it returns NaNs); NumPy always raises."""
+    if sim:
+        return contextlib.nullcontext()
+    import cupyx
+    return cupyx.errstate(linalg="raise")
+
+
 def _linalg(fn):
     def lower(eqn, xp, sim):
         def run(args):
             arrays = [xp.asarray(a) for a in args]
             try:
-                out = fn(xp, sim, *arrays, **eqn.params)
+                with _raising(sim):
+                    out = fn(xp, sim, *arrays, **eqn.params)
             except LinAlgError as e:
                 raise LinAlgError(_named(eqn.prim.name, e, *arrays)) from None
             return _outs(eqn, xp, out if eqn.prim.multiple_results else [out])
