@@ -1,9 +1,12 @@
-"""Run a graph on the GPU: the shared partition, kernels from ``emit``, products through
-the array module's einsum (CuPy's cuBLAS path), everything else on the host.
+"""Run a graph on the GPU: the shared partition, fused kernels from ``emit``, products
+through the array module's einsum (CuPy's cuBLAS path), structural kernels from
+``indexing``, named array-module calls from ``calls``, and only ``calls.HOST``'s named
+exceptions (and dtypes the kernels do not cover yet) on the host.
 
-Equations the kernels do not cover are wrapped, before partitioning, as one-equation
-``call`` equations, which the shared partitioner always leaves to the interpreter; they
-run on host copies of their operands and their results go back to the device.
+Equations outside the fused kernels are wrapped, before partitioning, as one-equation
+``call`` equations, which the shared partitioner always leaves to a fallback step; that
+step runs the equation's structural kernel or named call on device arrays, or, for a
+host equation, the interpreter on host copies with the results copied back.
 """
 
 from __future__ import annotations
@@ -19,9 +22,13 @@ from ..interpreter import IMPLS
 from ..planning import buffers
 from ..planning.partition import VIEW_OPS, numpy_gap, partition
 from ..planning.plan import Blas, Fallback, Kernel
-from . import emit, scalar
+from . import calls, emit, indexing, scalar
 from .availability import array_module, simulated
 
+# fused into emit's kernels besides its op tables (index arithmetic, casts, the iota);
+# products run as the array module's einsum (cuBLAS through CuPy)
+FUSED = (*VIEW_OPS, P.select, P.convert, P.iota)
+PRODUCTS = {P.dot_general: "xp.einsum (cuBLAS through CuPy)"}
 _REDUCTIONS = {P.reduce_sum, P.reduce_prod, P.reduce_max, P.reduce_min}
 
 
@@ -46,24 +53,46 @@ def device_gap(eqn) -> str | None:
     return f"{prim.name} has no kernel rendering yet"
 
 
-def _host_call(eqn, reason):
+def lowering(eqn) -> tuple[str, str]:
+    """How ``eqn`` runs: ``("kernel", "")`` fused by ``emit``, ``("indexing", name)`` a
+    structural kernel, ``("call", routine)`` a named array-module call, or ``("host",
+    reason)``: a named exception (``calls.HOST``) or a gap of the fused kernels."""
+    gap = device_gap(eqn)
+    if gap is None:
+        return "kernel", ""
+    if eqn.prim in indexing.RENDERED:
+        return "indexing", f"{eqn.prim.name} kernel"
+    if eqn.prim in calls.CALLS:
+        return "call", calls.CALLS[eqn.prim]
+    if eqn.prim in calls.HOST:
+        return "host", f"{eqn.prim.name}: {calls.HOST[eqn.prim]}"
+    return "host", gap
+
+
+_WRAPPED = "cuda step: "
+
+
+def _wrapped(eqn, kind, detail):
     inner_in = [Var(a.aval) for a in eqn.inputs]
     inner_out = [Var(v.aval) for v in eqn.outputs]
     inner = Graph(inner_in, [Eqn(eqn.prim, tuple(inner_in), tuple(inner_out), eqn.params,
                                  eqn.source)], inner_out)
-    return Eqn(P.call, eqn.inputs, eqn.outputs, {"graph": inner, "name": reason}, eqn.source)
+    return Eqn(P.call, eqn.inputs, eqn.outputs,
+               {"graph": inner, "name": f"{_WRAPPED}{kind}: {detail}"}, eqn.source)
 
 
 def split_for_device(graph):
-    """``graph`` with each host-only equation wrapped as a ``call``; and the reasons."""
+    """``graph`` with each equation outside the fused kernels wrapped as a ``call``; and
+    the reasons of those that run on the host."""
     eqns, host = [], []
     for e in graph.eqns:
-        reason = device_gap(e)
-        if reason is None:
+        kind, detail = lowering(e)
+        if kind == "kernel":
             eqns.append(e)
         else:
-            host.append(reason)
-            eqns.append(_host_call(e, reason))
+            if kind == "host":
+                host.append(detail)
+            eqns.append(_wrapped(e, kind, detail))
     return Graph(list(graph.inputs), eqns, list(graph.outputs)), host
 
 
@@ -80,14 +109,14 @@ def compile_graph(graph):
     plan, rendered, host = sources(graph)
     sim, xp = simulated(), array_module()
     consts = {s: xp.asarray(c) for s, c in plan.consts.items()}
-    steps = []
+    steps, structural = [], []
     for s in plan.steps:
         if isinstance(s, Kernel):
             steps.append(_kernel_step(rendered[id(s)], plan.slots, sim, xp))
         elif isinstance(s, Blas):
             steps.append(_blas_step(s, xp))
         elif isinstance(s, Fallback):
-            steps.append(_host_step(s, xp))
+            steps.append(_fallback_step(s, xp, sim, structural))
         else:
             raise NotImplementedError(f"cuda runtime: no step for {type(s).__name__}")
     n_in = plan.n_inputs
@@ -113,7 +142,7 @@ def compile_graph(graph):
         return outs
     run.host_only = host
     run.arena_offsets, run.arena_bytes = arena.offsets, arena.nbytes
-    run.kernel_sources = [src for srcs in rendered.values() for src in srcs]
+    run.kernel_sources = [src for srcs in rendered.values() for src in srcs] + structural
     return run
 
 
@@ -185,6 +214,28 @@ def _blas_step(s, xp):
             + [c for j, c in enumerate(rs) if j not in rc and j not in rb]
         bufs[s.out] = xp.ascontiguousarray(
             xp.einsum(f"{''.join(ls)},{''.join(rs)}->{''.join(out)}", lhs, rhs))
+    return step
+
+
+def _fallback_step(s, xp, sim, sources):
+    """A structural kernel or a named call on device arrays, else a host step."""
+    eqn = s.eqn
+    if eqn.prim is P.call and eqn.params["name"].startswith(_WRAPPED):
+        eqn = eqn.params["graph"].eqns[0]
+    kind, _ = lowering(eqn)
+    if kind == "indexing":
+        fn = indexing.lower(eqn, xp, sim)
+        sources.extend(fn.sources)
+    elif kind == "call":
+        fn = calls.lower(eqn, xp, sim)
+    else:
+        return _host_step(s, xp)
+
+    def step(bufs):
+        args = [xp.asarray(r[1]) if r[0] == "lit" else bufs[r[1]].reshape(r[2])
+                for r in s.inputs]
+        for slot, o in zip(s.outputs, fn(args), strict=True):
+            bufs[slot] = xp.ascontiguousarray(o)
     return step
 
 
