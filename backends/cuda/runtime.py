@@ -1,5 +1,6 @@
 """Run a graph on the GPU: the shared partition, kernels from ``emit``, products through
-the array module's einsum (CuPy's cuBLAS path), everything else on the host.
+the array module's matmul on views (``products``: cuBLAS with transpose flags through
+CuPy), everything else on the host.
 
 Equations the kernels do not cover are wrapped, before partitioning, as one-equation
 ``call`` equations, which the shared partitioner always leaves to the interpreter; they
@@ -16,7 +17,7 @@ from ir.core import Eqn, Graph, Var
 from ..interpreter import IMPLS
 from ..llvm.partition import VIEW_OPS, partition
 from ..llvm.plan import Blas, Fallback, Kernel
-from . import emit
+from . import emit, products
 from .availability import array_module, simulated
 
 _ARITH = {P.add, P.sub, P.mul, P.max, P.min, P.div, P.pow, P.neg, P.abs}
@@ -26,6 +27,9 @@ _REDUCTIONS = {P.reduce_sum, P.reduce_prod, P.reduce_max, P.reduce_min}
 def device_gap(eqn) -> str | None:
     """Why ``eqn`` runs on the host (None: it becomes part of a kernel or a product)."""
     prim = eqn.prim
+    if prim is P.dot_general:
+        dt = eqn.inputs[0].aval.dtype
+        return None if dt in products.DTYPES else f"dot_general on {dt} is not rendered"
     avals = [a.aval for a in (*eqn.inputs, *eqn.outputs)]
     bad = sorted({str(a.dtype) for a in avals if a.dtype not in emit.DTYPES})
     if bad:
@@ -50,8 +54,6 @@ def device_gap(eqn) -> str | None:
         return None if eqn.params["dtype"].kind in "iuf" else "iota of bool is not rendered"
     if prim in _REDUCTIONS:
         return None if kind in "iuf" else f"{prim.name} on bool is not rendered"
-    if prim is P.dot_general:
-        return None if kind == "f" else "dot_general on integers is not rendered"
     return f"{prim.name} has no kernel rendering yet"
 
 
@@ -68,7 +70,10 @@ def split_for_device(graph):
     eqns, host = [], []
     for e in graph.eqns:
         reason = device_gap(e)
-        if reason is None:
+        if reason is None and e.prim is P.dot_general \
+                and e.inputs[0].aval.dtype not in products.GEMM_DTYPES:
+            eqns.append(_host_call(e, products.DEVICE_CALL))    # not a loop-nest kernel
+        elif reason is None:
             eqns.append(e)
         else:
             host.append(reason)
@@ -95,6 +100,8 @@ def compile_graph(graph):
             steps.append(_kernel_step(rendered[id(s)], plan.slots, sim, xp))
         elif isinstance(s, Blas):
             steps.append(_blas_step(s, xp))
+        elif isinstance(s, Fallback) and s.eqn.params.get("name") == products.DEVICE_CALL:
+            steps.append(_product_step(s, xp))
         elif isinstance(s, Fallback):
             steps.append(_host_step(s, xp))
         else:
@@ -143,19 +150,20 @@ def _array(bufs, ref, xp):
 
 
 def _blas_step(s, xp):
-    (lc, rc), (lb, rb) = s.dimension_numbers
+    def step(bufs):
+        bufs[s.out] = products.matmul(xp, _array(bufs, s.lhs, xp), _array(bufs, s.rhs, xp),
+                                      s.dimension_numbers)
+    return step
+
+
+def _product_step(s, xp):
+    """A non-gemm dtype's ``dot_general`` (wrapped by ``split_for_device``) on the device."""
+    (eqn,) = s.eqn.params["graph"].eqns
+    (slot,) = s.outputs
 
     def step(bufs):
-        lhs, rhs = _array(bufs, s.lhs, xp), _array(bufs, s.rhs, xp)
-        letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
-        ls = [next(letters) for _ in range(lhs.ndim)]
-        rs = [next(letters) for _ in range(rhs.ndim)]
-        for i, j in zip((*lc, *lb), (*rc, *rb), strict=True):
-            rs[j] = ls[i]
-        out = [ls[i] for i in lb] + [c for i, c in enumerate(ls) if i not in lc and i not in lb] \
-            + [c for j, c in enumerate(rs) if j not in rc and j not in rb]
-        bufs[s.out] = xp.ascontiguousarray(
-            xp.einsum(f"{''.join(ls)},{''.join(rs)}->{''.join(out)}", lhs, rhs))
+        lhs, rhs = (_array(bufs, r, xp) for r in s.inputs)
+        bufs[slot] = products.matmul(xp, lhs, rhs, eqn.params["dimension_numbers"])
     return step
 
 

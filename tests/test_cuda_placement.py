@@ -1,0 +1,104 @@
+"""Products, placement and transforms over device arrays, under numba-cuda's simulator.
+
+Skipped when numba-cuda is not installed; the simulator is switched on at import as in
+``test_cuda_sim.py``. Device arrays are ``backends.cuda.arrays.SimArray`` here (CuPy's on
+a GPU): they refuse ``np.asarray`` as CuPy does, so a path that would quietly copy a
+device array to the host fails these tests.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba.cuda")
+if os.environ["NUMBA_ENABLE_CUDASIM"] != "1":
+    pytest.skip("numba.cuda was imported without the simulator", allow_module_level=True)
+
+from graph_builder import Builder
+
+from backends import registry
+from backends.cuda import products
+from backends.interpreter import run_graph
+from ir import primitives as P
+
+CUDA = registry.get("cuda")
+
+# (lhs shape, rhs shape, dimension_numbers, both operands taken as views)
+LAYOUTS = {
+    "nn": ((3, 4), (4, 5), (((1,), (0,)), ((), ())), True),
+    "tn": ((4, 3), (4, 5), (((0,), (0,)), ((), ())), True),
+    "nt": ((3, 4), (5, 4), (((1,), (1,)), ((), ())), True),
+    "tt": ((4, 3), (5, 4), (((0,), (1,)), ((), ())), True),
+    "batched": ((2, 3, 4), (2, 4, 5), (((2,), (1,)), ((0,), (0,))), True),
+    "batched_tt": ((2, 4, 3), (2, 5, 4), (((1,), (2,)), ((0,), (0,))), True),
+    "two_contracted": ((3, 2, 4), (2, 4, 5), (((1, 2), (0, 1)), ((), ())), True),
+    "two_free": ((2, 3, 4), (4, 5, 2), (((2,), (0,)), ((), ())), True),
+    "vector_dot": ((6,), (6,), (((0,), (0,)), ((), ())), True),
+    "outer": ((3,), (4,), (((), ()), ((), ())), True),
+    "interleaved": ((3, 4, 2), (4, 5), (((1,), (0,)), ((), ())), False),
+    "batch_not_leading": ((3, 2, 4), (4, 2, 5), (((2,), (0,)), ((1,), (1,))), False),
+}
+DTYPES = [np.float16, np.float32, np.float64, np.complex64, np.complex128, np.int32,
+          np.int64, np.uint8, np.bool_]
+
+
+def _values(rng, shape, dtype):
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return rng.random(shape) < 0.5
+    if dtype.kind in "iu":
+        return rng.integers(0, 7, shape).astype(dtype)
+    x = rng.standard_normal(shape)
+    if dtype.kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dtype)
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_products_over_every_layout_and_dtype(name, dtype):
+    ls, rs, dn, views = LAYOUTS[name]
+    b = Builder()
+    x, y = b.input(ls, dtype), b.input(rs, dtype)
+    graph = b.graph(b(P.dot_general, x, y, dimension_numbers=dn))
+    rng = np.random.default_rng(0)
+    args = [_values(rng, ls, dtype), _values(rng, rs, dtype)]
+    run = CUDA.compile(graph)
+    (got,) = run(args)
+    (want,) = run_graph(graph, args)
+    assert run.host_only == [] and run.kernel_sources == []     # no loop-nest kernel
+    assert got.dtype == want.dtype and got.shape == want.shape
+    if np.dtype(dtype).kind in "fc":
+        tol = 2e-3 if dtype == np.float16 else 1e-5 if dtype in (np.float32, np.complex64) \
+            else 1e-12
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    else:
+        np.testing.assert_array_equal(got, want)
+    lay = products.layout(ls, rs, dn)
+    assert (lay.lhs_perm is None and lay.rhs_perm is None) == views
+
+
+def test_gemm_layouts_are_views_not_copies():
+    """A transposed operand reaches matmul as a swapped view of its buffer (cuBLAS's
+    transpose flag on a GPU), never a copy."""
+    for name in ("tn", "nt", "tt", "batched_tt", "two_contracted"):
+        ls, rs, dn, _ = LAYOUTS[name]
+        lay = products.layout(ls, rs, dn)
+        a, c = np.ones(ls), np.ones(rs)
+        va = products._operand(np, a, lay.batch_shape, lay.m, lay.k, lay.lhs_swap, lay.lhs_perm)
+        vc = products._operand(np, c, lay.batch_shape, lay.k, lay.n, lay.rhs_swap, lay.rhs_perm)
+        assert np.shares_memory(va, a) and np.shares_memory(vc, c), name
+    assert products.layout(*LAYOUTS["tn"][:3]).lhs_swap
+    assert products.layout(*LAYOUTS["nt"][:3]).rhs_swap
+
+
+def test_float16_products_accumulate_in_float32():
+    a = np.full((1, 4096), 1.0, np.float16)
+    b = np.full((4096, 1), 1.0, np.float16)
+    got = products.matmul(np, a, b, (((1,), (0,)), ((), ())))
+    assert got.dtype == np.float16 and got[0, 0] == 4096    # float16 sums stall at 2048
