@@ -21,8 +21,11 @@ if os.environ["NUMBA_ENABLE_CUDASIM"] != "1":
 
 from graph_builder import Builder
 
+import functorch_core as fc
+import functorch_core.numpy as fnp
 from backends import registry
 from backends.cuda import products
+from backends.cuda.arrays import SimArray
 from backends.interpreter import run_graph
 from ir import primitives as P
 
@@ -102,3 +105,82 @@ def test_float16_products_accumulate_in_float32():
     b = np.full((4096, 1), 1.0, np.float16)
     got = products.matmul(np, a, b, (((1,), (0,)), ((), ())))
     assert got.dtype == np.float16 and got[0, 0] == 4096    # float16 sums stall at 2048
+
+
+def test_device_arrays_refuse_implicit_host_copies():
+    d = fc.device_put(np.arange(3.0))
+    assert isinstance(d, SimArray) and d.shape == (3,) and d.dtype == np.float64
+    with pytest.raises(TypeError, match="Implicit conversion"):
+        np.asarray(d)
+    np.testing.assert_array_equal(fc.device_get({"a": d})["a"], np.arange(3.0))
+
+
+def test_results_stay_on_the_device_of_the_inputs():
+    def f(a, w):
+        return fnp.tanh(a @ w), fnp.sum(a)
+    rng = np.random.default_rng(1)
+    a, w = rng.standard_normal((4, 3)), rng.standard_normal((3, 2))
+    want = fc.jit(f, backend="interpreter")(a, w)
+    on = fc.jit(f, backend="cuda")(fc.device_put(a), fc.device_put(w))
+    off = fc.jit(f, backend="cuda")(a, w)
+    for d, h, v in zip(on, off, want, strict=True):
+        assert isinstance(d, SimArray) and type(h) is np.ndarray
+        np.testing.assert_allclose(fc.device_get(d), v, rtol=1e-12)
+        np.testing.assert_allclose(h, v, rtol=1e-12)
+
+
+def test_device_arrays_under_the_default_backend_run_on_cuda(monkeypatch):
+    calls = []
+    real = CUDA.compile
+    monkeypatch.setattr(CUDA, "compile", lambda g: calls.append(g) or real(g))
+    f = fc.jit(lambda x, s: fnp.exp(x) * s)
+    x = np.linspace(0, 1, 5)
+    host = f(x, 2.0)
+    assert type(host) is np.ndarray and calls == []          # NumPy inputs: the cpu backend
+    dev = f(fc.device_put(x), 2.0)
+    assert isinstance(dev, SimArray) and len(calls) == 1
+    np.testing.assert_allclose(fc.device_get(dev), host, rtol=1e-12)
+    f(fc.device_put(x), 2.0)
+    assert len(calls) == 1                                  # compiled once, cached
+
+
+def test_two_devices_in_one_call_is_a_clear_error():
+    def f(x, params):
+        return x + params["b"]
+    dev, host = fc.device_put(np.ones(3)), np.ones(3)
+    for jitted in (fc.jit(f), fc.jit(f, backend="cuda")):
+        with pytest.raises(ValueError, match=r"jit\(.*f.*argument x is on cuda \(shape \(3,\)\) "
+                                             r"and argument params\['b'\] on the cpu"):
+            jitted(dev, {"b": host})
+    with pytest.raises(ValueError, match=r"backend='cpu'.*cuda array.*device_get"):
+        fc.jit(f, backend="cpu")(dev, {"b": dev})
+
+
+def _loss(w, x):
+    return fnp.sum(fnp.square(fnp.tanh(fnp.matmul(x, w))))
+
+
+@pytest.mark.parametrize("transform", ["eager", "grad", "vmap_grad", "jacrev", "jacfwd", "jvp",
+                                       "vjp"])
+def test_eager_transforms_over_device_arrays(transform):
+    rng = np.random.default_rng(2)
+    w, x, v = rng.standard_normal((3, 2)), rng.standard_normal((4, 3)), rng.standard_normal(3)
+
+    def elem(u):
+        return fnp.exp(u) * u
+
+    cases = {
+        "eager": lambda w, x, v: _loss(w, x),
+        "grad": lambda w, x, v: fc.grad(_loss)(w, x),
+        "vmap_grad": lambda w, x, v: fc.vmap(fc.grad(_loss), in_dims=(None, 0))(
+            w, fnp.reshape(x, (4, 1, 3))),
+        "jacrev": lambda w, x, v: fc.jacrev(elem)(v),
+        "jacfwd": lambda w, x, v: fc.jacfwd(elem)(v),
+        "jvp": lambda w, x, v: fc.jvp(elem, (v,), (v,)),
+        "vjp": lambda w, x, v: fc.vjp(elem, v)[1](v),
+    }
+    want = cases[transform](w, x, v)
+    got = cases[transform](*fc.device_put((w, x, v)))
+    for g, h in zip(fc.tree_leaves(got), fc.tree_leaves(want), strict=True):
+        assert isinstance(g, SimArray), type(g)
+        np.testing.assert_allclose(fc.device_get(g), h, rtol=1e-10, atol=1e-12)

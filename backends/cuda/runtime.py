@@ -17,7 +17,7 @@ from ir.core import Eqn, Graph, Var
 from ..interpreter import IMPLS
 from ..llvm.partition import VIEW_OPS, partition
 from ..llvm.plan import Blas, Fallback, Kernel
-from . import emit, products
+from . import arrays, emit, products
 from .availability import array_module, simulated
 
 _ARITH = {P.add, P.sub, P.mul, P.max, P.min, P.div, P.pow, P.neg, P.abs}
@@ -109,9 +109,11 @@ def compile_graph(graph):
     n_in, slots = plan.n_inputs, plan.slots
 
     def run(args):
+        # results stay where the inputs are: on the device, or (host inputs) copied back
+        on_device = any(arrays.is_device_array(a) for a in args)
         bufs = [None] * len(slots)
         for i, a in enumerate(args):
-            bufs[i] = xp.ascontiguousarray(xp.asarray(a))
+            bufs[i] = xp.ascontiguousarray(arrays.buffer(a, xp))
         for slot, c in consts.items():
             bufs[slot] = c
         for step in steps:
@@ -123,7 +125,7 @@ def compile_graph(graph):
             else:
                 a = bufs[o[1]].reshape(o[2])
                 outs.append(a.copy() if o[1] < n_in or o[1] in consts else a)
-        return outs
+        return [arrays.result(o, on_device, xp) for o in outs]
     run.host_only = host
     run.kernel_sources = [src for srcs in rendered.values() for src in srcs]
     return run
