@@ -359,12 +359,15 @@ class Jitted:
         """A call with GPU arrays: the default backend hands it to the cuda backend (one
         twin of this function, with its own cache); a named host backend refuses it."""
         if self.backend is not None:
-            leaves = tree_leaves((args, kwargs))
+            nums = normalize_argnums(self.static_argnums, len(args), fname)
+            leaves, tree = flat_args(args, kwargs, nums)
             i = next(i for i, x in enumerate(leaves) if on_device(x))
             raise ValueError(
-                f"jit({fname}, backend={self.backend!r}): argument leaf {i} is a cuda array "
-                f"(shape {tuple(leaves[i].shape)}); call functorch_core.device_get on the "
-                "arguments, or jit with backend='cuda' (or no backend) to run on the GPU")
+                f"jit({fname}, backend={self.backend!r}): argument "
+                f"{arg_paths(self.func, tree, nums, len(args))[i]} is on cuda (shape "
+                f"{tuple(leaves[i].shape)}) and the backend runs on the cpu; call "
+                "functorch_core.device_get on the arguments, or jit with backend='cuda' (or "
+                "no backend) to run on the GPU")
         twin = self.__dict__.get("_cuda_twin")
         if twin is None:
             twin = self._cuda_twin = Jitted(self.func, self.static_argnums, "cuda",

@@ -152,8 +152,12 @@ def test_two_devices_in_one_call_is_a_clear_error():
         with pytest.raises(ValueError, match=r"jit\(.*f.*argument x is on cuda \(shape \(3,\)\) "
                                              r"and argument params\['b'\] on the cpu"):
             jitted(dev, {"b": host})
-    with pytest.raises(ValueError, match=r"backend='cpu'.*cuda array.*device_get"):
-        fc.jit(f, backend="cpu")(dev, {"b": dev})
+    with pytest.raises(ValueError, match=r"backend='cpu'\): argument params\['b'\] is on "
+                                         r"cuda \(shape \(3,\)\).*device_get"):
+        fc.jit(f, backend="cpu")(host, {"b": dev})
+    with pytest.raises(ValueError, match=r"grad\(.*\): argument x is on cuda.*params\['b'\] on "
+                                         r"the cpu"):
+        fc.grad(lambda x, params: fnp.sum(f(x, params)))(dev, {"b": host})
 
 
 def _loss(w, x):
