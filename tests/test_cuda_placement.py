@@ -165,7 +165,7 @@ def _loss(w, x):
 
 
 @pytest.mark.parametrize("transform", ["eager", "grad", "vmap_grad", "jacrev", "jacfwd", "jvp",
-                                       "vjp"])
+                                       "vjp", "grad_of_jit"])
 def test_eager_transforms_over_device_arrays(transform):
     rng = np.random.default_rng(2)
     w, x, v = rng.standard_normal((3, 2)), rng.standard_normal((4, 3)), rng.standard_normal(3)
@@ -182,9 +182,23 @@ def test_eager_transforms_over_device_arrays(transform):
         "jacfwd": lambda w, x, v: fc.jacfwd(elem)(v),
         "jvp": lambda w, x, v: fc.jvp(elem, (v,), (v,)),
         "vjp": lambda w, x, v: fc.vjp(elem, v)[1](v),
+        "grad_of_jit": lambda w, x, v: fc.grad(fc.jit(_loss))(w, x),
     }
     want = cases[transform](w, x, v)
     got = cases[transform](*fc.device_put((w, x, v)))
     for g, h in zip(fc.tree_leaves(got), fc.tree_leaves(want), strict=True):
         assert isinstance(g, SimArray), type(g)
         np.testing.assert_allclose(fc.device_get(g), h, rtol=1e-10, atol=1e-12)
+
+
+def test_an_eager_call_equation_compiles_its_whole_graph(monkeypatch):
+    from backends.cuda import eager
+    compiled = []
+    real = CUDA.compile
+    monkeypatch.setattr(CUDA, "compile", lambda g: compiled.append(g) or real(g))
+    eager.clear()
+    x = np.linspace(-1, 1, 6)
+    graph = fc.make_graph(lambda v: fnp.exp(fnp.tanh(v)) * v)(x)
+    (out,) = P.call.bind(fc.device_put(x), graph=graph, name="f")
+    assert isinstance(out, SimArray) and compiled == [graph]
+    np.testing.assert_allclose(fc.device_get(out), np.exp(np.tanh(x)) * x, rtol=1e-12)

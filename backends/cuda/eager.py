@@ -5,7 +5,9 @@ equation evaluated eagerly (outside ``jit``: a function called on device arrays,
 transforms' eager paths, ``grad``/``vmap``/``jvp``/``jacrev`` of an unjitted function)
 runs through the cuda backend instead: the equation alone is compiled as a graph (cached
 by primitive, input types and parameters) and run on the device, its results staying
-there. ``ir.trace`` calls :func:`evaluate` when an operand is a device array.
+there; a ``call`` equation (a jitted function inside an eager transform) compiles its
+whole graph, fused as under ``jit``. ``ir.trace`` calls :func:`evaluate` when an operand
+is a device array.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from ir import primitives as P
 from ir.core import Eqn, Graph, Var, on_device
 
 CACHE_SIZE = 512
@@ -31,6 +34,8 @@ def _key(prim, in_avals, params):
 
 def _compile(prim, in_avals, out_avals, params):
     from . import CudaBackend
+    if prim is P.call:      # a jitted function inside an eager transform: its whole graph
+        return CudaBackend.compile(params["graph"])
     inputs = [Var(a) for a in in_avals]
     outputs = [Var(a) for a in out_avals]
     graph = Graph(inputs, [Eqn(prim, tuple(inputs), tuple(outputs), params)], outputs)
