@@ -1,9 +1,12 @@
 """The cuda backend on a GPU against CuPy by hand, JAX on the GPU and torch CUDA.
 
-    python benchmarks/cuda.py
+    python benchmarks/cuda.py          # on a GPU
+    python benchmarks/cuda.py --ptx    # anywhere with the nvidia-cuda-nvcc/nvrtc wheels
 
-Prints "no GPU" and exits 0 where the cuda backend cannot run on a real device (no
-numba-cuda, CuPy or driver, or numba-cuda's simulator switched on). On a GPU, in one
+``--ptx`` compiles the kernels of the three workloads below to PTX for sm_80/sm_90 and
+prints ptxas's registers per thread and spill bytes (no GPU needed). Otherwise it prints
+"no GPU" and exits 0 where the cuda backend cannot run on a real device (no numba-cuda,
+CuPy or driver, or numba-cuda's simulator switched on). On a GPU, in one
 process, medians over repeats (each call synchronised):
 - the fused elementwise chain of ``fused_elementwise.py`` over 16M float32, as a fraction
   of the device's peak memory bandwidth (memory clock x bus width x 2, from the device
@@ -15,8 +18,11 @@ Each row gives its time and its ratio to functorch_core's.
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
+import tempfile
 
 import numpy as np
 
@@ -228,7 +234,55 @@ def bench_layernorm_softmax(cp, jax, torch):
            jax=rows["JAX jit (GPU)"], torch=rows["torch CUDA"])
 
 
+def workload_graphs():
+    """(name, graph) of each benchmark workload, traced with its benchmark shapes."""
+    rng = np.random.default_rng(0)
+    x = np.zeros(1 << 24, np.float32)
+    params = mlp_params(rng)
+    xs, ys = np.zeros((256, 784), np.float32), np.zeros((256, 10), np.float32)
+    rows = np.zeros((4096, 1024), np.float32)
+    vec = np.zeros(1024, np.float32)
+    per_sample = fc.vmap(fc.grad(mlp_loss), in_dims=(None, 0, 0))
+    return [("fused elementwise", fc.make_graph(chain)(x)),
+            ("per-sample gradients", fc.make_graph(per_sample)(params, xs, ys)),
+            ("layernorm+softmax", fc.make_graph(layernorm_softmax)(rows, vec, vec))]
+
+
+def ptx_report():
+    """Registers per thread and spills of every kernel of the workloads (ptxas -v)."""
+    if availability.simulated():
+        print("--ptx renders for real hardware: run it with NUMBA_ENABLE_CUDASIM unset")
+        return 1
+    from backends.cuda import runtime
+    names, srcs = [], []
+    for name, graph in workload_graphs():
+        _, rendered, host = runtime.sources(graph)
+        for src in (s for group in rendered.values() for s in group):
+            names.append(name)
+            srcs.append({"text": src.text, "arg_dtypes": [str(d) for d in src.arg_dtypes]})
+        if host:
+            print(f"{name}: on the host: {'; '.join(sorted(set(host)))}")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "sources.json")
+        with open(path, "w") as f:
+            json.dump(srcs, f)
+        out = subprocess.run([sys.executable, "-m", "backends.cuda.ptx", path], cwd=root,
+                             capture_output=True, text=True)
+    if out.returncode:
+        print(out.stderr[-3000:])
+        return out.returncode
+    print(f"{'workload':<22} {'kernel':>6} {'target':>6} {'registers':>9} {'spills (st/ld B)':>16}")
+    for line in out.stdout.splitlines():
+        r = json.loads(line)
+        print(f"{names[r['kernel']]:<22} {r['kernel']:>6} {r['cc']:>6} {r['registers']!s:>9} "
+              f"{r['spill_stores']!s:>8}/{r['spill_loads']!s:<7}")
+    return 0
+
+
 def main():
+    if "--ptx" in sys.argv:
+        return ptx_report()
     why = "numba-cuda's simulator is on" if availability.simulated() else availability.missing()
     if why is not None:
         print(f"no GPU ({why}): nothing to measure")
