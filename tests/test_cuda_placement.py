@@ -20,13 +20,15 @@ if os.environ["NUMBA_ENABLE_CUDASIM"] != "1":
     pytest.skip("numba.cuda was imported without the simulator", allow_module_level=True)
 
 from graph_builder import Builder
+from hypothesis import given
+from hypothesis import strategies as st
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
 from backends import registry
 from backends.cuda import products
 from backends.cuda.arrays import SimArray
-from backends.interpreter import run_graph
+from backends.interpreter import IMPLS, run_graph
 from ir import primitives as P
 
 CUDA = registry.get("cuda")
@@ -84,6 +86,45 @@ def test_products_over_every_layout_and_dtype(name, dtype):
         np.testing.assert_array_equal(got, want)
     lay = products.layout(ls, rs, dn)
     assert (lay.lhs_perm is None and lay.rhs_perm is None) == views
+
+
+@st.composite
+def _products(draw):
+    """Random dot_general operands: any dimension order on either side."""
+    nb, nc = draw(st.integers(0, 2)), draw(st.integers(0, 2))
+    nlf, nrf = draw(st.integers(0, 2)), draw(st.integers(0, 2))
+    size = st.integers(1, 3)
+    batch = [draw(size) for _ in range(nb)]
+    contract = [draw(size) for _ in range(nc)]
+    lfree, rfree = [draw(size) for _ in range(nlf)], [draw(size) for _ in range(nrf)]
+    lperm = draw(st.permutations(range(nb + nc + nlf)))
+    rperm = draw(st.permutations(range(nb + nc + nrf)))
+    lroles = [("b", i) for i in range(nb)] + [("c", i) for i in range(nc)] + \
+        [("f", i) for i in range(nlf)]
+    rroles = [("b", i) for i in range(nb)] + [("c", i) for i in range(nc)] + \
+        [("f", i) for i in range(nrf)]
+    sizes = {"b": batch, "c": contract}
+    lshape = [{**sizes, "f": lfree}[lroles[p][0]][lroles[p][1]] for p in lperm]
+    rshape = [{**sizes, "f": rfree}[rroles[p][0]][rroles[p][1]] for p in rperm]
+
+    def where(perm, roles, role):
+        return tuple(perm.index(roles.index((role, i))) for i in range(len(sizes[role])))
+    dn = ((where(lperm, lroles, "c"), where(rperm, rroles, "c")),
+          (where(lperm, lroles, "b"), where(rperm, rroles, "b")))
+    dtype = draw(st.sampled_from([np.float64, np.complex128, np.int64, np.float16, np.bool_]))
+    return tuple(lshape), tuple(rshape), dn, dtype
+
+
+@given(_products())
+def test_random_products_match_the_interpreter(case):
+    ls, rs, dn, dtype = case
+    rng = np.random.default_rng(3)
+    a, b = _values(rng, ls, dtype), _values(rng, rs, dtype)
+    got = products.matmul(np, a, b, dn)
+    want = IMPLS[P.dot_general](a, b, dimension_numbers=dn)
+    assert got.dtype == want.dtype and got.shape == want.shape and got.flags.c_contiguous
+    tol = 2e-2 if dtype == np.float16 else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
 
 
 def test_gemm_layouts_are_views_not_copies():
