@@ -243,3 +243,14 @@ def test_an_eager_call_equation_compiles_its_whole_graph(monkeypatch):
     (out,) = P.call.bind(fc.device_put(x), graph=graph, name="f")
     assert isinstance(out, SimArray) and compiled == [graph]
     np.testing.assert_allclose(fc.device_get(out), np.exp(np.tanh(x)) * x, rtol=1e-12)
+
+
+def test_a_transform_sees_a_new_device_array_closed_over():
+    scale = fc.device_put(np.array([1.0, 2.0]))
+
+    def f(x):
+        return fnp.sum(x * scale)
+    g, x = fc.grad(f), fc.device_put(np.ones(2))
+    np.testing.assert_array_equal(fc.device_get(g(x)), [1.0, 2.0])
+    scale = fc.device_put(np.array([5.0, 7.0]))
+    np.testing.assert_array_equal(fc.device_get(g(x)), [5.0, 7.0])

@@ -21,6 +21,7 @@ import numpy as np
 from backends import profiling
 from backends.cuda.arrays import maybe_present
 from ir import Graph, current_trace, eval_graph, passes
+from ir.core import on_device
 from ir.pytree import PyTreeDef
 
 from .._random_scope import FRESH_KEY, Scope, fill
@@ -49,7 +50,7 @@ def _closure_arrays(fn) -> tuple:
     code, glob = getattr(fn, "__code__", None), getattr(fn, "__globals__", None)
     if code is not None and glob is not None:
         values += [glob[n] for n in code.co_names if n in glob]
-    return tuple(id(v) for v in values if isinstance(v, np.ndarray))
+    return tuple(id(v) for v in values if isinstance(v, np.ndarray) or on_device(v))
 
 
 def _cell_filled(cell) -> bool:
