@@ -1,7 +1,10 @@
 """The cuda backend on a GPU against CuPy by hand, JAX on the GPU and torch CUDA.
 
-    python benchmarks/cuda.py          # on a GPU
-    python benchmarks/cuda.py --ptx    # anywhere with the nvidia-cuda-nvcc/nvrtc wheels
+    python benchmarks/gpu.py          # on a GPU
+    python benchmarks/gpu.py --ptx    # anywhere with the nvidia-cuda-nvcc/nvrtc wheels
+
+(Not ``cuda.py``: a script's folder comes first on ``sys.path``, and a ``cuda.py`` there
+would hide NVIDIA's ``cuda`` package, ``cuda.bindings``, from numba-cuda.)
 
 ``--ptx`` compiles the kernels of the three workloads below to PTX for sm_80/sm_90 and
 prints ptxas's registers per thread and spill bytes (no GPU needed). Otherwise it prints
