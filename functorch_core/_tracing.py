@@ -18,6 +18,7 @@ from ir import (
     dtypes,
     trace_flat,
 )
+from ir.core import on_device
 from ir.pytree import PyTreeDef, leaf_paths, tree_flatten, tree_unflatten
 
 from . import _random_guard
@@ -75,6 +76,8 @@ def leaf_aval(leaf, what: str) -> AbstractArray:
         return av
     if isinstance(leaf, Tracer):
         return leaf.aval
+    if on_device(leaf):
+        return aval_of(leaf)
     if isinstance(leaf, bool | int | float | complex | np.ndarray | np.generic):
         check_leaf(leaf, what)
         av = aval_of(leaf)

@@ -12,10 +12,12 @@ from collections import OrderedDict
 import numpy as np
 
 from backends import profiling, registry
+from backends.cuda import arrays
 from ir import Graph, check_graph, current_trace, eval_graph, passes
 from ir import primitives as P
+from ir.core import on_device
 from ir.once import Once
-from ir.pytree import dict_keys, tree_unflatten
+from ir.pytree import dict_keys, tree_leaves, tree_unflatten
 from ir.trace import _current
 
 from ._random_scope import Scope
@@ -32,6 +34,7 @@ from ._tracing import (
     trace_call,
 )
 from .config import config
+from .devices import placement
 from .random import next_key
 from .transforms.functionalize import (
     check_writable,
@@ -287,6 +290,8 @@ class Jitted:
         as one event, through the backend's instrumented runner, never remembered for the
         fast path."""
         fname = fn_name(self.func)
+        if self.backend != "cuda" and arrays.maybe_present() and _device_leaf(args, kwargs):
+            return self._on_device(args, kwargs, fname)
         if not profiled and profiling.recorder is not None:
             shapes = _shapes(args, kwargs) if profiling.recorder.record_shapes else None
             with profiling.span(f"jit({fname})", "call", shapes):
@@ -302,6 +307,9 @@ class Jitted:
             static_kw = {k: v for k, v in kwargs.items() if k in self.static_argnames}
             kwargs = {k: v for k, v in kwargs.items() if k not in static_kw}
         leaves, in_tree = flat_args(args, kwargs, nums, self.func, f"jit({fname})")
+        if self.backend == "cuda":
+            placement(leaves, lambda: arg_paths(self.func, in_tree, nums, len(args)),
+                      f"jit({fname}, backend='cuda')")
         given, leaves = leaves, native_leaves(leaves)
         if leaves is not given:     # big-endian arrays: traced and run as native copies
             fkey = None
@@ -340,12 +348,32 @@ class Jitted:
                 self._remember_fast(fkey, entry, key)
             check_writable(given, entry.mutated, f"jit({fname})")
             run = _profiled_runner(entry.run, self.backend) if profiled else entry.run
-            outs = run([np.asarray(x) if not isinstance(x, np.ndarray) else x
+            outs = run([x if isinstance(x, np.ndarray) or on_device(x) else np.asarray(x)
                         for x in leaves] + keys)
             n = len(outs) - len(entry.mutated)
             write_back(given, entry.mutated, outs[n:])
             outs = outs[:n]
         return tree_unflatten(entry.out_tree, outs)
+
+    def _on_device(self, args, kwargs, fname):
+        """A call with GPU arrays: the default backend hands it to the cuda backend (one
+        twin of this function, with its own cache); a named host backend refuses it."""
+        if self.backend is not None:
+            nums = normalize_argnums(self.static_argnums, len(args), fname)
+            leaves, tree = flat_args(args, kwargs, nums)
+            i = next(i for i, x in enumerate(leaves) if on_device(x))
+            raise ValueError(
+                f"jit({fname}, backend={self.backend!r}): argument "
+                f"{arg_paths(self.func, tree, nums, len(args))[i]} is on cuda (shape "
+                f"{tuple(leaves[i].shape)}) and the backend runs on the cpu; call "
+                "functorch_core.device_get on the arguments, or jit with backend='cuda' (or "
+                "no backend) to run on the GPU")
+        twin = self.__dict__.get("_cuda_twin")
+        if twin is None:
+            twin = self._cuda_twin = Jitted(self.func, self.static_argnums, "cuda",
+                                            self.static_argnames, self._named_nums,
+                                            self.cache_size)
+        return twin._call(args, kwargs, None)
 
     def _store(self, key, entry):
         """Cache ``entry`` (unless it captured tracers), evicting the least recently used
@@ -373,6 +401,9 @@ class Jitted:
             if self._fast:
                 self._fast.clear()
             self._last_key = None
+        twin = self.__dict__.get("_cuda_twin")
+        if twin is not None:
+            twin.clear_cache()
 
     def _remember_fast(self, fkey, entry, key):
         if len(self._fast) >= _FAST_ENTRIES:
@@ -392,6 +423,10 @@ class Jitted:
                     outs = run([a])
                     return outs[0] if single else tree_unflatten(out_tree, outs)
         self._fast[fkey] = (run, scalars, single, entry.out_tree, key, one)
+
+
+def _device_leaf(args, kwargs) -> bool:
+    return any(on_device(x) for x in tree_leaves((args, kwargs)))
 
 
 def drop_fast_paths():

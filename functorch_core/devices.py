@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from backends.cuda import availability
+from backends.cuda import arrays, availability, eager
+from ir import trace
 from ir.pytree import tree_map
+
+trace.DEVICE_EVAL = eager.evaluate    # eager equations over device arrays run on the device
 
 
 def backends_available() -> list[str]:
@@ -31,8 +34,9 @@ def device_put(x, device="cuda"):
 
     Args:
         x: a pytree of arrays (NumPy, CuPy, or anything ``np.asarray`` accepts).
-        device (str, default ``'cuda'``): ``'cuda'`` (CuPy arrays; NumPy arrays under
-            numba-cuda's simulator) or ``'cpu'`` (NumPy arrays, as ``device_get``).
+        device (str, default ``'cuda'``): ``'cuda'`` (CuPy arrays; under numba-cuda's
+            simulator ``backends.cuda.arrays.SimArray``, which stands in for them) or
+            ``'cpu'`` (NumPy arrays, as ``device_get``).
 
     Returns:
         ``x`` with each leaf on ``device``.
@@ -47,8 +51,7 @@ def device_put(x, device="cuda"):
     if device != "cuda":
         raise ValueError(f"device_put(x, device={device!r}): device must be 'cuda' or 'cpu'")
     availability.require("device_put(x, device='cuda')")
-    xp = availability.array_module()
-    return tree_map(lambda a: xp.array(a, copy=True), x)
+    return tree_map(arrays.to_device, x)
 
 
 def device_get(x):
@@ -62,5 +65,27 @@ def device_get(x):
         >>> fc.device_get(fc.device_put(np.arange(3.0)))
         array([0., 1., 2.])
     """
-    return tree_map(lambda a: a.get() if hasattr(a, "__cuda_array_interface__")
-                    and hasattr(a, "get") else np.asarray(a), x)
+    return tree_map(arrays.to_host, x)
+
+
+def placement(leaves, paths, what) -> str | None:
+    """``'cuda'`` when the array leaves of one call are on the GPU, None when on the host.
+
+    Scalars go anywhere. ``paths()`` names the leaves (``arg_paths``); a call whose
+    arrays are on two devices raises a ValueError naming ``what``, one argument on each
+    and both devices.
+    """
+    dev = host = None
+    for i, x in enumerate(leaves):
+        if arrays.is_device_array(x):
+            dev = i if dev is None else dev
+        elif isinstance(x, np.ndarray) and host is None:
+            host = i
+        if dev is not None and host is not None:
+            names = paths()
+            raise ValueError(
+                f"{what}: argument {names[dev]} is on cuda (shape {tuple(leaves[dev].shape)}) "
+                f"and argument {names[host]} on the cpu (shape {leaves[host].shape}); arrays "
+                "of one call must be on one device: move them with "
+                "functorch_core.device_put(x, device='cuda') or functorch_core.device_get(x)")
+    return None if dev is None else "cuda"

@@ -64,10 +64,20 @@ class AbstractArray:
         return f"{dtypes.SHORT_NAMES[self.dtype]}{weak}[{','.join(map(str, self.shape))}]"
 
 
+def on_device(value) -> bool:
+    """True for a GPU array: CuPy's (``__cuda_array_interface__``) or the simulator's
+    stand-in (``backends.cuda.arrays.SimArray``)."""
+    t = type(value)
+    return t is not np.ndarray and (hasattr(t, "_fc_device") or
+                                    hasattr(t, "__cuda_array_interface__"))
+
+
 def aval_of(value) -> AbstractArray:
     """The abstract value of a concrete array, NumPy scalar or Python scalar."""
     if isinstance(value, (bool, int, float, complex)) and not isinstance(value, np.generic):
         return AbstractArray((), dtypes.python_scalar_dtype(value), weak_type=True)
+    if on_device(value):        # no host copy (CuPy refuses one)
+        return AbstractArray(tuple(value.shape), np.dtype(value.dtype))
     arr = np.asarray(value)
     return AbstractArray(arr.shape, arr.dtype)
 

@@ -12,7 +12,7 @@ import contextvars
 
 import numpy as np
 
-from .core import AbstractArray, Eqn, Graph, Lit, ShapeTooLargeError, Var, aval_of
+from .core import AbstractArray, Eqn, Graph, Lit, ShapeTooLargeError, Var, aval_of, on_device
 from .source import user_source
 
 _current: contextvars.ContextVar[GraphTrace | None] = contextvars.ContextVar(
@@ -58,6 +58,8 @@ class GraphTrace:
             raise escaped_error(value)
         if isinstance(value, Lit):
             return value
+        if on_device(value):    # a graph's constants live on the host: one copy back
+            value = value.get()
         return Lit(value)
 
 
@@ -178,6 +180,11 @@ def bind(prim, *args, **params):
     return tracers if prim.multiple_results else tracers[0]
 
 
+# Eager evaluation of an equation with a GPU array operand, installed by
+# ``functorch_core.devices``: (prim, args, values, in_avals, out_avals, params) -> results
+DEVICE_EVAL = None
+
+
 def _bind_eager(prim, args, params):
     values = []
     for a in args:
@@ -189,6 +196,8 @@ def _bind_eager(prim, args, params):
         avals = prim.shape_rule(*in_avals, **params)
     except (ValueError, TypeError) as err:
         raise _with_source(err, prim, user_source()) from None
+    if DEVICE_EVAL is not None and any(on_device(v) for v in values):
+        return DEVICE_EVAL(prim, args, values, in_avals, avals, params)
     if prim.impl is None:
         raise NotImplementedError(f"primitive {prim.name} has no eager implementation")
     out = prim.impl(*values, **params)

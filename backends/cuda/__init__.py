@@ -28,6 +28,7 @@ class CudaBackend:
 
     @staticmethod
     def clear_cache():
-        emit = sys.modules.get(__name__ + ".emit")
-        if emit is not None:
-            emit.clear()
+        for name in ("emit", "eager"):
+            module = sys.modules.get(f"{__name__}.{name}")
+            if module is not None:
+                module.clear()

@@ -1,7 +1,8 @@
 """Run a graph on the GPU: the shared partition, fused kernels from ``emit``, products
-through the array module's einsum (CuPy's cuBLAS path), structural kernels from
-``indexing``, named array-module calls from ``calls``, and only ``calls.HOST``'s named
-exceptions (and dtypes the kernels do not cover yet) on the host.
+through the array module's matmul on views (``products``: cuBLAS with transpose flags
+through CuPy), structural kernels from ``indexing``, named array-module calls from
+``calls``, and only ``calls.HOST``'s named exceptions (and op/dtype pairs the kernels do
+not cover yet) on the host.
 
 Equations outside the fused kernels are wrapped, before partitioning, as one-equation
 ``call`` equations, which the shared partitioner always leaves to a fallback step; that
@@ -22,25 +23,27 @@ from ..interpreter import IMPLS
 from ..planning import buffers
 from ..planning.partition import VIEW_OPS, numpy_gap, partition
 from ..planning.plan import Blas, Fallback, Kernel
-from . import calls, emit, indexing, scalar
+from . import arrays, calls, emit, indexing, products, scalar
 from .availability import array_module, simulated
 
 # fused into emit's kernels besides its op tables (index arithmetic, casts, the iota);
-# products run as the array module's einsum (cuBLAS through CuPy)
+# products run as the array module's matmul on views (cuBLAS with transpose flags)
 FUSED = (*VIEW_OPS, P.select, P.convert, P.iota)
-PRODUCTS = {P.dot_general: "xp.einsum (cuBLAS through CuPy)"}
+PRODUCTS = {P.dot_general: "xp.matmul on views (cuBLAS through CuPy)"}
 _REDUCTIONS = {P.reduce_sum, P.reduce_prod, P.reduce_max, P.reduce_min}
 
 
 def device_gap(eqn) -> str | None:
     """Why ``eqn`` runs on the host (None: it becomes part of a kernel or a product)."""
     prim = eqn.prim
+    if prim is P.dot_general:
+        dt = eqn.inputs[0].aval.dtype
+        return None if dt in products.DTYPES else f"dot_general on {dt} is not rendered"
     avals = [a.aval for a in (*eqn.inputs, *eqn.outputs)]
     bad = sorted({str(a.dtype) for a in avals if a.dtype not in emit.DTYPES})
     if bad:
         return f"{prim.name}: dtype {', '.join(bad)} (kernels cover " \
                f"{', '.join(str(d) for d in emit.DTYPES)})"
-    kind = eqn.inputs[-1].aval.dtype.kind if eqn.inputs else eqn.outputs[0].aval.dtype.kind
     if prim in VIEW_OPS:
         return None
     if prim in scalar.PRIMITIVES:
@@ -48,8 +51,6 @@ def device_gap(eqn) -> str | None:
                           eqn.inputs[-1].aval.dtype)
     if prim in _REDUCTIONS or prim in emit.ARG_REDUCTIONS:
         return emit.reduction_gap(prim, eqn.inputs[0].aval.dtype)
-    if prim is P.dot_general:
-        return None if kind == "f" else "dot_general on integers is not rendered"
     return f"{prim.name} has no kernel rendering yet"
 
 
@@ -73,12 +74,17 @@ _WRAPPED = "cuda step: "
 
 
 def _wrapped(eqn, kind, detail):
+    return _call_named(eqn, f"{_WRAPPED}{kind}: {detail}")
+
+
+def _call_named(eqn, name):
+    """``eqn`` as a one-equation ``call`` named ``name`` (the partition leaves it to a
+    fallback step, which the name routes)."""
     inner_in = [Var(a.aval) for a in eqn.inputs]
     inner_out = [Var(v.aval) for v in eqn.outputs]
     inner = Graph(inner_in, [Eqn(eqn.prim, tuple(inner_in), tuple(inner_out), eqn.params,
                                  eqn.source)], inner_out)
-    return Eqn(P.call, eqn.inputs, eqn.outputs,
-               {"graph": inner, "name": f"{_WRAPPED}{kind}: {detail}"}, eqn.source)
+    return Eqn(P.call, eqn.inputs, eqn.outputs, {"graph": inner, "name": name}, eqn.source)
 
 
 def split_for_device(graph):
@@ -87,7 +93,10 @@ def split_for_device(graph):
     eqns, host = [], []
     for e in graph.eqns:
         kind, detail = lowering(e)
-        if kind == "kernel":
+        if kind == "kernel" and e.prim is P.dot_general \
+                and e.inputs[0].aval.dtype not in products.GEMM_DTYPES:
+            eqns.append(_call_named(e, products.DEVICE_CALL))   # not a loop-nest kernel
+        elif kind == "kernel":
             eqns.append(e)
         else:
             if kind == "host":
@@ -115,6 +124,8 @@ def compile_graph(graph):
             steps.append(_kernel_step(rendered[id(s)], plan.slots, sim, xp))
         elif isinstance(s, Blas):
             steps.append(_blas_step(s, xp))
+        elif isinstance(s, Fallback) and s.eqn.params.get("name") == products.DEVICE_CALL:
+            steps.append(_product_step(s, xp))
         elif isinstance(s, Fallback):
             steps.append(_fallback_step(s, xp, sim, structural))
         else:
@@ -123,10 +134,12 @@ def compile_graph(graph):
     arena = _Arena(plan, xp)
 
     def run(args):
+        # results stay where the inputs are: on the device, or (host inputs) copied back
+        on_device = any(arrays.is_device_array(a) for a in args)
         views = arena.take()
         bufs = list(views)
         for i, a in enumerate(args):
-            bufs[i] = xp.ascontiguousarray(xp.asarray(a))
+            bufs[i] = xp.ascontiguousarray(arrays.buffer(a, xp))
         for slot, c in consts.items():
             bufs[slot] = c
         for step in steps:
@@ -139,7 +152,7 @@ def compile_graph(graph):
                 a = bufs[o[1]].reshape(o[2])
                 outs.append(a.copy() if o[1] < n_in or o[1] in consts else a)
         arena.give_back(views)
-        return outs
+        return [arrays.result(o, on_device, xp) for o in outs]
     run.host_only = host
     run.arena_offsets, run.arena_bytes = arena.offsets, arena.nbytes
     run.kernel_sources = [src for srcs in rendered.values() for src in srcs] + structural
@@ -201,19 +214,20 @@ def _array(bufs, ref, xp):
 
 
 def _blas_step(s, xp):
-    (lc, rc), (lb, rb) = s.dimension_numbers
+    def step(bufs):
+        bufs[s.out] = products.matmul(xp, _array(bufs, s.lhs, xp), _array(bufs, s.rhs, xp),
+                                      s.dimension_numbers)
+    return step
+
+
+def _product_step(s, xp):
+    """A non-gemm dtype's ``dot_general`` (wrapped by ``split_for_device``) on the device."""
+    (eqn,) = s.eqn.params["graph"].eqns
+    (slot,) = s.outputs
 
     def step(bufs):
-        lhs, rhs = _array(bufs, s.lhs, xp), _array(bufs, s.rhs, xp)
-        letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
-        ls = [next(letters) for _ in range(lhs.ndim)]
-        rs = [next(letters) for _ in range(rhs.ndim)]
-        for i, j in zip((*lc, *lb), (*rc, *rb), strict=True):
-            rs[j] = ls[i]
-        out = [ls[i] for i in lb] + [c for i, c in enumerate(ls) if i not in lc and i not in lb] \
-            + [c for j, c in enumerate(rs) if j not in rc and j not in rb]
-        bufs[s.out] = xp.ascontiguousarray(
-            xp.einsum(f"{''.join(ls)},{''.join(rs)}->{''.join(out)}", lhs, rhs))
+        lhs, rhs = (_array(bufs, r, xp) for r in s.inputs)
+        bufs[slot] = products.matmul(xp, lhs, rhs, eqn.params["dimension_numbers"])
     return step
 
 

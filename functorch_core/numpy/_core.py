@@ -12,6 +12,7 @@ import numpy as np
 
 from ir import AbstractArray, Lit, Tracer, dtypes
 from ir import primitives as P
+from ir.core import on_device
 
 _PY_SCALARS = (bool, int, float, complex)
 
@@ -37,8 +38,9 @@ def is_python_scalar(x) -> bool:
 
 
 def operand(x):
-    """A value the primitives accept: a Tracer, an ndarray, or a Python scalar."""
-    if isinstance(x, Tracer | np.ndarray) or is_python_scalar(x):
+    """A value the primitives accept: a Tracer, an ndarray (NumPy's, or a GPU array,
+    kept where it is), or a Python scalar."""
+    if isinstance(x, Tracer | np.ndarray) or is_python_scalar(x) or on_device(x):
         return x
     if isinstance(x, np.generic):
         return np.asarray(x)
@@ -68,6 +70,8 @@ def aval(x) -> AbstractArray:
         return x.aval
     if is_python_scalar(x):
         return AbstractArray((), dtypes.python_scalar_dtype(x), weak_type=True)
+    if on_device(x):
+        return AbstractArray(tuple(x.shape), np.dtype(x.dtype))
     return AbstractArray(np.shape(x), np.asarray(x).dtype)
 
 

@@ -19,11 +19,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from backends import profiling
+from backends.cuda.arrays import maybe_present
 from ir import Graph, current_trace, eval_graph, passes
+from ir.core import on_device
 from ir.pytree import PyTreeDef
 
 from .._random_scope import FRESH_KEY, Scope, fill
-from .._tracing import Traced, flat_args, fn_name, leaf_aval, trace_call
+from .._tracing import Traced, arg_paths, flat_args, fn_name, leaf_aval, trace_call
+from ..devices import placement
 
 _CACHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _UNCACHEABLE: dict = {}   # functions that cannot be weakly referenced: never cached
@@ -47,7 +50,7 @@ def _closure_arrays(fn) -> tuple:
     code, glob = getattr(fn, "__code__", None), getattr(fn, "__globals__", None)
     if code is not None and glob is not None:
         values += [glob[n] for n in code.co_names if n in glob]
-    return tuple(id(v) for v in values if isinstance(v, np.ndarray))
+    return tuple(id(v) for v in values if isinstance(v, np.ndarray) or on_device(v))
 
 
 def _cell_filled(cell) -> bool:
@@ -74,6 +77,8 @@ def signature(fn, args, kwargs, what) -> tuple[list, PyTreeDef, tuple]:
     """(leaves, in_tree, key) of a call; the key identifies its input signature."""
     from .functionalize import input_plan
     leaves, in_tree = flat_args(args, kwargs, (), fn, what)
+    if maybe_present():     # GPU arrays may exist: one call's arrays on one device
+        placement(leaves, lambda: arg_paths(fn, in_tree, (), len(args)), what)
     avals = tuple(leaf_aval(x, f"an argument leaf of {what}") for x in leaves)
     # how the arguments overlap in memory decides what writes into them mean
     return leaves, in_tree, (in_tree, avals, _closure_arrays(fn), input_plan(leaves, what))

@@ -14,8 +14,10 @@ import math
 
 import numpy as np
 
+from backends.cuda.arrays import to_device
 from ir import Graph, Lit, eval_graph, passes, trace_flat
 from ir import primitives as P
+from ir.core import on_device
 from ir.pytree import tree_flatten, tree_leaves, tree_structure, tree_unflatten
 
 from .._random_scope import fill
@@ -496,14 +498,16 @@ def _reshaped(x, shape):
     return x if same else P.reshape.bind(x, new_sizes=tuple(shape))
 
 
-def _basis(avals, dtypes_of):
-    """Identity rows split per leaf: leaf k gets shape (total,) + avals[k].shape."""
+def _basis(avals, dtypes_of, device=False):
+    """Identity rows split per leaf: leaf k gets shape (total,) + avals[k].shape (on the
+    GPU with ``device``, where the primal arguments are)."""
     sizes = [math.prod(a.shape) for a in avals]
     total = sum(sizes)
     out, off = [], 0
     for a, n, dt in zip(avals, sizes, dtypes_of, strict=True):
         eye = np.eye(total, dtype=dt)[:, off:off + n]
-        out.append(eye.reshape((total,) + a.shape))
+        eye = eye.reshape((total,) + a.shape)
+        out.append(to_device(eye) if device else eye)
         off += n
     return out, sizes, total
 
@@ -564,7 +568,8 @@ def jacrev(func, argnums=0, *, has_aux=False, holomorphic=False, chunk_size=None
         out_leaves, out_tree = tree_flatten(value)
         out_avals = [leaf_aval(o, "an output leaf").strong() for o in out_leaves]
         _output_kinds(what, out_avals, holomorphic)
-        basis, sizes, total = _basis(out_avals, [a.dtype for a in out_avals])
+        basis, sizes, total = _basis(out_avals, [a.dtype for a in out_avals],
+                                     any(on_device(x) for x in tree_leaves(args)))
         in_avals = [leaf_aval(x, "a leaf").strong() for n in nums for x in tree_leaves(args[n])]
         if total == 0 or any(a.size == 0 for a in in_avals):
             blocks = [[np.zeros(o.shape + i.shape, i.dtype) for i in in_avals]
@@ -626,7 +631,8 @@ def jacfwd(func, argnums=0, *, has_aux=False, holomorphic=False, chunk_size=None
         if holomorphic:
             _output_kinds(what, out_avals, True)
         in_avals = [leaf_aval(x, "a leaf").strong() for n in nums for x in tree_leaves(args[n])]
-        basis, sizes, total = _basis(in_avals, [a.dtype for a in in_avals])
+        basis, sizes, total = _basis(in_avals, [a.dtype for a in in_avals],
+                                     any(on_device(x) for x in tree_leaves(args)))
         if total == 0 or any(o.size == 0 for o in out_avals):
             blocks = [[np.zeros(o.shape + i.shape, o.dtype) for i in in_avals]
                       for o in out_avals]
