@@ -378,7 +378,7 @@ def split_parts(lay: GemmLayout, workers: int, dtype) -> list[GemmPart]:
     c_int = ctypes.c_int64 if blas_int_bits() == 64 else ctypes.c_int
     whole = [GemmPart(0, lay.batch, 0, c_int(lay.m))]
     if column_blocks(lay):
-        cuts = sorted({COLUMN_ALIGN * (lay.n * p // (COLUMN_PARTS * COLUMN_ALIGN))
+        cuts = sorted({COLUMN_ALIGN * round(lay.n * p / (COLUMN_PARTS * COLUMN_ALIGN))
                        for p in range(1, COLUMN_PARTS)} - {0, lay.n})
         bounds = [0, *cuts, lay.n]
         return [GemmPart(0, 1, 0, c_int(lay.m), lo, c_int(hi - lo))
@@ -404,17 +404,6 @@ def column_blocks(lay: GemmLayout) -> bool:
     function of the shape alone, never of the thread count or the load."""
     return lay.batch == 1 and 0 < lay.m < COLUMN_SPLIT_ROWS and min(lay.k, lay.n) > 0 and \
         lay.n >= 2 * COLUMN_ALIGN and lay.m * lay.n * lay.k >= SPLIT_MACS
-
-
-# a loop body's product of few rows splits into the column blocks of COLUMN_PARTS (on the
-# loop's thread and par_gemm's helper) from this many multiply-adds
-LOOP_SPLIT_MACS = 1 << 20
-
-
-def loop_column_blocks(lay: GemmLayout) -> bool:
-    """Whether a loop body's product of ``lay`` runs as column blocks (``par_gemm``)."""
-    return lay.batch == 1 and 0 < lay.m < COLUMN_SPLIT_ROWS and min(lay.k, lay.n) > 0 and \
-        lay.n >= 2 * COLUMN_ALIGN and lay.m * lay.n * lay.k >= LOOP_SPLIT_MACS
 
 
 def busy() -> bool:
@@ -459,7 +448,6 @@ class GemmCall:
     rhs: int
     out: int
     layout: GemmLayout
-    parallel: bool = False      # as column blocks through ``par_gemm`` (a loop body's)
 
 
 def emit_gemm(b: ir.IRBuilder, call: GemmCall, data):
@@ -492,18 +480,8 @@ def emit_gemm(b: ir.IRBuilder, call: GemmCall, data):
 
     def at(base, per_batch):
         return b.gep(base, [b.mul(i, ir.Constant(i64, per_batch))], source_etype=scalar)
-    args = [ta, tb, n, m, k, alpha, at(rhs, lay.k * lay.n), ldb, at(lhs, lay.m * lay.k),
-            lda, beta, at(out, lay.m * lay.n), ldc]
-    if call.parallel:
-        from .par_gemm import SYMBOL
-        item = call.dtype.itemsize
-        par = module.globals.get(SYMBOL) or ir.Function(
-            module, ir.FunctionType(ir.VoidType(), [ptr] * 14 + [i64] * 3), SYMBOL)
-        b.call(par, [fn, *args, ir.Constant(i64, lay.n),
-                     ir.Constant(i64, (lay.k if lay.trans_rhs else 1) * item),
-                     ir.Constant(i64, item)])
-    else:
-        b.call(fn, args)
+    b.call(fn, [ta, tb, n, m, k, alpha, at(rhs, lay.k * lay.n), ldb, at(lhs, lay.m * lay.k),
+                lda, beta, at(out, lay.m * lay.n), ldc])
     i.add_incoming(b.add(i, ir.Constant(i64, 1)), b.block)
     b.branch(head)
     b.position_at_end(done)

@@ -31,7 +31,6 @@ from ir import passes
 from ir import primitives as P
 
 from ..planning.plan import Blas, NativeLoop
-from . import par_gemm
 from .blas import busy, one_thread_each
 from .loop_rewrites import conds_as_selects, hoist_products
 
@@ -69,16 +68,9 @@ def _has_gemms(exe) -> bool:
     return any(isinstance(s, Blas) for s in exe.plan.steps)
 
 
-def _blas_threads(gemms: bool, par: bool = False):
+def _blas_threads(gemms: bool):
     """OpenBLAS on one thread for a loop with gemms while the machine is busy (a
-    one-minute load average above its cores), else as it is; for a loop whose products
-    split into column blocks (``par``), on one thread always, and par_gemm's helper
-    spinning for them while the machine is not busy."""
-    if par:
-        stack = contextlib.ExitStack()
-        stack.enter_context(one_thread_each())
-        stack.enter_context(par_gemm.helping(not busy()))
-        return stack
+    one-minute load average above its cores), else as it is."""
     if gemms and busy():
         return one_thread_each()
     return contextlib.nullcontext()
@@ -139,7 +131,6 @@ class _NativeLoopRunner:
             [e.entry_address or 0 for e in bodies] + [0] * (2 - len(bodies)), np.int64)
         self.layout, self.bodies = layout, bodies     # bodies: their code stays alive
         self.gemms = any(_has_gemms(e) for e in bodies)
-        self.par = any(e.par_gemms for e in bodies)
         self.loop = NativeLoop(n_args=len(layout.template), table=self.TABLE,
                                pointers=tuple(layout.pointers), copies=tuple(layout.copies),
                                **fields)
@@ -164,7 +155,7 @@ class _NativeLoopRunner:
             # a view of its first target: only its data pointer moves from then on
             target = a_set[k] if kind == "in" else b_set[k] if kind == "out" else args[k][0, ...]
             args[index] = target.reshape(shape)
-        with _blas_threads(self.gemms, self.par):
+        with _blas_threads(self.gemms):
             self.fn(*args)
         return int(steps)
 
@@ -209,7 +200,7 @@ def _scan(eqn):
     order = range(length - 1, -1, -1) if reverse else range(length)
 
     def looped(consts, carry, xs, ys):
-        with _blas_threads(gemms, exe.par_gemms):
+        with _blas_threads(gemms):
             return stepped(consts, carry, xs, ys)
 
     def stepped(consts, carry, xs, ys):
@@ -301,7 +292,7 @@ def _while(eqn):
 
     def looped(cc, bc, carry):
         steps = 0
-        with _blas_threads(_has_gemms(exe), exe.par_gemms):
+        with _blas_threads(_has_gemms(exe)):
             while steps < limit and cond(cc + carry)[0]:
                 carry = body(bc + carry)
                 steps += 1

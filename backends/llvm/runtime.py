@@ -46,8 +46,8 @@ from .. import profiling
 from ..planning import buffers
 from ..planning.buffers import nbytes as _nbytes
 from ..planning.plan import Blas, Conv, Fallback, Kernel, Lapack, Loop, Plan, Sort
-from . import cache, codegen, par_gemm, sort
-from .blas import DotGeneral, GemmCall, gemm_address, gemm_layout, loop_column_blocks
+from . import cache, codegen, sort
+from .blas import DotGeneral, GemmCall, gemm_address, gemm_layout
 from .conv import Conv as ConvGemm
 from .lapack import lapack_step
 from .loops import loop_step
@@ -147,8 +147,6 @@ class _Engine:
     def __del__(self):
         # a collection may run inside LLVM work, in this thread or another: dispose now only
         # when no one holds the lock, else at the next use of LLVM
-        if _dead is None:       # the interpreter is tearing this module down
-            return
         _dead.append((self.engine, self.context))
         lock = _lock
         if lock is not None and lock.acquire(blocking=False):   # None: at interpreter exit
@@ -545,18 +543,11 @@ def _gemm_call(step: Blas, plan: Plan, max_macs=GEMM_ENTRY_MAX_MACS) -> GemmCall
         return None
     dtype = plan.slots[step.out][1]
     symbol = f"fc_{dtype.char}gemm"
-    # a loop body's (max_macs unbounded) few-row product: column blocks on two threads
-    par_address = par_gemm.address() if max_macs == math.inf and _WORKERS > 1 and \
-        loop_column_blocks(layout) else None
-    parallel = par_address is not None
     with _lock:
         if symbol not in _gemm_symbols:
             llvm.add_symbol(symbol, gemm_address(dtype))
             _gemm_symbols.add(symbol)
-        if parallel and par_gemm.SYMBOL not in _gemm_symbols:
-            llvm.add_symbol(par_gemm.SYMBOL, par_address)
-            _gemm_symbols.add(par_gemm.SYMBOL)
-    return GemmCall(symbol, dtype, step.lhs[1], step.rhs[1], step.out, layout, parallel)
+    return GemmCall(symbol, dtype, step.lhs[1], step.rhs[1], step.out, layout)
 
 
 _METH_FASTCALL = 0x80
@@ -714,11 +705,9 @@ class Executable:
         self._fns = fns     # keep the ctypes prototypes alive
         # a graph of small kernels only: one native call runs them all
         self.entry = self._entry_keep = None
-        self.par_gemms = False      # the entry runs products through par_gemm
         if calls and len(calls) == len(plan.steps) and graph_entry_supported() and all(
                 isinstance(c, np.ndarray) for c in plan.consts.values()):
             self.entry, self._entry_keep = graph_entry(calls, len(plan.slots))
-            self.par_gemms = any(isinstance(c, GemmCall) and c.parallel for c in calls)
             # gemm results the entry writes: allocated with the kernels' results
             self.fresh = [(s, *plan.slots[s]) for s in sorted(fresh | gemm_results)]
         self.trusted = self._trusted_call()
