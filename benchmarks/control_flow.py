@@ -10,11 +10,10 @@ Same process, same inputs; medians over repeats; ratios against functorch_core's
     for 10, 100 and 1000 steps. The disk cache is off here so every compile is real;
 (d) per-iteration overhead: a 10k-step fori_loop of a tiny body (f64[4]).
 
-functorch_core runs a loop's per-step few-row GEMMs as column blocks on the loop's thread
-and a native helper (``backends/llvm/par_gemm.py``; the helper spins only while the
-machine is not busy); its products outside loops (the hoisted ones of (a) included) keep
-OpenBLAS's threads, which stall on a loaded machine: compare (a) with
-``OPENBLAS_NUM_THREADS=1`` as well.
+functorch_core runs a loop's per-step GEMMs on OpenBLAS's own threads while the machine
+is quiet and on one thread while it is busy (``backends/llvm/loops.py``); its products
+outside loops (the hoisted ones of (a) included) keep OpenBLAS's threads, which stall on a
+loaded machine: compare (a) with ``OPENBLAS_NUM_THREADS=1`` as well.
 """
 
 import os
