@@ -65,6 +65,19 @@ def test_sqrtm_of_real_input_with_negative_eigenvalues_is_complex_as_scipys():
     np.testing.assert_allclose(traced[1], np.diag([2.0, 3.0]), atol=1e-15)
 
 
+def test_sqrtm_of_a_defective_matrix_is_nan_not_a_wrong_root():
+    """Eigenvectors cannot represent a Jordan block (SciPy's Schur method can): NaN for
+    that matrix only, eager and under jit; a nearly defective one keeps its root."""
+    a = np.stack([np.array([[1.0, 1.0], [0.0, 1.0]]), np.diag([4.0, 9.0]),
+                  np.array([[1.0, 1e-8], [0.0, 1.0 + 1e-10]])])
+    for got in (fsl.sqrtm(a), fc.jit(fsl.sqrtm)(a)):
+        assert np.isnan(got[0]).all()
+        np.testing.assert_allclose(got[1], np.diag([2.0, 3.0]), atol=1e-15)
+        np.testing.assert_allclose(got[2], sl.sqrtm(a[2]), rtol=1e-6, atol=1e-15)
+    assert np.isnan(fsl.sqrtm(np.array([[4.0, 1.0, 0.0], [0.0, 4.0, 1.0], [0.0, 0.0, 4.0]]
+                                       ).astype(np.complex64))).all()
+
+
 def test_sqrtm_rejects_non_square_input():
     with pytest.raises(np.linalg.LinAlgError, match=r"sqrtm.*square"):
         fsl.sqrtm(np.ones((2, 3)))

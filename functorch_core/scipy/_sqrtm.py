@@ -48,17 +48,28 @@ def _negative_eigenvalue(a):
     return fnp.any((fnp.imag(w) == 0) & (fnp.real(w) < 0), axis=-1)
 
 
+def _checked(x, a):
+    """``x``, NaN for each matrix whose square misses ``a`` by more than sqrt(eps) relative
+    (Frobenius): an eigendecomposition that cannot represent a defective ``a``."""
+    dtype = aval(x).dtype
+    miss = fnp.sum(fnp.abs(x @ x - cast(a, dtype)) ** 2, axis=(-2, -1))
+    size = fnp.sum(fnp.abs(cast(a, dtype)) ** 2, axis=(-2, -1))
+    bad = ~(miss <= np.finfo(dtype).eps * size)
+    return fnp.where(bad[..., None, None], np.array(np.nan, dtype), x)
+
+
 def sqrtm(A, disp=None, blocksize=None):
     """``scipy.linalg.sqrtm``: the principal square root ``X`` of ``(..., M, M)`` matrices
     (``X @ X = A``, the eigenvalues of ``X`` in the right half plane).
 
     Computed from the eigendecomposition ``A = V diag(w) V^-1`` as
     ``V diag(sqrt(w)) V^-1`` (SciPy uses the Schur form: the values agree to rounding for
-    diagonalizable matrices; a defective one, such as a Jordan block, gives NaN or
-    inaccurate values here). The derivative solves the Sylvester equation
-    ``X dX + dX X = dA`` in the eigenbasis: finite for repeated eigenvalues (the identity),
-    infinite for a singular ``A``; every transform applies (jvp, vjp, grad to any order,
-    vmap, jit).
+    diagonalizable matrices; a defective one, such as a Jordan block, which eigenvectors
+    cannot represent, gives NaN here: each result whose square misses ``A`` by more than
+    ``sqrt(eps) |A|`` in the Frobenius norm is replaced by NaN). The derivative solves
+    the Sylvester equation ``X dX + dX X = dA`` in the eigenbasis: finite for repeated
+    eigenvalues (the identity), infinite for a singular ``A``; every transform applies
+    (jvp, vjp, grad to any order, vmap, jit).
 
     Real input with an eigenvalue on the negative real axis has a complex root: called on
     concrete arrays the result is then complex (SciPy's rule); under a trace the dtype must
@@ -80,10 +91,10 @@ def sqrtm(A, disp=None, blocksize=None):
     _stacked("sqrtm", a)
     dtype = aval(a).dtype
     if dtype.kind == "c":
-        return to_result(_sqrtm(a))
+        return to_result(_checked(_sqrtm(a), a))
     c = np.result_type(dtype, np.complex64)
     negative = _negative_eigenvalue(a)
     if not is_tracer(negative) and np.any(negative):
-        return to_result(_sqrtm(cast(a, c)))
-    x = fnp.real(_sqrtm(cast(a, c)))
+        return to_result(_checked(_sqrtm(cast(a, c)), a))
+    x = _checked(fnp.real(_sqrtm(cast(a, c))), a)
     return to_result(fnp.where(negative[..., None, None], np.array(np.nan, dtype), x))
