@@ -394,6 +394,8 @@ def scratch_shapes(eqn) -> list:
     """(shape, dtype) of each scratch array ``eqn``'s step takes: the Fortran copies in
     double precision, LAPACK's pivots and info codes. They live in the arena (reused
     memory: no page faults on every call)."""
+    if eqn.prim in lapack_eig.LOWERED:
+        return lapack_eig.scratch_shapes(eqn)
     a = eqn.inputs[0].aval
     n, batch, wide = a.shape[-1], math.prod(a.shape[:-2]), _wide(a.dtype)
     if eqn.prim is P.triangular_solve:
@@ -447,3 +449,7 @@ def lapack_step(step, plan, arena: set):
             outs.append(bufs[slot])
         fn(*args, *outs, [bufs[s] for s in step.scratch], **params)
     return run
+
+
+# qr, svd, eigh and eig (they add themselves to LOWERED)
+from . import lapack_eig  # noqa: E402

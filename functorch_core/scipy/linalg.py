@@ -1,6 +1,7 @@
 """A subset of ``scipy.linalg``, traceable and differentiable: triangular, Cholesky and LU
 solves, ``lu``, ``expm`` (its derivative is the Fréchet derivative), ``block_diag`` and
-``eigh`` (standard and generalized, ``subset_by_index``); ``sqrtm`` is not built yet.
+``eigh`` (standard and generalized, ``subset_by_index``; ``subset_by_value`` on concrete
+arrays) and ``sqrtm``.
 Arguments SciPy uses for memory or input checking (``overwrite_*``, ``check_finite``) are
 accepted and ignored.
 """
@@ -12,12 +13,13 @@ import numpy as np
 from ir import primitives as P
 
 from .. import numpy as fnp
-from ..numpy._core import aval, cast, to_result
+from ..numpy._core import aval, cast, is_tracer, to_result
 from ..numpy._creation import array_operand
 from ..numpy.linalg import _float, _hermitian_from, _mH, _stacked
+from ._sqrtm import sqrtm
 
 __all__ = ["solve_triangular", "cho_factor", "cho_solve", "lu_factor", "lu_solve", "lu",
-           "expm", "block_diag", "eigh", "cholesky", "solve", "inv", "det"]
+           "expm", "sqrtm", "block_diag", "eigh", "cholesky", "solve", "inv", "det"]
 
 _TRANS = {0: (False, False), "N": (False, False), 1: (True, False), "T": (True, False),
           2: (True, True), "C": (True, True)}
@@ -221,10 +223,44 @@ def eigh(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwr
          type=1, check_finite=True, subset_by_index=None, subset_by_value=None, driver=None):
     """``scipy.linalg.eigh``: eigenvalues (ascending) and eigenvectors of a Hermitian ``a``,
     or of the generalized problem ``a v = w b v`` (``type=1``, ``b`` positive definite, vectors
-    ``b``-orthonormal); ``subset_by_index=(lo, hi)`` keeps eigenvalues lo..hi inclusive.
-    (``subset_by_value`` and ``type`` 2/3 are not supported.)"""
-    if subset_by_value is not None or type != 1:
-        raise NotImplementedError("eigh: subset_by_value and type=2/3 are not supported")
+    ``b``-orthonormal).
+
+    Args:
+        a: ``(..., M, M)`` Hermitian matrices (only the ``lower``/upper triangle is read).
+        b (default ``None``): positive definite matrices of the generalized problem.
+        lower (bool, default ``True``): read the lower triangle.
+        eigvals_only (bool, default ``False``): return only the eigenvalues.
+        subset_by_index (default ``None``): ``(lo, hi)`` keeps eigenvalues ``lo..hi``
+            inclusive (by ascending position).
+        subset_by_value (default ``None``): ``(lo, hi)`` keeps the eigenvalues in the
+            half-open interval ``(lo, hi]``. How many that is depends on the values, so this
+            works on concrete arrays only: under ``jit``, ``grad``, ``vmap`` (any trace) it
+            raises ``TypeError``; use ``subset_by_index`` there. For a batch, every matrix
+            must keep the same number of eigenvalues.
+        type (default ``1``): only ``1`` (``a v = w b v``) is supported.
+
+    Other arguments are accepted and ignored (``driver``: the standard problem uses
+    ``syevd``/``heevd``).
+
+    Example::
+
+        >>> eigh(np.diag([1.0, 2.0, 3.0, 4.0]), subset_by_value=(1, 3), eigvals_only=True)
+        array([2., 3.])
+    """
+    if type != 1:
+        raise NotImplementedError("eigh: type=2/3 are not supported")
+    if subset_by_value is not None:
+        if subset_by_index is not None:
+            raise ValueError("eigh: Either index or value subset can be requested.")
+        if any(is_tracer(x) for x in (a, b, *subset_by_value)):
+            raise TypeError("eigh: subset_by_value keeps a number of eigenvalues that depends "
+                            "on their values, which a traced function cannot return (its "
+                            "output shapes must be static); use subset_by_index=(lo, hi) "
+                            "under jit/grad/vmap, or call eigh on concrete arrays")
+        lo, hi = (float(x) for x in subset_by_value)
+        if not lo < hi:
+            raise ValueError(f"eigh: subset_by_value bounds must satisfy low < high, got "
+                             f"low={lo}, high={hi}")
     a = _float("eigh", a)
     _stacked("eigh", a)
     herm = _hermitian_from(a, lower)
@@ -244,7 +280,24 @@ def eigh(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwr
             raise ValueError(f"eigh: subset_by_index {subset_by_index!r} out of range for "
                              f"{n} eigenvalues")
         w, v = w[..., lo:hi + 1], v[..., lo:hi + 1]
+    elif subset_by_value is not None:
+        w, v = _by_value(np.asarray(to_result(w)), np.asarray(to_result(v)), lo, hi)
     return to_result(w) if eigvals_only else (to_result(w), to_result(v))
+
+
+def _by_value(w, v, lo, hi):
+    """The eigenvalues in ``(lo, hi]`` (a run of the ascending ``w``) and their vectors."""
+    keep = (w > lo) & (w <= hi)
+    counts = keep.sum(axis=-1)
+    if counts.size and np.any(counts != counts.flat[0]):
+        raise ValueError(f"eigh: subset_by_value=({lo}, {hi}) keeps {counts.min()} to "
+                         f"{counts.max()} eigenvalues across the batch of shape "
+                         f"{w.shape[:-1]}; a batch must keep the same number")
+    k = int(counts.flat[0]) if counts.size else 0
+    start = np.argmax(keep, axis=-1)[..., None] if k else np.zeros(w.shape[:-1] + (1,), int)
+    idx = start + np.arange(k)
+    return (np.take_along_axis(w, idx, axis=-1),
+            np.take_along_axis(v, idx[..., None, :], axis=-1))
 
 
 solve = fnp.linalg.solve

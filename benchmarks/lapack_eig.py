@@ -1,0 +1,78 @@
+"""qr, svd, eigh and eig under jit with native batched LAPACK calls
+(backends/llvm/lapack_eig.py) against the same jit function with the equation run by the
+interpreter (NumPy's gufunc for the one equation: the backend before the lowering) and
+against NumPy called directly, in one process, interleaved.
+
+Run from the repository root: ``python benchmarks/lapack_eig.py [--quick]``. Medians over
+rounds of medians; ratios against NumPy.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from _timing import median_time, report, result
+
+import functorch_core as fc
+from backends.llvm import lapack, runtime
+
+
+def _workloads(quick):
+    rng = np.random.default_rng(1)
+    n = 256 if quick else 512
+    batch = rng.normal(size=(1000, 16, 16))
+    sym_batch = batch + batch.transpose(0, 2, 1)
+    mid = rng.normal(size=(n, n))
+    sym = mid + mid.T
+    tall = rng.normal(size=(2 * n, n // 2))
+    return {
+        f"svd {n}^2": (np.linalg.svd, (mid,)),
+        f"svd {n}^2 values only": (lambda a: np.linalg.svd(a, compute_uv=False), (mid,)),
+        "svd 1000 x 16x16": (np.linalg.svd, (batch,)),
+        f"eigh {n}^2": (np.linalg.eigh, (sym,)),
+        "eigh 1000 x 16x16": (np.linalg.eigh, (sym_batch,)),
+        f"qr {2 * n}x{n // 2}": (np.linalg.qr, (tall,)),
+        "qr 1000 x 16x16": (np.linalg.qr, (batch,)),
+        f"eig {n // 2}^2": (np.linalg.eig, (mid[:n // 2, :n // 2],)),
+        "eig 1000 x 16x16": (np.linalg.eig, (batch,)),
+    }
+
+
+def _jit(fn, args, native):
+    """``fn`` jitted with its LAPACK equations lowered (``native``) or interpreted."""
+    real = lapack.lowering_gap
+    if not native:
+        lapack.lowering_gap = lambda eqn: "benchmark: the interpreter's LAPACK call"
+    try:
+        runtime.clear_cache()
+        f = fc.jit(fn)
+        f(*args)
+    finally:
+        lapack.lowering_gap = real
+        runtime.clear_cache()
+    return f
+
+
+def main():
+    quick = "--quick" in sys.argv
+    rounds, repeats = (2, 3) if quick else (5, 5)
+    for title, (fn, args) in _workloads(quick).items():
+        before, after = _jit(fn, args, False), _jit(fn, args, True)
+        for g, w in zip(fc.tree_leaves(after(*args)), fc.tree_leaves(fn(*args)), strict=True):
+            np.testing.assert_array_equal(g, w)     # NumPy's routine: its bits
+        times = {"NumPy": [], "jit, interpreter's call": [], "jit, native LAPACK": []}
+        for _ in range(rounds):
+            for name, f in zip(times, (fn, before, after), strict=True):
+                times[name].append(median_time(lambda f=f, a=args: f(*a), repeats))
+        rows = {name: float(np.median(t)) for name, t in times.items()}
+        report(title, rows, "NumPy")
+        result(title, rows["jit, native LAPACK"], numpy=rows["NumPy"])
+
+
+if __name__ == "__main__":
+    main()
