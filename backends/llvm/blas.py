@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import importlib
 import importlib.machinery
 import importlib.util
@@ -271,36 +272,13 @@ class DotGeneral:
 
     def _split(self, a, b, c, workers=None):
         """The product as ``self.parts``, OpenBLAS held at one thread each, taken in turn
-        by this thread and ``workers - 1`` (default ``self.workers - 1``) of the pool's: a
-        thread the OS has not scheduled yet takes none, so a busy machine delays the product
-        by at most one part."""
+        (:func:`run_in_turn`) by this thread and ``workers - 1`` (default
+        ``self.workers - 1``) of the pool's."""
         workers = self.workers if workers is None else workers
         pointers = (a.ctypes.data, b.ctypes.data, c.ctypes.data)
-        parts, lock, done = self.parts, threading.Lock(), threading.Event()
-        state = {"next": 0, "left": len(parts), "error": None}
-
-        def take():
-            while True:
-                with lock:
-                    i = state["next"]
-                    if i == len(parts):
-                        return
-                    state["next"] = i + 1
-                try:
-                    self._part(parts[i], *pointers)
-                except BaseException as e:      # raised again by the caller
-                    state["error"] = e
-                with lock:
-                    state["left"] -= 1
-                    if state["left"] == 0:
-                        done.set()
         with one_thread_each():
-            for _ in range(min(workers, len(parts)) - 1):
-                self.parallel().submit(take)
-            take()
-            done.wait()
-        if state["error"] is not None:
-            raise state["error"]
+            run_in_turn([functools.partial(self._part, part, *pointers) for part in self.parts],
+                        self.parallel, workers)
 
     def _part(self, part: GemmPart, a, b, c):
         ta, tb, n, _, k, alpha, ldb, lda, beta, ldc = self._refs
@@ -318,6 +296,41 @@ class DotGeneral:
         for i in range(part.batch_lo, part.batch_hi):
             self.fn(ta, tb, n, m, k, alpha, b + i * sb, ldb, a + i * sa, lda, beta, c + i * sc,
                     ldc)
+
+
+def run_in_turn(calls, parallel, workers):
+    """Call each of ``calls`` once: this thread and up to ``workers - 1`` threads of
+    ``parallel()`` (an executor) take them in turn, so a thread the OS has not scheduled
+    yet takes none and a busy machine delays the whole by at most one call. The first
+    error is raised again here, after every call has run."""
+    if workers <= 1 or len(calls) <= 1:
+        for call in calls:
+            call()
+        return
+    lock, done = threading.Lock(), threading.Event()
+    state = {"next": 0, "left": len(calls), "error": None}
+
+    def take():
+        while True:
+            with lock:
+                i = state["next"]
+                if i == len(calls):
+                    return
+                state["next"] = i + 1
+            try:
+                calls[i]()
+            except BaseException as e:      # raised again by the caller
+                state["error"] = e
+            with lock:
+                state["left"] -= 1
+                if state["left"] == 0:
+                    done.set()
+    for _ in range(min(workers, len(calls)) - 1):
+        parallel().submit(take)
+    take()
+    done.wait()
+    if state["error"] is not None:
+        raise state["error"]
 
 
 # a batched product out of gemm layout up to this many multiply-adds goes through NumPy's

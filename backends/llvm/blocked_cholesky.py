@@ -15,7 +15,6 @@ the OS has not scheduled takes no part, so a busy machine delays a step by one p
 from __future__ import annotations
 
 import ctypes
-import threading
 
 import numpy as np
 
@@ -72,39 +71,6 @@ def _row_blocks(lo, hi):
     return [(r, min(r + ROWS, hi)) for r in range(lo, hi, ROWS)]
 
 
-def _run_parts(parts, pool, workers):
-    """Call each of ``parts`` once: this thread and up to ``workers - 1`` of the pool's
-    take them in turn; the first error is raised again here."""
-    if workers <= 1 or len(parts) <= 1:
-        for p in parts:
-            p()
-        return
-    lock, done = threading.Lock(), threading.Event()
-    state = {"next": 0, "left": len(parts), "error": None}
-
-    def take():
-        while True:
-            with lock:
-                i = state["next"]
-                if i == len(parts):
-                    return
-                state["next"] = i + 1
-            try:
-                parts[i]()
-            except BaseException as e:      # raised again by the caller
-                state["error"] = e
-            with lock:
-                state["left"] -= 1
-                if state["left"] == 0:
-                    done.set()
-    for _ in range(min(workers, len(parts)) - 1):
-        pool().submit(take)
-    take()
-    done.wait()
-    if state["error"] is not None:
-        raise state["error"]
-
-
 def factor(f, pool, workers) -> int:
     """Factor the Fortran-order matrix ``f`` (C-contiguous memory of shape (n, n) read as
     column-major) in place, its lower triangle becoming L: LAPACK's info (0, or the
@@ -146,7 +112,8 @@ def factor(f, pool, workers) -> int:
             if k + kb == n:
                 break
             rows = _row_blocks(k + kb, n)
-            _run_parts([panel(k, kb, r0, r1) for r0, r1 in rows], pool, workers)
+            blas.run_in_turn([panel(k, kb, r0, r1) for r0, r1 in rows], pool, workers)
             # the longest rows (most columns) first: the last part taken is a short one
-            _run_parts([update(k, kb, r0, r1) for r0, r1 in reversed(rows)], pool, workers)
+            blas.run_in_turn([update(k, kb, r0, r1) for r0, r1 in reversed(rows)], pool,
+                                 workers)
     return 0
