@@ -595,3 +595,12 @@ def test_big_kernels_split_their_outer_loop_over_threads(monkeypatch):
     assert_exact(got[:2] + got[3:], want[:2] + want[3:])
     np.testing.assert_allclose(got[2], want[2], rtol=1e-12)
     assert submitted and all(lo < hi for lo, hi in submitted)
+
+
+@pytest.mark.parametrize("src", [np.float32, np.float64])
+def test_float_to_uint32_keeps_values_above_int32(src):
+    """NumPy converts float -> uint32 through int64 on x86: 3e9 stays 3e9 (it was
+    2147483648, the int32 overflow value), -1 wraps to 2^32 - 1."""
+    x = np.array([0.0, 1.5, 2.0 ** 31, 3e9, 2.0 ** 32 - 256, -1.0, -2.0], src)
+    got = fc.jit(lambda x: x.astype(np.uint32))(x)
+    np.testing.assert_array_equal(got, x.astype(np.uint32))

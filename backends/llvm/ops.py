@@ -307,7 +307,8 @@ def convert(e, src, dst, x):
         if to == x.type:
             return e.round16(dst, x)
         return b.fpext(x, to) if to == F64 else b.fptrunc(x, to)
-    wide = I64 if dst.itemsize == 8 else I32
+    # to uint32 through int64, as NumPy does on x86: 3e9 is in range
+    wide = I64 if dst.itemsize == 8 or (dst.kind == "u" and dst.itemsize == 4) else I32
     bound = float(2 ** (wide.width - 1))
     in_range = b.and_(b.fcmp_ordered(">=", x, ir.Constant(x.type, -bound)),
                       b.fcmp_ordered("<", x, ir.Constant(x.type, bound)))
