@@ -122,10 +122,11 @@ class _Reduced:
 class Partitioner:
     """One forward walk over ``graph``'s equations; see :func:`partition`."""
 
-    def __init__(self, graph: Graph, gap, scratch_shapes=None):
+    def __init__(self, graph: Graph, gap, scratch_shapes=None, isolated=None):
         self.graph = graph
         self.gap = gap
         self.scratch_shapes = scratch_shapes or _no_scratch
+        self.isolated = isolated or _never
         self.slots = []
         self.consts = {}
         self.steps = []
@@ -244,13 +245,21 @@ class Partitioner:
     def elementwise(self, eqn):
         out = eqn.outputs[0]
         shape = out.aval.shape
-        k, refs = self.refs(shape, eqn.inputs)
+        alone = self.isolated(eqn)
+        if alone:       # a kernel of its own: its operands and result go through memory
+            k = Kernel(shape)
+            refs = [self.ref(k, a, shape) for a in eqn.inputs]
+        else:
+            k, refs = self.refs(shape, eqn.inputs)
         if eqn.prim is P.iota:
             arg_dtype = eqn.params["dtype"]
         else:
             arg_dtype = eqn.inputs[-1 if eqn.prim is P.select else 0].aval.dtype
         k.ops.append(Op(eqn.prim, tuple(refs), dict(eqn.params), out.aval.dtype, arg_dtype))
         self.loc[id(out)] = _Member(k, ("op", len(k.ops) - 1))
+        if alone:
+            self.array(out)     # stored, so that its users read it from memory
+            self.seal(k)
 
     def random_bits(self, eqn):
         """threefry2x32: one op per output word, both reading the same operands."""
@@ -730,7 +739,11 @@ def _no_scratch(eqn):
     return []
 
 
-def partition(graph: Graph, gap, scratch_shapes=None) -> Plan:
+def _never(eqn):
+    return False
+
+
+def partition(graph: Graph, gap, scratch_shapes=None, isolated=None) -> Plan:
     """The plan of ``graph``: its values as numbered slots, its equations as steps.
 
     Args:
@@ -741,6 +754,10 @@ def partition(graph: Graph, gap, scratch_shapes=None) -> Plan:
             return :func:`numpy_gap`'s reason where that has one.
         scratch_shapes: ``scratch_shapes(eqn) -> [(shape, dtype)]``, the scratch slots a
             linalg equation's :class:`Lapack` step takes (default: none).
+        isolated: ``isolated(eqn) -> bool``, elementwise equations the backend runs as a
+            kernel of their own, reading their operands from memory and storing their
+            result (default: none): a call its code cannot vectorize, whose kernel would
+            otherwise run the math around it one element at a time.
 
     Example::
 
@@ -749,4 +766,4 @@ def partition(graph: Graph, gap, scratch_shapes=None) -> Plan:
         >>> [type(s).__name__ for s in plan.steps]      # the sum, then the rest
         ['Kernel', 'Kernel']
     """
-    return Partitioner(graph, gap, scratch_shapes).run()
+    return Partitioner(graph, gap, scratch_shapes, isolated).run()
