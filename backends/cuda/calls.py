@@ -37,6 +37,7 @@ CALLS = {
     P.fft: "xp.fft.fftn / ifftn / rfftn / irfftn",
     P.cholesky: "xp.linalg.cholesky", P.qr: "xp.linalg.qr", P.svd: "xp.linalg.svd",
     P.eigh: "xp.linalg.eigh", P.solve: "xp.linalg.solve", P.det: "xp.linalg.det",
+    P.eig: "xp.linalg.eig / eigvals (cuSOLVER's geev, CuPy 14; a host copy before it)",
     P.slogdet: "xp.linalg.slogdet",
     P.lu: "(cupyx.)scipy.linalg.lu_factor per matrix",
     P.triangular_solve: "(cupyx.)scipy.linalg.solve_triangular per matrix",
@@ -49,9 +50,7 @@ CALLS = {
     P.custom_vjp_call: "the primal graph compiled for cuda",
     P.custom_lin: "raises as the interpreter does (it exists only inside differentiation)",
 }
-HOST = {P.eig: "CuPy has no general (non-symmetric) eigendecomposition: numpy.linalg.eig "
-                "on a host copy, results copied back",
-        P.spence: "cupyx.scipy.special has no spence (CuPy 13): scipy.special.spence on a "
+HOST = {P.spence: "cupyx.scipy.special has no spence (CuPy 13): scipy.special.spence on a "
                   "host copy, results copied back",
         P.bessel_jv: "cupyx.scipy.special has no jv of real order (only j0/j1, CuPy 13): "
                      "scipy.special.jv on a host copy, results copied back",
@@ -185,11 +184,21 @@ def _eigh(xp, sim, a, *, lower):
     return list(xp.linalg.eigh(a, UPLO="L" if lower else "U"))
 
 
+def _eig(xp, sim, a, *, compute_v):
+    """NumPy's eig on the device; CuPy before 14 has none: on a host copy, copied back.
+    The eigenvalues' order is the routine's (geev's on the host, cuSOLVER's on a GPU)."""
+    c = P.complex_of(a.dtype)
+    linalg, host = (xp.linalg, False) if hasattr(xp.linalg, "eig") else (np.linalg, True)
+    m = a.get() if host else a
+    outs = list(linalg.eig(m)) if compute_v else [linalg.eigvals(m)]
+    return [xp.asarray(o.astype(c)) for o in outs]
+
+
 _LINALG = {P.cholesky: lambda xp, sim, a: xp.linalg.cholesky(a),
            P.solve: lambda xp, sim, a, b: xp.linalg.solve(a, b),
            P.det: lambda xp, sim, a: xp.linalg.det(a),
            P.slogdet: lambda xp, sim, a: list(xp.linalg.slogdet(a)),
-           P.qr: _qr, P.svd: _svd, P.eigh: _eigh, P.lu: _lu,
+           P.qr: _qr, P.svd: _svd, P.eigh: _eigh, P.eig: _eig, P.lu: _lu,
            P.triangular_solve: _triangular_solve}
 
 
