@@ -21,11 +21,8 @@ Each row gives its time and its ratio to functorch_core's.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
-import tempfile
 
 import numpy as np
 
@@ -257,27 +254,22 @@ def ptx_report():
         print("--ptx renders for real hardware: run it with NUMBA_ENABLE_CUDASIM unset")
         return 1
     from backends.cuda import runtime
+    from backends.cuda.ptx import compile_elsewhere
     names, srcs = [], []
     for name, graph in workload_graphs():
         _, rendered, host = runtime.sources(graph)
         for src in (s for group in rendered.values() for s in group):
             names.append(name)
-            srcs.append({"text": src.text, "arg_dtypes": [str(d) for d in src.arg_dtypes]})
+            srcs.append(src)
         if host:
             print(f"{name}: on the host: {'; '.join(sorted(set(host)))}")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "sources.json")
-        with open(path, "w") as f:
-            json.dump(srcs, f)
-        out = subprocess.run([sys.executable, "-m", "backends.cuda.ptx", path], cwd=root,
-                             capture_output=True, text=True)
-    if out.returncode:
-        print(out.stderr[-3000:])
-        return out.returncode
+    try:
+        records = compile_elsewhere(srcs)
+    except RuntimeError as e:
+        print(e)
+        return 1
     print(f"{'workload':<22} {'kernel':>6} {'target':>6} {'registers':>9} {'spills (st/ld B)':>16}")
-    for line in out.stdout.splitlines():
-        r = json.loads(line)
+    for r in records:
         print(f"{names[r['kernel']]:<22} {r['kernel']:>6} {r['cc']:>6} {r['registers']!s:>9} "
               f"{r['spill_stores']!s:>8}/{r['spill_loads']!s:<7}")
     return 0

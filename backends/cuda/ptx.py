@@ -62,6 +62,25 @@ def assemble(ptx, cc, ptxas):
             int(spills.group(1)) if spills else None, int(spills.group(2)) if spills else None)
 
 
+def compile_elsewhere(sources, timeout=900) -> list[dict]:
+    """Compile ``sources`` (objects with ``text`` and ``arg_dtypes``, as ``emit.Source``)
+    for every target in a fresh interpreter with the simulator off (``python -m
+    backends.cuda.ptx``): one record per (kernel, target), kernels in the given order.
+    Raises ``RuntimeError`` with the end of its stderr when that process fails."""
+    root = str(Path(__file__).resolve().parents[2])
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    env["PYTHONPATH"] = os.pathsep.join([root, env.get("PYTHONPATH", "")])
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "sources.json"
+        path.write_text(json.dumps([{"text": s.text, "arg_dtypes": [str(t) for t in s.arg_dtypes]}
+                                    for s in sources]))
+        out = subprocess.run([sys.executable, "-m", "backends.cuda.ptx", str(path)], env=env,
+                             cwd=root, capture_output=True, text=True, timeout=timeout)
+    if out.returncode:
+        raise RuntimeError(f"backends.cuda.ptx failed:\n{out.stderr[-3000:]}")
+    return [json.loads(line) for line in out.stdout.splitlines()]
+
+
 def main(path):
     if os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0"):
         raise SystemExit("backends.cuda.ptx: run with NUMBA_ENABLE_CUDASIM unset")
