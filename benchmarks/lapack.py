@@ -54,7 +54,7 @@ def _workloads(quick):
     }
 
 
-def _jit(fn, args, native):
+def jit_lapack(fn, args, native):
     """``fn`` jitted with its LAPACK equations lowered (``native``) or interpreted."""
     real = lapack.lowering_gap
     if not native:
@@ -73,7 +73,7 @@ def main():
     quick = "--quick" in sys.argv
     rounds, repeats = (2, 3) if quick else (5, 5)
     for title, (fn, ref, args) in _workloads(quick).items():
-        before, after = _jit(fn, args, False), _jit(fn, args, True)
+        before, after = jit_lapack(fn, args, False), jit_lapack(fn, args, True)
         times = {"NumPy/SciPy": [], "jit, interpreter's call": [], "jit, native LAPACK": []}
         for _ in range(rounds):
             for name, f in zip(times, (ref, before, after), strict=True):

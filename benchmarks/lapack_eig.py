@@ -17,9 +17,9 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from _timing import median_time, report, result
+from lapack import jit_lapack
 
 import functorch_core as fc
-from backends.llvm import lapack, runtime
 
 
 def _workloads(quick):
@@ -43,26 +43,11 @@ def _workloads(quick):
     }
 
 
-def _jit(fn, args, native):
-    """``fn`` jitted with its LAPACK equations lowered (``native``) or interpreted."""
-    real = lapack.lowering_gap
-    if not native:
-        lapack.lowering_gap = lambda eqn: "benchmark: the interpreter's LAPACK call"
-    try:
-        runtime.clear_cache()
-        f = fc.jit(fn)
-        f(*args)
-    finally:
-        lapack.lowering_gap = real
-        runtime.clear_cache()
-    return f
-
-
 def main():
     quick = "--quick" in sys.argv
     rounds, repeats = (2, 3) if quick else (5, 5)
     for title, (fn, args) in _workloads(quick).items():
-        before, after = _jit(fn, args, False), _jit(fn, args, True)
+        before, after = jit_lapack(fn, args, False), jit_lapack(fn, args, True)
         for g, w in zip(fc.tree_leaves(after(*args)), fc.tree_leaves(fn(*args)), strict=True):
             np.testing.assert_array_equal(g, w)     # NumPy's routine: its bits
         times = {"NumPy": [], "jit, interpreter's call": [], "jit, native LAPACK": []}
