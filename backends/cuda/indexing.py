@@ -253,14 +253,22 @@ def _starts(k, x_shape, sizes, first_arg):
         k(2, f"s{d} = min(max(int(a{first_arg + d}[0]), 0), {dim - size})")
 
 
+def _window(x_shape, window_shape, first_arg):
+    """A grid kernel over the ``window_shape`` points of a window of ``x_shape`` whose
+    clamped start indices are arguments ``first_arg``...; and the flat index, in ``x``, of
+    point ``t``."""
+    k = _grid(math.prod(window_shape))
+    _starts(k, x_shape, window_shape, first_arg)
+    rank = len(x_shape)
+    k.unravel(2, "t", [f"i{d}" for d in range(rank)], window_shape)
+    return k, _flat([f"(s{d} + i{d})" for d in range(rank)], x_shape)
+
+
 def _dynamic_slice(eqn, xp, sim):
     x, out = eqn.inputs[0].aval, eqn.outputs[0].aval
     n = math.prod(out.shape)
-    k = _grid(n)
-    _starts(k, x.shape, out.shape, 2)
-    names = [f"i{d}" for d in range(len(x.shape))]
-    k.unravel(2, "t", names, out.shape)
-    k(2, f"a0[t] = a1[{_flat([f'(s{d} + i{d})' for d in range(len(x.shape))], x.shape)}]")
+    k, at = _window(x.shape, out.shape, 2)
+    k(2, f"a0[t] = a1[{at}]")
     src = k.source((out.dtype, x.dtype, *(v.aval.dtype for v in eqn.inputs[1:])), sim)
     launch = _launcher([src], sim)
 
@@ -275,11 +283,8 @@ def _dynamic_slice(eqn, xp, sim):
 def _dynamic_update_slice(eqn, xp, sim):
     x, upd = eqn.inputs[0].aval, eqn.inputs[1].aval
     n = math.prod(upd.shape)
-    k = _grid(n)
-    _starts(k, x.shape, upd.shape, 2)
-    names = [f"i{d}" for d in range(len(x.shape))]
-    k.unravel(2, "t", names, upd.shape)
-    k(2, f"a0[{_flat([f'(s{d} + i{d})' for d in range(len(x.shape))], x.shape)}] = a1[t]")
+    k, at = _window(x.shape, upd.shape, 2)
+    k(2, f"a0[{at}] = a1[t]")
     src = k.source((x.dtype, upd.dtype, *(v.aval.dtype for v in eqn.inputs[2:])), sim)
     launch = _launcher([src], sim)
 
