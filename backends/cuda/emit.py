@@ -85,15 +85,21 @@ class _Writer:
         self.lines.append("    " * depth + text)
 
 
-def _unravel(w, depth, flat, dims, shape):
-    """Lines setting ``i<d>`` for ``d`` in ``dims`` from the C-order index ``flat``."""
-    if not dims:
+def unravel(w, depth, flat, names, sizes):
+    """Lines (written with ``w``) setting ``names[j]`` from the C-order index ``flat`` over
+    ``sizes``."""
+    if not names:
         return
     w(depth, f"q = {flat}")
-    for d in reversed(dims[1:]):
-        w(depth, f"i{d} = q % {shape[d]}")
-        w(depth, f"q = q // {shape[d]}")
-    w(depth, f"i{dims[0]} = q")
+    for name, size in zip(reversed(names[1:]), reversed(sizes[1:]), strict=True):
+        w(depth, f"{name} = q % {size}")
+        w(depth, f"q = q // {size}")
+    w(depth, f"{names[0]} = q")
+
+
+def _unravel(w, depth, flat, dims, shape):
+    """Lines setting ``i<d>`` for ``d`` in ``dims`` from the C-order index ``flat``."""
+    unravel(w, depth, flat, [f"i{d}" for d in dims], [shape[d] for d in dims])
 
 
 def _index(offset, strides, shape):

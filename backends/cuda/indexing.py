@@ -54,24 +54,16 @@ class Step:
         return self.run(args)
 
 
-class _Kernel:
+class _Kernel(emit._Writer):
     """Text of one kernel over ``n`` points: ``kernel(a0, a1, ...)``, arrays flat."""
 
     def __init__(self, n):
-        self.n, self.lines = n, []
-
-    def __call__(self, depth, text):
-        self.lines.append("    " * depth + text)
+        super().__init__()
+        self.n = n
 
     def unravel(self, depth, flat, names, shape):
         """Lines setting ``names[d]`` from the C-order index ``flat`` over ``shape``."""
-        if not names:
-            return
-        self(depth, f"q = {flat}")
-        for name, d in zip(reversed(names[1:]), reversed(shape[1:]), strict=True):
-            self(depth, f"{name} = q % {d}")
-            self(depth, f"q = q // {d}")
-        self(depth, f"{names[0]} = q")
+        emit.unravel(self, depth, flat, names, shape)
 
     def source(self, arg_dtypes, simulated):
         block = emit.SIM_BLOCK if simulated else emit.BLOCK
