@@ -96,6 +96,19 @@ def _launcher(sources, simulated):
     return launch
 
 
+def _into_fresh(src, out, xp, sim, points, operands):
+    """A Step launching kernel ``src`` once on a fresh result of ``out``'s shape and dtype,
+    then ``operands(args)`` (nothing is launched when ``points`` is 0 or False)."""
+    launch = _launcher([src], sim)
+
+    def run(args):
+        res = xp.empty(out.shape, out.dtype)
+        if points:
+            launch(0, res, *operands(args))
+        return [res]
+    return Step(run, [src])
+
+
 def _dev(xp, a):
     return xp.ascontiguousarray(xp.asarray(a))
 
@@ -172,14 +185,7 @@ def _gather(eqn, xp, sim):
     k = _gather_kernel(x.shape, idx.shape, tuple(eqn.params["axes"]), n,
                        ["a0[t] = a1[dest]"], "a2")
     src = k.source((out.dtype, x.dtype, idx.dtype), sim)
-    launch = _launcher([src], sim)
-
-    def run(args):
-        res = xp.empty(out.shape, out.dtype)
-        if n:
-            launch(0, res, _dev(xp, args[0]), _dev(xp, args[1]))
-        return [res]
-    return Step(run, [src])
+    return _into_fresh(src, out, xp, sim, n, lambda args: (_dev(xp, args[0]), _dev(xp, args[1])))
 
 
 def _scatter(eqn, xp, sim):
@@ -262,14 +268,7 @@ def _dynamic_slice(eqn, xp, sim):
     k, at = _window(x.shape, out.shape, 2)
     k(2, f"a0[t] = a1[{at}]")
     src = k.source((out.dtype, x.dtype, *(v.aval.dtype for v in eqn.inputs[1:])), sim)
-    launch = _launcher([src], sim)
-
-    def run(args):
-        res = xp.empty(out.shape, out.dtype)
-        if n:
-            launch(0, res, *(_dev(xp, a) for a in args))
-        return [res]
-    return Step(run, [src])
+    return _into_fresh(src, out, xp, sim, n, lambda args: [_dev(xp, a) for a in args])
 
 
 def _dynamic_update_slice(eqn, xp, sim):
@@ -308,14 +307,8 @@ def _pad(eqn, xp, sim):
     else:
         k(2, "a0[t] = a1[0]")
     src = k.source((out.dtype, x.dtype, out.dtype), sim)
-    launch = _launcher([src], sim)
-
-    def run(args):
-        res = xp.empty(out.shape, out.dtype)
-        if n:
-            launch(0, res, _dev(xp, args[0]), _dev(xp, args[1]).astype(out.dtype))
-        return [res]
-    return Step(run, [src])
+    return _into_fresh(src, out, xp, sim, n, lambda args: (
+        _dev(xp, args[0]), _dev(xp, args[1]).astype(out.dtype)))
 
 
 def _concatenate(eqn, xp, sim):
@@ -334,14 +327,7 @@ def _concatenate(eqn, xp, sim):
         k(3, f"a0[t] = a{j + 1}[{_flat(at, v.aval.shape)}]")
         offset, first = offset + size, False
     src = k.source((out.dtype, *(v.aval.dtype for v in eqn.inputs)), sim)
-    launch = _launcher([src], sim)
-
-    def run(args):
-        res = xp.empty(out.shape, out.dtype)
-        if n:
-            launch(0, res, *(_dev(xp, a) for a in args))
-        return [res]
-    return Step(run, [src])
+    return _into_fresh(src, out, xp, sim, n, lambda args: [_dev(xp, a) for a in args])
 
 
 # -- scans, threefry, pivots -------------------------------------------------------
@@ -396,14 +382,7 @@ def _arg_reduce(eqn, xp, sim):
     k(4, "sel = j")
     k(2, "a0[t] = sel")
     src = k.source((out.dtype, x.dtype), sim)
-    launch = _launcher([src], sim)
-
-    def run(args):
-        res = xp.empty(out.shape, out.dtype)
-        if lines and length:
-            launch(0, res, _dev(xp, args[0]))
-        return [res]
-    return Step(run, [src])
+    return _into_fresh(src, out, xp, sim, lines and length, lambda args: [_dev(xp, args[0])])
 
 
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
@@ -512,16 +491,10 @@ def _reduce_window(eqn, xp, sim):
     k(3, f"acc = {WINDOWS[eqn.prim]}")
     k(2, "a0[t] = acc")
     src = k.source((out.dtype, x.dtype, x.dtype), sim)
-    launch = _launcher([src], sim)
     fill = 0 if eqn.prim is P.reduce_window_sum else dtypes.extreme_identity(
         x.dtype, "max" if eqn.prim is P.reduce_window_max else "min")
-
-    def run(args):
-        res = xp.empty(out.shape, out.dtype)
-        if n:
-            launch(0, res, _dev(xp, args[0]), _fill(xp, fill, x.dtype))
-        return [res]
-    return Step(run, [src])
+    return _into_fresh(src, out, xp, sim, n,
+                       lambda args: (_dev(xp, args[0]), _fill(xp, fill, x.dtype)))
 
 
 def _selection(k, depth, names, window, x_shape, select):
@@ -551,16 +524,9 @@ def _select_and_gather(eqn, xp, sim):
     _taps(k, 2, names, window, x.shape)
     k(2, "a0[t] = a3[src] if ok else a4[0]")
     src = k.source((out.dtype, x.dtype, x.dtype, t.dtype, t.dtype), sim)
-    launch = _launcher([src], sim)
     fill = dtypes.extreme_identity(x.dtype, eqn.params["select"])
-
-    def run(args):
-        res = xp.empty(out.shape, out.dtype)
-        if n:
-            launch(0, res, _dev(xp, args[1]), _fill(xp, fill, x.dtype), _dev(xp, args[0]),
-                   _fill(xp, 0, t.dtype))
-        return [res]
-    return Step(run, [src])
+    return _into_fresh(src, out, xp, sim, n, lambda args: (
+        _dev(xp, args[1]), _fill(xp, fill, x.dtype), _dev(xp, args[0]), _fill(xp, 0, t.dtype)))
 
 
 def _select_and_scatter(eqn, xp, sim):
