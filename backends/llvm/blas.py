@@ -211,6 +211,13 @@ class DotGeneral:
         self.workers = workers if parallel is not None else 1
         self.parts = split_parts(lay, self.workers, self.dtype)
         self._col_split = self.parts[0].cols is not None
+        self._par = None
+        if self._col_split and self.workers > 1:
+            from . import par_gemm
+            self._par = par_gemm.caller()
+            self._par_gemm = gemm_address(self.dtype)
+            self._par_steps = ((self.k if lay.trans_rhs else 1) * self.dtype.itemsize,
+                               self.dtype.itemsize)
         self._row_split = len(self.parts) > 1 and self.parts[0].batch_hi == self.batch \
             and not self._col_split
         self._macs = self.batch * self.m * self.n * self.k
@@ -257,7 +264,14 @@ class DotGeneral:
         busy_now = self._ask_busy and busy()
         alone = busy_now and self._macs < BUSY_SPLIT_MACS
         if self._col_split:     # column blocks whatever the load: their bits are the shape's
-            self._split(a, b, c, workers=1 if alone else self.workers)
+            if alone or self._par is None:
+                self._split(a, b, c, workers=1 if alone else self.workers)
+                return out
+            ta, tb, n, m, k, alpha, ldb, lda, beta, ldc = self._refs
+            with one_thread_each():
+                self._par(self._par_gemm, ta, tb, n, m, k, alpha, b.ctypes.data,
+                          ldb, a.ctypes.data, lda, beta, c.ctypes.data, ldc, self.n,
+                          *self._par_steps)
             return out
         if len(self.parts) > 1 and (busy_now or ROW_SPLIT_WHEN_QUIET or not self._row_split) \
                 and not alone:
@@ -391,11 +405,8 @@ def split_parts(lay: GemmLayout, workers: int, dtype) -> list[GemmPart]:
     c_int = ctypes.c_int64 if blas_int_bits() == 64 else ctypes.c_int
     whole = [GemmPart(0, lay.batch, 0, c_int(lay.m))]
     if column_blocks(lay):
-        cuts = sorted({COLUMN_ALIGN * round(lay.n * p / (COLUMN_PARTS * COLUMN_ALIGN))
-                       for p in range(1, COLUMN_PARTS)} - {0, lay.n})
-        bounds = [0, *cuts, lay.n]
         return [GemmPart(0, 1, 0, c_int(lay.m), lo, c_int(hi - lo))
-                for lo, hi in itertools.pairwise(bounds)]
+                for lo, hi in itertools.pairwise(column_cuts(lay.n)) if hi > lo]
     if workers <= 1 or lay.batch * lay.m * lay.n * lay.k < SPLIT_MACS or \
             min(lay.m, lay.n, lay.k) == 0:
         return whole
@@ -410,6 +421,14 @@ def split_parts(lay: GemmLayout, workers: int, dtype) -> list[GemmPart]:
                    for p in range(1, parts_n)} - {0, lay.m})
     bounds = [0, *cuts, lay.m]
     return [GemmPart(0, lay.batch, lo, c_int(hi - lo)) for lo, hi in itertools.pairwise(bounds)]
+
+
+def column_cuts(n: int) -> list[int]:
+    """Where a product of ``n`` columns is cut into its COLUMN_PARTS column blocks (the
+    first column of each, then ``n``): floor(n p / COLUMN_PARTS) rounded down to a multiple
+    of COLUMN_ALIGN; par_gemm's native code computes the same cuts."""
+    return [0, *(COLUMN_ALIGN * (n * p // (COLUMN_PARTS * COLUMN_ALIGN))
+                 for p in range(1, COLUMN_PARTS)), n]
 
 
 def column_blocks(lay: GemmLayout) -> bool:

@@ -147,6 +147,8 @@ class _Engine:
     def __del__(self):
         # a collection may run inside LLVM work, in this thread or another: dispose now only
         # when no one holds the lock, else at the next use of LLVM
+        if _dead is None:       # the interpreter is tearing this module down
+            return
         _dead.append((self.engine, self.context))
         lock = _lock
         if lock is not None and lock.acquire(blocking=False):   # None: at interpreter exit
