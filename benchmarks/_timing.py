@@ -1,10 +1,30 @@
 """Timing helpers shared by the benchmark scripts: medians over repeats, ratio tables, and
 the machine-readable result lines ``run_all.py`` gathers into one table."""
 
+import ctypes
 import json
+import os
+import sys
 import time
 
 import numpy as np
+
+
+def blas_core() -> str:
+    """The kernel family NumPy's OpenBLAS runs: its own CPU detection unless
+    OPENBLAS_CORETYPE forces one (some hosts force an older family, which slows NumPy and
+    the cpu backend's products alike)."""
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from backends.llvm import blas
+    if blas.blas_int_bits() != 64:
+        return "SciPy's BLAS"
+    name = blas._numpy_lib[0].scipy_openblas_get_corename64_
+    name.restype = ctypes.c_char_p
+    forced = os.environ.get("OPENBLAS_CORETYPE")
+    return name().decode() + (f" (forced by OPENBLAS_CORETYPE={forced})" if forced else "")
+
+
+print(f"# NumPy's OpenBLAS runs its {blas_core()} kernels", flush=True)
 
 
 def median_time(fn, repeats=7, warmup=1, min_time=0.0):
