@@ -126,3 +126,25 @@ def test_a_long_accumulator_row_takes_the_gemm_modes():
     exe = _executable(f, x, w)
     assert _native_convs(exe) == (1, 1)
     np.testing.assert_allclose(exe([x, w])[0], f(x, w), rtol=1e-5, atol=1e-5)
+
+
+def test_a_native_conv_is_named_so_and_only_a_small_one_joins_the_native_entry():
+    from functorch_core.profiler import profile
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 4, 8, 8)).astype(np.float32)      # 2.4M multiply-adds
+    w = rng.standard_normal((16, 4, 3, 3)).astype(np.float32)
+
+    def f(x, w):
+        return lax.conv_general_dilated(x, w, (1, 1), [(1, 1), (1, 1)])
+    assert runtime.GEMM_ENTRY_MAX_MACS < 64 * 4 * 16 * 64 * 9 <= tinyconv.TINY_MAX_MACS
+    exe = _executable(f, x, w)
+    assert _native_convs(exe) == (1, 1) and exe.entry is None     # holds no GIL that long
+    g = fc.jit(f, backend="cpu")
+    g(x, w)
+    with profile() as prof:
+        got = g(x, w)
+    assert "conv_general_dilated (native)" in prof.key_averages().table()
+    np.testing.assert_allclose(got, f(x, w), rtol=1e-4, atol=1e-4)
+    small = x[:, :1], w[:, :1]
+    exe = _executable(f, *small)
+    assert _native_convs(exe) == (1, 1) and exe.entry is not None
