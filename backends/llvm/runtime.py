@@ -264,7 +264,8 @@ def compile_plan(plan: Plan):
     tiny = {}       # id(TinyConv) -> the Conv step it runs
     for step in plan.steps:
         if isinstance(step, Kernel | Sort):
-            small = math.prod(step.shape) < SMALL_KERNEL_POINTS
+            small = math.prod(step.shape) < SMALL_KERNEL_POINTS or (
+                isinstance(step, Kernel) and codegen.unrolling_hurts(step))
             groups["small" if small else "full"].append(step)
         elif isinstance(step, Conv):
             conv = tinyconv.plan(step, *plan.slots[step.out])
