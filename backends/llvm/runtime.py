@@ -68,7 +68,8 @@ _MODULE = "fc_graph_"
 # Kernels of fewer than SMALL_KERNEL_POINTS points are compiled without loop unrolling:
 # they take microseconds either way, and fully unrolling their short inner loops (then
 # vectorizing the loop around them) was most of the compile time of small graphs. Big
-# kernels keep it (2-4x faster on reductions and broadcasts over short axes).
+# kernels keep it (2-4x faster on reductions and broadcasts over short axes), except pure
+# reductions over a short contiguous innermost axis (codegen.unrolling_hurts).
 PIPELINES = {
     "full": dict(speed_level=3, loop_vectorization=True, slp_vectorization=True,
                  loop_unrolling=True),
