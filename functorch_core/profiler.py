@@ -143,7 +143,7 @@ class profile:
     ``llvm`` and, per LLVM module, ``llvm: optimize+compile`` or ``llvm: disk cache
     hit``; a module this process already holds records nothing); each step of a
     cpu executable (``kernel[mul+add+tanh]`` named by its fused primitives,
-    ``dot_general (blas)``, ``conv_general_dilated (blas)``, ``sort``,
+    ``dot_general (blas)``, ``conv_general_dilated (blas)`` or ``(native)``, ``sort``,
     ``loop[scan]``, ``fallback[prim]`` for an equation the interpreter runs), with a
     ``... part`` event on each thread a split kernel or sort runs on; the building of
     a transformed graph (``transform grad(f)``) and each eager transform call

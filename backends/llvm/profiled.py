@@ -26,8 +26,9 @@ def _prim_name(prim) -> str:
     return prim if isinstance(prim, str) else prim.name
 
 
-def step_name(step) -> tuple[str, str]:
-    """(event name, category) of a plan step."""
+def step_name(step, native=False) -> tuple[str, str]:
+    """(event name, category) of a plan step; ``native``: a conv compiled as a loop nest
+    (tinyconv.py)."""
     if isinstance(step, Kernel):
         names = [_prim_name(op.prim) for op in step.ops]
         names += [_prim_name(r.prim) for r in step.reduces]
@@ -41,7 +42,7 @@ def step_name(step) -> tuple[str, str]:
     if isinstance(step, Blas):
         return "dot_general (blas)", "blas"
     if isinstance(step, Conv):
-        return "conv_general_dilated (blas)", "conv"
+        return f"conv_general_dilated ({'native' if native else 'blas'})", "conv"
     if isinstance(step, Loop):
         return f"loop[{step.eqn.prim.name}]", "loop"
     if isinstance(step, Fallback):
@@ -83,7 +84,7 @@ def _split_step(exe, plan_step, run, name, cat):
 
 def _twin(exe):
     twin = copy.copy(exe)
-    names = [step_name(s) for s in exe.plan.steps]
+    names = [step_name(s, id(s) in exe._fns) for s in exe.plan.steps]
     twin.steps = [_wrap(_split_step(exe, s, run, name, cat), name, cat, _shape_args(s))
                   for s, run, (name, cat) in zip(exe.plan.steps, exe.steps, names, strict=True)]
     if exe.entry is not None:

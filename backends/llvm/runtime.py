@@ -46,7 +46,7 @@ from .. import profiling
 from ..planning import buffers
 from ..planning.buffers import nbytes as _nbytes
 from ..planning.plan import Blas, Conv, Fallback, Kernel, Lapack, Loop, Plan, Sort
-from . import cache, codegen, sort
+from . import cache, codegen, sort, tinyconv
 from .blas import DotGeneral, GemmCall, gemm_address, gemm_layout
 from .conv import Conv as ConvGemm
 from .lapack import lapack_step
@@ -68,7 +68,8 @@ _MODULE = "fc_graph_"
 # Kernels of fewer than SMALL_KERNEL_POINTS points are compiled without loop unrolling:
 # they take microseconds either way, and fully unrolling their short inner loops (then
 # vectorizing the loop around them) was most of the compile time of small graphs. Big
-# kernels keep it (2-4x faster on reductions and broadcasts over short axes).
+# kernels keep it (2-4x faster on reductions and broadcasts over short axes), except pure
+# reductions over a short contiguous innermost axis (codegen.unrolling_hurts).
 PIPELINES = {
     "full": dict(speed_level=3, loop_vectorization=True, slp_vectorization=True,
                  loop_unrolling=True),
@@ -188,11 +189,14 @@ def _object_compiled(module, obj):
 
 
 def _register_libm():
-    """Bind the libm symbols kernels call to this process's libm, explicitly."""
+    """Bind the libm symbols kernels call to this process's libm, explicitly (and
+    tinyconv's scratch allocator to CPython's raw, GIL-free one)."""
     libm = _libm()
     for base in _LIBM_NAMES:
         for sym in (base, base + "f"):
             llvm.add_symbol(sym, ctypes.cast(getattr(libm, sym), ctypes.c_void_p).value)
+    for sym, fn in ((tinyconv.MALLOC, "PyMem_RawMalloc"), (tinyconv.FREE, "PyMem_RawFree")):
+        llvm.add_symbol(sym, ctypes.cast(getattr(ctypes.pythonapi, fn), ctypes.c_void_p).value)
 
 
 def _libm():
@@ -242,7 +246,8 @@ def build_module(kernels):
     entries = {}
     for i, step in enumerate(kernels):
         name = f"{_STEM}{i}"
-        emit = sort.emit_sort if isinstance(step, Sort) else codegen.emit_kernel
+        emit = sort.emit_sort if isinstance(step, Sort) else \
+            tinyconv.emit if isinstance(step, tinyconv.TinyConv) else codegen.emit_kernel
         slots, outer = emit(module, name, step)
         if DATA_OFFSET is not None or len(slots) > MAX_DIRECT_ARGS:
             module.globals[name].linkage = "internal"
@@ -259,16 +264,25 @@ def compile_plan(plan: Plan):
     object code comes from this process's engine when it already holds the same module,
     else from the disk cache, else from LLVM (then it is written to the cache)."""
     groups: dict = {name: [] for name in PIPELINES}
+    tiny = {}       # id(TinyConv) -> the Conv step it runs
     for step in plan.steps:
         if isinstance(step, Kernel | Sort):
-            small = math.prod(step.shape) < SMALL_KERNEL_POINTS
+            small = math.prod(step.shape) < SMALL_KERNEL_POINTS or (
+                isinstance(step, Kernel) and codegen.unrolling_hurts(step))
             groups["small" if small else "full"].append(step)
+        elif isinstance(step, Conv):
+            conv = tinyconv.plan(step, *plan.slots[step.out])
+            if conv is not None:
+                tiny[id(conv)] = step
+                groups["full"].append(conv)
     fns, parts = {}, []
     for pipeline, kernels in groups.items():
         if kernels:
             text, group_fns = _compile_kernels(kernels, pipeline)
             parts.append((text, pipeline))
             fns.update(group_fns)
+    # a small conv's native function, keyed by its plan step
+    fns.update({id(tiny[key]): fns.pop(key) for key in list(fns) if key in tiny})
     return OptimizedIR(parts), fns
 
 
@@ -684,6 +698,12 @@ class Executable:
                 if call is not None:
                     calls.append(call)
                     gemm_results |= writes & results
+            elif isinstance(step, Conv) and id(step) in fns:     # a small conv: native
+                fn, slots, _ = fns[id(step)]
+                self.steps.append(_native_step(fn, slots, None, 0))
+                if tinyconv.plan(step, *plan.slots[step.out]).macs <= GEMM_ENTRY_MAX_MACS:
+                    calls.append((fn, slots, 0, 0))     # the entry holds the GIL: small only
+                fresh |= writes & results
             elif isinstance(step, Conv):
                 self.steps.append(_conv_step(step, plan, arena))
             elif isinstance(step, Loop):
