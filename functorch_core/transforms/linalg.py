@@ -208,9 +208,12 @@ def _cholesky_jvp(primals, tangents):
 def _eigh_jvp(primals, tangents, *, lower):
     (a,), (ta,) = primals, tangents
     w, v = P.eigh.bind(a, lower=lower)
-    inner = _mm(_mm(_H(v), ta), v)
-    tw = _diag(inner)
+    av = _mm(ta, v)
+    # diag(V^H dA V) as column sums of conj(V) * (dA V): the eigenvalues' tangent (and in
+    # reverse mode their cotangent) takes one product, not two with a diagonal matrix
+    tw = P.reduce_sum.bind(P.mul.bind(_conj(v), av), axes=(_nd(v) - 2,))
     tw = P.real.bind(tw) if _is_complex(tw) else tw
+    inner = _mm(_H(v), av)
     tv = _mm(v, P.mul.bind(_reciprocal_gaps(w, v.aval.dtype), inner))
     return [w, v], [tw, tv]
 
