@@ -62,6 +62,12 @@ def _slogdet(a):
     return [np.asarray(sign), np.asarray(logabsdet)]
 
 
+def _slogdet_inv_t(a):
+    with _named("slogdet_inv_t", a):
+        inv = np.linalg.inv(a)
+    return [*_slogdet(a), np.swapaxes(inv, -1, -2)]
+
+
 def _cholesky(a):
     with _named("cholesky", a):
         return np.linalg.cholesky(a)
@@ -119,4 +125,4 @@ def _eig(a, *, compute_v):
 LINALG_IMPLS = {P.solve: _solve, P.triangular_solve: _triangular_solve, P.det: _det,
                 P.slogdet: _slogdet, P.cholesky: _cholesky, P.lu: _lu,
                 P.lu_pivots_to_permutation: _permutation, P.qr: _qr, P.svd: _svd,
-                P.eigh: _eigh, P.eig: _eig}
+                P.eigh: _eigh, P.eig: _eig, P.slogdet_inv_t: _slogdet_inv_t}

@@ -4,6 +4,9 @@
 - ``triangular_solve(a, b, left_side, lower, transpose_a, conjugate_a, unit_diagonal)``:
   ``op(a)^-1 b`` (or ``b op(a)^-1``), reading only the ``lower``/upper triangle of a.
 - ``det(a)``, ``slogdet(a) -> (sign, logabsdet)``.
+- ``slogdet_inv_t(a) -> (sign, logabsdet, inv_t)``: slogdet's values and ``inv(a)^T`` from
+  the same LU factors, the coefficient of their derivatives (``d log det = tr(a^-1 da)
+  = sum(inv_t * da)``); a singular matrix is an error (it has no inverse).
 - ``cholesky(a)``: the lower factor, reading the lower triangle.
 - ``lu(a) -> (lu, pivots, permutation)``: ``a[..., permutation, :] = L @ U`` with L unit
   lower (below the diagonal of ``lu``) and U upper; LAPACK's 0-based row swaps ``pivots``.
@@ -69,6 +72,11 @@ def _slogdet_rule(a):
     return [AbstractArray(a.shape[:-2], a.dtype), AbstractArray(a.shape[:-2], _real_of(a.dtype))]
 
 
+def _slogdet_inv_t_rule(a):
+    _matrix("slogdet_inv_t", a)
+    return [*_slogdet_rule(a), a.strong()]
+
+
 def _cholesky_rule(a):
     _matrix("cholesky", a)
     return [a.strong()]
@@ -125,6 +133,7 @@ solve = _register("solve", _solve_rule, "linalg")
 triangular_solve = _register("triangular_solve", _triangular_solve_rule, "linalg")
 det = _register("det", _det_rule, "linalg")
 slogdet = _register("slogdet", _slogdet_rule, "linalg", multiple_results=True)
+slogdet_inv_t = _register("slogdet_inv_t", _slogdet_inv_t_rule, "linalg", multiple_results=True)
 cholesky = _register("cholesky", _cholesky_rule, "linalg")
 lu = _register("lu", _lu_rule, "linalg", multiple_results=True)
 lu_pivots_to_permutation = _register("lu_pivots_to_permutation", _pivots_rule, "linalg")
@@ -133,4 +142,4 @@ svd = _register("svd", _svd_rule, "linalg", multiple_results=True)
 eigh = _register("eigh", _eigh_rule, "linalg", multiple_results=True)
 eig = _register("eig", _eig_rule, "linalg", multiple_results=True)
 LINALG = [solve, triangular_solve, det, slogdet, cholesky, lu, lu_pivots_to_permutation, qr,
-          svd, eigh, eig]
+          svd, eigh, eig, slogdet_inv_t]

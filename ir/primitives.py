@@ -736,6 +736,7 @@ from .linalg import (  # noqa: E402, F401
     lu_pivots_to_permutation,
     qr,
     slogdet,
+    slogdet_inv_t,
     solve,
     svd,
     triangular_solve,

@@ -154,6 +154,8 @@ GRAD_CASES = {
     "det": (fnp.linalg.det, lambda r, d: (_well_conditioned(r, (3, 3), d),)),
     "slogdet": (lambda a: tuple(fnp.linalg.slogdet(a)),
                 lambda r, d: (_well_conditioned(r, (3, 3), d),)),
+    "slogdet_inv_t": (lambda a: tuple(P.slogdet_inv_t.bind(a)),
+                      lambda r, d: (_well_conditioned(r, (2, 3, 3), d),)),
     "cholesky": (fnp.linalg.cholesky, lambda r, d: (_spd(r, (3, 3), d),)),
     "cholesky_upper": (lambda a: fnp.linalg.cholesky(a, upper=True),
                        lambda r, d: (_spd(r, (3, 3), d),)),
@@ -204,6 +206,40 @@ def test_grad_of_slogdet_is_the_inverse_transpose():
     np.testing.assert_allclose(g, np.linalg.inv(a).T, rtol=1e-10)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_determinant_derivatives_share_one_factorization(dtype):
+    """grad of slogdet and of det is one slogdet_inv_t (the values and the inverse from
+    one LU) and elementwise work: no second factorization (a solve), no identity matrix to
+    solve against."""
+    a = _well_conditioned(np.random.default_rng(9), (2, 4, 4), dtype)
+    for f in (lambda a: fnp.sum(fnp.linalg.slogdet(a).logabsdet),
+              lambda a: fnp.sum(fnp.real(fnp.linalg.det(a)))):
+        graph = fc.make_graph(fc.grad(f))(a)
+        prims = [e.prim for e in graph.eqns]
+        assert prims.count(P.slogdet_inv_t) == 1, graph
+        assert not {P.solve, P.slogdet, P.det} & set(prims), graph
+    value, grad = fc.jit(fc.value_and_grad(
+        lambda a: fnp.sum(fnp.linalg.slogdet(a).logabsdet)))(a)
+    np.testing.assert_allclose(value, np.sum(np.linalg.slogdet(a).logabsdet), rtol=1e-12)
+    if dtype == np.float64:
+        np.testing.assert_allclose(grad, np.swapaxes(np.linalg.inv(a), -1, -2), rtol=1e-10)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_singular_determinants_keep_numpys_values_and_refuse_derivatives(jit):
+    """At a singular matrix the values are NumPy's (sign 0, logabsdet -inf, det 0) and the
+    derivative, which needs the inverse, raises LinAlgError naming the primitive."""
+    a = np.array([[1.0, 2.0], [2.0, 4.0]])
+    wrap = fc.jit if jit else (lambda f: f)
+    sign, logabsdet = wrap(np.linalg.slogdet)(a)
+    assert sign == 0 and logabsdet == -np.inf
+    assert wrap(np.linalg.det)(a) == 0
+    for f in (lambda a: fnp.linalg.slogdet(a).logabsdet, fnp.linalg.det):
+        with pytest.raises(np.linalg.LinAlgError,
+                           match=r"slogdet_inv_t: Singular matrix \(operand of shape \(2, 2\)"):
+            wrap(fc.grad(f))(a)
+
+
 def test_gaussian_log_likelihood_gradient():
     """The usual user of cholesky/solve/slogdet: grad of a Gaussian log density in its
     covariance factor, checked against finite differences."""
@@ -246,6 +282,26 @@ def test_cholesky_jit_is_the_factorization_alone():
     assert [e.prim for e in g.eqns] == [P.cholesky], g
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_eigenvalue_gradient_takes_one_product(dtype):
+    """The cotangent of eigh's eigenvalues reaches A through one matrix product (V diag(g)
+    V^H as (V * g) V^H, not a product with a diagonal matrix first); its values match the
+    closed form and differences."""
+    a = _rand(np.random.default_rng(10), (4, 4), dtype)
+    weights = np.linspace(0.5, 2.0, 4)
+
+    def f(a):
+        return fnp.sum(fnp.linalg.eigvalsh(a) * weights)
+    graph = fc.make_graph(fc.grad(f))(a)
+    assert sum(e.prim is P.dot_general for e in graph.eqns) == 1, graph
+    v = np.linalg.eigh(a)[1]
+    full = (v * weights) @ np.conj(v).T
+    want = np.tril(full + full.T) - np.diag(np.diag(full))    # the lower triangle is read
+    if dtype == np.float64:
+        np.testing.assert_allclose(fc.jit(fc.grad(f))(a), want, rtol=1e-10, atol=1e-12)
+    check_grads(f, (a,), order=2, modes=("fwd", "rev"), atol=1e-5, rtol=1e-5)
+
+
 def test_degenerate_eigenvalues_give_nonfinite_vector_derivatives_as_jax():
     _, tangents = fc.jvp(lambda a: tuple(fnp.linalg.eigh(a)), (np.eye(3),), (np.ones((3, 3)),))
     assert not np.all(np.isfinite(tangents[1]))
@@ -267,6 +323,7 @@ PRIMS = {
     "triangular_solve_right": (lambda a, b: P.triangular_solve.bind(
         a, b, **{**TRI, "left_side": False, "transpose_a": True}), 2),
     "det": (P.det.bind, 1), "slogdet": (P.slogdet.bind, 1), "cholesky": (P.cholesky.bind, 1),
+    "slogdet_inv_t": (P.slogdet_inv_t.bind, 1),
     "qr": (lambda a: P.qr.bind(a, full_matrices=False), 1),
     "svd": (lambda a: P.svd.bind(a, full_matrices=False, compute_uv=True), 1),
     "eigh": (lambda a: P.eigh.bind(a, lower=True), 1),

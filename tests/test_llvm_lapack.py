@@ -144,6 +144,39 @@ def test_det_and_slogdet_match_numpy(dtype, lead, n):
     assert np.all(err <= (bound * np.abs(want_det))[finite]), (det, want_det)
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("lead,n", SHAPES)
+def test_slogdet_inv_t_matches_numpy(dtype, lead, n):
+    """slogdet_inv_t's sign and logabsdet are slogdet's own bits (the same ?getrf and
+    walk); its inverse (?getri on those factors, where NumPy's inv solves against the
+    identity) within rounding of NumPy's, transposed. The operand is untouched (wide
+    dtypes factor in the result itself)."""
+    rng = np.random.default_rng(n + 5)
+    a = _general(rng, lead, n, dtype)
+    before = a.copy()
+    (sign, logdet, inv_t), (_, want_logdet, want_inv_t) = \
+        _native_and_reference(P.slogdet_inv_t, a)
+    np.testing.assert_array_equal(a, before, strict=True)
+    _assert_bitwise([sign, logdet], _native_and_reference(P.slogdet, a)[0])
+    np.testing.assert_allclose(logdet, want_logdet, rtol=ULPS * np.finfo(logdet.dtype).eps)
+    assert inv_t.dtype == want_inv_t.dtype == dtype and inv_t.shape == a.shape
+    single = np.finfo(dtype).eps > 1e-10
+    np.testing.assert_allclose(inv_t, np.swapaxes(np.linalg.inv(a), -1, -2),
+                               rtol=1e-5 if single else 1e-10, atol=1e-7 if single else 1e-13)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_slogdet_inv_t_of_a_singular_matrix_raises_as_the_interpreter(dtype):
+    a = np.stack([np.eye(3), np.ones((3, 3)), np.eye(3)]).astype(dtype)
+    exe, graph = _compiled(P.slogdet_inv_t, a)
+    with pytest.raises(np.linalg.LinAlgError) as native:
+        exe([a])
+    with pytest.raises(np.linalg.LinAlgError) as reference:
+        run_graph(graph, [a])
+    assert str(native.value) == str(reference.value)
+    assert "slogdet_inv_t: Singular matrix (operand of shape (3, 3, 3))" in str(native.value)
+
+
 @pytest.mark.filterwarnings("ignore:Diagonal number")      # the reference's, on singular
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("lead,n", SHAPES)

@@ -183,6 +183,51 @@ def test_workspace_is_queried_once_per_shape_and_is_per_thread():
         np.testing.assert_array_equal(got[1], want[1], strict=True)
 
 
+@pytest.mark.parametrize("dtype", [np.dtype(np.float64), np.dtype(np.float32)], ids=str)
+@pytest.mark.parametrize("lead,m,n,full_matrices", [
+    ((2,), 100, 80, True), ((2,), 100, 80, False), ((), 90, 90, True), ((), 127, 70, True)])
+def test_big_real_svd_runs_gesdds_phases_with_one_threads_bits(dtype, lead, m, n,
+                                                               full_matrices):
+    """Real matrices past SPLIT_MAX_N rows on gesdd's path without a QR run its calls
+    themselves, the two ?ormbr at once: NumPy's bits with OpenBLAS on one thread, on one
+    runtime thread or two (OpenBLAS's threaded gesdd gives other bits for some of these)."""
+    from backends.llvm import blas, runtime
+    jobz = "A" if full_matrices else "S"
+    wide = np.dtype(np.float64)
+    lwork = lapack_eig._svd_sizes(wide, m, n, full_matrices, True)[4]
+    assert lapack_eig._phased(wide, m, n, jobz, lwork)
+    a = _rand(np.random.default_rng(m + n), lead + (m, n), dtype)
+    with blas.one_thread_each():
+        want = run_graph(_compiled(P.svd, a, full_matrices=full_matrices,
+                                   compute_uv=True)[1], [a])
+    before = runtime._WORKERS
+    try:
+        for workers in (1, 2):
+            runtime.set_num_threads(workers)
+            exe, _ = _compiled(P.svd, a, full_matrices=full_matrices, compute_uv=True)
+            _assert_bitwise(exe([a]), want)
+    finally:
+        runtime.set_num_threads(before)
+
+
+def test_svd_phases_leave_scaled_non_finite_and_wide_matrices_to_gesdd():
+    """A matrix gesdd would scale (tiny or huge entries), a NaN, a matrix on gesdd's QR path
+    (m >= 11n/6) or a wide one, and complex ones take gesdd itself: NumPy's outcome."""
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((4, 90, 90))
+    a[0] *= 1e-160
+    a[1] *= 1e160
+    a[2, 3, 4] = np.nan
+    _same_outcome(P.svd, a[:2], full_matrices=True, compute_uv=True)
+    _same_outcome(P.svd, a, full_matrices=True, compute_uv=True)
+    wide = np.dtype(np.float64)
+    for m, n in ((170, 90), (90, 100)):
+        lwork = lapack_eig._svd_sizes(wide, m, n, True, True)[4]
+        assert not lapack_eig._phased(wide, m, n, "A", lwork)
+    lwork = lapack_eig._svd_sizes(np.dtype(np.complex128), 90, 90, True, True)[4]
+    assert not lapack_eig._phased(np.dtype(np.complex128), 90, 90, "A", lwork)
+
+
 def test_scipys_32_bit_lapack_when_numpy_has_none(monkeypatch):
     """Without NumPy's ILP64 OpenBLAS the routines come from SciPy's capsules (another
     OpenBLAS build: NumPy's values within rounding, the vectors' signs compared through
@@ -198,6 +243,13 @@ def test_scipys_32_bit_lapack_when_numpy_has_none(monkeypatch):
         s, u, vh = exe([a])
         np.testing.assert_allclose(s, np.linalg.svd(a, compute_uv=False), rtol=1e-12)
         np.testing.assert_allclose((u * s[:, None]) @ vh, a, atol=1e-12)
+        big = rng.standard_normal((90, 90))      # gesdd's phases (SciPy's dormbr too)
+        lwork = lapack_eig._svd_sizes(big.dtype, 90, 90, True, True)[4]
+        assert lapack_eig._phased(big.dtype, 90, 90, "A", lwork)
+        s, u, vh = _compiled(P.svd, big, full_matrices=True, compute_uv=True)[0]([big])
+        np.testing.assert_allclose(s, np.linalg.svd(big, compute_uv=False), rtol=1e-12)
+        np.testing.assert_allclose((u * s) @ vh, big, atol=1e-12)
+        np.testing.assert_allclose(u.T @ u, np.eye(90), atol=1e-12)
         (q, r), _ = _native_and_reference(P.qr, a, full_matrices=False)
         np.testing.assert_allclose(q @ r, a, atol=1e-12)
         sym = a[:, :5] + np.swapaxes(a[:, :5], -1, -2)

@@ -27,7 +27,7 @@ TESTED_ELSEWHERE = {"custom_jvp_call", "custom_vjp_call",
                     "fft",   # tests/test_fft.py: vmap over every axis == loop-and-stack
                     # tests/test_linalg.py: every operand batched or not, loop-and-stack
                     "solve", "triangular_solve", "det", "slogdet", "cholesky", "qr", "svd",
-                    "eigh", "eig", "lu", "lu_pivots_to_permutation",
+                    "eigh", "eig", "lu", "lu_pivots_to_permutation", "slogdet_inv_t",
                     "betainc"}   # tests/test_scipy_special.py
 
 

@@ -198,9 +198,10 @@ def _linalg_fft_special(a):
     u, s, vh = fnp.linalg.svd(a, full_matrices=False)
     w, v = fnp.linalg.eigh(a)
     sign, logdet = fnp.linalg.slogdet(a)
+    inv_t = fc.grad(lambda a: fnp.linalg.slogdet(a).logabsdet)(a)     # slogdet_inv_t
     x = sl.lu_solve(sl.lu_factor(a), a[0]) + sl.solve_triangular(a, a[1], lower=True)
     return (q + r + fnp.linalg.cholesky(a @ a.T) + fnp.linalg.inv(a), u * s + vh, w + v,
-            fnp.linalg.eigvals(a), fnp.linalg.det(a) + sign * logdet, x,
+            fnp.linalg.eigvals(a), fnp.linalg.det(a) + sign * logdet, x, inv_t,
             fnp.fft.rfft(a[0]), sp.betainc(2.0, 3.0, fnp.abs(a[0]) / 10))
 
 

@@ -39,6 +39,7 @@ CALLS = {
     P.eigh: "xp.linalg.eigh", P.solve: "xp.linalg.solve", P.det: "xp.linalg.det",
     P.eig: "xp.linalg.eig / eigvals (cuSOLVER's geev, CuPy 14; a host copy before it)",
     P.slogdet: "xp.linalg.slogdet",
+    P.slogdet_inv_t: "xp.linalg.slogdet and xp.linalg.inv (transposed)",
     P.lu: "(cupyx.)scipy.linalg.lu_factor per matrix",
     P.triangular_solve: "(cupyx.)scipy.linalg.solve_triangular per matrix",
     **{p: f"(cupyx.)scipy.special.{n}" for p, n in SPECIAL.items()},
@@ -198,6 +199,8 @@ _LINALG = {P.cholesky: lambda xp, sim, a: xp.linalg.cholesky(a),
            P.solve: lambda xp, sim, a, b: xp.linalg.solve(a, b),
            P.det: lambda xp, sim, a: xp.linalg.det(a),
            P.slogdet: lambda xp, sim, a: list(xp.linalg.slogdet(a)),
+           P.slogdet_inv_t: lambda xp, sim, a: [*xp.linalg.slogdet(a),
+                                                xp.swapaxes(xp.linalg.inv(a), -1, -2)],
            P.qr: _qr, P.svd: _svd, P.eigh: _eigh, P.eig: _eig, P.lu: _lu,
            P.triangular_solve: _triangular_solve}
 

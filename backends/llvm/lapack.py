@@ -1,5 +1,5 @@
-"""solve, cholesky, det, slogdet, lu and triangular_solve as LAPACK calls batched in
-native code.
+"""solve, cholesky, det, slogdet, slogdet_inv_t, lu and triangular_solve as LAPACK calls
+batched in native code.
 
 The routines are the ones the interpreter's NumPy/SciPy functions call, from the same library:
 
@@ -10,7 +10,9 @@ The routines are the ones the interpreter's NumPy/SciPy functions call, from the
   as NumPy does, so solve and cholesky give NumPy's values to the last bit. det and
   slogdet walk the diagonal of the factors in NumPy's order, but with NumPy's vectorized
   ``log``/``exp`` and complex multiply where the gufunc calls the C library's and its
-  own: within a few ulps (tests/test_llvm_lapack.py says how many).
+  own: within a few ulps (tests/test_llvm_lapack.py says how many). slogdet_inv_t adds
+  ``?getri`` on the same factors (NumPy's inv solves against the identity instead: its
+  values within rounding).
 - lu: SciPy's ``?getrf`` in the operand's own precision, what ``scipy.linalg.lu_factor``
   calls: SciPy's values to the last bit (without its warning on a singular matrix).
 - triangular_solve: SciPy's ``?trtrs`` as ``scipy.linalg.solve_triangular`` calls it
@@ -65,7 +67,7 @@ def _numpy_lapack():
     (then all come from it, with its 64-bit integers), else None."""
     if "numpy" not in _routines:
         lib = blas._numpy_lib[0] if blas.blas_int_bits() == 64 else None
-        names = [p + r for p in "sdcz" for r in ("gesv", "potrf", "getrf")]
+        names = [p + r for p in "sdcz" for r in ("gesv", "potrf", "getrf", "getri")]
         ok = lib is not None and all(hasattr(lib, f"scipy_{n}_64_") for n in names)
         _routines["numpy"] = lib if ok else None
     return _routines["numpy"]
@@ -267,10 +269,16 @@ def _slogdet(a, scratch):
     diagonal (the sign of the pivots, a product of signs, a sum of logs)."""
     n = a.shape[-1]
     fa, ipiv, info = scratch
-    batch = len(info)
     _fortran(a, fa, n, n)
     BatchCall(_name(a.dtype, "getrf"), info.dtype, [n, n, fa, n, ipiv, info],
-              batch)(n <= SPLIT_MAX_N)
+              len(info))(n <= SPLIT_MAX_N)
+    return _walk(a, fa, ipiv, info)
+
+
+def _walk(a, fa, ipiv, info):
+    """(sign, logabsdet) from the ?getrf factors ``fa`` of ``a``'s matrices."""
+    n = a.shape[-1]
+    batch = len(info)
     swaps = np.count_nonzero(ipiv != np.arange(1, n + 1, dtype=info.dtype), axis=1)
     diag = fa.reshape(batch, n * n)[:, ::n + 1]
     sign = np.where(swaps % 2, -1, 1).astype(fa.dtype)
@@ -294,6 +302,30 @@ def slogdet(a, sign_out, logdet_out, scratch):
     sign, logdet = _slogdet(a, scratch)
     np.copyto(sign_out, sign, casting="unsafe")
     np.copyto(logdet_out, logdet, casting="unsafe")
+
+
+def slogdet_inv_t(a, sign_out, logdet_out, inv_t_out, scratch):
+    """slogdet's values and ``inv(a)^T`` from one ?getrf: ?getri inverts the Fortran
+    copy of ``a`` in place, which read in C order is the inverse transposed. Matrices of
+    the operand's own wide dtype factor in ``inv_t_out`` itself (no copy back)."""
+    n = a.shape[-1]
+    fa, ipiv, info, work = scratch
+    batch = len(info)
+    own = inv_t_out.dtype == fa.dtype
+    if own:
+        fa = inv_t_out.reshape(batch, n, n)
+    _fortran(a, fa, n, n)
+    split = n <= SPLIT_MAX_N
+    BatchCall(_name(a.dtype, "getrf"), info.dtype, [n, n, fa, n, ipiv, info], batch)(split)
+    if (info > 0).any():
+        raise LinAlgError(f"slogdet_inv_t: Singular matrix (operand of shape {_shapes(a)})")
+    sign, logdet = _walk(a, fa, ipiv, info)
+    np.copyto(sign_out, sign, casting="unsafe")
+    np.copyto(logdet_out, logdet, casting="unsafe")
+    BatchCall(_name(a.dtype, "getri"), info.dtype, [n, fa, n, ipiv, work, work.shape[1], info],
+              batch)(split)
+    if not own:
+        np.copyto(inv_t_out.reshape(fa.shape), fa, casting="unsafe")
 
 
 def det(a, out, scratch):
@@ -387,7 +419,12 @@ def triangular_solve(a, b, out, scratch, *, left_side, lower, transpose_a, conju
 # primitive -> the function taking the operands, one out array per result, then the list
 # of its scratch arrays (scratch_shapes)
 LOWERED = {P.solve: solve, P.cholesky: cholesky, P.det: det, P.slogdet: slogdet, P.lu: lu,
-           P.triangular_solve: triangular_solve}
+           P.triangular_solve: triangular_solve, P.slogdet_inv_t: slogdet_inv_t}
+
+
+# ?getri's block size in reference LAPACK (ilaenv's 64): matrices of more rows take n x 64
+# of work for the blocked code; smaller ones run unblocked on n
+GETRI_BLOCK = 64
 
 
 def scratch_shapes(eqn) -> list:
@@ -415,6 +452,10 @@ def scratch_shapes(eqn) -> list:
         return [matrix, rhs, pivots, info]
     if eqn.prim is P.cholesky:
         return [matrix, info]
+    if eqn.prim is P.slogdet_inv_t:     # ?getri's blocked code takes n x 64 (one per matrix)
+        work = ((batch, n * (GETRI_BLOCK if n > GETRI_BLOCK else 1)), wide)
+        own = a.dtype == wide        # factors in the result itself
+        return [((batch, n, n) if not own else (0, n, n), wide), pivots, info, work]
     return [matrix, pivots, info]
 DTYPES = tuple(_PREFIX)
 

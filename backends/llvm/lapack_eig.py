@@ -10,7 +10,9 @@ once per shape when the plan is made. So the values are NumPy's to the last bit:
 
 - qr: ``?geqrf`` then ``?orgqr``/``?ungqr`` for ``m`` (complete) or ``min(m, n)``
   (reduced) columns of Q; R is the upper triangle of the factored matrix.
-- svd: ``?gesdd`` with ``jobz`` 'A' (full_matrices), 'S' or 'N' (no vectors).
+- svd: ``?gesdd`` with ``jobz`` 'A' (full_matrices), 'S' or 'N' (no vectors). Big real
+  matrices with vectors run gesdd's own calls, its two ?ormbr at once on two threads
+  (:func:`_svd_phases`): the bits of NumPy's svd with OpenBLAS on one thread.
 - eigh: ``?syevd``/``?heevd`` with ``jobz='V'`` and ``uplo`` from the primitive's ``lower``.
 - eig: ``?geev`` with right vectors only ('V' or 'N'); for real input the eigenvalues are
   ``wr + i wi`` and each conjugate pair of vectors is built from LAPACK's two real columns
@@ -246,8 +248,98 @@ def qr(a, q_out, r_out, scratch, *, full_matrices):
     np.copyto(q_out.reshape(batch, m, mc), fq.transpose(0, 2, 1), casting="unsafe")
 
 
+# the 65 x 64 block reflector ?ormqr/?ormlq keep in their work past the length ?ormbr's query
+# gives (LAPACK's TSIZE): without it they take smaller blocks (other bits than gesdd's)
+_ORMQR_T = 65 * 64
+
+
+def _ormbr_lwork(*dims):
+    """dormbr's work length for a ``rows x cols`` matrix: its query's plus _ORMQR_T."""
+    return _ormbr_query(base.routine("dormbr"), *dims)
+
+
+@functools.cache
+def _ormbr_query(routine_key, vect, side, trans, rows, cols, k, lda):
+    ints = routine_key[1]
+    work, info = np.zeros(1), np.zeros(1, ints)
+    base.BatchCall("dormbr", ints,
+                   [vect, side, trans, rows, cols, k, np.zeros(1), lda, np.zeros(1),
+                    np.zeros(1), rows, work, -1, info], 1, n_hidden=3)(False)
+    return int(work[0]) + _ORMQR_T if info[0] == 0 else None
+
+
+def _ormbr_split(m, n, jobz, lwork):
+    """The work lengths of the two ?ormbr calls of :func:`_svd_phases` (each its optimal,
+    so its blocking is gesdd's), or None when gesdd's work cannot hold both at once."""
+    ucol = m if jobz == "A" else n
+    left = _ormbr_lwork("Q", "L", "N", m, ucol, n, m)
+    right = _ormbr_lwork("P", "R", "T", n, n, ucol, m)
+    if left is None or right is None or left + right > lwork - 3 * n:
+        return None
+    return left, right
+
+
+def _phased(wide, m, n, jobz, lwork):
+    """Whether ?gesdd's work for these sizes runs as its phases (:func:`_svd_phases`): real
+    vectors of a matrix past SPLIT_MAX_N rows on gesdd's path without a QR first (m >= n,
+    m < 11n/6), with room in its work for both ?ormbr calls at once."""
+    return wide.kind == "f" and jobz in "AS" and n > base.SPLIT_MAX_N and \
+        n <= m < int(n * 11.0 / 6.0) and _ormbr_split(m, n, jobz, lwork) is not None
+
+
+def _svd_phases(fa, s, u, vt, work, iwork, info, m, n, jobz):
+    """One matrix's ?gesdd (jobz 'A' or 'S', its path for m >= n without a QR) as the calls
+    it makes: ?gebrd to bidiagonal form, ?bdsdc, then the two ?ormbr applying the
+    reflectors to U and to V^T, which are independent: they run at once on two threads
+    with OpenBLAS at one thread each. Every call is the one gesdd makes with the same work
+    sizes, each on one thread: the bits of gesdd on one thread, whatever the thread count
+    or the load (OpenBLAS's threaded gesdd stalls at its barriers on a busy machine).
+    The caller checked that gesdd would not scale the matrix."""
+    with blas.one_thread_each():
+        _phases(fa, s, u, vt, work, iwork, info, m, n, jobz)
+
+
+def _phases(fa, s, u, vt, work, iwork, info, m, n, jobz):
+    from . import runtime
+    ints = info.dtype
+    lwork = len(work)
+    e, tauq, taup, rest = work[:n], work[n:2 * n], work[2 * n:3 * n], work[3 * n:]
+    name = {r: base._name(np.float64, r) for r in ("gebrd", "bdsdc", "ormbr")}
+    base.BatchCall(name["gebrd"], ints, [m, n, fa, m, s, e, tauq, taup, rest, len(rest),
+                                         info], 1)(False)
+    ucol = m if jobz == "A" else n
+    u.fill(0)
+    base.BatchCall(name["bdsdc"], ints, ["U", "I", n, s, e, u, m, vt, n, work[:1],
+                                         iwork[:1], rest, iwork, info], 1, n_hidden=2)(False)
+    if info[0]:
+        return
+    if ucol > n:        # the corner of U past the bidiagonal's vectors is the identity
+        u[n:, n:] = np.eye(ucol - n)
+    lq, lp = _ormbr_split(m, n, jobz, lwork)
+    left = base.BatchCall(name["ormbr"], ints, ["Q", "L", "N", m, ucol, n, fa, m, tauq, u, m,
+                                                rest[:lq], lq, info[1:]], 1, n_hidden=3)
+    right = base.BatchCall(name["ormbr"], ints, ["P", "R", "T", n, n, ucol, fa, m, taup, vt,
+                                                 n, rest[lq:lq + lp], lp, info[2:]], 1,
+                           n_hidden=3)
+    if runtime._WORKERS < 2:
+        left(False), right(False)
+        return
+    done = runtime._pool().submit(right, False)
+    left(False)
+    done.result()
+
+
+def _unscaled(fa):
+    """Whether ?gesdd leaves the matrix unscaled: its largest magnitude within
+    [sqrt(safe minimum) / eps, its reciprocal] (NaN is not)."""
+    small = np.sqrt(np.finfo(np.float64).tiny) / np.finfo(np.float64).eps
+    top = np.abs(fa).max()
+    return bool(small <= top <= 1 / small)
+
+
 def svd(a, *outs_and_scratch, full_matrices, compute_uv):
-    """Singular values (and vectors) through ?gesdd, NumPy's svd_f/svd_s/svd_n."""
+    """Singular values (and vectors) through ?gesdd, NumPy's svd_f/svd_s/svd_n (for big
+    real matrices as its phases, :func:`_svd_phases`)."""
     *outs, scratch = outs_and_scratch
     m, n = a.shape[-2:]
     wide = base._wide(a.dtype)
@@ -256,11 +348,18 @@ def svd(a, *outs_and_scratch, full_matrices, compute_uv):
     info = s["info"]
     batch = len(info)
     base._fortran(a, s["a"], m, n)
-    args = [jobz, m, n, s["a"], m, s["s"], s["u"], m, s["vt"], max(vrow, 1),
-            _Own(s["work"]), lwork]
-    args += [_Own(s["rwork"]), _Own(s["iwork"]), info] if wide.kind == "c" else \
-        [_Own(s["iwork"]), info]
-    _call(base._name(a.dtype, "gesdd"), info.dtype, args, batch, max(m, n), n_hidden=1)
+    if _phased(wide, m, n, jobz, lwork) and all(_unscaled(fa) for fa in s["a"]):
+        codes = np.zeros(3, info.dtype)
+        for i in range(batch):
+            _svd_phases(s["a"][i], s["s"][i], s["u"][i], s["vt"][i], s["work"][0],
+                        s["iwork"][0], codes, m, n, jobz)
+            info[i] = codes[0]
+    else:
+        args = [jobz, m, n, s["a"], m, s["s"], s["u"], m, s["vt"], max(vrow, 1),
+                _Own(s["work"]), lwork]
+        args += [_Own(s["rwork"]), _Own(s["iwork"]), info] if wide.kind == "c" else \
+            [_Own(s["iwork"]), info]
+        _call(base._name(a.dtype, "gesdd"), info.dtype, args, batch, max(m, n), n_hidden=1)
     if info.any():
         raise LinAlgError(f"svd: SVD did not converge (operand of shape {base._shapes(a)})")
     np.copyto(outs[0].reshape(batch, mn), s["s"], casting="unsafe")

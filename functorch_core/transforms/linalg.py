@@ -3,7 +3,11 @@
 The jvp rules are the matrix identities (for ``X = f(A)`` with tangent ``dA``):
 
 - solve: ``dX = A^-1 (dB - dA X)``; det: ``d det = det tr(A^-1 dA)``; slogdet: the
-  real part of ``tr(A^-1 dA)`` (and its imaginary part rotates the sign).
+  real part of ``tr(A^-1 dA)`` (and its imaginary part rotates the sign). Both take
+  ``tr(A^-1 dA) = sum(W * dA)`` with ``W = A^-T`` from ``slogdet_inv_t``, which shares
+  one LU between the values and W (its own: ``dW = -W dA^T W``): in reverse mode the
+  coefficient of an elementwise product, where ``solve(A, dA)`` transposed into a second
+  LU, a solve against the identity and a transposed copy.
 - cholesky (A Hermitian, read from its lower triangle, as is dA): ``dL = L Phi(L^-1 dA
   L^-H)``, Phi the lower triangle with the diagonal halved.
 - eigh: ``dw = Re diag(V^H dA V)``, ``dV = V (F * V^H dA V)`` with ``F_ij = 1/(w_j - w_i)``.
@@ -80,10 +84,6 @@ def _diag(x):
     return P.reduce_sum.bind(_masked(x, np.eye(n)), axes=(_nd(x) - 1,))
 
 
-def _trace(x):
-    return P.reduce_sum.bind(_diag(x), axes=(_nd(x) - 2,))
-
-
 def _rows(v, n):
     """v (..., k) as (..., n, k): every row is v (element (i, j) = v_j)."""
     nd = _nd(v)
@@ -154,20 +154,40 @@ def _triangular_solve_jvp(primals, tangents, **params):
     return x, P.triangular_solve.bind(a, rhs, **params)
 
 
+def _trace_of_inverse_times(w, ta):
+    """``tr(A^-1 dA)`` as ``sum(W * dA)`` over the last two axes, ``W = A^-T``."""
+    nd = _nd(w)
+    return P.reduce_sum.bind(P.mul.bind(w, ta), axes=(nd - 2, nd - 1))
+
+
+def _slogdet_tangents(sign, logabsdet, t):
+    """The tangents of (sign, logabsdet) given ``t = tr(A^-1 dA)``."""
+    if not _is_complex(sign):
+        return [Zero(tangent_aval(sign.aval)), t]
+    turn = P.complex.bind(_c(0, logabsdet), P.imag.bind(t))
+    return [P.mul.bind(sign, turn), P.real.bind(t)]
+
+
 def _det_jvp(primals, tangents):
     (a,), (ta,) = primals, tangents
-    y = P.det.bind(a)
-    return y, P.mul.bind(y, _trace(P.solve.bind(a, ta)))
+    sign, logabsdet, w = P.slogdet_inv_t.bind(a)
+    y = P.mul.bind(sign, _as(P.exp.bind(logabsdet), sign.aval.dtype))
+    return y, P.mul.bind(y, _trace_of_inverse_times(w, ta))
 
 
 def _slogdet_jvp(primals, tangents):
     (a,), (ta,) = primals, tangents
-    sign, logabsdet = P.slogdet.bind(a)
-    t = _trace(P.solve.bind(a, ta))
-    if not _is_complex(a):
-        return [sign, logabsdet], [Zero(tangent_aval(sign.aval)), t]
-    turn = P.complex.bind(_c(0, logabsdet), P.imag.bind(t))
-    return [sign, logabsdet], [P.mul.bind(sign, turn), P.real.bind(t)]
+    sign, logabsdet, w = P.slogdet_inv_t.bind(a)
+    t = _trace_of_inverse_times(w, ta)
+    return [sign, logabsdet], _slogdet_tangents(sign, logabsdet, t)
+
+
+def _slogdet_inv_t_jvp(primals, tangents):
+    (a,), (ta,) = primals, tangents
+    sign, logabsdet, w = P.slogdet_inv_t.bind(a)
+    t = _trace_of_inverse_times(w, ta)
+    dw = P.neg.bind(_mm(_mm(w, _T(ta)), w))
+    return [sign, logabsdet, w], [*_slogdet_tangents(sign, logabsdet, t), dw]
 
 
 def _cholesky_jvp(primals, tangents):
@@ -188,9 +208,12 @@ def _cholesky_jvp(primals, tangents):
 def _eigh_jvp(primals, tangents, *, lower):
     (a,), (ta,) = primals, tangents
     w, v = P.eigh.bind(a, lower=lower)
-    inner = _mm(_mm(_H(v), ta), v)
-    tw = _diag(inner)
+    av = _mm(ta, v)
+    # diag(V^H dA V) as column sums of conj(V) * (dA V): the eigenvalues' tangent (and in
+    # reverse mode their cotangent) takes one product, not two with a diagonal matrix
+    tw = P.reduce_sum.bind(P.mul.bind(_conj(v), av), axes=(_nd(v) - 2,))
     tw = P.real.bind(tw) if _is_complex(tw) else tw
+    inner = _mm(_H(v), av)
     tv = _mm(v, P.mul.bind(_reciprocal_gaps(w, v.aval.dtype), inner))
     return [w, v], [tw, tv]
 
@@ -301,7 +324,8 @@ def _eig_jvp(primals, tangents, *, compute_v):
 
 JVP.update({P.solve: _solve_jvp, P.triangular_solve: _triangular_solve_jvp, P.det: _det_jvp,
             P.slogdet: _slogdet_jvp, P.cholesky: _cholesky_jvp, P.eigh: _eigh_jvp,
-            P.svd: _svd_jvp, P.qr: _qr_jvp, P.eig: _eig_jvp, P.lu: _lu_jvp})
+            P.svd: _svd_jvp, P.qr: _qr_jvp, P.eig: _eig_jvp, P.lu: _lu_jvp,
+            P.slogdet_inv_t: _slogdet_inv_t_jvp})
 _zero_rule(P.lu_pivots_to_permutation)
 
 
@@ -360,7 +384,7 @@ def _solve_like_batch(prim):
 
 
 BATCH_RULES.update({p: _unary_batch(p) for p in (P.det, P.slogdet, P.cholesky, P.qr, P.svd,
-                                                  P.eigh, P.eig, P.lu)})
+                                                  P.eigh, P.eig, P.lu, P.slogdet_inv_t)})
 
 
 def _pivots_batch(args, dims, *, permutation_size):
