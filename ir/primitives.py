@@ -737,6 +737,8 @@ from .linalg import (  # noqa: E402, F401
     qr,
     slogdet,
     solve,
+    sqrtm,
     svd,
+    sylvester,
     triangular_solve,
 )

@@ -28,6 +28,7 @@ TESTED_ELSEWHERE = {"custom_jvp_call", "custom_vjp_call",
                     # tests/test_linalg.py: every operand batched or not, loop-and-stack
                     "solve", "triangular_solve", "det", "slogdet", "cholesky", "qr", "svd",
                     "eigh", "eig", "lu", "lu_pivots_to_permutation",
+                    "sqrtm", "sylvester",   # tests/test_linalg_sqrtm.py
                     "betainc"}   # tests/test_scipy_special.py
 
 

@@ -39,6 +39,8 @@ CALLS = {
     P.eigh: "xp.linalg.eigh", P.solve: "xp.linalg.solve", P.det: "xp.linalg.det",
     P.eig: "xp.linalg.eig / eigvals (cuSOLVER's geev, CuPy 14; a host copy before it)",
     P.slogdet: "xp.linalg.slogdet",
+    P.sqrtm: "SciPy's sqrtm on a host copy (no Schur form in CuPy/cuSOLVER)",
+    P.sylvester: "SciPy's solve_sylvester on a host copy (no Schur form in CuPy/cuSOLVER)",
     P.lu: "(cupyx.)scipy.linalg.lu_factor per matrix",
     P.triangular_solve: "(cupyx.)scipy.linalg.solve_triangular per matrix",
     **{p: f"(cupyx.)scipy.special.{n}" for p, n in SPECIAL.items()},
@@ -194,12 +196,23 @@ def _eig(xp, sim, a, *, compute_v):
     return [xp.asarray(o.astype(c)) for o in outs]
 
 
+def _on_host(prim):
+    """The interpreter's SciPy implementation on a host copy, copied back (neither CuPy nor
+    cuSOLVER has a Schur form)."""
+    def run(xp, sim, *arrays, **params):
+        from ..interpreter_linalg import LINALG_IMPLS
+        host = [a.get() if hasattr(a, "get") else np.asarray(a) for a in arrays]
+        return xp.asarray(LINALG_IMPLS[prim](*host, **params))
+    return run
+
+
 _LINALG = {P.cholesky: lambda xp, sim, a: xp.linalg.cholesky(a),
            P.solve: lambda xp, sim, a, b: xp.linalg.solve(a, b),
            P.det: lambda xp, sim, a: xp.linalg.det(a),
            P.slogdet: lambda xp, sim, a: list(xp.linalg.slogdet(a)),
            P.qr: _qr, P.svd: _svd, P.eigh: _eigh, P.eig: _eig, P.lu: _lu,
-           P.triangular_solve: _triangular_solve}
+           P.triangular_solve: _triangular_solve, P.sqrtm: _on_host(P.sqrtm),
+           P.sylvester: _on_host(P.sylvester)}
 
 
 def _special(name):
