@@ -405,6 +405,12 @@ _SCIPY_SPECIAL = {P.erf: "erf", P.erfc: "erfc", P.erfcx: "erfcx", P.lgamma: "gam
                   P.polygamma: "polygamma", P.betainc: "betainc"}
 IMPLS.update({p: _special(n) for p, n in _SCIPY_SPECIAL.items()})
 
+
+@_impl(P.igamma_grad_a)
+def _igamma_grad_a(a, x):
+    from .igamma_grad import igamma_grad_a
+    return igamma_grad_a(a, x)
+
 _FFT_SCIPY = {"fft": "fftn", "ifft": "ifftn", "rfft": "rfftn", "irfft": "irfftn"}
 
 

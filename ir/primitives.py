@@ -601,6 +601,7 @@ spence = _unary("spence", "f")            # the dilogarithm integral of scipy.sp
 zeta = _binary("zeta", "f")               # Hurwitz zeta(x, q)
 igamma = _binary("igamma", "f")           # regularized lower incomplete gamma P(a, x)
 igammac = _binary("igammac", "f")         # Q(a, x) = 1 - P(a, x)
+igamma_grad_a = _binary("igamma_grad_a", "f")   # dP(a, x)/da
 bessel_jv = _binary("bessel_jv", "f")     # J_v(z)
 
 
@@ -620,7 +621,7 @@ def _betainc_rule(a, b, x):
 polygamma = _register("polygamma", _polygamma_rule, "unary")
 betainc = _register("betainc", _betainc_rule, "special3")   # regularized I_x(a, b)
 SPECIAL = [erf, erfc, erfcx, lgamma, tgamma, digamma, bessel_i0e, bessel_i1e, spence, zeta,
-           igamma, igammac, bessel_jv, polygamma, betainc]
+           igamma, igammac, igamma_grad_a, bessel_jv, polygamma, betainc]
 
 # --- discrete Fourier transforms ----------------------------------------------
 

@@ -50,6 +50,8 @@ CALLS = {
     P.call: "the graph compiled for cuda",
     P.custom_jvp_call: "the primal graph compiled for cuda",
     P.custom_vjp_call: "the primal graph compiled for cuda",
+    P.igamma_grad_a: "the interpreter's NumPy series/continued fraction on a host copy "
+                     "(no CuPy function for it)",
     P.custom_lin: "raises as the interpreter does (it exists only inside differentiation)",
 }
 HOST = {P.spence: "cupyx.scipy.special has no spence (CuPy 13): scipy.special.spence on a "
@@ -303,8 +305,19 @@ def _custom_lin(eqn, xp, sim):
     return run
 
 
+def _on_host_impl(eqn, xp, sim):
+    """The interpreter's implementation on host copies, copied back."""
+    from ..interpreter import IMPLS
+
+    def run(args):
+        host = [a.get() if hasattr(a, "get") else np.asarray(a) for a in args]
+        return _outs(eqn, xp, [xp.asarray(IMPLS[eqn.prim](*host, **eqn.params))])
+    return run
+
+
 _LOWER = {P.sort: _sort, P.fft: _fft, **{p: _linalg(f) for p, f in _LINALG.items()},
           **{p: _special(n) for p, n in SPECIAL.items()},
+          P.igamma_grad_a: _on_host_impl,
           P.cond: _cond, P.while_loop: _while, P.scan: _scan,
           P.call: _graph_call("graph"), P.custom_jvp_call: _graph_call("graph"),
           P.custom_vjp_call: _graph_call("graph"), P.custom_lin: _custom_lin}

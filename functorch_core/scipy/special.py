@@ -285,13 +285,16 @@ def multigammaln(a, d):
 
 
 def gammainc(a, x):
-    """``scipy.special.gammainc``: the regularized lower incomplete gamma function ``P(a, x)``
-    (differentiable in ``x``)."""
+    """``scipy.special.gammainc``: the regularized lower incomplete gamma function ``P(a, x)``,
+    differentiable in ``x`` to any order and in ``a`` once (``dP/da`` by Cephes's series
+    and continued fraction differentiated term by term; relative error about
+    ``eps a |log x|``, from the prefactor ``x^a e^-x``), ``d^2P/(da dx)`` included."""
     return to_result(P.igamma.bind(*_float(a, x)), scalar=True)
 
 
 def gammaincc(a, x):
-    """``scipy.special.gammaincc``: ``Q(a, x) = 1 - P(a, x)`` (differentiable in ``x``)."""
+    """``scipy.special.gammaincc``: ``Q(a, x) = 1 - P(a, x)``, differentiable as
+    :func:`gammainc` (``dQ = -dP``)."""
     return to_result(P.igammac.bind(*_float(a, x)), scalar=True)
 
 

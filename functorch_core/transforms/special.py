@@ -6,10 +6,13 @@ Each derivative is another special function or elementary expression:
 ``erfcx' = 2x erfcx - 2/sqrt(pi)``, ``i0e' = i1e - sign(x) i0e``,
 ``i1e' = i0e - i1e (sign(x) + 1/x)``, ``spence'(x) = log(x) / (1 - x)``,
 ``d zeta(s, q)/dq = -s zeta(s + 1, q)``, ``dP(a, x)/dx = x^(a-1) e^-x / Gamma(a)``,
+``dP(a, x)/da = igamma_grad_a(a, x)`` (a primitive: series and continued fraction
+differentiated term by term), whose x-derivative is ``dP/dx (log x - digamma(a))``,
 ``dI_x(a, b)/dx = x^(a-1) (1-x)^(b-1) / B(a, b)``, ``dJ_v(z)/dz = (J_(v-1) - J_(v+1)) / 2``.
-Derivatives with respect to the order or shape parameters (zeta's ``s``, the incomplete
-functions' ``a``/``b``, Bessel's ``v``) have no closed form here: a non-zero tangent there
-raises ``NotImplementedError`` naming the argument.
+Derivatives with respect to the other order or shape parameters (zeta's ``s``, betainc's
+``a``/``b``, Bessel's ``v``, and ``igamma_grad_a``'s own ``a``: a second derivative of
+``P`` in ``a``) have no closed form here: a non-zero tangent there raises
+``NotImplementedError`` naming the argument.
 """
 
 from __future__ import annotations
@@ -104,9 +107,28 @@ def _incomplete_gamma_density(a, x):
     return P.exp.bind(log)
 
 
-_last_only(P.igamma, "gammainc", ["a"], _incomplete_gamma_density)
-_last_only(P.igammac, "gammaincc", ["a"],
-           lambda a, x: P.neg.bind(_incomplete_gamma_density(a, x)))
+def _incomplete_gamma(prim, sign):
+    """P (sign 1) or Q (-1): ``sign dP/da`` and ``sign dP/dx``."""
+    def rule(primals, tangents):
+        (a, x), (ta, tx) = primals, tangents
+        y = prim.bind(a, x)
+        out = None
+        for t, d in ((ta, P.igamma_grad_a), (tx, _incomplete_gamma_density)):
+            if is_zero(t):
+                continue
+            term = _mul(instantiate(t), d.bind(a, x) if d is P.igamma_grad_a else d(a, x))
+            out = term if out is None else P.add.bind(out, term)
+        if out is None:
+            return y, Zero(tangent_aval(y.aval))
+        return y, out if sign > 0 else P.neg.bind(out)
+    JVP[prim] = rule
+
+
+_incomplete_gamma(P.igamma, 1)
+_incomplete_gamma(P.igammac, -1)
+_last_only(P.igamma_grad_a, "gammainc's derivative in a", ["a (a second derivative in a)"],
+           lambda a, x: _mul(_incomplete_gamma_density(a, x),
+                             P.sub.bind(P.log.bind(x), P.digamma.bind(a))))
 
 
 def _beta_density(a, b, x):
