@@ -36,9 +36,9 @@ import numpy as np
 from ir import primitives as P
 
 from .. import numpy as fnp
-from ..numpy._core import is_tracer
 from .._erfinv import erfinv as _erfinv_giles
 from .._erfinv import erfinv_ratio
+from ..numpy._core import is_tracer
 
 _SQRT_HALF = (0.7071067811865476, -4.833646656726457e-17)     # 1/sqrt 2 = hi + lo
 _SPLIT = 134217729.0                                           # 2^27 + 1 (Veltkamp)
