@@ -39,8 +39,6 @@ CALLS = {
     P.eigh: "xp.linalg.eigh", P.solve: "xp.linalg.solve", P.det: "xp.linalg.det",
     P.eig: "xp.linalg.eig / eigvals (cuSOLVER's geev, CuPy 14; a host copy before it)",
     P.slogdet: "xp.linalg.slogdet",
-    P.sqrtm: "SciPy's sqrtm on a host copy (no Schur form in CuPy/cuSOLVER)",
-    P.sylvester: "SciPy's solve_sylvester on a host copy (no Schur form in CuPy/cuSOLVER)",
     P.lu: "(cupyx.)scipy.linalg.lu_factor per matrix",
     P.triangular_solve: "(cupyx.)scipy.linalg.solve_triangular per matrix",
     **{p: f"(cupyx.)scipy.special.{n}" for p, n in SPECIAL.items()},
@@ -50,14 +48,18 @@ CALLS = {
     P.call: "the graph compiled for cuda",
     P.custom_jvp_call: "the primal graph compiled for cuda",
     P.custom_vjp_call: "the primal graph compiled for cuda",
-    P.igamma_grad_a: "the interpreter's NumPy series/continued fraction on a host copy "
-                     "(no CuPy function for it)",
     P.custom_lin: "raises as the interpreter does (it exists only inside differentiation)",
 }
 HOST = {P.spence: "cupyx.scipy.special has no spence (CuPy 13): scipy.special.spence on a "
                   "host copy, results copied back",
         P.bessel_jv: "cupyx.scipy.special has no jv of real order (only j0/j1, CuPy 13): "
                      "scipy.special.jv on a host copy, results copied back",
+        P.sqrtm: "no Schur form in CuPy/cuSOLVER: SciPy's sqrtm on a host copy, results "
+                 "copied back",
+        P.sylvester: "no Schur form in CuPy/cuSOLVER: SciPy's solve_sylvester on a host "
+                     "copy, results copied back",
+        P.igamma_grad_a: "no CuPy function: the interpreter's series and continued "
+                         "fraction on a host copy, results copied back",
         P.setitem: "never reaches a backend (jit's functionalize pass rewrites mutations "
                     "into scatters and dynamic updates first)"}
 
@@ -198,23 +200,12 @@ def _eig(xp, sim, a, *, compute_v):
     return [xp.asarray(o.astype(c)) for o in outs]
 
 
-def _on_host(prim):
-    """The interpreter's SciPy implementation on a host copy, copied back (neither CuPy nor
-    cuSOLVER has a Schur form)."""
-    def run(xp, sim, *arrays, **params):
-        from ..interpreter_linalg import LINALG_IMPLS
-        host = [a.get() if hasattr(a, "get") else np.asarray(a) for a in arrays]
-        return xp.asarray(LINALG_IMPLS[prim](*host, **params))
-    return run
-
-
 _LINALG = {P.cholesky: lambda xp, sim, a: xp.linalg.cholesky(a),
            P.solve: lambda xp, sim, a, b: xp.linalg.solve(a, b),
            P.det: lambda xp, sim, a: xp.linalg.det(a),
            P.slogdet: lambda xp, sim, a: list(xp.linalg.slogdet(a)),
            P.qr: _qr, P.svd: _svd, P.eigh: _eigh, P.eig: _eig, P.lu: _lu,
-           P.triangular_solve: _triangular_solve, P.sqrtm: _on_host(P.sqrtm),
-           P.sylvester: _on_host(P.sylvester)}
+           P.triangular_solve: _triangular_solve}
 
 
 def _special(name):
@@ -305,19 +296,8 @@ def _custom_lin(eqn, xp, sim):
     return run
 
 
-def _on_host_impl(eqn, xp, sim):
-    """The interpreter's implementation on host copies, copied back."""
-    from ..interpreter import IMPLS
-
-    def run(args):
-        host = [a.get() if hasattr(a, "get") else np.asarray(a) for a in args]
-        return _outs(eqn, xp, [xp.asarray(IMPLS[eqn.prim](*host, **eqn.params))])
-    return run
-
-
 _LOWER = {P.sort: _sort, P.fft: _fft, **{p: _linalg(f) for p, f in _LINALG.items()},
           **{p: _special(n) for p, n in SPECIAL.items()},
-          P.igamma_grad_a: _on_host_impl,
           P.cond: _cond, P.while_loop: _while, P.scan: _scan,
           P.call: _graph_call("graph"), P.custom_jvp_call: _graph_call("graph"),
           P.custom_vjp_call: _graph_call("graph"), P.custom_lin: _custom_lin}
