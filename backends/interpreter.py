@@ -402,6 +402,7 @@ _SCIPY_SPECIAL = {P.erf: "erf", P.erfc: "erfc", P.erfcx: "erfcx", P.lgamma: "gam
                   P.tgamma: "gamma", P.digamma: "digamma", P.bessel_i0e: "i0e",
                   P.bessel_i1e: "i1e", P.spence: "spence", P.zeta: "zeta",
                   P.igamma: "gammainc", P.igammac: "gammaincc", P.bessel_jv: "jv",
+                  P.bessel_j0: "j0",
                   P.polygamma: "polygamma", P.betainc: "betainc"}
 IMPLS.update({p: _special(n) for p, n in _SCIPY_SPECIAL.items()})
 

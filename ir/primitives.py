@@ -603,6 +603,7 @@ igamma = _binary("igamma", "f")           # regularized lower incomplete gamma P
 igammac = _binary("igammac", "f")         # Q(a, x) = 1 - P(a, x)
 igamma_grad_a = _binary("igamma_grad_a", "f")   # dP(a, x)/da
 bessel_jv = _binary("bessel_jv", "f")     # J_v(z)
+bessel_j0 = _unary("bessel_j0", "f")      # J_0 (scipy.special.j0: Cephes, not jv's AMOS)
 
 
 def _polygamma_rule(x, *, order):
@@ -621,7 +622,7 @@ def _betainc_rule(a, b, x):
 polygamma = _register("polygamma", _polygamma_rule, "unary")
 betainc = _register("betainc", _betainc_rule, "special3")   # regularized I_x(a, b)
 SPECIAL = [erf, erfc, erfcx, lgamma, tgamma, digamma, bessel_i0e, bessel_i1e, spence, zeta,
-           igamma, igammac, igamma_grad_a, bessel_jv, polygamma, betainc]
+           igamma, igammac, igamma_grad_a, bessel_jv, bessel_j0, polygamma, betainc]
 
 # --- discrete Fourier transforms ----------------------------------------------
 

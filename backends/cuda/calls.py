@@ -29,7 +29,8 @@ from .indexing import permutation
 SPECIAL = {P.erf: "erf", P.erfc: "erfc", P.erfcx: "erfcx", P.lgamma: "gammaln",
            P.tgamma: "gamma", P.digamma: "digamma", P.bessel_i0e: "i0e",
            P.bessel_i1e: "i1e", P.zeta: "zeta", P.igamma: "gammainc",
-           P.igammac: "gammaincc", P.polygamma: "polygamma", P.betainc: "betainc"}
+           P.igammac: "gammaincc", P.polygamma: "polygamma", P.betainc: "betainc",
+           P.bessel_j0: "j0"}
 _FFT = {"fft": "fftn", "ifft": "ifftn", "rfft": "rfftn", "irfft": "irfftn"}
 
 CALLS = {

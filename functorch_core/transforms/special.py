@@ -4,7 +4,7 @@ Each derivative is another special function or elementary expression:
 ``erf' = 2/sqrt(pi) exp(-x^2)``, ``lgamma' = digamma``, ``digamma' = polygamma(1)``,
 ``polygamma(n)' = polygamma(n + 1)``, ``tgamma' = tgamma digamma``,
 ``erfcx' = 2x erfcx - 2/sqrt(pi)``, ``i0e' = i1e - sign(x) i0e``,
-``i1e' = i0e - i1e (sign(x) + 1/x)``, ``spence'(x) = log(x) / (1 - x)``,
+``i1e' = i0e - i1e (sign(x) + 1/x)``, ``j0' = -J_1``, ``spence'(x) = log(x) / (1 - x)``,
 ``d zeta(s, q)/dq = -s zeta(s + 1, q)``, ``dP(a, x)/dx = x^(a-1) e^-x / Gamma(a)``,
 ``dP(a, x)/da = igamma_grad_a(a, x)`` (a primitive: series and continued fraction
 differentiated term by term), whose x-derivative is ``dP/dx (log x - digamma(a))``,
@@ -75,6 +75,7 @@ def _i1e_derivative(x, y):
 
 
 _unary(P.bessel_i1e, _i1e_derivative)
+_unary(P.bessel_j0, lambda x, y: P.neg.bind(P.bessel_jv.bind(_c(1, x), x)))
 _unary(P.spence, lambda x, y: P.div.bind(P.log.bind(x), P.sub.bind(_c(1, x), x)))
 
 
