@@ -412,6 +412,12 @@ def _igamma_grad_a(a, x):
     from .igamma_grad import igamma_grad_a
     return igamma_grad_a(a, x)
 
+
+@_impl(P.betainc_grad)
+def _betainc_grad(a, b, x, *, wrt):
+    from .betainc_grad import betainc_grad
+    return betainc_grad(a, b, x, wrt)
+
 _FFT_SCIPY = {"fft": "fftn", "ifft": "ifftn", "rfft": "rfftn", "irfft": "irfftn"}
 
 

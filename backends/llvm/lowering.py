@@ -28,6 +28,8 @@ FALLBACK = {
                  P.betainc)},
     P.igamma_grad_a: "NumPy's series and continued fraction (backends/igamma_grad.py) for the "
                      "one equation: no native implementation yet",
+    P.betainc_grad: "NumPy's continued fraction (backends/betainc_grad.py) for the one "
+                    "equation: no native implementation yet",
     P.fft: "pocketfft through scipy.fft for the one equation: as fast as NumPy's own FFT, "
            "faster than a DFT we would emit (benchmarks/linalg_fft.py)",
 }

@@ -9,9 +9,12 @@ Each derivative is another special function or elementary expression:
 ``dP(a, x)/da = igamma_grad_a(a, x)`` (a primitive: series and continued fraction
 differentiated term by term), whose x-derivative is ``dP/dx (log x - digamma(a))``,
 ``dI_x(a, b)/dx = x^(a-1) (1-x)^(b-1) / B(a, b)``, ``dJ_v(z)/dz = (J_(v-1) - J_(v+1)) / 2``.
-Derivatives with respect to the other order or shape parameters (zeta's ``s``, betainc's
-``a``/``b``, Bessel's ``v``, and ``igamma_grad_a``'s own ``a``: a second derivative of
-``P`` in ``a``) have no closed form here: a non-zero tangent there raises
+``dI_x(a, b)/da``, ``/db = betainc_grad(a, b, x, wrt)`` (a primitive: the continued
+fraction differentiated term by term), whose x-derivative is the density times
+``log x - digamma(a) + digamma(a + b)`` (``log1p(-x)``, ``digamma(b)`` for ``b``).
+Derivatives with respect to the other order or shape parameters (zeta's ``s``, Bessel's
+``v``, and ``igamma_grad_a``'s and ``betainc_grad``'s own ``a``/``b``: second derivatives
+in the shape parameters) have no closed form here: a non-zero tangent there raises
 ``NotImplementedError`` naming the argument.
 """
 
@@ -141,10 +144,43 @@ def _beta_density(a, b, x):
     return P.exp.bind(P.sub.bind(log, betaln))
 
 
-_last_only(P.betainc, "betainc", ["a", "b"], _beta_density)
+def _betainc_rule(primals, tangents):
+    """``dI = dI/da ta + dI/db tb + density tx``."""
+    y = P.betainc.bind(*primals)
+    terms = [_mul(instantiate(t), P.betainc_grad.bind(*primals, wrt=i))
+             for i, t in enumerate(tangents[:2]) if not is_zero(t)]
+    if not is_zero(tangents[2]):
+        terms.append(_mul(instantiate(tangents[2]), _beta_density(*primals)))
+    if not terms:
+        return y, Zero(tangent_aval(y.aval))
+    out = terms[0]
+    for t in terms[1:]:
+        out = P.add.bind(out, t)
+    return y, out
+
+
+def _betainc_grad_rule(primals, tangents, *, wrt):
+    """Differentiable in x only: ``d/dx dI/da = density (log x - psi(a) + psi(a + b))``, with
+    ``log1p(-x)`` and ``psi(b)`` for ``b``."""
+    a, b, x = primals
+    y = P.betainc_grad.bind(a, b, x, wrt=wrt)
+    for name, t in zip("ab", tangents[:2], strict=True):
+        if not is_zero(t):
+            _refuse("betainc's derivative", f"{name} (a second derivative in a or b)")
+    t = tangents[2]
+    if is_zero(t):
+        return y, Zero(tangent_aval(y.aval))
+    log_term = P.log.bind(x) if wrt == 0 else P.log1p.bind(P.neg.bind(x))
+    psis = P.sub.bind(P.digamma.bind(P.add.bind(a, b)), P.digamma.bind(a if wrt == 0 else b))
+    return y, _mul(instantiate(t), _mul(_beta_density(a, b, x), P.add.bind(log_term, psis)))
+
+
+JVP[P.betainc] = _betainc_rule
+JVP[P.betainc_grad] = _betainc_grad_rule
 _last_only(P.bessel_jv, "jv", ["v (the order)"],
            lambda v, z: _mul(_c(0.5, z), P.sub.bind(
                P.bessel_jv.bind(P.sub.bind(v, _c(1, v)), z),
                P.bessel_jv.bind(P.add.bind(v, _c(1, v)), z))))
 
 BATCH_RULES[P.betainc] = _elementwise(P.betainc)
+BATCH_RULES[P.betainc_grad] = _elementwise(P.betainc_grad)
