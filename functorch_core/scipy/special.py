@@ -366,8 +366,10 @@ def j0(x):
     (``j0' = -jv(1, x)``)."""
     x = _float(x)
     near = fnp.abs(x) <= _J0_CEPHES_MAX
-    return to_result(fnp.where(near, P.bessel_j0.bind(x), P.bessel_jv.bind(*_float(0.0, x))),
-                     scalar=True)
+    # each branch sees 0 where it is not taken: jv(0, 0) is 9x cheaper than jv(0, 30)
+    cephes = P.bessel_j0.bind(fnp.where(near, x, 0.0))
+    amos = P.bessel_jv.bind(*_float(0.0, fnp.where(near, 0.0, x)))
+    return to_result(fnp.where(near, cephes, amos), scalar=True)
 
 
 # scipy.special.j0 (Cephes) up to this, jv(0, x) (AMOS) above (a 6000-point grid on
