@@ -402,8 +402,21 @@ _SCIPY_SPECIAL = {P.erf: "erf", P.erfc: "erfc", P.erfcx: "erfcx", P.lgamma: "gam
                   P.tgamma: "gamma", P.digamma: "digamma", P.bessel_i0e: "i0e",
                   P.bessel_i1e: "i1e", P.spence: "spence", P.zeta: "zeta",
                   P.igamma: "gammainc", P.igammac: "gammaincc", P.bessel_jv: "jv",
+                  P.bessel_j0: "j0",
                   P.polygamma: "polygamma", P.betainc: "betainc"}
 IMPLS.update({p: _special(n) for p, n in _SCIPY_SPECIAL.items()})
+
+
+@_impl(P.igamma_grad_a)
+def _igamma_grad_a(a, x):
+    from .igamma_grad import igamma_grad_a
+    return igamma_grad_a(a, x)
+
+
+@_impl(P.betainc_grad)
+def _betainc_grad(a, b, x, *, wrt):
+    from .betainc_grad import betainc_grad
+    return betainc_grad(a, b, x, wrt)
 
 _FFT_SCIPY = {"fft": "fftn", "ifft": "ifftn", "rfft": "rfftn", "irfft": "irfftn"}
 

@@ -122,7 +122,29 @@ def _eig(a, *, compute_v):
     return [np.asarray(w, c), np.asarray(v, c)]
 
 
+def _sqrtm(a):
+    """SciPy's Schur-method ``sqrtm`` (batched as SciPy batches; real input through the
+    real Schur form), complex, without SciPy's warning on a singular or ill-conditioned
+    matrix."""
+    import warnings
+
+    from scipy.linalg import sqrtm
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return np.asarray(sqrtm(a), P.complex_of(a.dtype))
+
+
+def _sylvester(a, b, c):
+    from scipy.linalg import solve_sylvester
+    out = np.empty(c.shape, c.dtype)
+    with _named("sylvester", a, b, c):
+        for i in np.ndindex(c.shape[:-2]):
+            out[i] = solve_sylvester(a[i], b[i], c[i])
+    return out
+
+
 LINALG_IMPLS = {P.solve: _solve, P.triangular_solve: _triangular_solve, P.det: _det,
                 P.slogdet: _slogdet, P.cholesky: _cholesky, P.lu: _lu,
                 P.lu_pivots_to_permutation: _permutation, P.qr: _qr, P.svd: _svd,
-                P.eigh: _eigh, P.eig: _eig, P.slogdet_inv_t: _slogdet_inv_t}
+                P.eigh: _eigh, P.eig: _eig, P.slogdet_inv_t: _slogdet_inv_t,
+                P.sqrtm: _sqrtm, P.sylvester: _sylvester}

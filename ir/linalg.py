@@ -14,6 +14,10 @@
 - ``qr(a, full_matrices) -> (q, r)``; ``svd(a, full_matrices, compute_uv) -> (s, u, vh)``
   or ``(s,)``; ``eigh(a, lower) -> (w, v)`` reading one triangle (w ascending);
   ``eig(a, compute_v) -> (w, v)`` or ``(w,)``, complex.
+- ``sqrtm(a)``: the principal square root (the Schur method: defective matrices too),
+  complex; a real ``a``'s eigenvalues on the negative real axis have root ``+i sqrt|w|``
+  (SciPy's real Schur form). ``sylvester(a, b, c)``: the complex ``y`` with
+  ``a y + y b = c``.
 
 Operands of two-operand primitives have equal leading axes (the API broadcasts).
 """
@@ -129,6 +133,23 @@ def _eig_rule(a, *, compute_v):
     return [w, AbstractArray(a.shape, c)] if compute_v else [w]
 
 
+def _sqrtm_rule(a):
+    _matrix("sqrtm", a)
+    return [AbstractArray(a.shape, complex_of(a.dtype))]
+
+
+def _sylvester_rule(a, b, c):
+    for x in (a, b):
+        _matrix("sylvester", x)
+        _same("sylvester", x, c)
+    _matrix("sylvester", c, square=False)
+    _kinds_check("sylvester", [c], "c")
+    if c.shape[-2:] != (a.shape[-1], b.shape[-1]):
+        _fail(f"sylvester: a of shape {a.shape}, b of shape {b.shape} and c of shape "
+              f"{c.shape} do not match")
+    return [c.strong()]
+
+
 solve = _register("solve", _solve_rule, "linalg")
 triangular_solve = _register("triangular_solve", _triangular_solve_rule, "linalg")
 det = _register("det", _det_rule, "linalg")
@@ -141,5 +162,7 @@ qr = _register("qr", _qr_rule, "linalg", multiple_results=True)
 svd = _register("svd", _svd_rule, "linalg", multiple_results=True)
 eigh = _register("eigh", _eigh_rule, "linalg", multiple_results=True)
 eig = _register("eig", _eig_rule, "linalg", multiple_results=True)
+sqrtm = _register("sqrtm", _sqrtm_rule, "linalg")
+sylvester = _register("sylvester", _sylvester_rule, "linalg")
 LINALG = [solve, triangular_solve, det, slogdet, cholesky, lu, lu_pivots_to_permutation, qr,
-          svd, eigh, eig, slogdet_inv_t]
+          svd, eigh, eig, slogdet_inv_t, sqrtm, sylvester]

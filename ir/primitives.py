@@ -601,7 +601,9 @@ spence = _unary("spence", "f")            # the dilogarithm integral of scipy.sp
 zeta = _binary("zeta", "f")               # Hurwitz zeta(x, q)
 igamma = _binary("igamma", "f")           # regularized lower incomplete gamma P(a, x)
 igammac = _binary("igammac", "f")         # Q(a, x) = 1 - P(a, x)
+igamma_grad_a = _binary("igamma_grad_a", "f")   # dP(a, x)/da
 bessel_jv = _binary("bessel_jv", "f")     # J_v(z)
+bessel_j0 = _unary("bessel_j0", "f")      # J_0 (scipy.special.j0: Cephes, not jv's AMOS)
 
 
 def _polygamma_rule(x, *, order):
@@ -617,10 +619,19 @@ def _betainc_rule(a, b, x):
     return [AbstractArray(_elementwise_shape("betainc", [a, b, x]), dt)]
 
 
+def _betainc_grad_rule(a, b, x, *, wrt):
+    if wrt not in (0, 1):
+        _fail(f"betainc_grad: wrt must be 0 (a) or 1 (b), got {wrt!r}")
+    return _betainc_rule(a, b, x)
+
+
 polygamma = _register("polygamma", _polygamma_rule, "unary")
 betainc = _register("betainc", _betainc_rule, "special3")   # regularized I_x(a, b)
+# dI_x(a, b)/da (wrt=0) or /db (wrt=1)
+betainc_grad = _register("betainc_grad", _betainc_grad_rule, "special3")
 SPECIAL = [erf, erfc, erfcx, lgamma, tgamma, digamma, bessel_i0e, bessel_i1e, spence, zeta,
-           igamma, igammac, bessel_jv, polygamma, betainc]
+           igamma, igammac, igamma_grad_a, bessel_jv, bessel_j0, polygamma, betainc,
+           betainc_grad]
 
 # --- discrete Fourier transforms ----------------------------------------------
 
@@ -738,6 +749,8 @@ from .linalg import (  # noqa: E402, F401
     slogdet,
     slogdet_inv_t,
     solve,
+    sqrtm,
     svd,
+    sylvester,
     triangular_solve,
 )

@@ -52,6 +52,7 @@ BINARY = sorted((p for p in P.ALL.values() if p.family == "binary" and p in scal
 # numba-cuda compiles only with a GPU present (sin, cos, tan, sinh, cosh, tanh, acosh)
 HOST = {"bessel_i0e": "f", "bessel_i1e": "f", "bessel_jv": "f", "digamma": "f", "erfcx": "f",
         "igamma": "f", "igammac": "f", "polygamma": "f", "spence": "f", "zeta": "f",
+        "igamma_grad_a": "f", "bessel_j0": "f",
         "neg": "b", "sign": "bc", "pow": "ciu", "max": "c", "min": "c", "exp2": "c",
         "expm1": "c", "log1p": "c", "logistic": "c",
         **dict.fromkeys(["sin", "cos", "tan", "sinh", "cosh", "tanh", "acosh"], "c")}

@@ -21,7 +21,7 @@ LINEAR = {
     P.concatenate, P.pad, P.slice, P.dynamic_slice, P.dynamic_update_slice, P.gather,
     P.scatter_add, P.scatter, P.reduce_sum, P.cumsum, P.dot_general, P.custom_lin,
     P.conv_general_dilated, P.reduce_window_sum, P.select_and_gather_add,
-    P.select_and_scatter_add, P.fft, P.solve, P.triangular_solve,
+    P.select_and_scatter_add, P.fft, P.solve, P.triangular_solve, P.sylvester,
     # control flow: the linear scan/cond of a jvp rule; a while loop's rule is the error
     # that asks for max_steps (its joint primal-tangent loop is not transposable)
     P.cond, P.scan, P.while_loop,

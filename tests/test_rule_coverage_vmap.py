@@ -28,7 +28,9 @@ TESTED_ELSEWHERE = {"custom_jvp_call", "custom_vjp_call",
                     # tests/test_linalg.py: every operand batched or not, loop-and-stack
                     "solve", "triangular_solve", "det", "slogdet", "cholesky", "qr", "svd",
                     "eigh", "eig", "lu", "lu_pivots_to_permutation", "slogdet_inv_t",
-                    "betainc"}   # tests/test_scipy_special.py
+                    "sqrtm", "sylvester",   # tests/test_linalg_sqrtm.py
+                    "betainc",   # tests/test_scipy_special.py
+                    "betainc_grad"}   # tests/test_betainc_grad.py
 
 
 @pytest.mark.parametrize("prim", list(P.ALL.values()), ids=lambda p: p.name)

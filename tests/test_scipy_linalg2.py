@@ -65,17 +65,64 @@ def test_sqrtm_of_real_input_with_negative_eigenvalues_is_complex_as_scipys():
     np.testing.assert_allclose(traced[1], np.diag([2.0, 3.0]), atol=1e-15)
 
 
-def test_sqrtm_of_a_defective_matrix_is_nan_not_a_wrong_root():
-    """Eigenvectors cannot represent a Jordan block (SciPy's Schur method can): NaN for
-    that matrix only, eager and under jit; a nearly defective one keeps its root."""
-    a = np.stack([np.array([[1.0, 1.0], [0.0, 1.0]]), np.diag([4.0, 9.0]),
-                  np.array([[1.0, 1e-8], [0.0, 1.0 + 1e-10]])])
-    for got in (fsl.sqrtm(a), fc.jit(fsl.sqrtm)(a)):
-        assert np.isnan(got[0]).all()
-        np.testing.assert_allclose(got[1], np.diag([2.0, 3.0]), atol=1e-15)
-        np.testing.assert_allclose(got[2], sl.sqrtm(a[2]), rtol=1e-6, atol=1e-15)
-    assert np.isnan(fsl.sqrtm(np.array([[4.0, 1.0, 0.0], [0.0, 4.0, 1.0], [0.0, 0.0, 4.0]]
-                                       ).astype(np.complex64))).all()
+def _jordan(n, w):
+    return w * np.eye(n) + np.eye(n, k=1)
+
+
+def _rel(got, want):
+    return np.linalg.norm(got - want) / np.linalg.norm(want)
+
+
+def _hard_inputs():
+    """Defective (Jordan blocks, a similarity-transformed one, nilpotent + identity),
+    ill-conditioned and nearly defective matrices, and real ones with negative eigenvalues:
+    one name -> a (n, n) float64 matrix."""
+    rng = np.random.default_rng(11)
+    v = rng.standard_normal((4, 4))
+    q = np.linalg.qr(rng.standard_normal((6, 6)))[0]
+    nilpotent = np.triu(rng.standard_normal((5, 5)), 1)
+    return {"shear": np.array([[1.0, 1.0], [0.0, 1.0]]),
+            "jordan3": _jordan(3, 4.0),
+            "jordan5_complex_similar": v @ _jordan(4, 2.0 + 1.0j) @ np.linalg.inv(v),
+            "nilpotent_plus_identity": np.eye(5) + nilpotent,
+            "two_jordan_blocks": np.block([[_jordan(2, 3.0), np.ones((2, 2))],
+                                           [np.zeros((2, 2)), _jordan(2, 0.5)]]),
+            "ill_conditioned": q @ np.diag(np.logspace(-8, 4, 6)) @ q.T,
+            "nearly_defective": np.array([[1.0, 1e-8], [0.0, 1.0 + 1e-10]]),
+            "negative_eigenvalues": np.array([[-4.0, 1.0, 0.0], [0.0, 9.0, 2.0],
+                                              [0.0, 0.0, -1.0]]),
+            "random": rng.standard_normal((7, 7))}
+
+
+@pytest.mark.parametrize("name", list(_hard_inputs()))
+def test_sqrtm_matches_scipy_on_defective_and_ill_conditioned_input(name):
+    """SciPy's Schur method gives every one of these a root; so do we, to 1e-12 relative,
+    eager (SciPy's dtype: complex for real input with a negative eigenvalue), under jit
+    and native against the interpreter."""
+    a = _hard_inputs()[name]
+    # SciPy's own real (real Schur form) and complex roots of it differ by 1.4e-11
+    tol = 1e-10 if name == "ill_conditioned" else 1e-12
+    want = sl.sqrtm(a)
+    got = fsl.sqrtm(a)
+    assert got.dtype == want.dtype
+    assert _rel(got, want) < tol
+    c = a.astype(np.complex128)
+    assert _rel(fc.jit(fsl.sqrtm)(c), sl.sqrtm(c)) < 1e-12
+    if want.dtype.kind == "f":
+        assert _rel(fc.jit(fsl.sqrtm)(a), want) < tol
+    assert _rel(fc.jit(fsl.sqrtm, backend="interpreter")(c), sl.sqrtm(c)) < 1e-12
+
+
+def test_sqrtm_of_a_jordan_block_squares_back_and_differentiates():
+    """The shear [[1, 1], [0, 1]] has root [[1, 1/2], [0, 1]]; the derivative at a defective
+    matrix exists (the Sylvester operator X. + .X has eigenvalues 2 there)."""
+    a = np.array([[1.0, 1.0], [0.0, 1.0]])
+    np.testing.assert_allclose(fsl.sqrtm(a), [[1.0, 0.5], [0.0, 1.0]], atol=1e-15)
+    j = _jordan(3, 4.0)
+    x = fsl.sqrtm(j)
+    np.testing.assert_allclose(x @ x, j, atol=1e-14)
+    check_grads(fsl.sqrtm, (j,), order=2, modes=("fwd", "rev"))
+    check_grads(fsl.sqrtm, (j.astype(np.complex128),), order=1, modes=("fwd", "rev"))
 
 
 def test_sqrtm_rejects_non_square_input():

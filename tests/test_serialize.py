@@ -202,7 +202,9 @@ def _linalg_fft_special(a):
     x = sl.lu_solve(sl.lu_factor(a), a[0]) + sl.solve_triangular(a, a[1], lower=True)
     return (q + r + fnp.linalg.cholesky(a @ a.T) + fnp.linalg.inv(a), u * s + vh, w + v,
             fnp.linalg.eigvals(a), fnp.linalg.det(a) + sign * logdet, x, inv_t,
-            fnp.fft.rfft(a[0]), sp.betainc(2.0, 3.0, fnp.abs(a[0]) / 10))
+            fnp.fft.rfft(a[0]), sp.betainc(2.0, 3.0, fnp.abs(a[0]) / 10),
+            fc.jvp(sl.sqrtm, (a,), (a.T,)),     # sqrtm and its tangent's sylvester
+            fc.grad(lambda p: fnp.sum(sp.betainc(p, 3.0, fnp.abs(a[0]) / 10)))(2.0))
 
 
 def _prims(graph) -> set:

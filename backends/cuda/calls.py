@@ -29,7 +29,8 @@ from .indexing import permutation
 SPECIAL = {P.erf: "erf", P.erfc: "erfc", P.erfcx: "erfcx", P.lgamma: "gammaln",
            P.tgamma: "gamma", P.digamma: "digamma", P.bessel_i0e: "i0e",
            P.bessel_i1e: "i1e", P.zeta: "zeta", P.igamma: "gammainc",
-           P.igammac: "gammaincc", P.polygamma: "polygamma", P.betainc: "betainc"}
+           P.igammac: "gammaincc", P.polygamma: "polygamma", P.betainc: "betainc",
+           P.bessel_j0: "j0"}
 _FFT = {"fft": "fftn", "ifft": "ifftn", "rfft": "rfftn", "irfft": "irfftn"}
 
 CALLS = {
@@ -55,6 +56,14 @@ HOST = {P.spence: "cupyx.scipy.special has no spence (CuPy 13): scipy.special.sp
                   "host copy, results copied back",
         P.bessel_jv: "cupyx.scipy.special has no jv of real order (only j0/j1, CuPy 13): "
                      "scipy.special.jv on a host copy, results copied back",
+        P.sqrtm: "no Schur form in CuPy/cuSOLVER: SciPy's sqrtm on a host copy, results "
+                 "copied back",
+        P.sylvester: "no Schur form in CuPy/cuSOLVER: SciPy's solve_sylvester on a host "
+                     "copy, results copied back",
+        P.igamma_grad_a: "no CuPy function: the interpreter's series and continued "
+                         "fraction on a host copy, results copied back",
+        P.betainc_grad: "no CuPy function: the interpreter's continued fraction on a host "
+                        "copy, results copied back",
         P.setitem: "never reaches a backend (jit's functionalize pass rewrites mutations "
                     "into scatters and dynamic updates first)"}
 

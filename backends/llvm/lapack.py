@@ -433,6 +433,8 @@ def scratch_shapes(eqn) -> list:
     memory: no page faults on every call)."""
     if eqn.prim in lapack_eig.LOWERED:
         return lapack_eig.scratch_shapes(eqn)
+    if eqn.prim in lapack_schur.LOWERED:
+        return lapack_schur.scratch_shapes(eqn)
     a = eqn.inputs[0].aval
     n, batch, wide = a.shape[-1], math.prod(a.shape[:-2]), _wide(a.dtype)
     if eqn.prim is P.triangular_solve:
@@ -492,5 +494,5 @@ def lapack_step(step, plan, arena: set):
     return run
 
 
-# qr, svd, eigh and eig (they add themselves to LOWERED)
-from . import lapack_eig  # noqa: E402
+# qr, svd, eigh and eig, sqrtm and sylvester (they add themselves to LOWERED)
+from . import lapack_eig, lapack_schur  # noqa: E402

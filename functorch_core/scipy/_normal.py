@@ -4,7 +4,11 @@ compiles them), accurate to about an ulp in both tails.
 ``ndtr(x) = erfc(-x / sqrt 2) / 2``: rounding ``x / sqrt 2`` alone would cost ``x^2`` ulps
 (erfc's relative condition number is ``2 z^2``), so the argument is carried as an exact
 ``z_hi + z_lo`` (Veltkamp's splitting and Dekker's product, with ``1/sqrt 2`` in two parts) and
-``erfc(z_hi + z_lo) = erfc(z_hi) - 2/sqrt(pi) exp(-z_hi^2) z_lo`` to first order.
+``erfc(z_hi + z_lo) = erfc(z_hi) - 2/sqrt(pi) exp(-z_hi^2) z_lo`` to first order. Under a
+trace ``erfc`` is the cpu backend's (the C library's, within an ulp); on concrete arrays the
+interpreter's would be SciPy's, tens of ulps off from ``z = 1`` on, so there
+``erfc(z) = exp(-z^2) erfcx(z)`` for ``z > 1/2``, with ``z^2 = s + e`` exactly (Dekker) and
+``exp(-z^2) = exp(-s) (1 - e)``.
 
 ``ndtri``: by symmetry only ``q = min(y, 1 - y)`` (``1 - y`` is exact for ``y >= 1/2``) is
 solved for, ``ndtr(x) = q`` with ``x <= 0``:
@@ -34,6 +38,7 @@ from ir import primitives as P
 from .. import numpy as fnp
 from .._erfinv import erfinv as _erfinv_giles
 from .._erfinv import erfinv_ratio
+from ..numpy._core import is_tracer
 
 _SQRT_HALF = (0.7071067811865476, -4.833646656726457e-17)     # 1/sqrt 2 = hi + lo
 _SPLIT = 134217729.0                                           # 2^27 + 1 (Veltkamp)
@@ -70,6 +75,18 @@ def _split(v):
 _C_HI, _C_LO = _split(_SQRT_HALF[0])
 
 
+def _erfc_and_gauss(z):
+    """``erfc(z)`` and ``exp(-z^2)`` for float64 ``z >= 0`` (see the module's note)."""
+    if is_tracer(z):
+        return P.erfc.bind(z), fnp.exp(-(z * z))
+    s = z * z
+    zh, zl = _split(z)
+    gauss = fnp.exp(-s) * (1 - (((zh * zh - s) + 2 * zh * zl) + zl * zl))
+    tail = z > 0.5
+    erfc = fnp.where(tail, gauss * P.erfcx.bind(z), P.erfc.bind(fnp.where(tail, 0.0, z)))
+    return erfc, gauss
+
+
 def _lower_cdf(x):
     """``ndtr(x)`` for float64 ``x <= 0`` (any ``x``: ``erfc(-x / sqrt 2) / 2``)."""
     x = fnp.maximum(x, -40.0)                 # ndtr(-40) underflows; keeps the split finite
@@ -77,7 +94,8 @@ def _lower_cdf(x):
     xh, xl = _split(x)
     err = ((xh * _C_HI - p) + xh * _C_LO + xl * _C_HI) + xl * _C_LO
     z_hi, z_lo = -p, -(err + x * _SQRT_HALF[1])
-    return 0.5 * (P.erfc.bind(z_hi) - _TWO_OVER_SQRT_PI * fnp.exp(-(z_hi * z_hi)) * z_lo)
+    erfc, gauss = _erfc_and_gauss(z_hi)
+    return 0.5 * (erfc - _TWO_OVER_SQRT_PI * gauss * z_lo)
 
 
 def ndtr(x):

@@ -18,10 +18,13 @@ The jvp rules are the matrix identities (for ``X = f(A)`` with tangent ``dA``):
   where W is the skew-Hermitian part of ``tril(C, -1)`` (plus ``i Im diag C``).
 - eig: ``dw = diag(V^-1 dA V)``, ``dV = V C`` with ``C_ij = (V^-1 dA V)_ij / (w_j - w_i)``
   off the diagonal and ``C_kk`` chosen so that ``v_k^H dv_k = 0`` (unit-norm vectors).
+- sqrtm: ``X dX + dX X = dA``, a ``sylvester``; sylvester (``A Y + Y B = C``): ``dY``
+  solves ``A dY + dY B = dC - dA Y - Y dB``.
 
 Repeated eigen- or singular values give infinite or NaN derivatives of the vectors, as
-in JAX and PyTorch. ``solve`` and ``triangular_solve`` are linear in ``b``; their
-transposes solve with the transposed matrix (the pairing is ``Re(sum(a * b))``).
+in JAX and PyTorch. ``solve`` and ``triangular_solve`` are linear in ``b``, ``sylvester``
+in ``c``; their transposes solve with the transposed matrices (the pairing is
+``Re(sum(a * b))``).
 """
 
 from __future__ import annotations
@@ -322,6 +325,25 @@ def _eig_jvp(primals, tangents, *, compute_v):
     return [w, v], [dw, dv]
 
 
+def _sqrtm_jvp(primals, tangents):
+    (a,), (ta,) = primals, tangents
+    x = P.sqrtm.bind(a)
+    return x, P.sylvester.bind(x, x, _as(instantiate(ta), x.aval.dtype))
+
+
+def _sylvester_jvp(primals, tangents):
+    (a, b, c), (ta, tb, tc) = primals, tangents
+    y = P.sylvester.bind(a, b, c)
+    if all(is_zero(t) for t in tangents):
+        return y, Zero(tangent_aval(y.aval))
+    rhs = None if is_zero(tc) else tc
+    for t, term in ((ta, lambda t: _mm(t, y)), (tb, lambda t: _mm(y, t))):
+        if not is_zero(t):
+            rhs = P.neg.bind(term(t)) if rhs is None else P.sub.bind(rhs, term(t))
+    return y, P.sylvester.bind(a, b, rhs)
+
+
+JVP.update({P.sqrtm: _sqrtm_jvp, P.sylvester: _sylvester_jvp})
 JVP.update({P.solve: _solve_jvp, P.triangular_solve: _triangular_solve_jvp, P.det: _det_jvp,
             P.slogdet: _slogdet_jvp, P.cholesky: _cholesky_jvp, P.eigh: _eigh_jvp,
             P.svd: _svd_jvp, P.qr: _qr_jvp, P.eig: _eig_jvp, P.lu: _lu_jvp,
@@ -344,7 +366,14 @@ def _triangular_solve_t(ct, a, b, *, transpose_a, **params):
     return [None, P.triangular_solve.bind(a, ct, transpose_a=not transpose_a, **params)]
 
 
+def _sylvester_t(ct, a, b, c):
+    if is_linear(a) or is_linear(b):
+        raise NotImplementedError("sylvester is not linear in its matrices a and b")
+    return [None, None, P.sylvester.bind(_T(a), _T(b), ct)]
+
+
 TRANSPOSE[P.solve] = _solve_t
+TRANSPOSE[P.sylvester] = _sylvester_t
 TRANSPOSE[P.triangular_solve] = _triangular_solve_t
 
 
@@ -384,7 +413,17 @@ def _solve_like_batch(prim):
 
 
 BATCH_RULES.update({p: _unary_batch(p) for p in (P.det, P.slogdet, P.cholesky, P.qr, P.svd,
-                                                  P.eigh, P.eig, P.lu, P.slogdet_inv_t)})
+                                                  P.eigh, P.eig, P.lu, P.slogdet_inv_t,
+                                                  P.sqrtm)})
+
+
+def _sylvester_batch(args, dims):
+    size = _axis_size(args, dims)
+    return [P.sylvester.bind(*(batch_at(x, d, size, 0) for x, d in
+                               zip(args, dims, strict=True)))], [0]
+
+
+BATCH_RULES[P.sylvester] = _sylvester_batch
 
 
 def _pivots_batch(args, dims, *, permutation_size):

@@ -4,12 +4,18 @@ Each derivative is another special function or elementary expression:
 ``erf' = 2/sqrt(pi) exp(-x^2)``, ``lgamma' = digamma``, ``digamma' = polygamma(1)``,
 ``polygamma(n)' = polygamma(n + 1)``, ``tgamma' = tgamma digamma``,
 ``erfcx' = 2x erfcx - 2/sqrt(pi)``, ``i0e' = i1e - sign(x) i0e``,
-``i1e' = i0e - i1e (sign(x) + 1/x)``, ``spence'(x) = log(x) / (1 - x)``,
+``i1e' = i0e - i1e (sign(x) + 1/x)``, ``j0' = -J_1``, ``spence'(x) = log(x) / (1 - x)``,
 ``d zeta(s, q)/dq = -s zeta(s + 1, q)``, ``dP(a, x)/dx = x^(a-1) e^-x / Gamma(a)``,
+``dP(a, x)/da = igamma_grad_a(a, x)`` (a primitive: series and continued fraction
+differentiated term by term), whose x-derivative is ``dP/dx (log x - digamma(a))``,
 ``dI_x(a, b)/dx = x^(a-1) (1-x)^(b-1) / B(a, b)``, ``dJ_v(z)/dz = (J_(v-1) - J_(v+1)) / 2``.
-Derivatives with respect to the order or shape parameters (zeta's ``s``, the incomplete
-functions' ``a``/``b``, Bessel's ``v``) have no closed form here: a non-zero tangent there
-raises ``NotImplementedError`` naming the argument.
+``dI_x(a, b)/da``, ``/db = betainc_grad(a, b, x, wrt)`` (a primitive: the continued
+fraction differentiated term by term), whose x-derivative is the density times
+``log x - digamma(a) + digamma(a + b)`` (``log1p(-x)``, ``digamma(b)`` for ``b``).
+Derivatives with respect to the other order or shape parameters (zeta's ``s``, Bessel's
+``v``, and ``igamma_grad_a``'s and ``betainc_grad``'s own ``a``/``b``: second derivatives
+in the shape parameters) have no closed form here: a non-zero tangent there raises
+``NotImplementedError`` naming the argument.
 """
 
 from __future__ import annotations
@@ -72,6 +78,7 @@ def _i1e_derivative(x, y):
 
 
 _unary(P.bessel_i1e, _i1e_derivative)
+_unary(P.bessel_j0, lambda x, y: P.neg.bind(P.bessel_jv.bind(_c(1, x), x)))
 _unary(P.spence, lambda x, y: P.div.bind(P.log.bind(x), P.sub.bind(_c(1, x), x)))
 
 
@@ -104,9 +111,28 @@ def _incomplete_gamma_density(a, x):
     return P.exp.bind(log)
 
 
-_last_only(P.igamma, "gammainc", ["a"], _incomplete_gamma_density)
-_last_only(P.igammac, "gammaincc", ["a"],
-           lambda a, x: P.neg.bind(_incomplete_gamma_density(a, x)))
+def _incomplete_gamma(prim, sign):
+    """P (sign 1) or Q (-1): ``sign dP/da`` and ``sign dP/dx``."""
+    def rule(primals, tangents):
+        (a, x), (ta, tx) = primals, tangents
+        y = prim.bind(a, x)
+        out = None
+        for t, d in ((ta, P.igamma_grad_a), (tx, _incomplete_gamma_density)):
+            if is_zero(t):
+                continue
+            term = _mul(instantiate(t), d.bind(a, x) if d is P.igamma_grad_a else d(a, x))
+            out = term if out is None else P.add.bind(out, term)
+        if out is None:
+            return y, Zero(tangent_aval(y.aval))
+        return y, out if sign > 0 else P.neg.bind(out)
+    JVP[prim] = rule
+
+
+_incomplete_gamma(P.igamma, 1)
+_incomplete_gamma(P.igammac, -1)
+_last_only(P.igamma_grad_a, "gammainc's derivative in a", ["a (a second derivative in a)"],
+           lambda a, x: _mul(_incomplete_gamma_density(a, x),
+                             P.sub.bind(P.log.bind(x), P.digamma.bind(a))))
 
 
 def _beta_density(a, b, x):
@@ -118,10 +144,43 @@ def _beta_density(a, b, x):
     return P.exp.bind(P.sub.bind(log, betaln))
 
 
-_last_only(P.betainc, "betainc", ["a", "b"], _beta_density)
+def _betainc_rule(primals, tangents):
+    """``dI = dI/da ta + dI/db tb + density tx``."""
+    y = P.betainc.bind(*primals)
+    terms = [_mul(instantiate(t), P.betainc_grad.bind(*primals, wrt=i))
+             for i, t in enumerate(tangents[:2]) if not is_zero(t)]
+    if not is_zero(tangents[2]):
+        terms.append(_mul(instantiate(tangents[2]), _beta_density(*primals)))
+    if not terms:
+        return y, Zero(tangent_aval(y.aval))
+    out = terms[0]
+    for t in terms[1:]:
+        out = P.add.bind(out, t)
+    return y, out
+
+
+def _betainc_grad_rule(primals, tangents, *, wrt):
+    """Differentiable in x only: ``d/dx dI/da = density (log x - psi(a) + psi(a + b))``, with
+    ``log1p(-x)`` and ``psi(b)`` for ``b``."""
+    a, b, x = primals
+    y = P.betainc_grad.bind(a, b, x, wrt=wrt)
+    for name, t in zip("ab", tangents[:2], strict=True):
+        if not is_zero(t):
+            _refuse("betainc's derivative", f"{name} (a second derivative in a or b)")
+    t = tangents[2]
+    if is_zero(t):
+        return y, Zero(tangent_aval(y.aval))
+    log_term = P.log.bind(x) if wrt == 0 else P.log1p.bind(P.neg.bind(x))
+    psis = P.sub.bind(P.digamma.bind(P.add.bind(a, b)), P.digamma.bind(a if wrt == 0 else b))
+    return y, _mul(instantiate(t), _mul(_beta_density(a, b, x), P.add.bind(log_term, psis)))
+
+
+JVP[P.betainc] = _betainc_rule
+JVP[P.betainc_grad] = _betainc_grad_rule
 _last_only(P.bessel_jv, "jv", ["v (the order)"],
            lambda v, z: _mul(_c(0.5, z), P.sub.bind(
                P.bessel_jv.bind(P.sub.bind(v, _c(1, v)), z),
                P.bessel_jv.bind(P.add.bind(v, _c(1, v)), z))))
 
 BATCH_RULES[P.betainc] = _elementwise(P.betainc)
+BATCH_RULES[P.betainc_grad] = _elementwise(P.betainc_grad)
