@@ -114,8 +114,53 @@ SPECS = {
 }
 
 
+# --- erf and erfc (the targets need mpmath: a dev-only import, for this script alone) ------
+# erfc(x) = e^-x^2 g(t) / (1 + 2x) for x >= 0, g(t) = (1 + 2x) erfcx(x) a polynomial in
+# t = (x - K) / (x + K), which maps [0, inf) onto [-1, 1) (Shepherd and Laframboise,
+# Math. Comp. 36 (1981), 249-253); erf(x) = x + x p(2x^2 - 1) on |x| <= 1.
+ERFC_K = 3.75
+
+
+def _fit_mp(target, degree):
+    """Monomial coefficients (lowest first) interpolating ``target`` (of t, an mpf) at the
+    Chebyshev nodes of [-1, 1], at 60 digits."""
+    import mpmath as mp
+    mp.mp.dps = 60
+    n = degree + 1
+    nodes = [mp.cos(mp.pi * (2 * i + 1) / (2 * n)) for i in range(n)]
+    a = mp.matrix([[t ** j for j in range(n)] for t in nodes])
+    coeffs = mp.lu_solve(a, mp.matrix([target(t) for t in nodes]))
+    return [float(c) for c in coeffs], float(coeffs[0] - float(coeffs[0]))
+
+
+def _erfc_g(t):
+    import mpmath as mp
+    if t == 1:
+        return 2 / mp.sqrt(mp.pi)
+    x = ERFC_K * (1 + t) / (1 - t)
+    return (1 + 2 * x) * mp.erfc(x) * mp.exp(x * x)
+
+
+def _erf_small(t):
+    """erf(x) / x - 1 at x^2 = (t + 1) / 2."""
+    import mpmath as mp
+    x = mp.sqrt((t + 1) / 2)
+    return mp.erf(x) / x - 1 if x != 0 else 2 / mp.sqrt(mp.pi) - 1
+
+
+def _print_erf():
+    """The erf/erfc tables: float64's, and float32's (evaluated in float64, rounded once)."""
+    for name, target, degree in (("ERFC_G_F64", _erfc_g, 24), ("ERFC_G_F32", _erfc_g, 14),
+                                 ("ERF_SMALL_F64", _erf_small, 12),
+                                 ("ERF_SMALL_F32", _erf_small, 7)):
+        coeffs, c0_lo = _fit_mp(target, degree)
+        print(f"{name} = ({', '.join(repr(c) for c in coeffs)})")
+        print(f"#   the constant's rest: {c0_lo!r}")
+
+
 if __name__ == "__main__":
     for name, (target, width, degree, even, weight) in SPECS.items():
         coeffs = fit(target, width, degree, even)
         print(f"{name} = ({', '.join(repr(c) for c in coeffs)})")
         print(f"#   max relative error {max_error(target, coeffs, width, even, weight):.3g}")
+    _print_erf()

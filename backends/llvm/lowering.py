@@ -23,7 +23,7 @@ FALLBACK = {
           "batched LAPACK call for it yet; backends/llvm/lapack.py has solve, cholesky, "
           "det, slogdet, lu, triangular_solve)" for p in P.LINALG if p not in lapack.LOWERED},
     **{p: "scipy.special (Cephes) for the one equation: no native implementation yet"
-       for p in (P.erfcx, P.digamma, P.polygamma, P.bessel_i0e, P.bessel_i1e, P.spence,
+       for p in (P.digamma, P.polygamma, P.bessel_i0e, P.bessel_i1e, P.spence,
                  P.zeta, P.igamma, P.igammac, P.bessel_jv, P.betainc)},
     P.fft: "pocketfft through scipy.fft for the one equation: as fast as NumPy's own FFT, "
            "faster than a DFT we would emit (benchmarks/linalg_fft.py)",
@@ -55,9 +55,9 @@ def lowering_gap(eqn) -> str | None:
 
 
 # libm calls in kernels: the loop around a call runs one element at a time, and the
-# math feeding it and fed by it stops overlapping across elements (1M erf(log y): 65 ms
-# fused, 0.6 + 23 ms as two kernels)
-CALLS_ALONE = {P.erf, P.erfc, P.lgamma, P.tgamma}
+# math feeding it and fed by it stops overlapping across elements (1M erf(log y) through
+# libm: 65 ms fused, 0.6 + 23 ms as two kernels)
+CALLS_ALONE = {P.lgamma, P.tgamma}
 CALL_ALONE_MIN_POINTS = 1 << 12
 
 
