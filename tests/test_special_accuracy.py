@@ -138,6 +138,21 @@ def test_erfinv_near_one():
         assert np.max(ulps(got, ss.erfinv(y32))) <= 2
 
 
+
+def test_erfinv_within_2_ulp_of_the_exact_value_everywhere():
+    """Tiny arguments (relative accuracy), the central polynomial's seam with the tail's at
+    |y| = 0.6 and the tail's pieces; -0.0, +-1 and outside [-1, 1] as SciPy."""
+    g = np.geomspace(1e-300, 0.6, 40)
+    y = np.r_[-g, g, np.linspace(0.55, 0.65, 41), 1 - np.geomspace(1.2e-16, 0.4, 60)]
+    want = mp_values(lambda mp, v: mp.erfinv(v), y)
+    for got in both_modes(S.erfinv, y):
+        assert np.max(ulps(got, want)) <= 2
+    edges = np.array([-0.0, 0.0, 1.0, -1.0, 1.5, -2.0, np.nan, np.inf])
+    for got in both_modes(S.erfinv, edges):
+        np.testing.assert_array_equal(got, ss.erfinv(edges))
+        assert np.signbit(got[0])
+
+
 # --- logit, rel_entr, kl_div ----------------------------------------------------------------------
 
 

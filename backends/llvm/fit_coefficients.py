@@ -158,9 +158,48 @@ def _print_erf():
         print(f"#   the constant's rest: {c0_lo!r}")
 
 
+# ndtri and erfinv (functorch_core/scipy/_normal.py). Central, |d| <= NDTRI_CENTRAL:
+# ndtri(1/2 + d) = d P(u), u = 2 d^2 / NDTRI_CENTRAL^2 - 1 (erfinv's table is P / (2 sqrt 2));
+# tail, q = e^(-t^2/2) <= 1/2 - NDTRI_CENTRAL: ndtri(q) = -sqrt(t^2 H(s)), s = log t, H one
+# polynomial per piece of s (NDTRI_TAIL_S), s mapped onto [-1, 1]
+NDTRI_CENTRAL = 0.3
+NDTRI_TAIL_S = (0.5845160879435279, 1.4, 2.1498841740238412, 3.655839600035736)
+
+
+def _ndtri_mp(q):
+    import mpmath as mp
+    x0 = -mp.sqrt(-2 * mp.log(q)) if q < 0.1 else (q - mp.mpf(0.5)) * 2.5
+    return mp.findroot(lambda x: mp.log(mp.ncdf(x) / q), x0)
+
+
+def _ndtri_central(u, scale=1):
+    import mpmath as mp
+    d = mp.sqrt((u + 1) / 2) * NDTRI_CENTRAL
+    return mp.sqrt(2 * mp.pi) * scale if d == 0 else -_ndtri_mp(mp.mpf(0.5) - d) / d * scale
+
+
+def _ndtri_tail(u, lo, hi):
+    import mpmath as mp
+    t = mp.e ** ((lo + hi) / 2 + (hi - lo) / 2 * u)
+    return (_ndtri_mp(mp.e ** (-t * t / 2)) / t) ** 2
+
+
+def _print_ndtri():
+    import mpmath as mp
+    tables = [("NDTRI_CENTRAL_P", _ndtri_central, 16),
+              ("ERFINV_CENTRAL_P", lambda u: _ndtri_central(u, 1 / (2 * mp.sqrt(2))), 16)]
+    for i, degree in enumerate((16, 16, 18)):
+        lo, hi = NDTRI_TAIL_S[i:i + 2]
+        tables.append((f"NDTRI_TAIL_H{i}", lambda u, lo=lo, hi=hi: _ndtri_tail(u, lo, hi), degree))
+    for name, target, degree in tables:
+        coeffs, _ = _fit_mp(target, degree)
+        print(f"{name} = ({', '.join(repr(c) for c in coeffs)})")
+
+
 if __name__ == "__main__":
     for name, (target, width, degree, even, weight) in SPECS.items():
         coeffs = fit(target, width, degree, even)
         print(f"{name} = ({', '.join(repr(c) for c in coeffs)})")
         print(f"#   max relative error {max_error(target, coeffs, width, even, weight):.3g}")
     _print_erf()
+    _print_ndtri()
