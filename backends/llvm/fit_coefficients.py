@@ -196,6 +196,35 @@ def _print_ndtri():
         print(f"{name} = ({', '.join(repr(c) for c in coeffs)})")
 
 
+# sinc (functorch_core/scipy/special.py): on |r| <= 1/4, sin(pi r) / (pi r) and cos(pi r) as
+# polynomials in r^2
+_PI = Decimal("3.14159265358979323846264338327950288419716939937510582097494459")
+
+
+def _sinc_target(r: Decimal) -> Decimal:
+    z = -(_PI * r) ** 2
+    term, total, n = Decimal(1), Decimal(0), 1
+    while abs(term) > Decimal(10) ** -58:
+        total += term
+        term = term * z / ((n + 1) * (n + 2))
+        n += 2
+    return total
+
+
+def _cospi_target(r: Decimal) -> Decimal:
+    z = -(_PI * r) ** 2
+    term, total, n = Decimal(1), Decimal(0), 0
+    while abs(term) > Decimal(10) ** -58:
+        total += term
+        term = term * z / ((n + 1) * (n + 2))
+        n += 2
+    return total
+
+
+SPECS |= {"SINC_F64": (_sinc_target, 0.25, 7, True, lambda r: Decimal(1)),
+          "COSPI_F64": (_cospi_target, 0.25, 8, True, lambda r: Decimal(1))}
+
+
 if __name__ == "__main__":
     for name, (target, width, degree, even, weight) in SPECS.items():
         coeffs = fit(target, width, degree, even)

@@ -357,14 +357,48 @@ def j1(x):
     return jv(1.0, x)
 
 
+# sin(pi r) / (pi r) and cos(pi r) on |r| <= 1/4, polynomials in r^2 (lowest degree first;
+# backends/llvm/fit_coefficients.py's SINC_F64 and COSPI_F64)
+_SINC = (1.0, -1.6449340668482264, 0.8117424252833524, -0.1907518241219269, 0.02614784780776427,
+         -0.002346080697728499, 0.00014842240256046724, -6.9128635678705135e-06)
+_COSPI = (1.0, -4.934802200544679, 4.0587121264167685, -1.3352627688545866,
+          0.23533063035866447, -0.025806891379438902, 0.0019295740221589252,
+          -0.00010463355639212206, 4.26420091972793e-06)
+
+
+def _horner(coefs, t):
+    out = coefs[-1]
+    for c in coefs[-2::-1]:
+        out = out * t + c
+    return out
+
+
 def sinc(x):
-    """``numpy.sinc``: ``sin(pi x) / (pi x)``, 1 at 0."""
-    x = _float(x)
-    small = fnp.abs(x) < 1e-3         # the Maclaurin series: derivatives exact at 0 too
-    px = np.pi * fnp.where(small, fnp.ones_like(x), x)
-    z = (np.pi * x) ** 2
-    series = 1 - z / 6 * (1 - z / 20 * (1 - z / 42))
-    return to_result(fnp.where(small, series, fnp.sin(px) / px), scalar=True)
+    """``numpy.sinc``: ``sin(pi x) / (pi x)``, 1 at 0.
+
+    ``x = n/2 + r`` with ``n = round(2x)`` and ``|r| <= 1/4`` (exact), so ``sin(pi x)`` is
+    ``+-sin(pi r)`` or ``+-cos(pi r)`` by ``n mod 4``: polynomials, no ``sin`` call and no
+    rounding of ``pi x`` inside the sine (accurate next to the zeros at the integers too).
+    float32 and float16 are computed in float64 and rounded once.
+    """
+    x, dtype = _wide(_float(x))
+    with np.errstate(invalid="ignore"):             # eager, at +-inf: NaN, as NumPy's
+        return _sinc(x, dtype)
+
+
+def _sinc(x, dtype):
+    n = fnp.round(2 * x)
+    r = x - 0.5 * n
+    quarter = n - 4 * fnp.floor(0.25 * n)           # n mod 4
+    sign = fnp.where(quarter >= 2, -1.0, 1.0)
+    zero = n == 0
+    xs = fnp.where(zero, 1.0, x)                    # the branch not taken stays finite
+    rr = r * r
+    near = _horner(_SINC, rr)                       # sinc itself for |x| <= 1/4
+    even = sign * (r / xs) * near                   # sin(pi r) / (pi x)
+    odd = sign * _horner(_COSPI, rr) / (np.pi * xs)
+    out = fnp.where(zero, near, fnp.where(quarter % 2 == 0, even, odd))
+    return to_result(cast(out, dtype), scalar=True)
 
 
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
