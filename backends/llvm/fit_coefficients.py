@@ -225,6 +225,44 @@ SPECS |= {"SINC_F64": (_sinc_target, 0.25, 7, True, lambda r: Decimal(1)),
           "COSPI_F64": (_cospi_target, 0.25, 8, True, lambda r: Decimal(1))}
 
 
+# i0e and i1e (bessel.py): on [lo, hi] in BESSEL_PIECES, i0e(a) and i1e(a) / a as polynomials
+# in u = (2a - lo - hi) / (hi - lo); from BESSEL_FAR on, sqrt(a) i0e(a) and sqrt(a) i1e(a) as
+# polynomials in v = 2 BESSEL_FAR / a - 1
+BESSEL_PIECES = ((0.0, 4.0, 26), (4.0, 8.0, 22))
+BESSEL_FAR = (8.0, 26)
+
+
+def _bessel_near(k, lo, hi):
+    import mpmath as mp
+
+    def f(u):
+        a = lo + (u + 1) * (hi - lo) / 2
+        if a == 0:
+            return mp.mpf(0.5) if k else mp.mpf(1)
+        return mp.besseli(k, a) * mp.exp(-a) / (a if k else 1)
+    return f
+
+
+def _bessel_far(k):
+    import mpmath as mp
+
+    def f(v):
+        if v == -1:
+            return 1 / mp.sqrt(2 * mp.pi)
+        a = 2 * BESSEL_FAR[0] / (v + 1)
+        return mp.besseli(k, a) * mp.exp(-a) * mp.sqrt(a)
+    return f
+
+
+def _print_bessel():
+    for k in (0, 1):
+        for i, (lo, hi, degree) in enumerate(BESSEL_PIECES):
+            coeffs, _ = _fit_mp(_bessel_near(k, lo, hi), degree)
+            print(f"I{k}E_NEAR{i} = ({', '.join(repr(c) for c in coeffs)})")
+        coeffs, _ = _fit_mp(_bessel_far(k), BESSEL_FAR[1])
+        print(f"I{k}E_FAR = ({', '.join(repr(c) for c in coeffs)})")
+
+
 if __name__ == "__main__":
     for name, (target, width, degree, even, weight) in SPECS.items():
         coeffs = fit(target, width, degree, even)
@@ -232,3 +270,4 @@ if __name__ == "__main__":
         print(f"#   max relative error {max_error(target, coeffs, width, even, weight):.3g}")
     _print_erf()
     _print_ndtri()
+    _print_bessel()

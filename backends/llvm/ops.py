@@ -22,6 +22,7 @@ from llvmlite import ir
 
 from ir import primitives as P
 
+from . import bessel as B
 from . import complex_ops as C
 from . import erf as E
 from . import mathfuncs as M
@@ -386,8 +387,9 @@ RULES[P.complex] = lambda e, dt, re, im: C.pack(e, re, im)
 RULES[P.threefry2x32] = _threefry2x32
 # glibc's, within 1-2 ulp: scipy.special's (cephes) agree to a few ulp
 RULES |= {P.lgamma: _libm("lgamma"), P.tgamma: _libm("tgamma")}
-# inline (erf.py): they vectorize and fuse with the math around them
-RULES |= {P.erf: _inline(E.erf), P.erfc: _inline(E.erfc), P.erfcx: _inline(E.erfcx)}
+# inline (erf.py, bessel.py): they vectorize and fuse with the math around them
+RULES |= {P.erf: _inline(E.erf), P.erfc: _inline(E.erfc), P.erfcx: _inline(E.erfcx),
+          P.bessel_i0e: _inline(B.i0e), P.bessel_i1e: _inline(B.i1e)}
 
 @functools.cache
 def host_has_f16c() -> bool:

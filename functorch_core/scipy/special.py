@@ -77,15 +77,17 @@ spence = _unary(P.spence, "``scipy.special.spence``: the dilogarithm, "
 
 
 def i0(x):
-    """``scipy.special.i0``: the modified Bessel function of order 0."""
-    x = _float(x)
-    return to_result(P.bessel_i0e.bind(x) * fnp.exp(fnp.abs(x)), scalar=True)
+    """``scipy.special.i0``: the modified Bessel function of order 0 (float32 and float16
+    computed in float64 and rounded once, as SciPy does)."""
+    x, dtype = _wide(_float(x))
+    return to_result(cast(P.bessel_i0e.bind(x) * fnp.exp(fnp.abs(x)), dtype), scalar=True)
 
 
 def i1(x):
-    """``scipy.special.i1``: the modified Bessel function of order 1."""
-    x = _float(x)
-    return to_result(P.bessel_i1e.bind(x) * fnp.exp(fnp.abs(x)), scalar=True)
+    """``scipy.special.i1``: the modified Bessel function of order 1 (float32 and float16
+    computed in float64 and rounded once, as SciPy does)."""
+    x, dtype = _wide(_float(x))
+    return to_result(cast(P.bessel_i1e.bind(x) * fnp.exp(fnp.abs(x)), dtype), scalar=True)
 
 
 @custom_jvp
