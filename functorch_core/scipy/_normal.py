@@ -71,13 +71,35 @@ def ndtr(x):
     return fnp.asarray(fnp.where(x > 0, above, fnp.where(fnp.isnan(x), x, below)), dtype=dtype)
 
 
+def _two_product(a, b):
+    """``a * b`` rounded and its exact rounding error (Dekker, with Veltkamp's splitting)."""
+    p = a * b
+    ah, al = _split(a)
+    bh, bl = _split(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def _sqrt_of_product(a, b):
+    """``sqrt(a b)`` for positive ``a``, ``b``: the root of the rounded product, then one
+    Newton correction with the product's and the square's exact errors (about half an ulp
+    instead of one and a half)."""
+    p, p_lo = _two_product(a, b)
+    x = fnp.sqrt(p)
+    sq, sq_lo = _two_product(x, x)
+    return x + (((p - sq) - sq_lo) + p_lo) / (2 * x)
+
+
 def _quantile(lead, d, q, central_table, t2_scale):
     """``ndtri(1/2 + d)`` (``t2_scale`` 2, ``lead`` d) or ``erfinv(2d)`` (``t2_scale`` 1,
     ``lead`` 2d), given ``q = min(1/2 + d, 1/2 - d)`` in (0, 1/2], both exact."""
     central = fnp.abs(d) <= T.CENTRAL
     dc = fnp.where(central, d, 0.0)
-    x_central = fnp.where(central, lead, 0.0) * _poly(
-        central_table, dc * dc * (2 / T.CENTRAL ** 2) - 1)
+    # lead (c0 + u Q(u)): the big product c0 lead exact in two parts, so only the small
+    # term's rounding is left with the final one
+    lc = fnp.where(central, lead, 0.0)
+    u = dc * dc * (2 / T.CENTRAL ** 2) - 1
+    hi, lo = _two_product(lc, central_table[0])
+    x_central = fnp.where(lc == 0, lc, hi + (lo + lc * (u * _poly(central_table[1:], u))))
     log_q = fnp.log(fnp.where(central, 0.25, q))
     t2 = -2 * log_q
     s = 0.5 * fnp.log(t2)
@@ -86,7 +108,7 @@ def _quantile(lead, d, q, central_table, t2_scale):
         lo, hi = T.TAIL_S[i:i + 2]
         piece = _poly(T.TAIL_H[i], (s - (hi + lo) / 2) * (2 / (hi - lo)))
         h = piece if h is None else fnp.where(s < hi, piece, h)
-    x_tail = fnp.sqrt((-t2_scale * log_q) * h)
+    x_tail = _sqrt_of_product(-t2_scale * log_q, h)
     return fnp.where(central, x_central, fnp.where(d > 0, x_tail, -x_tail))
 
 
