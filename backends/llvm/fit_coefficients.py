@@ -263,6 +263,35 @@ def _print_bessel():
         print(f"I{k}E_FAR = ({', '.join(repr(c) for c in coeffs)})")
 
 
+# digamma (gamma.py): on [1, 2], psi(x) / (x - x0) (x0 its positive root); on [2, 4] and
+# [4, 10], psi(x); each a polynomial in x mapped onto [-1, 1]; from 10 on, the asymptotic
+# series log x - 1/(2x) - sum B_2k / (2k x^2k)
+PSI_PIECES = ((1.0, 2.0, 24), (2.0, 4.0, 24), (4.0, 10.0, 26))
+
+
+def _psi_piece(lo, hi, root):
+    import mpmath as mp
+
+    def f(u):
+        x = lo + (u + 1) * (hi - lo) / 2
+        if not root:
+            return mp.digamma(x)
+        return mp.digamma(x) / (x - root) if abs(x - root) > 1e-40 else mp.polygamma(1, root)
+    return f
+
+
+def _print_digamma():
+    import mpmath as mp
+    mp.mp.dps = 60
+    x0 = mp.findroot(mp.digamma, 1.46)
+    print(f"PSI_ROOT = ({float(x0)!r}, {float(x0 - float(x0))!r})")
+    for i, (lo, hi, degree) in enumerate(PSI_PIECES):
+        coeffs, _ = _fit_mp(_psi_piece(lo, hi, x0 if i == 0 else None), degree)
+        print(f"PSI_PIECE{i} = ({', '.join(repr(c) for c in coeffs)})")
+    series = [float(mp.bernoulli(2 * k) / (2 * k)) for k in range(1, 11)]
+    print(f"PSI_SERIES = ({', '.join(repr(c) for c in series)})")
+
+
 if __name__ == "__main__":
     for name, (target, width, degree, even, weight) in SPECS.items():
         coeffs = fit(target, width, degree, even)
@@ -271,3 +300,4 @@ if __name__ == "__main__":
     _print_erf()
     _print_ndtri()
     _print_bessel()
+    _print_digamma()

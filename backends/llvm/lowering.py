@@ -23,7 +23,7 @@ FALLBACK = {
           "batched LAPACK call for it yet; backends/llvm/lapack.py has solve, cholesky, "
           "det, slogdet, lu, triangular_solve)" for p in P.LINALG if p not in lapack.LOWERED},
     **{p: "scipy.special (Cephes) for the one equation: no native implementation yet"
-       for p in (P.digamma, P.polygamma, P.spence,
+       for p in (P.polygamma, P.spence,
                  P.zeta, P.igamma, P.igammac, P.bessel_jv, P.betainc)},
     P.fft: "pocketfft through scipy.fft for the one equation: as fast as NumPy's own FFT, "
            "faster than a DFT we would emit (benchmarks/linalg_fft.py)",

@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from backends.llvm.mathfuncs import COSPI_F64, SINC_F64
 from ir import primitives as P
 
 from .. import numpy as fnp
@@ -359,15 +360,6 @@ def j1(x):
     return jv(1.0, x)
 
 
-# sin(pi r) / (pi r) and cos(pi r) on |r| <= 1/4, polynomials in r^2 (lowest degree first;
-# backends/llvm/fit_coefficients.py's SINC_F64 and COSPI_F64)
-_SINC = (1.0, -1.6449340668482264, 0.8117424252833524, -0.1907518241219269, 0.02614784780776427,
-         -0.002346080697728499, 0.00014842240256046724, -6.9128635678705135e-06)
-_COSPI = (1.0, -4.934802200544679, 4.0587121264167685, -1.3352627688545866,
-          0.23533063035866447, -0.025806891379438902, 0.0019295740221589252,
-          -0.00010463355639212206, 4.26420091972793e-06)
-
-
 def _horner(coefs, t):
     out = coefs[-1]
     for c in coefs[-2::-1]:
@@ -396,9 +388,9 @@ def _sinc(x, dtype):
     zero = n == 0
     xs = fnp.where(zero, 1.0, x)                    # the branch not taken stays finite
     rr = r * r
-    near = _horner(_SINC, rr)                       # sinc itself for |x| <= 1/4
+    near = _horner(SINC_F64, rr)                       # sinc itself for |x| <= 1/4
     even = sign * (r / xs) * near                   # sin(pi r) / (pi x)
-    odd = sign * _horner(_COSPI, rr) / (np.pi * xs)
+    odd = sign * _horner(COSPI_F64, rr) / (np.pi * xs)
     out = fnp.where(zero, near, fnp.where(quarter % 2 == 0, even, odd))
     return to_result(cast(out, dtype), scalar=True)
 
