@@ -1,10 +1,11 @@
 """``scipy.special`` functions, traceable and differentiable (to any order where the
 derivative is itself a function here).
 
-``erf``, ``erfc``, ``gammaln`` and ``gamma`` compile to the C library's functions; the
+``erf``, ``erfc``, ``erfcx``, ``digamma``, ``i0e`` and ``i1e`` compile to inline polynomial
+code (the cpu backend's), ``gammaln`` and ``gamma`` to the C library's functions; the
 functions composed of elementary ones (``expit``, ``logit``, ``xlogy``, ``entr``,
-``logsumexp``, ``softmax``, ``ndtr``, ``erfinv``...) compile with them; ``digamma``,
-``polygamma``, ``zeta``, ``gammainc``, ``betainc``, the Bessel functions and ``spence`` run
+``logsumexp``, ``softmax``, ``ndtr``, ``ndtri``, ``erfinv``, ``sinc``...) compile with them;
+``polygamma``, ``zeta``, ``gammainc``, ``betainc``, ``jv`` and ``spence`` run
 SciPy's implementation for their equation. Inputs are real floating point (integers become
 float64, as in SciPy); complex arguments are not supported.
 """
