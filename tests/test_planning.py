@@ -162,27 +162,37 @@ def test_lifetimes_span_first_write_to_last_use_and_skip_kept_slots():
         assert s in buffers.step_slots(plan.steps[first])[1]
 
 
-def _erf_of_log(n):
+def _tgamma_of_log(n):
     b = Builder()
     y = b.input((n,), "float64")
-    out = b(P.mul, b(P.erf, b(P.log, y)), b(P.exp, y))
+    out = b(P.mul, b(P.tgamma, b(P.log, y)), b(P.exp, y))
     return b.graph(out)
 
 
 def test_a_libm_call_on_a_big_array_is_a_kernel_of_its_own():
-    """The CPU isolates erf/erfc/lgamma/tgamma on big arrays (the math around a call in one
-    loop runs an element at a time): log, erf and the rest are three kernels; on a small
+    """The CPU isolates lgamma/tgamma on big arrays (the math around a call in one
+    loop runs an element at a time): log, tgamma and the rest are three kernels; on a small
     array, one. Either plan gives the fused kernel's values."""
-    big, small = (lowering.partition(_erf_of_log(n)) for n in
+    big, small = (lowering.partition(_tgamma_of_log(n)) for n in
                   (lowering.CALL_ALONE_MIN_POINTS, 16))
     kernels = [s for s in big.steps if isinstance(s, Kernel)]
-    assert len(kernels) == 3 and [op.prim for op in kernels[1].ops] == [P.erf]
+    assert len(kernels) == 3 and [op.prim for op in kernels[1].ops] == [P.tgamma]
     assert len([s for s in small.steps if isinstance(s, Kernel)]) == 1
-    assert len(planning.partition(_erf_of_log(lowering.CALL_ALONE_MIN_POINTS),
+    assert len(planning.partition(_tgamma_of_log(lowering.CALL_ALONE_MIN_POINTS),
                                   lowering.lowering_gap).steps) == 1
     import functorch_core as fc
     from functorch_core.scipy import special
-    y = np.random.default_rng(0).uniform(0.01, 2.0, lowering.CALL_ALONE_MIN_POINTS)
-    f = lambda y: special.erf(np.log(y)) * np.exp(y)    # noqa: E731
+    y = np.random.default_rng(0).uniform(3.0, 50.0, lowering.CALL_ALONE_MIN_POINTS)
+    f = lambda y: special.gamma(np.log(y)) * np.exp(y)    # noqa: E731
     np.testing.assert_allclose(fc.jit(f)(y), fc.jit(f, backend="interpreter")(y),
                                rtol=1e-15, atol=0)
+
+
+def test_inline_erf_fuses_with_the_math_around_it():
+    """erf/erfc/erfcx are inline IR (backends/llvm/erf.py), not libm calls: log, erf and
+    the rest are one kernel on a big array too."""
+    b = Builder()
+    y = b.input((lowering.CALL_ALONE_MIN_POINTS,), "float64")
+    out = b(P.mul, b(P.erfc, b(P.erf, b(P.log, y))), b(P.erfcx, y))
+    plan = lowering.partition(b.graph(out))
+    assert len([s for s in plan.steps if isinstance(s, Kernel)]) == 1

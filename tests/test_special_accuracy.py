@@ -148,6 +148,48 @@ def test_erfinv_near_one():
         assert np.max(ulps(got, ss.erfinv(y32))) <= 2
 
 
+
+def test_erfinv_within_2_ulp_of_the_exact_value_everywhere():
+    """Tiny arguments (relative accuracy), the central polynomial's seam with the tail's at
+    |y| = 0.6 and the tail's pieces; -0.0, +-1 and outside [-1, 1] as SciPy."""
+    g = np.geomspace(1e-300, 0.6, 40)
+    y = np.r_[-g, g, np.linspace(0.55, 0.65, 41), 1 - np.geomspace(1.2e-16, 0.4, 60)]
+    want = mp_values(lambda mp, v: mp.erfinv(v), y)
+    for got in both_modes(S.erfinv, y):
+        assert np.max(ulps(got, want)) <= 2
+    edges = np.array([-0.0, 0.0, 1.0, -1.0, 1.5, -2.0, np.nan, np.inf])
+    for got in both_modes(S.erfinv, edges):
+        np.testing.assert_array_equal(got, ss.erfinv(edges))
+        assert np.signbit(got[0])
+
+
+
+# --- sinc ------------------------------------------------------------------------------------
+
+def test_sinc_within_2_ulp_of_the_exact_value_next_to_its_zeros_too():
+    """sin(pi x) through x = n/2 + r: no rounding of pi x inside the sine, so the values next
+    to the integers keep their relative accuracy (NumPy's lose it); float32 rounds the
+    float64 value."""
+    g = np.geomspace(1e-300, 0.2, 30)
+    x = np.r_[-g, g, np.linspace(-10, 10, 201) + 1e-3, np.arange(-8, 9) + 1e-9, 0.25, 0.5,
+              0.75, 1.25, 1e6 + 0.3]
+    want = mp_values(lambda mp, v: mp.sinpi(v) / (mp.pi * v) if v else mp.mpf(1), x)
+    for got in both_modes(S.sinc, x):
+        assert np.max(ulps(got, want)) <= 2
+    x32 = x.astype(np.float32)
+    want32 = mp_values(lambda mp, v: mp.sinpi(v) / (mp.pi * v) if v else mp.mpf(1), x32)
+    for got in both_modes(S.sinc, x32):
+        assert got.dtype == np.float32 and np.max(ulps(got, want32.astype(np.float32))) <= 1
+    edges = np.array([0.0, -0.0, 1.0, -3.0, 2.0 ** 60, np.inf, np.nan])
+    for got in both_modes(S.sinc, edges):
+        np.testing.assert_array_equal(got, [1, 1, 0, 0, 0, np.nan, np.nan])
+
+
+def test_sinc_derivatives_at_zero_and_between_the_pieces():
+    check_grads(S.sinc, (np.array([0.0, 0.1, 0.26, 0.5, 0.74, 1.3, -2.6]),), order=2,
+                modes=("fwd", "rev"))
+
+
 # --- logit, rel_entr, kl_div ----------------------------------------------------------------------
 
 

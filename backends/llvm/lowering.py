@@ -23,9 +23,8 @@ FALLBACK = {
           "batched LAPACK call for it yet; backends/llvm/lapack.py has solve, cholesky, "
           "det, slogdet, lu, triangular_solve)" for p in P.LINALG if p not in lapack.LOWERED},
     **{p: "scipy.special (Cephes) for the one equation: no native implementation yet"
-       for p in (P.erfcx, P.digamma, P.polygamma, P.bessel_i0e, P.bessel_i1e, P.spence,
-                 P.zeta, P.igamma, P.igammac, P.bessel_jv, P.bessel_j0,
-                 P.betainc)},
+       for p in (P.polygamma, P.spence, P.zeta, P.igamma, P.igammac, P.bessel_jv,
+                 P.bessel_j0, P.betainc)},
     P.igamma_grad_a: "NumPy's series and continued fraction (backends/igamma_grad.py) for the "
                      "one equation: no native implementation yet",
     P.betainc_grad: "NumPy's continued fraction (backends/betainc_grad.py) for the one "
@@ -60,9 +59,9 @@ def lowering_gap(eqn) -> str | None:
 
 
 # libm calls in kernels: the loop around a call runs one element at a time, and the
-# math feeding it and fed by it stops overlapping across elements (1M erf(log y): 65 ms
-# fused, 0.6 + 23 ms as two kernels)
-CALLS_ALONE = {P.erf, P.erfc, P.lgamma, P.tgamma}
+# math feeding it and fed by it stops overlapping across elements (1M erf(log y) through
+# libm: 65 ms fused, 0.6 + 23 ms as two kernels)
+CALLS_ALONE = {P.lgamma, P.tgamma}
 CALL_ALONE_MIN_POINTS = 1 << 12
 
 

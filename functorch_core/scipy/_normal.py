@@ -5,24 +5,19 @@ compiles them), accurate to about an ulp in both tails.
 (erfc's relative condition number is ``2 z^2``), so the argument is carried as an exact
 ``z_hi + z_lo`` (Veltkamp's splitting and Dekker's product, with ``1/sqrt 2`` in two parts) and
 ``erfc(z_hi + z_lo) = erfc(z_hi) - 2/sqrt(pi) exp(-z_hi^2) z_lo`` to first order. Under a
-trace ``erfc`` is the cpu backend's (the C library's, within an ulp); on concrete arrays the
+trace ``erfc`` is the cpu backend's (inline polynomial code, within an ulp); on concrete arrays the
 interpreter's would be SciPy's, tens of ulps off from ``z = 1`` on, so there
 ``erfc(z) = exp(-z^2) erfcx(z)`` for ``z > 1/2``, with ``z^2 = s + e`` exactly (Dekker) and
 ``exp(-z^2) = exp(-s) (1 - e)``.
 
-``ndtri``: by symmetry only ``q = min(y, 1 - y)`` (``1 - y`` is exact for ``y >= 1/2``) is
-solved for, ``ndtr(x) = q`` with ``x <= 0``:
-
-* ``q >= 1e-16``: Giles' erfinv polynomials (the ones ``random.normal`` uses) at
-  ``w = -log(4 q (1 - q))``, so ``x = -sqrt 2 (1 - 2q) p(w)`` without the cancellation of
-  ``1 - (1 - 2q)^2``; then one Newton step on ``ndtr(x) - q``. The residual is
-  ``erf(x / sqrt 2) / 2 + (1/2 - q)`` for ``q >= 1/4``, where ``1/2 - q`` is exact, so ``x``
-  keeps its relative accuracy near 0; the compensated ``ndtr(x) - q`` below;
-* ``q < 1e-16`` (``x < -8.2``): a start within 4.5e-4 (Abramowitz & Stegun 26.2.23, a rational
-  function of ``t = sqrt(-2 log q)``), then two Newton steps on ``log ndtr(x) - log q`` with
-  the asymptotic series ``log ndtr(x) = -x^2/2 - log(-x sqrt(2 pi)) + log(1 - 1/x^2 + 3/x^4
-  - ...)``, 34 terms: within 1.5e-15 at ``x = -8.2``, far below past it; no ``erfc``, so the
-  subnormal ``q`` keep their accuracy.
+``ndtri`` and ``erfinv``: no iteration, a polynomial and at most two logs and a root per
+value (``_normal_tables.py``): with ``d = y - 1/2`` (``y/2`` for erfinv; exact),
+``ndtri = d P(2 d^2 / c^2 - 1)`` for ``|d| <= c = 0.3``, so ``x`` keeps its relative accuracy
+near 0; beyond, with ``q = min(y, 1 - y)`` (``1 - y`` is exact for ``y >= 1/2``),
+``t^2 = -2 log q`` and ``s = log t``, ``ndtri = -sqrt(t^2 H(s))`` with ``H`` one polynomial per
+piece of ``s`` (three, down to ``q = 2^-1075``: ``log q`` is accurate for subnormal ``q`` too),
+one rounding in the root instead of a root and a product. erfinv's tail is the same at
+``q = (1 - |y|) / 2`` with ``t^2 / 2 = -log q`` (the ``1/sqrt 2`` folded into the root).
 
 float32 and float16 are computed in float64 and rounded once, as SciPy does.
 """
@@ -36,19 +31,13 @@ import numpy as np
 from ir import primitives as P
 
 from .. import numpy as fnp
-from .._erfinv import erfinv as _erfinv_giles
-from .._erfinv import erfinv_ratio
 from ..numpy._core import is_tracer
+from . import _normal_tables as T
 
 _SQRT_HALF = (0.7071067811865476, -4.833646656726457e-17)     # 1/sqrt 2 = hi + lo
 _SPLIT = 134217729.0                                           # 2^27 + 1 (Veltkamp)
 _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
-# Abramowitz & Stegun 26.2.23: x ~ t - (c0 + c1 t + c2 t^2) / (1 + d1 t + d2 t^2 + d3 t^3)
-_AS_NUM = (2.515517, 0.802853, 0.010328)
-_AS_DEN = (1.0, 1.432788, 0.189269, 0.001308)
-_DEEP = 1e-16
-# (-1)^k (2k-1)!!: the asymptotic series of ndtr(x) (-x) / phi(x) in 1/x^2
-_SERIES = tuple(float(math.prod(range(1, 2 * k, 2))) * (-1) ** k for k in range(34))
+
 
 
 def _poly(coefs, t):
@@ -56,14 +45,6 @@ def _poly(coefs, t):
     for c in coefs[-2::-1]:
         out = out * t + c
     return out
-
-
-def _log_ndtr_asymptotic(x):
-    """``log ndtr(x)`` and its derivative for ``x < -8.2``."""
-    w = 1 / (x * x)
-    series = _poly(_SERIES, w)
-    log_cdf = -0.5 * (x * x) - fnp.log(-x * math.sqrt(2 * math.pi)) + fnp.log(series)
-    return log_cdf, -x / series
 
 
 def _split(v):
@@ -108,12 +89,45 @@ def ndtr(x):
     return fnp.asarray(fnp.where(x > 0, above, fnp.where(fnp.isnan(x), x, below)), dtype=dtype)
 
 
-def _newton(x, q):
-    central = q >= 0.25
-    # each branch sees a cheap argument (erf(0), erfc of the far tail) where it is not taken
-    mid = 0.5 * P.erf.bind(fnp.where(central, x, 0.0) * _SQRT_HALF[0]) + (0.5 - q)
-    r = fnp.where(central, mid, _lower_cdf(fnp.where(central, -40.0, x)) - q)
-    return x - r * math.sqrt(2 * math.pi) * fnp.exp(0.5 * (x * x))
+def _two_product(a, b):
+    """``a * b`` rounded and its exact rounding error (Dekker, with Veltkamp's splitting)."""
+    p = a * b
+    ah, al = _split(a)
+    bh, bl = _split(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def _sqrt_of_product(a, b):
+    """``sqrt(a b)`` for positive ``a``, ``b``: the root of the rounded product, then one
+    Newton correction with the product's and the square's exact errors (about half an ulp
+    instead of one and a half)."""
+    p, p_lo = _two_product(a, b)
+    x = fnp.sqrt(p)
+    sq, sq_lo = _two_product(x, x)
+    return x + (((p - sq) - sq_lo) + p_lo) / (2 * x)
+
+
+def _quantile(lead, d, q, central_table, t2_scale):
+    """``ndtri(1/2 + d)`` (``t2_scale`` 2, ``lead`` d) or ``erfinv(2d)`` (``t2_scale`` 1,
+    ``lead`` 2d), given ``q = min(1/2 + d, 1/2 - d)`` in (0, 1/2], both exact."""
+    central = fnp.abs(d) <= T.CENTRAL
+    dc = fnp.where(central, d, 0.0)
+    # lead (c0 + u Q(u)): the big product c0 lead exact in two parts, so only the small
+    # term's rounding is left with the final one
+    lc = fnp.where(central, lead, 0.0)
+    u = dc * dc * (2 / T.CENTRAL ** 2) - 1
+    hi, lo = _two_product(lc, central_table[0])
+    x_central = fnp.where(lc == 0, lc, hi + (lo + lc * (u * _poly(central_table[1:], u))))
+    log_q = fnp.log(fnp.where(central, 0.25, q))
+    t2 = -2 * log_q
+    s = 0.5 * fnp.log(t2)
+    h = None
+    for i in reversed(range(len(T.TAIL_H))):
+        lo, hi = T.TAIL_S[i:i + 2]
+        piece = _poly(T.TAIL_H[i], (s - (hi + lo) / 2) * (2 / (hi - lo)))
+        h = piece if h is None else fnp.where(s < hi, piece, h)
+    x_tail = _sqrt_of_product(-t2_scale * log_q, h)
+    return fnp.where(central, x_central, fnp.where(d > 0, x_tail, -x_tail))
 
 
 def ndtri(y):
@@ -126,37 +140,23 @@ def ndtri(y):
 def _ndtri(y):
     dtype = np.dtype(fnp.asarray(y).dtype)
     y = fnp.asarray(y, dtype=np.float64)
-    upper = y > 0.5
-    q = fnp.where(upper, 1 - y, y)
-    inside = fnp.logical_and(q > 0, q <= 0.5)
-    q = fnp.where(inside, q, 0.25)                   # keeps logs and steps finite
-    deep = q < _DEEP
-    log_q = fnp.log(q)
-    qs = fnp.where(deep, 0.25, q)
-    w = -(fnp.log(4 * qs) + fnp.log1p(-qs))          # -log(1 - (1 - 2q)^2), no cancellation
-    x = _newton(-math.sqrt(2) * (1 - 2 * qs) * erfinv_ratio(w, np.dtype(np.float64)), qs)
-    t = fnp.sqrt(-2 * fnp.where(deep, log_q, -800.0))
-    x_deep = -(t - _poly(_AS_NUM, t) / _poly(_AS_DEN, t))
-    for _ in range(2):
-        log_cdf, slope = _log_ndtr_asymptotic(x_deep)
-        x_deep = x_deep - (log_cdf - log_q) / slope
-    x = fnp.where(deep, x_deep, x)
-    x = fnp.where(upper, -x, x)
+    inside = fnp.logical_and(y > 0, y < 1)
+    ys = fnp.where(inside, y, 0.5)
+    q = fnp.where(ys > 0.5, 1 - ys, ys)
+    x = _quantile(ys - 0.5, ys - 0.5, q, T.CENTRAL_P, 2.0)
     edge = fnp.where(y == 0, -np.inf, fnp.where(y == 1, np.inf, np.nan))
-    x = fnp.where(inside, fnp.where(y == 0.5, 0.0, x), edge)
-    return fnp.asarray(x, dtype=dtype)
+    return fnp.asarray(fnp.where(inside, x, edge), dtype=dtype)
 
 
 def erfinv(y):
-    """The inverse error function of a float array ``y`` in [-1, 1]: Giles' polynomials (the
-    ones ``random.normal`` uses) for ``|y| < 1/2``, ``-ndtri((1 - |y|) / 2) / sqrt 2`` with
-    its sign above (``1 - |y|`` is exact there; Giles' ``log1p(-y*y)`` is not: a million ulps
-    at ``1 - y = 1e-16``). float32 and float16 are computed in float64 and rounded once."""
+    """The inverse error function of a float array ``y`` in [-1, 1] (±inf at ±1, NaN
+    outside). float32 and float16 are computed in float64 and rounded once."""
     dtype = np.dtype(fnp.asarray(y).dtype)
     y = fnp.asarray(y, dtype=np.float64)
     a = fnp.abs(y)
-    tail = a >= 0.5
+    inside = a < 1
     with np.errstate(all="ignore"):
-        t = -_ndtri(fnp.where(tail, 0.5 * (1 - a), 0.25)) * _SQRT_HALF[0]
-        out = fnp.where(tail, fnp.where(y < 0, -t, t), _erfinv_giles(fnp.where(tail, 0.0, y)))
-    return fnp.asarray(out, dtype=dtype)
+        ys = fnp.where(inside, y, 0.0)
+        x = _quantile(ys, 0.5 * ys, 0.5 * (1 - fnp.abs(ys)), T.ERFINV_CENTRAL_P, 1.0)
+        edge = fnp.where(y == 1, np.inf, fnp.where(y == -1, -np.inf, np.nan))
+        return fnp.asarray(fnp.where(inside, x, edge), dtype=dtype)

@@ -1,10 +1,11 @@
 """``scipy.special`` functions, traceable and differentiable (to any order where the
 derivative is itself a function here).
 
-``erf``, ``erfc``, ``gammaln`` and ``gamma`` compile to the C library's functions; the
+``erf``, ``erfc``, ``erfcx``, ``digamma``, ``i0e`` and ``i1e`` compile to inline polynomial
+code (the cpu backend's), ``gammaln`` and ``gamma`` to the C library's functions; the
 functions composed of elementary ones (``expit``, ``logit``, ``xlogy``, ``entr``,
-``logsumexp``, ``softmax``, ``ndtr``, ``erfinv``...) compile with them; ``digamma``,
-``polygamma``, ``zeta``, ``gammainc``, ``betainc``, the Bessel functions and ``spence`` run
+``logsumexp``, ``softmax``, ``ndtr``, ``ndtri``, ``erfinv``, ``sinc``...) compile with them;
+``polygamma``, ``zeta``, ``gammainc``, ``betainc``, ``jv`` and ``spence`` run
 SciPy's implementation for their equation. Inputs are real floating point (integers become
 float64, as in SciPy); complex arguments are not supported.
 """
@@ -15,6 +16,7 @@ import math
 
 import numpy as np
 
+from backends.llvm.mathfuncs import COSPI_F64, SINC_F64
 from ir import primitives as P
 
 from .. import numpy as fnp
@@ -77,15 +79,17 @@ spence = _unary(P.spence, "``scipy.special.spence``: the dilogarithm, "
 
 
 def i0(x):
-    """``scipy.special.i0``: the modified Bessel function of order 0."""
-    x = _float(x)
-    return to_result(P.bessel_i0e.bind(x) * fnp.exp(fnp.abs(x)), scalar=True)
+    """``scipy.special.i0``: the modified Bessel function of order 0 (float32 and float16
+    computed in float64 and rounded once, as SciPy does)."""
+    x, dtype = _wide(_float(x))
+    return to_result(cast(P.bessel_i0e.bind(x) * fnp.exp(fnp.abs(x)), dtype), scalar=True)
 
 
 def i1(x):
-    """``scipy.special.i1``: the modified Bessel function of order 1."""
-    x = _float(x)
-    return to_result(P.bessel_i1e.bind(x) * fnp.exp(fnp.abs(x)), scalar=True)
+    """``scipy.special.i1``: the modified Bessel function of order 1 (float32 and float16
+    computed in float64 and rounded once, as SciPy does)."""
+    x, dtype = _wide(_float(x))
+    return to_result(cast(P.bessel_i1e.bind(x) * fnp.exp(fnp.abs(x)), dtype), scalar=True)
 
 
 @custom_jvp
@@ -383,14 +387,39 @@ def j1(x):
     return jv(1.0, x)
 
 
+def _horner(coefs, t):
+    out = coefs[-1]
+    for c in coefs[-2::-1]:
+        out = out * t + c
+    return out
+
+
 def sinc(x):
-    """``numpy.sinc``: ``sin(pi x) / (pi x)``, 1 at 0."""
-    x = _float(x)
-    small = fnp.abs(x) < 1e-3         # the Maclaurin series: derivatives exact at 0 too
-    px = np.pi * fnp.where(small, fnp.ones_like(x), x)
-    z = (np.pi * x) ** 2
-    series = 1 - z / 6 * (1 - z / 20 * (1 - z / 42))
-    return to_result(fnp.where(small, series, fnp.sin(px) / px), scalar=True)
+    """``numpy.sinc``: ``sin(pi x) / (pi x)``, 1 at 0.
+
+    ``x = n/2 + r`` with ``n = round(2x)`` and ``|r| <= 1/4`` (exact), so ``sin(pi x)`` is
+    ``+-sin(pi r)`` or ``+-cos(pi r)`` by ``n mod 4``: polynomials, no ``sin`` call and no
+    rounding of ``pi x`` inside the sine (accurate next to the zeros at the integers too).
+    float32 and float16 are computed in float64 and rounded once.
+    """
+    x, dtype = _wide(_float(x))
+    with np.errstate(invalid="ignore"):             # eager, at +-inf: NaN, as NumPy's
+        return _sinc(x, dtype)
+
+
+def _sinc(x, dtype):
+    n = fnp.round(2 * x)
+    r = x - 0.5 * n
+    quarter = n - 4 * fnp.floor(0.25 * n)           # n mod 4
+    sign = fnp.where(quarter >= 2, -1.0, 1.0)
+    zero = n == 0
+    xs = fnp.where(zero, 1.0, x)                    # the branch not taken stays finite
+    rr = r * r
+    near = _horner(SINC_F64, rr)                       # sinc itself for |x| <= 1/4
+    even = sign * (r / xs) * near                   # sin(pi r) / (pi x)
+    odd = sign * _horner(COSPI_F64, rr) / (np.pi * xs)
+    out = fnp.where(zero, near, fnp.where(quarter % 2 == 0, even, odd))
+    return to_result(cast(out, dtype), scalar=True)
 
 
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
