@@ -445,11 +445,8 @@ def _fft2_by_rows(x, workers):
     m, n = x.shape[-2:]
     cols = np.empty((n, m), x.dtype)
     for src, dst in zip(x.reshape(-1, m, n), out.reshape(-1, m, n), strict=True):
-        # overwrite_x lets pocketfft work in place; where it does not, take what it returns
-        done = scipy.fft.fft(_transposed(src, cols), axis=1, workers=workers, overwrite_x=True)
-        done = scipy.fft.fft(_transposed(done, dst), axis=1, workers=workers, overwrite_x=True)
-        if done.ctypes.data != dst.ctypes.data:
-            np.copyto(dst, done)
+        scipy.fft.fft(_transposed(src, cols), axis=1, workers=workers, overwrite_x=True)
+        scipy.fft.fft(_transposed(cols, dst), axis=1, workers=workers, overwrite_x=True)
     return out
 
 
