@@ -421,35 +421,6 @@ def _betainc_grad(a, b, x, *, wrt):
 _FFT_SCIPY = {"fft": "fftn", "ifft": "ifftn", "rfft": "rfftn", "irfft": "irfftn"}
 
 
-# a forward 2-d transform of at least this many elements runs its columns as rows
-FFT2_ROWS_MIN = 1 << 16
-_TILE = 64      # rows per block of the transposes around a column pass
-
-
-def _transposed(src, dst):
-    """``dst = src.T`` (2-d) a block of source rows at a time: each block's writes are
-    runs of _TILE elements, where one strided copy writes single elements a row apart."""
-    for i in range(0, src.shape[0], _TILE):
-        np.copyto(dst[:, i:i + _TILE], src[i:i + _TILE].T)
-    return dst
-
-
-def _fft2_by_rows(x, workers):
-    """``fftn`` over the last two axes of complex ``x`` with pocketfft's bits, as two
-    passes over contiguous rows: the columns' transforms (pocketfft's first axis) on the
-    transposed matrix, transposed back, then the rows'. pocketfft's column pass reads
-    lines a row apart (a 2048^2 complex128: 44 ms for the columns, 14 for the rows; each
-    line is the same 1-d transform either way, so the bits do not change)."""
-    import scipy.fft
-    out = np.empty(x.shape, x.dtype)
-    m, n = x.shape[-2:]
-    cols = np.empty((n, m), x.dtype)
-    for src, dst in zip(x.reshape(-1, m, n), out.reshape(-1, m, n), strict=True):
-        scipy.fft.fft(_transposed(src, cols), axis=1, workers=workers, overwrite_x=True)
-        scipy.fft.fft(_transposed(cols, dst), axis=1, workers=workers, overwrite_x=True)
-    return out
-
-
 @_impl(P.fft)
 def _fft(x, *, fft_type, fft_lengths):
     import scipy.fft  # pocketfft: NumPy's own algorithm, with n-d transforms in one call
@@ -457,9 +428,6 @@ def _fft(x, *, fft_type, fft_lengths):
     axes = tuple(range(x.ndim - k, x.ndim))
     # independent 1-d transforms over threads: the same bits for any worker count
     workers = -1 if x.size >= 1 << 16 and x.size > x.shape[-1] else 1
-    if fft_type == "fft" and k == 2 and x.shape[-2:] == tuple(fft_lengths) and \
-            x.dtype.kind == "c" and x.shape[-2] * x.shape[-1] >= FFT2_ROWS_MIN:
-        return _fft2_by_rows(x, workers)
     out = getattr(scipy.fft, _FFT_SCIPY[fft_type])(x, s=tuple(fft_lengths), axes=axes,
                                                    workers=workers)
     want = P.complex_of(x.dtype) if fft_type == "rfft" else \

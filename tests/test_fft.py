@@ -134,32 +134,6 @@ def test_transpose_identity(fft_type, in_shape, lengths):
                                rtol=1e-10)
 
 
-@pytest.mark.parametrize("shape,dtype", [((256, 384), np.complex128),
-                                         ((2, 300, 256), np.complex64)])
-def test_big_forward_2d_transforms_run_columns_as_rows_with_pocketfft_bits(
-        monkeypatch, shape, dtype):
-    """A forward 2-d transform of at least FFT2_ROWS_MIN points transforms the transposed
-    columns as rows, then the rows (never pocketfft's strided column pass): fftn's bits,
-    batched, for a non-contiguous operand too."""
-    import scipy.fft
-
-    from backends import interpreter
-    assert shape[-1] * shape[-2] >= interpreter.FFT2_ROWS_MIN
-    rng = np.random.default_rng(8)
-    x = (rng.normal(size=shape) + 1j * rng.normal(size=shape)).astype(dtype)
-    views = [x, np.swapaxes(np.swapaxes(x, -1, -2).copy(), -1, -2)]
-    want = scipy.fft.fftn(x, axes=(-2, -1), workers=1)
-    calls = []
-    real_fft = scipy.fft.fft
-    monkeypatch.setattr(scipy.fft, "fftn", lambda *a, **k: pytest.fail("fftn called"))
-    monkeypatch.setattr(scipy.fft, "fft", lambda a, **k: calls.append(k["axis"]) or
-                        real_fft(a, **k))
-    for v in views:
-        for f in (fnp.fft.fft2, fc.jit(np.fft.fft2)):
-            np.testing.assert_array_equal(f(v), want, strict=True)
-    assert set(calls) == {1}
-
-
 @pytest.mark.parametrize("name,shape", [("fft2", (256, 384)), ("rfft", (64, 2048)),
                                         ("irfftn", (3, 128, 257))])
 def test_threaded_transforms_give_one_threads_bits(name, shape):
