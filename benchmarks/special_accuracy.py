@@ -35,6 +35,7 @@ import scipy.special as ss
 
 import functorch_core as fc
 import functorch_core.scipy.special as S
+from functorch_core.testing import ulp_distance
 
 mp.mp.prec = 200
 N = 160                      # points per range
@@ -236,22 +237,6 @@ def _reduction_mp(name, row):
     if name == "logsumexp":
         return [lse]
     return [v - lse if name == "log_softmax" else mp.exp(v - lse) for v in m]
-
-
-def ulp_distance(a, b):
-    """How many representable values lie between ``a`` and ``b`` (same dtype)."""
-    a, b = np.asarray(a), np.asarray(b)
-    bits = np.int64 if a.dtype == np.float64 else np.int32
-    low = np.iinfo(bits).min
-
-    def key(v):
-        i = v.view(bits).astype(np.int64)
-        return np.where(i < 0, np.int64(low) - i, i)
-
-    d = np.abs(key(a).astype(object) - key(b).astype(object)).astype(np.float64)
-    both_nan = np.isnan(a) & np.isnan(b)
-    one_nan = np.isnan(a) ^ np.isnan(b)
-    return np.where(both_nan, 0.0, np.where(one_nan, np.inf, d))
 
 
 _CACHE_PATH = os.environ.get("SPECIAL_ACCURACY_CACHE", "/tmp/special_accuracy.pkl")

@@ -150,3 +150,36 @@ def _check_vjp(f, args, v, v_tree, rng, order, atol, rtol):
         raise AssertionError(f"check_grads: vjp disagrees with jvp (order {order} remaining): "
                              f"<u, J v> = {lhs!r} but <J^T u, v> = {rhs!r} "
                              f"(atol={atol}, rtol={rtol})")
+
+
+def ulp_distance(a, b):
+    """How many representable floating-point values lie between ``a`` and ``b``,
+    elementwise: 0 for equal values (``+0`` and ``-0`` too) and for two NaNs, ``inf`` where
+    only one is NaN.
+
+    Args:
+        a (array_like): float16, float32 or float64 values.
+        b (array_like): values of ``a``'s dtype, broadcastable with ``a``.
+
+    Returns:
+        A float64 array of the distances.
+
+    Example::
+
+        >>> ulp_distance(np.float32(1), np.nextafter(np.float32(1), np.float32(2)))
+        array(1.)
+    """
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype != b.dtype or a.dtype.kind != "f":
+        raise TypeError(f"ulp_distance: a and b must be floats of one dtype, got {a.dtype} "
+                        f"and {b.dtype}")
+    bits = {2: np.int16, 4: np.int32, 8: np.int64}[a.dtype.itemsize]
+    low = int(np.iinfo(bits).min)
+
+    def key(v):      # the values' order as integers, -0 and +0 both 0
+        i = v.view(bits).astype(object)
+        return np.where(i < 0, low - i, i)
+
+    d = np.asarray(np.abs(key(a) - key(b)), dtype=np.float64)
+    return np.where(np.isnan(a) & np.isnan(b), 0.0,
+                    np.where(np.isnan(a) ^ np.isnan(b), np.inf, d))

@@ -13,6 +13,7 @@ import functorch_core.scipy.special as S
 from backends import registry
 from backends.llvm import lowering
 from backends.planning.partition import Fallback
+from functorch_core.testing import ulp_distance
 from ir import primitives as P
 
 mp = pytest.importorskip("mpmath")
@@ -24,17 +25,6 @@ MAX_ULPS = {np.float64: {"i0e": 2, "i1e": 2, "i0": 3, "i1": 3}, np.float32: dict
 REFERENCE = {"i0e": lambda x: mp.besseli(0, x) * mp.exp(-abs(x)),
              "i1e": lambda x: mp.besseli(1, x) * mp.exp(-abs(x)),
              "i0": lambda x: mp.besseli(0, x), "i1": lambda x: mp.besseli(1, x)}
-
-
-def _ulps(got, want):
-    itype = np.int64 if got.dtype == np.float64 else np.int32
-
-    def ordered(v):
-        i = v.view(itype).astype(np.int64)
-        return np.where(i < 0, np.iinfo(itype).min - i, i)
-    d = np.abs(ordered(got) - ordered(want)).astype(float)
-    d[(got == 0) & (want == 0)] = 0
-    return d
 
 
 def _points(dtype, top):
@@ -56,7 +46,7 @@ def test_bessel_within_their_ulp_bounds_of_mpmath(name, dtype):
         want = np.array([float(REFERENCE[name](mp.mpf(float(v)))) for v in x]).astype(dtype)
     got = np.asarray(fc.jit(getattr(S, name))(x))
     assert got.dtype == dtype
-    err = _ulps(got, want)
+    err = ulp_distance(got, want)
     assert err.max() <= MAX_ULPS[dtype][name], (x[np.argmax(err)], err.max())
 
 

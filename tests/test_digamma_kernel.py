@@ -11,21 +11,11 @@ import functorch_core as fc
 import functorch_core.scipy.special as S
 from backends.llvm import lowering
 from backends.planning.partition import Fallback
+from functorch_core.testing import ulp_distance
 from ir import primitives as P
 
 mp = pytest.importorskip("mpmath")
 ROOT = 1.4616321449683622
-
-
-def _ulps(got, want):
-    itype = np.int64 if got.dtype == np.float64 else np.int32
-
-    def ordered(v):
-        i = v.view(itype).astype(np.int64)
-        return np.where(i < 0, np.iinfo(itype).min - i, i)
-    d = np.abs(ordered(got) - ordered(want)).astype(float)
-    d[np.isnan(got) & np.isnan(want)] = 0
-    return d
 
 
 def _exact(x, dtype):
@@ -43,7 +33,7 @@ def test_digamma_positive_within_2_ulp_of_mpmath_next_to_its_root_too(dtype):
         x = x.astype(dtype)
     x = x[np.isfinite(x) & (x > 0)]
     got = np.asarray(fc.jit(S.digamma)(x))
-    err = _ulps(got, _exact(x, dtype))
+    err = ulp_distance(got, _exact(x, dtype))
     assert err.max() <= (2 if dtype == np.float64 else 1), (x[np.argmax(err)], err.max())
 
 
@@ -54,8 +44,8 @@ def test_digamma_negative_within_4_ulp_of_scipy_where_scipy_is_exact():
     x = x[x != np.floor(x)]
     exact, scipys = _exact(x, np.float64), ss.digamma(x)
     got = np.asarray(fc.jit(S.digamma)(x))
-    fine = _ulps(scipys, exact) <= 1
-    assert _ulps(got, scipys)[fine].max() <= 4
+    fine = ulp_distance(scipys, exact) <= 1
+    assert ulp_distance(got, scipys)[fine].max() <= 4
 
 
 def test_digamma_poles_and_edges_as_scipy_natively():
@@ -64,7 +54,7 @@ def test_digamma_poles_and_edges_as_scipy_natively():
     got, want = np.asarray(fc.jit(S.digamma)(x)), ss.digamma(x)
     finite = np.isfinite(want)
     np.testing.assert_array_equal(got[~finite], want[~finite])
-    assert _ulps(got[finite], want[finite]).max() <= 1
+    assert ulp_distance(got[finite], want[finite]).max() <= 1
     b = Builder()
     y = b.input((1 << 12,), "float64")
     plan = lowering.partition(b.graph(b(P.digamma, y)))

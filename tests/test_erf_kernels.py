@@ -11,6 +11,7 @@ import pytest
 from graph_builder import Builder
 
 from backends import registry
+from functorch_core.testing import ulp_distance
 from ir import primitives as P
 
 mp = pytest.importorskip("mpmath")
@@ -48,18 +49,6 @@ def _points(dtype):
         return x.astype(dtype)
 
 
-def _ulps(got, want):
-    """Representable values between got and want (0 for the same NaN/inf)."""
-    itype = np.int64 if got.dtype == np.float64 else np.int32
-    def ordered(v):
-        i = v.view(itype).astype(np.int64)
-        return np.where(i < 0, np.iinfo(itype).min - i, i)
-    d = np.abs(ordered(got) - ordered(want)).astype(float)
-    d[np.isnan(got) != np.isnan(want)] = np.inf
-    d[np.isnan(got) & np.isnan(want)] = 0
-    return d
-
-
 def _compiled(dtype, n):
     b = Builder()
     x = b.input((n,), np.dtype(dtype).name)
@@ -74,7 +63,7 @@ def test_erf_erfc_erfcx_within_their_ulp_bounds_of_mpmath(dtype):
     for name, value in zip(NAMES, got, strict=True):
         with np.errstate(over="ignore", under="ignore"):
             want = np.array([float(_exact(name, v)) for v in x]).astype(dtype)
-        err = _ulps(np.asarray(value), want)
+        err = ulp_distance(np.asarray(value), want)
         worst[name] = (err.max(), x[np.argmax(err)])
     assert all(worst[n][0] <= MAX_ULPS[dtype][n] for n in NAMES), worst
 
@@ -96,6 +85,6 @@ def test_erf_special_values_and_edges(dtype):
             want = np.array([float(_exact(name, v)) if np.isfinite(v) or name != "erf"
                              else float(np.sign(v)) for v in x]).astype(dtype)
         want[0] = np.nan
-        assert np.all(_ulps(value, want) <= 1), (name, x, value, want)
+        assert np.all(ulp_distance(value, want) <= 1), (name, x, value, want)
         zero = (x == 0) & (name == "erf")
         assert np.array_equal(np.signbit(value[zero]), np.signbit(x[zero])), name

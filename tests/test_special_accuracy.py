@@ -11,22 +11,7 @@ from hypothesis import strategies as st
 
 import functorch_core as fc
 import functorch_core.scipy.special as S
-from functorch_core.testing import check_grads
-
-
-def ulps(a, b):
-    """Representable values between ``a`` and ``b`` (same dtype; NaN against NaN: 0)."""
-    a, b = np.asarray(a), np.asarray(b)
-    assert a.dtype == b.dtype
-    bits = np.int64 if a.dtype == np.float64 else np.int32
-
-    def key(v):
-        i = v.view(bits).astype(object)
-        return np.where(i < 0, -(1 << (8 * v.itemsize - 1)) - i, i)
-
-    d = np.abs(key(a) - key(b)).astype(np.float64)
-    return np.where(np.isnan(a) & np.isnan(b), 0.0, np.where(np.isnan(a) ^ np.isnan(b),
-                                                               np.inf, d))
+from functorch_core.testing import check_grads, ulp_distance
 
 
 def both_modes(fn, *args):
@@ -49,7 +34,7 @@ Y_TAILS = np.r_[np.geomspace(1e-300, 1e-10, 60), np.geomspace(1e-10, 0.5, 60),
 def test_ndtri_within_4_ulp_of_scipy_in_both_tails():
     want = ss.ndtri(Y_TAILS)
     for got in both_modes(S.ndtri, Y_TAILS):
-        assert np.max(ulps(got, want)) <= 4
+        assert np.max(ulp_distance(got, want)) <= 4
 
 
 def test_ndtri_within_2_ulp_of_the_exact_value():
@@ -60,14 +45,14 @@ def test_ndtri_within_2_ulp_of_the_exact_value():
         return x
     want = mp_values(exact, Y_TAILS)
     for got in both_modes(S.ndtri, Y_TAILS):
-        assert np.max(ulps(got, want)) <= 2
+        assert np.max(ulp_distance(got, want)) <= 2
 
 
 def test_ndtri_float32_and_edges():
     y = np.r_[np.geomspace(1e-38, 0.5, 200), 1 - np.geomspace(6e-8, 0.5, 100)].astype(np.float32)
     for got in both_modes(S.ndtri, y):
         assert got.dtype == np.float32
-        assert np.max(ulps(got, ss.ndtri(y))) <= 1
+        assert np.max(ulp_distance(got, ss.ndtri(y))) <= 1
     edges = np.array([0.0, 1.0, 0.5, -0.1, 1.1, np.nan])
     for got in both_modes(S.ndtri, edges):
         np.testing.assert_array_equal(got, ss.ndtri(edges))
@@ -105,17 +90,17 @@ def test_ndtr_within_2_ulp_of_the_exact_value_natively():
     """The cpu backend's erfc is glibc's (within an ulp); the eager path runs SciPy's erfc,
     whose own tail errors (hundreds of ulps) it inherits."""
     want = mp_values(lambda mp, x: mp.ncdf(x), X_NDTR)
-    assert np.max(ulps(fc.jit(S.ndtr)(X_NDTR), want)) <= 2
+    assert np.max(ulp_distance(fc.jit(S.ndtr)(X_NDTR), want)) <= 2
 
 
 def test_ndtr_and_log_ndtr_eagerly_within_3_ulp_of_the_exact_value():
     """On concrete arrays the tail goes through erfcx and an exact exp(-z^2) (SciPy's erfc,
     the interpreter's, is up to 25 ulp off from z = 1 on, and ndtr inherited it)."""
     want = mp_values(lambda mp, x: mp.ncdf(x), X_NDTR)
-    assert np.max(ulps(S.ndtr(X_NDTR), want)) <= 3
+    assert np.max(ulp_distance(S.ndtr(X_NDTR), want)) <= 3
     x = np.linspace(8, 37, 60)
     want = mp_values(lambda mp, v: mp.log1p(-mp.ncdf(-v)), x)
-    assert np.max(ulps(S.log_ndtr(x), want)) <= 3
+    assert np.max(ulp_distance(S.log_ndtr(x), want)) <= 3
 
 
 def test_ndtr_and_log_ndtr_float32_round_the_float64_value():
@@ -123,13 +108,13 @@ def test_ndtr_and_log_ndtr_float32_round_the_float64_value():
     for name in ("ndtr", "log_ndtr"):
         for got in both_modes(getattr(S, name), x):
             assert got.dtype == np.float32
-            assert np.max(ulps(got, getattr(ss, name)(x))) <= 1
+            assert np.max(ulp_distance(got, getattr(ss, name)(x))) <= 1
 
 
 def test_log_ndtr_upper_tail():
     x = np.linspace(8, 37, 60)
     want = mp_values(lambda mp, v: mp.log1p(-mp.ncdf(-v)), x)
-    assert np.max(ulps(fc.jit(S.log_ndtr)(x), want)) <= 2
+    assert np.max(ulp_distance(fc.jit(S.log_ndtr)(x), want)) <= 2
 
 
 def test_log_ndtr_derivative_at_zero():
@@ -142,10 +127,10 @@ def test_log_ndtr_derivative_at_zero():
 def test_erfinv_near_one():
     y = np.r_[1 - np.geomspace(1.2e-16, 0.5, 80), -(1 - np.geomspace(1.2e-16, 0.5, 20))]
     for got in both_modes(S.erfinv, y):
-        assert np.max(ulps(got, ss.erfinv(y))) <= 4
+        assert np.max(ulp_distance(got, ss.erfinv(y))) <= 4
     y32 = (1 - np.geomspace(6e-8, 0.5, 100)).astype(np.float32)
     for got in both_modes(S.erfinv, y32):      # both within an ulp of the exact value
-        assert np.max(ulps(got, ss.erfinv(y32))) <= 2
+        assert np.max(ulp_distance(got, ss.erfinv(y32))) <= 2
 
 
 
@@ -156,7 +141,7 @@ def test_erfinv_within_2_ulp_of_the_exact_value_everywhere():
     y = np.r_[-g, g, np.linspace(0.55, 0.65, 41), 1 - np.geomspace(1.2e-16, 0.4, 60)]
     want = mp_values(lambda mp, v: mp.erfinv(v), y)
     for got in both_modes(S.erfinv, y):
-        assert np.max(ulps(got, want)) <= 2
+        assert np.max(ulp_distance(got, want)) <= 2
     edges = np.array([-0.0, 0.0, 1.0, -1.0, 1.5, -2.0, np.nan, np.inf])
     for got in both_modes(S.erfinv, edges):
         np.testing.assert_array_equal(got, ss.erfinv(edges))
@@ -175,11 +160,11 @@ def test_sinc_within_2_ulp_of_the_exact_value_next_to_its_zeros_too():
               0.75, 1.25, 1e6 + 0.3]
     want = mp_values(lambda mp, v: mp.sinpi(v) / (mp.pi * v) if v else mp.mpf(1), x)
     for got in both_modes(S.sinc, x):
-        assert np.max(ulps(got, want)) <= 2
+        assert np.max(ulp_distance(got, want)) <= 2
     x32 = x.astype(np.float32)
     want32 = mp_values(lambda mp, v: mp.sinpi(v) / (mp.pi * v) if v else mp.mpf(1), x32)
     for got in both_modes(S.sinc, x32):
-        assert got.dtype == np.float32 and np.max(ulps(got, want32.astype(np.float32))) <= 1
+        assert got.dtype == np.float32 and np.max(ulp_distance(got, want32.astype(np.float32))) <= 1
     edges = np.array([0.0, -0.0, 1.0, -3.0, 2.0 ** 60, np.inf, np.nan])
     for got in both_modes(S.sinc, edges):
         np.testing.assert_array_equal(got, [1, 1, 0, 0, 0, np.nan, np.nan])
@@ -197,7 +182,7 @@ def test_sinc_derivatives_at_zero_and_between_the_pieces():
 def test_logit_near_one_half(dtype):
     p = np.r_[np.linspace(0.25, 0.75, 201), 0.5 + np.geomspace(1e-7, 0.2, 40)].astype(dtype)
     for got in both_modes(S.logit, p):
-        assert np.max(ulps(got, ss.logit(p))) <= 2
+        assert np.max(ulp_distance(got, ss.logit(p))) <= 2
 
 
 @pytest.mark.parametrize("name", ["rel_entr", "kl_div"])
@@ -207,7 +192,7 @@ def test_relative_entropies_float32(name):
     y[:100] = x[:100] * np.float32(1 + 1e-3)
     for got in both_modes(getattr(S, name), x, y):
         assert got.dtype == np.float32
-        assert np.max(ulps(got, getattr(ss, name)(x, y))) <= 1
+        assert np.max(ulp_distance(got, getattr(ss, name)(x, y))) <= 1
 
 
 # --- betaln -----------------------------------------------------------------------------------
@@ -236,7 +221,7 @@ def test_betaln_one_huge_argument_within_4_ulp_of_scipy():
     b = np.array([1e-3, 0.5, 1.0, 2.5, 7.0, 8.0, 20.0])[:, None]
     a = np.geomspace(1e8, 1e300, 40)[None, :]
     for got in both_modes(S.betaln, a, b):
-        assert np.max(ulps(got, ss.betaln(a, b))) <= 4
+        assert np.max(ulp_distance(got, ss.betaln(a, b))) <= 4
 
 
 def test_betaln_float32_and_edges():
@@ -244,7 +229,7 @@ def test_betaln_float32_and_edges():
     b = np.r_[B_BIG[:50], B_SMALL[50:100]].astype(np.float32)
     for got in both_modes(S.betaln, a, b):
         assert got.dtype == np.float32
-        assert np.max(ulps(got, ss.betaln(a, b))) <= 1
+        assert np.max(ulp_distance(got, ss.betaln(a, b))) <= 1
     a = np.array([np.inf, 1.0, 0.0, -1.5, np.nan, 20.0, 3.0])
     b = np.array([1.0, np.inf, 1.0, 2.0, 1.0, np.inf, 4.0])
     for got in both_modes(S.betaln, a, b):
@@ -279,16 +264,33 @@ def test_j0_is_scipys_within_20_and_jv_beyond():
     are hundreds off)."""
     x = np.linspace(-100, 100, 1201)
     want = mp_values(lambda mp, v: mp.besselj(0, v), x)
-    scipy_exact = ulps(ss.j0(x), want) <= 1
+    scipy_exact = ulp_distance(ss.j0(x), want) <= 1
     near = np.abs(x) <= 20
     for got in both_modes(S.j0, x):
         np.testing.assert_array_equal(got[near], ss.j0(x[near]))
         np.testing.assert_array_equal(got[~near], ss.jv(0, x[~near]))
-        assert np.max(ulps(got, ss.j0(x))[scipy_exact]) <= 4
-        assert np.sum(ulps(got, want) > 4) < np.sum(ulps(ss.j0(x), want) > 4)
+        assert np.max(ulp_distance(got, ss.j0(x))[scipy_exact]) <= 4
+        assert np.sum(ulp_distance(got, want) > 4) < np.sum(ulp_distance(ss.j0(x), want) > 4)
 
 
 def test_j0_derivatives():
     x = np.array([-21.0, -3.0, 0.0, 0.7, 2.404825557695773, 19.9, 20.1, 40.0])
     np.testing.assert_allclose(fc.vmap(fc.grad(S.j0))(x), -ss.j1(x), rtol=1e-13, atol=1e-16)
     check_grads(S.j0, (x,), order=2, modes=("fwd", "rev"))
+
+
+@given(st.sampled_from([np.float16, np.float32, np.float64]), st.floats(allow_nan=False),
+       st.integers(0, 5))
+def test_ulp_distance_counts_representable_values(dtype, x, k):
+    with np.errstate(over="ignore"):
+        a = np.asarray(x, dtype)
+    up = a
+    for _ in range(k):
+        up = np.nextafter(up, np.asarray(np.inf, dtype))
+    if np.isfinite(up):
+        assert ulp_distance(a, up) == k == ulp_distance(up, a)
+    assert ulp_distance(np.asarray(0.0, dtype), np.asarray(-0.0, dtype)) == 0
+    nan = np.asarray(np.nan, dtype)
+    assert ulp_distance(nan, nan) == 0 and ulp_distance(a, nan) == np.inf
+    with pytest.raises(TypeError, match="ulp_distance"):
+        ulp_distance(np.float32(1), np.float64(1))
