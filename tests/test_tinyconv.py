@@ -128,6 +128,23 @@ def test_a_long_accumulator_row_takes_the_gemm_modes():
     np.testing.assert_allclose(exe([x, w])[0], f(x, w), rtol=1e-5, atol=1e-5)
 
 
+def test_a_padded_input_copy_past_the_stack_bound_takes_the_gemm_modes():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((8, 8, 32, 32)).astype(np.float32)     # 9.4M multiply-adds
+    w = rng.standard_normal((16, 8, 3, 3)).astype(np.float32)
+
+    def padded(x, w):
+        return lax.conv_general_dilated(x, w, (1, 1), [(1, 1), (1, 1)])
+
+    def valid(x, w):
+        return lax.conv_general_dilated(x, w, (1, 1), "VALID")
+    assert 8 * 8 * 34 * 34 * 4 > tinyconv.TINY_MAX_SCRATCH >= 6 * 8 * 34 * 34 * 4
+    for f, x_, native in ((padded, x, 0), (valid, x, 1), (padded, x[:6], 1)):
+        exe = _executable(f, x_, w)
+        assert _native_convs(exe) == (native, 1)
+        np.testing.assert_allclose(exe([x_, w])[0], f(x_, w), rtol=1e-4, atol=1e-4)
+
+
 def test_a_native_conv_is_named_so_and_only_a_small_one_joins_the_native_entry():
     from functorch_core.profiler import profile
     rng = np.random.default_rng(0)

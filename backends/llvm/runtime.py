@@ -189,14 +189,11 @@ def _object_compiled(module, obj):
 
 
 def _register_libm():
-    """Bind the libm symbols kernels call to this process's libm, explicitly (and
-    tinyconv's scratch allocator to CPython's raw, GIL-free one)."""
+    """Bind the libm symbols kernels call to this process's libm, explicitly."""
     libm = _libm()
     for base in _LIBM_NAMES:
         for sym in (base, base + "f"):
             llvm.add_symbol(sym, ctypes.cast(getattr(libm, sym), ctypes.c_void_p).value)
-    for sym, fn in ((tinyconv.MALLOC, "PyMem_RawMalloc"), (tinyconv.FREE, "PyMem_RawFree")):
-        llvm.add_symbol(sym, ctypes.cast(getattr(ctypes.pythonapi, fn), ctypes.c_void_p).value)
 
 
 def _libm():
