@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from bitwise import assert_bitwise
 from graph_builder import Builder
 from hypothesis import given
 from hypothesis import strategies as st
@@ -66,14 +67,6 @@ def _native_and_reference(prim, *args, **params):
     return got, want
 
 
-def _assert_bitwise(got, want):
-    assert len(got) == len(want)
-    for g, w in zip(got, want, strict=True):
-        g, w = np.asarray(g), np.asarray(w)
-        assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, w.dtype, g.shape, w.shape)
-        np.testing.assert_array_equal(g, w, strict=True)
-
-
 def _assert_ulps(got, want):
     for g, w in zip(got, want, strict=True):
         g, w = np.asarray(g), np.asarray(w)
@@ -87,7 +80,7 @@ def _assert_ulps(got, want):
 def test_solve_is_numpys_to_the_bit(dtype, lead, n):
     rng = np.random.default_rng(n)
     a, b = _general(rng, lead, n, dtype), _rand(rng, lead + (n, 3), dtype)
-    _assert_bitwise(*_native_and_reference(P.solve, a, b))
+    assert_bitwise(*_native_and_reference(P.solve, a, b))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -96,7 +89,7 @@ def test_cholesky_is_numpys_to_the_bit_and_reads_the_lower_triangle(dtype, lead,
     rng = np.random.default_rng(n + 1)
     a = _spd(rng, lead, n, dtype)
     a[..., ~np.tri(n, dtype=bool)] = np.nan        # never read
-    _assert_bitwise(*_native_and_reference(P.cholesky, a))
+    assert_bitwise(*_native_and_reference(P.cholesky, a))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -115,7 +108,7 @@ def test_cholesky_of_big_matrices_copies_tiles_of_one_triangle_to_the_bit(dtype,
         before = a.copy()
         (got,) = exe([a])
         np.testing.assert_array_equal(a, before, strict=True)
-        _assert_bitwise([got], run_graph(graph, [a]))
+        assert_bitwise([got], run_graph(graph, [a]))
         assert not np.any(got[..., ~np.tri(n, dtype=bool)])
 
 
@@ -157,7 +150,7 @@ def test_slogdet_inv_t_matches_numpy(dtype, lead, n):
     (sign, logdet, inv_t), (_, want_logdet, want_inv_t) = \
         _native_and_reference(P.slogdet_inv_t, a)
     np.testing.assert_array_equal(a, before, strict=True)
-    _assert_bitwise([sign, logdet], _native_and_reference(P.slogdet, a)[0])
+    assert_bitwise([sign, logdet], _native_and_reference(P.slogdet, a)[0])
     np.testing.assert_allclose(logdet, want_logdet, rtol=ULPS * np.finfo(logdet.dtype).eps)
     assert inv_t.dtype == want_inv_t.dtype == dtype and inv_t.shape == a.shape
     single = np.finfo(dtype).eps > 1e-10
@@ -184,7 +177,7 @@ def test_lu_is_scipys_to_the_bit(dtype, lead, n):
     rng = np.random.default_rng(n + 3)
     a = _rand(rng, lead + (n, n), dtype)
     a[(0,) * len(lead)][-1] = 0                  # a singular matrix still factors
-    _assert_bitwise(*_native_and_reference(P.lu, a))
+    assert_bitwise(*_native_and_reference(P.lu, a))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -199,7 +192,7 @@ def test_triangular_solve_is_scipys_to_the_bit(dtype, lead, n, left_side, lower,
     rng = np.random.default_rng(n + 4)
     a = _general(rng, lead, n, dtype)
     b = _rand(rng, lead + ((n, 3) if left_side else (2, n)), dtype)
-    _assert_bitwise(*_native_and_reference(
+    assert_bitwise(*_native_and_reference(
         P.triangular_solve, a, b, left_side=left_side, lower=lower, transpose_a=transpose_a,
         conjugate_a=conjugate_a, unit_diagonal=unit_diagonal))
 
@@ -208,8 +201,8 @@ def test_triangular_solve_is_scipys_to_the_bit(dtype, lead, n, left_side, lower,
 def test_singular_matrices_give_numpys_zero_determinant(dtype):
     a = np.ones((3, 4, 4), dtype)
     a[1] = np.eye(4) * 2
-    _assert_bitwise(*_native_and_reference(P.det, a))
-    _assert_bitwise(*_native_and_reference(P.slogdet, a))
+    assert_bitwise(*_native_and_reference(P.det, a))
+    assert_bitwise(*_native_and_reference(P.slogdet, a))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

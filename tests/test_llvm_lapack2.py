@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from bitwise import assert_bitwise
 from graph_builder import Builder
 from hypothesis import given
 from hypothesis import strategies as st
@@ -51,14 +52,6 @@ def _native_and_reference(prim, a, **params):
     return exe([a]), run_graph(graph, [a])
 
 
-def _assert_bitwise(got, want):
-    assert len(got) == len(want)
-    for g, w in zip(got, want, strict=True):
-        g, w = np.asarray(g), np.asarray(w)
-        assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, w.dtype, g.shape, w.shape)
-        np.testing.assert_array_equal(g, w, strict=True)
-
-
 def _same_outcome(prim, a, **params):
     """The native step and the interpreter both raise the same LinAlgError, or both return
     the same bits."""
@@ -70,7 +63,7 @@ def _same_outcome(prim, a, **params):
             exe([a])
         assert str(native.value) == str(e)
         return str(e)
-    _assert_bitwise(exe([a]), want)
+    assert_bitwise(exe([a]), want)
     return None
 
 
@@ -79,7 +72,7 @@ def _same_outcome(prim, a, **params):
 @pytest.mark.parametrize("full_matrices", [True, False])
 def test_qr_is_numpys_to_the_bit(dtype, lead, m, n, full_matrices):
     a = _rand(np.random.default_rng(m * n), lead + (m, n), dtype)
-    _assert_bitwise(*_native_and_reference(P.qr, a, full_matrices=full_matrices))
+    assert_bitwise(*_native_and_reference(P.qr, a, full_matrices=full_matrices))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -88,7 +81,7 @@ def test_qr_is_numpys_to_the_bit(dtype, lead, m, n, full_matrices):
                                                       (False, False)])
 def test_svd_is_numpys_to_the_bit(dtype, lead, m, n, full_matrices, compute_uv):
     a = _rand(np.random.default_rng(m * n + 1), lead + (m, n), dtype)
-    _assert_bitwise(*_native_and_reference(P.svd, a, full_matrices=full_matrices,
+    assert_bitwise(*_native_and_reference(P.svd, a, full_matrices=full_matrices,
                                            compute_uv=compute_uv))
 
 
@@ -99,7 +92,7 @@ def test_eigh_is_numpys_to_the_bit_and_reads_one_triangle(dtype, lead, n, lower)
     a = _rand(np.random.default_rng(n + 2), lead + (n, n), dtype)
     a = a + np.conj(np.swapaxes(a, -1, -2))
     a[..., ~np.tri(n, dtype=bool) if lower else ~np.tri(n, dtype=bool).T] = np.nan
-    _assert_bitwise(*_native_and_reference(P.eigh, a, lower=lower))
+    assert_bitwise(*_native_and_reference(P.eigh, a, lower=lower))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -110,7 +103,7 @@ def test_eig_is_numpys_to_the_bit(dtype, lead, n, compute_v):
     from LAPACK's two real columns as NumPy builds them."""
     a = _rand(np.random.default_rng(n + 3), lead + (n, n), dtype)
     got, want = _native_and_reference(P.eig, a, compute_v=compute_v)
-    _assert_bitwise(got, want)
+    assert_bitwise(got, want)
     if dtype.kind == "f" and n > 2:
         assert np.any(got[0].imag != 0)
 
@@ -162,7 +155,7 @@ def test_any_batch_and_shape_is_numpys_to_the_bit(name, batch, m, n, dtype, seed
                     "eigh": (P.eigh, {"lower": seed % 2 == 0}),
                     "eig": (P.eig, {"compute_v": True}),
                     "eigvals": (P.eig, {"compute_v": False})}[name]
-    _assert_bitwise(*_native_and_reference(prim, a, **params))
+    assert_bitwise(*_native_and_reference(prim, a, **params))
 
 
 def test_workspace_is_queried_once_per_shape_and_is_per_thread():
@@ -205,7 +198,7 @@ def test_big_real_svd_runs_gesdds_phases_with_one_threads_bits(dtype, lead, m, n
         for workers in (1, 2):
             runtime.set_num_threads(workers)
             exe, _ = _compiled(P.svd, a, full_matrices=full_matrices, compute_uv=True)
-            _assert_bitwise(exe([a]), want)
+            assert_bitwise(exe([a]), want)
     finally:
         runtime.set_num_threads(before)
 
