@@ -39,6 +39,8 @@ def _inputs(n):
         "gammainc": (pos, pos[::-1].copy()), "gammaincc": (pos, pos[::-1].copy()),
         "betaln": (pos, pos[::-1].copy()), "zeta": (1 + pos, pos[::-1].copy()),
         "i0": (z,), "i0e": (z,), "i1": (z,), "i1e": (z,), "sinc": (z,), "spence": (pos,),
+        "betainc": (pos, pos[::-1].copy(), u), "jv": (R.uniform(0, 20, n), pos),
+        "j0": (z * 10,),
     }
 
 

@@ -27,8 +27,9 @@ init twice (``dlopen`` counts references; the same addresses are stored). Return
 1 the BLAS library could not be opened, 2 it lacks a ``?gemm``, 3 out of memory.
 
 Steps that are not native code in this backend (interpreter fallbacks, control flow run
-from Python, convolutions, products whose operands need a copy) make compilation raise
-:class:`NotNativeError` naming the primitive.
+from Python, convolutions, products whose operands need a copy, LAPACK calls) and kernels
+calling SciPy's special functions (``scipy_calls.py``: pointers only a process that
+imported SciPy has) make compilation raise :class:`NotNativeError` naming the primitive.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from llvmlite import ir
 
 from ..planning import buffers
 from ..planning.plan import Blas, Conv, Fallback, Kernel, Lapack, Loop, Sort
-from . import codegen, runtime, sort
+from . import codegen, runtime, scipy_calls, sort
 from .blas import GemmCall, _numpy_openblas, blas_int_bits, emit_gemm, gemm_layout
 from .lowering import partition
 
@@ -63,6 +64,13 @@ def _check_native(plan):
             raise NotNativeError(f"compile_library: {step.eqn.prim.name} runs in the "
                                  f"interpreter in this backend ({step.reason}); a shared "
                                  "library cannot call Python")
+        if isinstance(step, Kernel):
+            called = [op.prim.name for op in step.ops if op.prim in scipy_calls.CALLS]
+            if called:
+                raise NotNativeError(f"compile_library: {called[0]} calls SciPy's compiled "
+                                     "scipy.special function through a pointer of this "
+                                     "process in this backend; a shared library cannot "
+                                     "hold it")
         if isinstance(step, Lapack):
             raise NotNativeError(f"compile_library: {step.eqn.prim.name} runs as "
                                  "Python-driven LAPACK calls in this backend; a shared "

@@ -12,7 +12,7 @@ from ir import primitives as P
 
 from ..planning import partition as planning
 from ..planning.partition import NEVER_LOWERED, PLANNED, numpy_gap
-from . import lapack
+from . import lapack, scipy_calls
 from .ops import RULES, unsupported
 
 # Why a primitive never lowers natively: the explicit fallback table. These run
@@ -23,8 +23,7 @@ FALLBACK = {
           "batched LAPACK call for it yet; backends/llvm/lapack.py has solve, cholesky, "
           "det, slogdet, lu, triangular_solve)" for p in P.LINALG if p not in lapack.LOWERED},
     **{p: "scipy.special (Cephes) for the one equation: no native implementation yet"
-       for p in (P.polygamma, P.spence, P.zeta, P.igamma, P.igammac, P.bessel_jv,
-                 P.bessel_j0, P.betainc)},
+       for p in (P.polygamma, P.zeta)},
     P.igamma_grad_a: "NumPy's series and continued fraction (backends/igamma_grad.py) for the "
                      "one equation: no native implementation yet",
     P.betainc_grad: "NumPy's continued fraction (backends/betainc_grad.py) for the one "
@@ -60,8 +59,10 @@ def lowering_gap(eqn) -> str | None:
 
 # libm calls in kernels: the loop around a call runs one element at a time, and the
 # math feeding it and fed by it stops overlapping across elements (1M erf(log y) through
-# libm: 65 ms fused, 0.6 + 23 ms as two kernels)
-CALLS_ALONE = {P.lgamma, P.tgamma}
+# libm: 65 ms fused, 0.6 + 23 ms as two kernels). So do the calls into SciPy (1M
+# spence(exp(u)) + exp(x) tanh(x), one thread: 88 ms fused, 31 isolated; an expensive
+# call with little math around it, gammainc(a, x) * 2 + 1: the same either way)
+CALLS_ALONE = {P.lgamma} | set(scipy_calls.CALLS)
 CALL_ALONE_MIN_POINTS = 1 << 12
 
 

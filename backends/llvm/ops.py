@@ -27,6 +27,7 @@ from . import complex_ops as C
 from . import erf as E
 from . import gamma as G
 from . import mathfuncs as M
+from . import scipy_calls
 
 I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
 F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
@@ -387,11 +388,13 @@ RULES |= {p: C.COMPLEX_RULES[p] for p in C.COMPLEX_RULES if p not in RULES}
 RULES[P.complex] = lambda e, dt, re, im: C.pack(e, re, im)
 RULES[P.threefry2x32] = _threefry2x32
 # glibc's, within 1-2 ulp: scipy.special's (cephes) agree to a few ulp
-RULES |= {P.lgamma: _libm("lgamma"), P.tgamma: _libm("tgamma")}
+RULES |= {P.lgamma: _libm("lgamma")}
 # inline (erf.py, bessel.py, gamma.py): they vectorize and fuse with the math around them
 RULES |= {P.erf: _inline(E.erf), P.erfc: _inline(E.erfc), P.erfcx: _inline(E.erfcx),
           P.bessel_i0e: _inline(B.i0e), P.bessel_i1e: _inline(B.i1e),
           P.digamma: _inline(G.digamma)}
+# calls into SciPy's compiled functions (scipy_calls.py): SciPy's values to the bit
+RULES |= scipy_calls.RULES
 
 @functools.cache
 def host_has_f16c() -> bool:
