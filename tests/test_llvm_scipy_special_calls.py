@@ -172,3 +172,13 @@ def test_aot_export_refuses_calls_into_scipy(tmp_path):
     exp = fc.export(lambda a, x: S.gammainc(a, x) * 2, np.ones(3), np.ones(3))
     with pytest.raises(NotNativeError, match="igamma calls SciPy"):
         exp.compile_library(tmp_path / "g.so", "g")
+
+
+def test_a_kernel_of_calls_releases_the_gil_from_4096_values():
+    """Such a kernel counts as POINTS_PER_CALL points per value: it leaves the GIL-holding
+    native entry (and splits over threads) well below PARALLEL_MIN_POINTS values."""
+    n = runtime.PARALLEL_MIN_POINTS // scipy_calls.POINTS_PER_CALL
+    assert n <= 4096
+    for size, in_entry in ((n - 1, True), (n, False)):
+        exe = CPU.compile(_graph(P.spence, [np.ones(size)]))
+        assert (exe.entry is not None) == in_entry, size

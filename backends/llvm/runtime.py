@@ -46,7 +46,7 @@ from .. import profiling
 from ..planning import buffers
 from ..planning.buffers import nbytes as _nbytes
 from ..planning.plan import Blas, Conv, Fallback, Kernel, Lapack, Loop, Plan, Sort
-from . import cache, codegen, sort, tinyconv
+from . import cache, codegen, scipy_calls, sort, tinyconv
 from .blas import DotGeneral, GemmCall, gemm_address, gemm_layout
 from .conv import Conv as ConvGemm
 from .lapack import lapack_step
@@ -678,6 +678,8 @@ class Executable:
             if isinstance(step, Kernel):
                 fn, slots, outer = fns[id(step)]
                 points = int(np.prod(step.shape, dtype=np.int64))
+                if scipy_calls.calls_scipy(step):
+                    points *= scipy_calls.POINTS_PER_CALL
                 self.steps.append(_native_step(fn, slots, outer, points))
                 if points < PARALLEL_MIN_POINTS:   # the entry holds the GIL: small only
                     calls.append((fn, slots, 0, outer or 0))

@@ -44,6 +44,12 @@ CALLS = {
     # float32 (one thread, 1M values), and SciPy's values to the bit
     P.tgamma: ("gamma", "__pyx_fuse_1gamma", None),
 }
+# A kernel calling SciPy counts each element as this many points where the runtime decides
+# whether to split it over threads and whether the GIL-holding native entry may run it (a
+# call costs 20-350 ns, an element of vectorized math about 1): from 4096 values on, such a
+# kernel releases the GIL (100K gammainc: another Python thread ran 1.5x as fast beside it,
+# beside spence 3x) instead of holding it up to 90 ms
+POINTS_PER_CALL = 64
 _C_TYPES = {"double": F64, "float": F32}
 _bound: dict = {}       # symbol -> the C type of its values
 
@@ -107,6 +113,11 @@ def emit_call(e, prim, dt, *args):
         from .ops import _f64_to_f16
         return _f64_to_f16(e, r)
     return b.fptrunc(r, args[0].type)
+
+
+def calls_scipy(kernel) -> bool:
+    """Whether a planned kernel calls a SciPy function."""
+    return any(op.prim in CALLS for op in kernel.ops)
 
 
 def _rule(prim):
