@@ -182,3 +182,41 @@ def test_a_kernel_of_calls_releases_the_gil_from_4096_values():
     for size, in_entry in ((n - 1, True), (n, False)):
         exe = CPU.compile(_graph(P.spence, [np.ones(size)]))
         assert (exe.entry is not None) == in_entry, size
+
+
+CACHED_SCRIPT = """
+import json
+import numpy as np, scipy.special as ss
+import functorch_core as fc, functorch_core.scipy.special as S
+from backends.llvm import cache
+a, x = np.linspace(0.1, 30, 5000), np.linspace(30, 0.2, 5000)
+got = fc.jit(lambda a, x: S.gammainc(a, x) * S.gamma(a / 4) + S.jv(a, x))(a, x)
+np.testing.assert_array_equal(got, ss.gammainc(a, x) * ss.gamma(a / 4) + ss.jv(a, x))
+print(json.dumps({"stats": dict(cache.stats), "results": [got.tobytes().hex()]}))
+"""
+
+
+def test_disk_cached_object_code_calls_scipy_in_a_fresh_process(tmp_path):
+    """The kernels name SciPy's functions by symbol, bound in each process when the rule is
+    emitted: object code from the disk cache links against the new process's SciPy."""
+    from test_llvm_cache import run_script
+    first = run_script(tmp_path / "cache", tmp_path, CACHED_SCRIPT)
+    second = run_script(tmp_path / "cache", tmp_path, CACHED_SCRIPT)
+    assert first["stats"].get("hits", 0) == 0 and second["stats"]["hits"] >= 1
+    assert second["stats"].get("compiled", 0) == 0
+    assert second["results"] == first["results"]
+
+
+@pytest.mark.parametrize("mode", ["warn", "raise"])
+def test_scipy_seterr_does_not_reach_the_native_calls(mode):
+    """SciPy's special-function error handling belongs to its ufuncs: the compiled functions
+    return their value (NaN for a < 0) and neither warn nor raise, small or split arrays."""
+    f = fc.jit(lambda a, x: S.gammainc(a, x) + S.spence(x))
+    before = ss.geterr()
+    ss.seterr(all=mode)
+    try:
+        for n in (10, runtime.PARALLEL_MIN_POINTS):
+            r = f(-np.ones(n), -np.ones(n))
+            assert np.isnan(r).all()
+    finally:
+        ss.seterr(**before)

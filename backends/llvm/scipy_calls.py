@@ -12,7 +12,9 @@ float16 takes the loop SciPy's ufunc picks for it (the float64 one for gammainc,
 ``dd->d`` loop comes first: then the double result is rounded once to half). So native,
 interpreter and SciPy agree to the bit (tests/test_llvm_scipy_special_calls.py).
 
-The trailing ``int skip_dispatch`` of every exported function is passed as 0. A call stops
+The trailing ``int skip_dispatch`` of every exported function is passed as 0. These
+functions never consult ``scipy.special.seterr`` (that is the ufuncs' doing): natively a
+domain error gives SciPy's value (NaN) with no warning or ``SpecialFunctionError``. A call stops
 the vectorizer around it (see ``lowering.CALLS_ALONE``). A shared library cannot hold
 these pointers (they exist only in a process that imported SciPy): ``aot.py`` refuses
 graphs with them.
