@@ -158,9 +158,11 @@ def test_many_threads_at_once_give_the_same_bits():
     assert_bitwise(got, [want[i % len(jobs)] for i in range(len(got))])
 
 
-def test_signature_check_rejects_a_non_double_function():
+def test_signature_checks_reject_other_functions():
     with pytest.raises(RuntimeError, match="itj0y0"):
         scipy_calls._signature("itj0y0")
+    with pytest.raises(RuntimeError, match="takes 2 values, not 3"):
+        scipy_calls.bind("gammainc", 3)
 
 
 def test_aot_export_refuses_calls_into_scipy(tmp_path):

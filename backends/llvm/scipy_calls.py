@@ -14,10 +14,10 @@ interpreter and SciPy agree to the bit (tests/test_llvm_scipy_special_calls.py).
 
 The trailing ``int skip_dispatch`` of every exported function is passed as 0. These
 functions never consult ``scipy.special.seterr`` (that is the ufuncs' doing): natively a
-domain error gives SciPy's value (NaN) with no warning or ``SpecialFunctionError``. A call stops
-the vectorizer around it (see ``lowering.CALLS_ALONE``). A shared library cannot hold
-these pointers (they exist only in a process that imported SciPy): ``aot.py`` refuses
-graphs with them.
+domain error gives SciPy's value (NaN) with no warning or ``SpecialFunctionError``. A
+call stops the vectorizer around it (see ``lowering.CALLS_ALONE``). A shared library
+cannot hold these pointers (they exist only in a process that imported SciPy):
+``aot.py`` refuses graphs with them.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ CALLS = {
 # beside spence 3x) instead of holding it up to 90 ms
 POINTS_PER_CALL = 64
 _C_TYPES = {"double": F64, "float": F32}
-_bound: dict = {}       # symbol -> the C type of its values
+_bound: dict = {}       # symbol -> (the C type of its values, how many it takes)
 
 
 def _signature(capsule_name: str):
@@ -72,21 +72,25 @@ def _signature(capsule_name: str):
     return _C_TYPES[ret], len(args) - 1
 
 
-def bind(capsule_name: str):
-    """The symbol kernels call for ``capsule_name``, bound to SciPy's function (once per
-    process), and its value type."""
+def bind(capsule_name: str, n_args: int):
+    """The symbol kernels call for ``capsule_name`` (a function of ``n_args`` values),
+    bound to SciPy's function (once per process), and its value type."""
     symbol = f"fc_sf_{capsule_name.removeprefix('__pyx_')}"
     if symbol not in _bound:
         import scipy.special.cython_special as cs
 
         from . import runtime
         from .blas import _capsule_pointer
-        ty, _ = _signature(capsule_name)
+        signature = _signature(capsule_name)
         address = _capsule_pointer(cs.__pyx_capi__[capsule_name])
         with runtime._lock:
             llvm.add_symbol(symbol, address)
-        _bound[symbol] = ty
-    return symbol, _bound[symbol]
+        _bound[symbol] = signature
+    ty, n = _bound[symbol]
+    if n != n_args:
+        raise RuntimeError(f"scipy.special.cython_special.{capsule_name} takes {n} values, "
+                           f"not {n_args}")
+    return symbol, ty
 
 
 @functools.cache
@@ -102,7 +106,7 @@ def emit_call(e, prim, dt, *args):
     ``dt`` as SciPy's ufunc loop for ``dt`` rounds it."""
     ufunc, double, single = CALLS[prim]
     in_double = dt == np.float64 or _loop_is_double(ufunc, np.dtype(dt), len(args))
-    symbol, ty = bind(double if in_double or single is None else single)
+    symbol, ty = bind(double if in_double or single is None else single, len(args))
     b = e.b
     fn = e.module.globals.get(symbol)
     if fn is None:
