@@ -23,7 +23,7 @@ FALLBACK = {
           "batched LAPACK call for it yet; backends/llvm/lapack.py has solve, cholesky, "
           "det, slogdet, lu, triangular_solve)" for p in P.LINALG if p not in lapack.LOWERED},
     **{p: "scipy.special (Cephes) for the one equation: no native implementation yet"
-       for p in (P.polygamma, P.spence, P.zeta, P.igamma, P.igammac, P.bessel_jv,
+       for p in (P.spence, P.igamma, P.igammac, P.bessel_jv,
                  P.bessel_j0, P.betainc)},
     P.igamma_grad_a: "NumPy's series and continued fraction (backends/igamma_grad.py) for the "
                      "one equation: no native implementation yet",
