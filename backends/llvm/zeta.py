@@ -39,6 +39,9 @@ ATANH_TAIL = tuple(1 / (2 * j + 5) for j in range(11))
 TWO_THIRDS = (0.6666666666666666, 3.700743415417188e-17)
 X_BIG = 2000.0      # w^(1-x) underflows for x above this: the bracket uses min(x, X_BIG)
 CEPHES_BIG_Q = 1e8  # Cephes switches to its asymptotic form above this (x = inf: 0)
+# from this x on, Cephes's rising factorial (x)_23 overflows: a sum that underflowed to 0
+# becomes 0 * inf = NaN (q <= CEPHES_BIG_Q)
+CEPHES_NAN_X = 25256835601046.0
 
 
 def _two_sum(e, a, c):
@@ -183,6 +186,10 @@ def _zeta_parts(e, x, q, double):
                                         zero, nan)))
     r = b.select(b.fcmp_ordered("==", x, inf), at_inf,
                  b.select(b.fcmp_ordered("==", q, inf), zero, hi))
+    cephes_nan = b.and_(b.fcmp_ordered("==", r, zero),
+                        b.and_(b.fcmp_ordered(">=", x, _c(F64, CEPHES_NAN_X)),
+                               b.fcmp_ordered("<=", q, _c(F64, CEPHES_BIG_Q))))
+    r = b.select(cephes_nan, nan, r)
     x_int = b.fcmp_ordered("==", x, e.intrinsic("floor", x))
     r = b.select(b.and_(neg, b.not_(x_int)), nan, r)
     r = b.select(b.or_(e.isnan(q), e.isnan(x)), nan, r)
