@@ -28,6 +28,7 @@ from . import erf as E
 from . import gamma as G
 from . import mathfuncs as M
 from . import scipy_calls
+from . import zeta as Z
 
 I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
 F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
@@ -389,10 +390,13 @@ RULES[P.complex] = lambda e, dt, re, im: C.pack(e, re, im)
 RULES[P.threefry2x32] = _threefry2x32
 # glibc's, within 1-2 ulp: scipy.special's (cephes) agree to a few ulp
 RULES |= {P.lgamma: _libm("lgamma")}
-# inline (erf.py, bessel.py, gamma.py): they vectorize and fuse with the math around them
+# inline (erf.py, bessel.py, gamma.py, zeta.py): they vectorize and fuse with the math around
+# them
 RULES |= {P.erf: _inline(E.erf), P.erfc: _inline(E.erfc), P.erfcx: _inline(E.erfcx),
           P.bessel_i0e: _inline(B.i0e), P.bessel_i1e: _inline(B.i1e),
-          P.digamma: _inline(G.digamma)}
+          P.digamma: _inline(G.digamma),
+          P.zeta: lambda e, dt, x, q: Z.zeta(e, x, q),
+          P.polygamma: lambda e, dt, x, order: Z.polygamma(e, x, order)}
 # calls into SciPy's compiled functions (scipy_calls.py): SciPy's values to the bit
 RULES |= scipy_calls.RULES
 
