@@ -25,10 +25,6 @@ FALLBACK = {
     **{p: "scipy.special (Cephes) for the one equation: no native implementation yet"
        for p in (P.polygamma, P.spence, P.zeta, P.igamma, P.igammac, P.bessel_jv,
                  P.bessel_j0, P.betainc)},
-    P.igamma_grad_a: "NumPy's series and continued fraction (backends/igamma_grad.py) for the "
-                     "one equation: no native implementation yet",
-    P.betainc_grad: "NumPy's continued fraction (backends/betainc_grad.py) for the one "
-                    "equation: no native implementation yet",
     P.fft: "pocketfft through scipy.fft for the one equation: as fast as NumPy's own FFT, "
            "faster than a DFT we would emit (benchmarks/linalg_fft.py)",
 }

@@ -27,6 +27,7 @@ from . import complex_ops as C
 from . import erf as E
 from . import gamma as G
 from . import mathfuncs as M
+from . import special_grads as SG
 
 I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
 F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
@@ -392,6 +393,8 @@ RULES |= {P.lgamma: _libm("lgamma"), P.tgamma: _libm("tgamma")}
 RULES |= {P.erf: _inline(E.erf), P.erfc: _inline(E.erfc), P.erfcx: _inline(E.erfcx),
           P.bessel_i0e: _inline(B.i0e), P.bessel_i1e: _inline(B.i1e),
           P.digamma: _inline(G.digamma)}
+# loops with data-dependent trip counts: internal functions called per element
+RULES |= {P.igamma_grad_a: SG.igamma_grad_a, P.betainc_grad: SG.betainc_grad}
 
 @functools.cache
 def host_has_f16c() -> bool:

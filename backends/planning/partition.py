@@ -65,7 +65,7 @@ _WINDOW_REDUCE = {P.reduce_window_sum: P.reduce_sum, P.reduce_window_max: P.redu
 _SELECT_WINDOW = (P.select_and_gather_add, P.select_and_scatter_add)
 VIEW_OPS = (P.broadcast_in_dim, P.transpose, P.reshape, P.squeeze, P.expand_dims, P.rev,
             P.slice)
-ELEMENTWISE_FAMILIES = ("unary", "binary", "select", "convert")
+ELEMENTWISE_FAMILIES = ("unary", "binary", "select", "convert", "special3")
 SCANS = (P.cumsum, P.cumprod, P.cummax, P.cummin)
 # reductions that NumPy still applies over no axes: (combining op, identity)
 _COMBINED_WHEN_EMPTY = {P.reduce_sum: (P.add, 0), P.reduce_prod: (P.mul, 1)}
