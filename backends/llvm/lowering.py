@@ -22,10 +22,6 @@ FALLBACK = {
     **{p: "LAPACK through NumPy/SciPy's linalg routines for the one equation (no native "
           "batched LAPACK call for it yet; backends/llvm/lapack.py has solve, cholesky, "
           "det, slogdet, lu, triangular_solve)" for p in P.LINALG if p not in lapack.LOWERED},
-    P.igamma_grad_a: "NumPy's series and continued fraction (backends/igamma_grad.py) for the "
-                     "one equation: no native implementation yet",
-    P.betainc_grad: "NumPy's continued fraction (backends/betainc_grad.py) for the one "
-                    "equation: no native implementation yet",
     P.fft: "pocketfft through scipy.fft for the one equation: as fast as NumPy's own FFT, "
            "faster than a DFT we would emit (benchmarks/linalg_fft.py)",
 }

@@ -28,6 +28,7 @@ from . import erf as E
 from . import gamma as G
 from . import mathfuncs as M
 from . import scipy_calls
+from . import special_grads as SG
 from . import zeta as Z
 
 I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
@@ -399,6 +400,8 @@ RULES |= {P.erf: _inline(E.erf), P.erfc: _inline(E.erfc), P.erfcx: _inline(E.erf
           P.polygamma: lambda e, dt, x, order: Z.polygamma(e, x, order)}
 # calls into SciPy's compiled functions (scipy_calls.py): SciPy's values to the bit
 RULES |= scipy_calls.RULES
+# loops with data-dependent trip counts: internal functions called per element
+RULES |= {P.igamma_grad_a: SG.igamma_grad_a, P.betainc_grad: SG.betainc_grad}
 
 @functools.cache
 def host_has_f16c() -> bool:

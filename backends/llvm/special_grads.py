@@ -1,0 +1,307 @@
+"""``igamma_grad_a`` (``dP(a, x)/da``) and ``betainc_grad`` (``dI_x(a, b)/da``, ``/db``) as
+native code: the series and continued fractions of ``backends/igamma_grad.py`` and
+``backends/betainc_grad.py``, operation for operation (same order, same stopping tests, same
+:data:`MAX_TERMS`), so the results are the NumPy reference's up to the rounding of the helpers
+(``lgamma``/``tgamma`` from libm for SciPy's ``gammaln``/``betaln``, the inline ``log``,
+``log1p``, ``exp`` and ``digamma``).
+
+The trip counts depend on the data, so each is an internal function defined once per module
+(loops with phis) that the kernel calls per element. float32 (and float16) operands are
+computed in double and rounded once, as the NumPy versions do.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+
+from .. import betainc_grad as _NB
+from .. import igamma_grad as _NI
+from . import gamma as G
+from . import mathfuncs as M
+from .erf import _narrow
+from .mathfuncs import F64, _c
+
+I32, I64 = ir.IntType(32), ir.IntType(64)
+_EPS = float(np.finfo(np.float64).eps)
+MAXGAM = 171.624376956302725       # SciPy's betaln: Gamma itself below, lgamma above
+_PAIR = ir.LiteralStructType([F64, F64])
+
+
+def _fabs(e, x):
+    return e.intrinsic("fabs", x)
+
+
+def _gt(b, x, y):
+    return b.fcmp_ordered(">", x, y)
+
+
+def _finite(e, x):
+    return e.b.fcmp_ordered("<", _fabs(e, x), _c(F64, float("inf")))
+
+
+class _Loop:
+    """A loop with phis: ``carried`` is a list of initial values; ``body(values)`` returns
+    ``(next_values, go_on)``; ``run`` returns the values at exit."""
+
+    def __init__(self, e, name):
+        self.e, self.name = e, name
+
+    def run(self, carried, body):
+        b = self.e.b
+        pre = b.block
+        head = b.append_basic_block(self.name)
+        done = b.append_basic_block(self.name + ".done")
+        b.branch(head)
+        b.position_at_end(head)
+        phis = [b.phi(v.type) for v in carried]
+        for p, v in zip(phis, carried, strict=True):
+            p.add_incoming(v, pre)
+        new, go_on = body(phis)
+        for p, v in zip(phis, new, strict=True):
+            p.add_incoming(v, b.block)
+        b.cbranch(go_on, head, done)
+        b.position_at_end(done)
+        return new
+
+
+def _define(e, name, ret, args, build):
+    """The internal function ``name`` of ``e``'s module, its body built on first use by
+    ``build(inner_emitter, *args)`` (which returns the value to return)."""
+    fn = e.module.globals.get(name)
+    if fn is None:
+        fn = ir.Function(e.module, ir.FunctionType(ret, args), name)
+        fn.linkage = "internal"
+        inner = type(e)(ir.IRBuilder(fn.append_basic_block("entry")))
+        inner.b.ret(build(inner, *fn.args))
+        e.libm_used |= inner.libm_used
+    return fn
+
+
+def _lgamma(e, x):
+    return e.libm("lgamma", x)
+
+
+# --- igamma_grad_a ------------------------------------------------------------------------
+
+def _igamma_series(e, a, x):
+    """``dP/da`` by the series (``x <= 1`` or ``x <= a``)."""
+    b = e.b
+    one, eps = _c(F64, 1.0), _c(F64, _EPS)
+    logx = M.log(e, x)
+    a1 = b.fadd(a, one)
+    pre = M.exp(e, b.fsub(b.fsub(b.fmul(a, logx), x), _lgamma(e, a1)))
+    dpre = b.fmul(pre, b.fsub(logx, G.digamma(e, a1)))
+    zero = _c(F64, 0.0)
+
+    def step(v):
+        c, dc, s, ds, r, i = v
+        r = b.fadd(r, one)
+        ratio = b.fdiv(x, r)
+        dc = b.fmul(ratio, b.fsub(dc, b.fdiv(c, r)))
+        c = b.fmul(c, ratio)
+        s, ds = b.fadd(s, c), b.fadd(ds, dc)
+        live = b.or_(_gt(b, _fabs(e, c), b.fmul(eps, _fabs(e, s))),
+                     _gt(b, _fabs(e, dc), b.fmul(eps, _fabs(e, ds))))
+        i = b.add(i, ir.Constant(I32, 1))
+        return [c, dc, s, ds, r, i], b.and_(live, b.icmp_signed("<", i, _c(I32, _NI.MAX_TERMS)))
+
+    _, _, s, ds, _, _ = _Loop(e, "series").run([one, zero, one, zero, a, _c(I32, 0)], step)
+    return b.fadd(b.fmul(dpre, s), b.fmul(pre, ds))
+
+
+def _igamma_fraction(e, a, x):
+    """``dQ/da`` by Legendre's continued fraction (``x > 1`` and ``x > a``)."""
+    b = e.b
+    one, two, zero = _c(F64, 1.0), _c(F64, 2.0), _c(F64, 0.0)
+    eps, big, small = _c(F64, _EPS), _c(F64, _NI._BIG), _c(F64, 1 / _NI._BIG)
+    logx = M.log(e, x)
+    pre = M.exp(e, b.fsub(b.fsub(b.fmul(a, logx), x), _lgamma(e, a)))
+    dpre = b.fmul(pre, b.fsub(logx, G.digamma(e, a)))
+    y, z = b.fsub(one, a), b.fsub(b.fadd(x, two), a)
+    p1, q1 = b.fadd(x, one), b.fmul(z, x)
+    dq1 = b.fneg(x)
+    f = b.fdiv(p1, q1)
+    df = b.fdiv(b.fsub(b.fmul(zero, q1), b.fmul(p1, dq1)), b.fmul(q1, q1))
+
+    def step(v):
+        y, z, p2, q2, p1, q1, dp2, dq2, dp1, dq1, f, df, k = v
+        y, z = b.fadd(y, one), b.fadd(z, two)
+        kf = b.sitofp(k, F64)
+        yk, dyk = b.fmul(y, kf), b.fneg(kf)
+        p = b.fsub(b.fmul(p1, z), b.fmul(p2, yk))
+        q = b.fsub(b.fmul(q1, z), b.fmul(q2, yk))
+        dp = b.fsub(b.fsub(b.fsub(b.fmul(dp1, z), p1), b.fmul(dp2, yk)), b.fmul(p2, dyk))
+        dq = b.fsub(b.fsub(b.fsub(b.fmul(dq1, z), q1), b.fmul(dq2, yk)), b.fmul(q2, dyk))
+        ok = b.fcmp_unordered("!=", q, zero)
+        fk = b.fdiv(p, q)
+        dfk = b.fdiv(b.fsub(b.fmul(dp, q), b.fmul(p, dq)), b.fmul(q, q))
+        moved = b.and_(ok, b.or_(_gt(b, _fabs(e, b.fsub(fk, f)), b.fmul(eps, _fabs(e, fk))),
+                                 _gt(b, _fabs(e, b.fsub(dfk, df)), b.fmul(eps, _fabs(e, dfk)))))
+        f, df = b.select(ok, fk, f), b.select(ok, dfk, df)
+        scale = b.select(_gt(b, _fabs(e, p), big), small, one)
+        carried = [b.fmul(v, scale) for v in (p1, q1, p, q, dp1, dq1, dp, dq)]
+        live = b.or_(moved, b.fcmp_ordered("==", q, zero))
+        go_on = b.and_(live, b.icmp_signed("<", k, _c(I32, _NI.MAX_TERMS)))
+        return [y, z, *carried, f, df, b.add(k, _c(I32, 1))], go_on
+
+    start = [y, z, one, x, p1, q1, zero, zero, zero, dq1, f, df, _c(I32, 1)]
+    out = _Loop(e, "fraction").run(start, step)
+    f, df = out[10], out[11]
+    return b.fadd(b.fmul(dpre, f), b.fmul(pre, df))
+
+
+def _igamma_body(e, a, x):
+    b = e.b
+    zero, nan = _c(F64, 0.0), _c(F64, float("nan"))
+    valid = b.and_(_gt(b, a, zero), b.fcmp_ordered(">=", x, zero))
+    edge = b.or_(b.fcmp_ordered("==", x, zero), b.fcmp_ordered("==", x, _c(F64, float("inf"))))
+    inner = b.and_(b.and_(valid, _gt(b, x, zero)), b.and_(_finite(e, x), _finite(e, a)))
+    outside = b.select(b.and_(valid, edge), zero, nan)
+    use_cf = b.and_(_gt(b, x, _c(F64, 1.0)), _gt(b, x, a))
+    with b.if_then(b.not_(inner)):
+        b.ret(outside)
+    with b.if_else(use_cf) as (then, otherwise):
+        with then:
+            cf = b.fneg(_igamma_fraction(e, a, x))
+            cf_block = b.block
+        with otherwise:
+            series = _igamma_series(e, a, x)
+            series_block = b.block
+    r = b.phi(F64)
+    r.add_incoming(cf, cf_block)
+    r.add_incoming(series, series_block)
+    return r
+
+
+def igamma_grad_a(e, dt, a, x):
+    """``dP(a, x)/da`` (``backends/igamma_grad.py``) for float or double operands."""
+    fn = _define(e, "fc_igamma_grad_a", F64, [F64, F64], _igamma_body)
+    wide = [v if v.type == F64 else e.b.fpext(v, F64) for v in (a, x)]
+    return _narrow(e, a, e.b.call(fn, wide))
+
+
+# --- betainc_grad ---------------------------------------------------------------------------
+
+def _betaln(e, a, b_):
+    """SciPy's ``betaln`` for positive finite ``a``, ``b``: ``log(Gamma(a) Gamma(b) /
+    Gamma(a + b))`` by Gamma itself while every argument is below :data:`MAXGAM`, else the
+    sum of ``lgamma`` terms (SciPy's asymptotic series for ``max > 1e6 min`` is not done)."""
+    b = e.b
+    hi = b.select(b.fcmp_ordered("<", a, b_), b_, a)
+    lo = b.select(b.fcmp_ordered("<", a, b_), a, b_)
+    s = b.fadd(hi, lo)
+    maxgam = _c(F64, MAXGAM)
+    large = b.or_(_gt(b, s, maxgam), b.or_(_gt(b, hi, maxgam), _gt(b, lo, maxgam)))
+    with b.if_else(large) as (then, otherwise):
+        with then:
+            by_log = b.fadd(_lgamma(e, hi), b.fsub(_lgamma(e, lo), _lgamma(e, s)))
+            log_block = b.block
+        with otherwise:
+            gs, ghi, glo = (e.libm("tgamma", v) for v in (s, hi, lo))
+            # the quotient of the two that are further apart first, as SciPy
+            first = _gt(b, _fabs(e, b.fsub(ghi, gs)), _fabs(e, b.fsub(glo, gs)))
+            ratio = b.select(first, b.fmul(b.fdiv(glo, gs), ghi), b.fmul(b.fdiv(ghi, gs), glo))
+            by_gamma = M.log(e, _fabs(e, ratio))
+            gamma_block = b.block
+    r = b.phi(F64)
+    r.add_incoming(by_log, log_block)
+    r.add_incoming(by_gamma, gamma_block)
+    return r
+
+
+def _beta_fraction(e, a, b_, x):
+    """``(dI/da, dI/db)`` below the switch point: ``K F`` differentiated term by term."""
+    b = e.b
+    one, zero = _c(F64, 1.0), _c(F64, 0.0)
+    tol, big, small = _c(F64, _NB._TOL), _c(F64, _NB._BIG), _c(F64, 1 / _NB._BIG)
+    logx, log1mx = M.log(e, x), M.log1p(e, b.fneg(x))
+    k = M.exp(e, b.fsub(b.fsub(b.fadd(b.fmul(a, logx), b.fmul(b_, log1mx)), M.log(e, a)),
+                        _betaln(e, a, b_)))
+    ab = b.fadd(a, b_)
+    both = G.digamma(e, ab)
+    dlk_a = b.fadd(b.fsub(b.fsub(logx, b.fdiv(one, a)), G.digamma(e, a)), both)
+    dlk_b = b.fadd(b.fsub(log1mx, G.digamma(e, b_)), both)
+
+    def step(v):
+        a2, a2a, a2b, b2, b2a, b2b, a1, a1a, a1b, b1, b1a, b1b, f, fa, fb, n = v
+        m = b.sitofp(b.lshr(n, _c(I32, 1)), F64)
+        am, a2m = b.fadd(a, m), b.fadd(a, b.fmul(_c(F64, 2.0), m))
+        with b.if_else(b.trunc(n, ir.IntType(1))) as (odd, even):
+            with odd:
+                a2m1 = b.fadd(a2m, one)
+                den = b.fmul(a2m, a2m1)
+                abm = b.fadd(ab, m)
+                d_o = b.fdiv(b.fmul(b.fmul(b.fneg(am), abm), x), den)
+                inv = b.fsub(b.fsub(b.fadd(b.fdiv(one, am), b.fdiv(one, abm)),
+                                    b.fdiv(one, a2m)), b.fdiv(one, a2m1))
+                da_o = b.fmul(d_o, inv)
+                db_o = b.fdiv(b.fmul(b.fneg(am), x), den)
+                odd_block = b.block
+            with even:
+                a2m_1 = b.fsub(a2m, one)
+                den = b.fmul(a2m_1, a2m)
+                d_e = b.fdiv(b.fmul(b.fmul(m, b.fsub(b_, m)), x), den)
+                da_e = b.fmul(b.fneg(d_e), b.fadd(b.fdiv(one, a2m_1), b.fdiv(one, a2m)))
+                db_e = b.fdiv(b.fmul(m, x), den)
+                even_block = b.block
+        d, da, db = (b.phi(F64) for _ in range(3))
+        for phi, vo, ve in ((d, d_o, d_e), (da, da_o, da_e), (db, db_o, db_e)):
+            phi.add_incoming(vo, odd_block)
+            phi.add_incoming(ve, even_block)
+
+        def term(v1, v1x, v2, v2x, dx):     # v1x + dx v2 + d v2x, in the reference's order
+            return b.fadd(b.fadd(v1x, b.fmul(dx, v2)), b.fmul(d, v2x))
+        new = (b.fadd(a1, b.fmul(d, a2)), term(a1, a1a, a2, a2a, da), term(a1, a1b, a2, a2b, db),
+               b.fadd(b1, b.fmul(d, b2)), term(b1, b1a, b2, b2a, da), term(b1, b1b, b2, b2b, db))
+        a2, a2a, a2b, b2, b2a, b2b = a1, a1a, a1b, b1, b1a, b1b
+        a1, a1a, a1b, b1, b1a, b1b = new
+        fn = b.fdiv(a1, b1)
+        fna = b.fdiv(b.fsub(a1a, b.fmul(fn, b1a)), b1)
+        fnb = b.fdiv(b.fsub(a1b, b.fmul(fn, b1b)), b1)
+        ok = b.fcmp_unordered("!=", b1, zero)
+        changed = [_gt(b, _fabs(e, b.fsub(new_, old)), b.fmul(tol, _fabs(e, new_)))
+                   for new_, old in ((fn, f), (fna, fa), (fnb, fb))]
+        moved = b.and_(ok, b.or_(b.or_(changed[0], changed[1]), changed[2]))
+        f, fa, fb = b.select(ok, fn, f), b.select(ok, fna, fa), b.select(ok, fnb, fb)
+        scale = b.select(_gt(b, _fabs(e, b1), big), small, one)
+        carried = [b.fmul(v, scale) for v in (a2, a2a, a2b, b2, b2a, b2b,
+                                              a1, a1a, a1b, b1, b1a, b1b)]
+        live = b.or_(moved, b.fcmp_ordered("==", b1, zero))
+        go_on = b.and_(live, b.icmp_signed("<", n, _c(I32, _NB.MAX_TERMS)))
+        return [*carried, f, fa, fb, b.add(n, _c(I32, 1))], go_on
+
+    start = [zero, zero, zero, one, zero, zero, one, zero, zero, one, zero, zero,
+             one, zero, zero, _c(I32, 1)]
+    out = _Loop(e, "beta_fraction").run(start, step)
+    f, fa, fb = out[12:15]
+    da = b.fmul(k, b.fadd(b.fmul(f, dlk_a), fa))
+    db = b.fmul(k, b.fadd(b.fmul(f, dlk_b), fb))
+    return b.insert_value(b.insert_value(ir.Constant(_PAIR, ir.Undefined), da, 0), db, 1)
+
+
+def _betainc_body(e, a, b_, x, wrt):
+    b = e.b
+    zero, one, nan = _c(F64, 0.0), _c(F64, 1.0), _c(F64, float("nan"))
+    valid = b.and_(b.and_(_gt(b, a, zero), _gt(b, b_, zero)),
+                   b.and_(b.fcmp_ordered(">=", x, zero), b.fcmp_ordered("<=", x, one)))
+    valid = b.and_(valid, b.and_(_finite(e, a), _finite(e, b_)))
+    edge = b.or_(b.fcmp_ordered("==", x, zero), b.fcmp_ordered("==", x, one))
+    with b.if_then(b.or_(b.not_(valid), edge)):
+        b.ret(b.select(valid, zero, nan))
+    # I = 1 - I_(1-x)(b, a) above (a + 1) / (a + b + 2): the parameters trade places
+    swap = _gt(b, x, b.fdiv(b.fadd(a, one), b.fadd(b.fadd(a, b_), _c(F64, 2.0))))
+    fn = _define(e, "fc_beta_fraction", _PAIR, [F64, F64, F64], _beta_fraction)
+    pair = b.call(fn, [b.select(swap, b_, a), b.select(swap, a, b_),
+                       b.select(swap, b.fsub(one, x), x)])
+    first = b.icmp_signed("==", b.xor(wrt, b.zext(swap, I32)), _c(I32, 0))
+    r = b.select(first, b.extract_value(pair, 0), b.extract_value(pair, 1))
+    return b.select(swap, b.fneg(r), r)
+
+
+def betainc_grad(e, dt, a, b_, x, *, wrt):
+    """``dI_x(a, b)/da`` (``wrt`` 0) or ``/db`` (1) (``backends/betainc_grad.py``) for float
+    or double operands."""
+    fn = _define(e, "fc_betainc_grad", F64, [F64, F64, F64, I32], _betainc_body)
+    wide = [v if v.type == F64 else e.b.fpext(v, F64) for v in (a, b_, x)]
+    return _narrow(e, a, e.b.call(fn, [*wide, _c(I32, wrt)]))
