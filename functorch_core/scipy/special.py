@@ -36,13 +36,14 @@ __all__ = ["erf", "erfc", "erfinv", "erfcx", "ndtr", "ndtri", "log_ndtr", "expit
            "log_softmax", "spence", "jv", "j0", "j1"]
 
 
-def _float(*xs):
-    """The operands in their common floating dtype (integers: float64)."""
+def _float(*xs, complex_ok=False):
+    """The operands in their common floating (or, with ``complex_ok``, complex) dtype
+    (integers: float64)."""
     xs = [operand(x) for x in xs]
     dt = result_type(*xs)             # Python scalars are weak (NEP 50)
     if dt.kind in "biu":
         dt = np.dtype(np.float64)
-    if dt.kind == "c":
+    if dt.kind == "c" and not complex_ok:
         raise TypeError("functorch_core.scipy.special: complex arguments are not supported")
     xs = [cast(array_operand(x), dt) for x in xs]
     if len(xs) > 1:
@@ -202,11 +203,11 @@ def logit(p):
 
 
 def _x_times(log, dlog):
-    """``x * log(y)``, 0 where ``x == 0``; its derivative in ``x`` is ``log(y)`` everywhere
-    (not the 0 of the ``where``)."""
+    """``x * log(y)``, 0 where ``x == 0`` (unless ``y`` is NaN); its derivative in ``x`` is
+    ``log(y)`` everywhere (not the 0 of the ``where``)."""
     @custom_jvp
     def f(x, y):
-        return fnp.where(x == 0, fnp.zeros_like(x), x * log(y))
+        return fnp.where(fnp.logical_and(x == 0, y == y), fnp.zeros_like(x), x * log(y))
 
     @f.defjvp
     def f_jvp(primals, tangents):
@@ -221,14 +222,16 @@ _xlog1py = _x_times(fnp.log1p, lambda y: 1 / (1 + y))
 
 
 def xlogy(x, y):
-    """``scipy.special.xlogy``: ``x * log(y)``, 0 where ``x == 0``; its derivative in ``x``
-    is ``log(y)`` there too (not the 0 of the ``where``)."""
-    return to_result(_xlogy(*_float(x, y)), scalar=True)
+    """``scipy.special.xlogy``: ``x * log(y)``, 0 where ``x == 0`` and ``y`` is not NaN; its
+    derivative in ``x`` is ``log(y)`` there too (not the 0 of the ``where``). Complex
+    arguments take the principal ``log``, as SciPy's."""
+    return to_result(_xlogy(*_float(x, y, complex_ok=True)), scalar=True)
 
 
 def xlog1py(x, y):
-    """``scipy.special.xlog1py``: ``x * log1p(y)``, 0 where ``x == 0``."""
-    return to_result(_xlog1py(*_float(x, y)), scalar=True)
+    """``scipy.special.xlog1py``: ``x * log1p(y)``, 0 where ``x == 0`` and ``y`` is not NaN
+    (complex arguments too)."""
+    return to_result(_xlog1py(*_float(x, y, complex_ok=True)), scalar=True)
 
 
 def entr(x):
@@ -239,23 +242,33 @@ def entr(x):
 
 def rel_entr(x, y):
     """``scipy.special.rel_entr``: ``x log(x / y)`` for ``x, y > 0``, 0 for ``x == 0, y >= 0``,
-    ``inf`` otherwise."""
+    NaN where either is NaN, ``inf`` otherwise."""
     x, y, dtype = _wide(*_float(x, y))
     ok = fnp.logical_and(x > 0, y > 0)
-    safe_y = fnp.where(ok, y, 1.0)
-    val = _xlogy(x, fnp.where(ok, x, 1.0) / safe_y)
+    safe_x, safe_y = fnp.where(ok, x, 1.0), fnp.where(ok, y, 1.0)
+    ratio = safe_x / safe_y
+    # where x / y under- or overflows: log x - log y (x log(x / y) is then far from 0 or inf)
+    wide = fnp.logical_or(ratio < np.finfo(np.float64).tiny, fnp.isinf(ratio))
+    val = x * fnp.where(wide, fnp.log(safe_x) - fnp.log(safe_y),
+                        fnp.log(fnp.where(wide, 1.0, ratio)))
     edge = fnp.where(fnp.logical_and(x == 0, y >= 0), fnp.zeros_like(x), fnp.full_like(x, np.inf))
-    return to_result(cast(fnp.where(ok, val, edge), dtype), scalar=True)
+    return to_result(cast(fnp.where(ok, val, _nan_if_nan(x, y, edge)), dtype), scalar=True)
+
+
+def _nan_if_nan(x, y, value):
+    """``value``, but NaN where ``x`` or ``y`` is NaN (SciPy's order of tests)."""
+    either = fnp.logical_or(fnp.isnan(x), fnp.isnan(y))
+    return fnp.where(either, fnp.full_like(value, np.nan), value)
 
 
 def kl_div(x, y):
     """``scipy.special.kl_div``: ``x log(x / y) - x + y`` for ``x, y > 0``, ``y`` for
-    ``x == 0, y >= 0``, ``inf`` otherwise."""
+    ``x == 0, y >= 0``, NaN where either is NaN, ``inf`` otherwise."""
     x, y, dtype = _wide(*_float(x, y))
     ok = fnp.logical_and(x > 0, y > 0)
     val = rel_entr(x, y) - x + y
     edge = fnp.where(fnp.logical_and(x == 0, y >= 0), y, fnp.full_like(x, np.inf))
-    return to_result(cast(fnp.where(ok, val, edge), dtype), scalar=True)
+    return to_result(cast(fnp.where(ok, val, _nan_if_nan(x, y, edge)), dtype), scalar=True)
 
 
 def loggamma(x):
@@ -334,7 +347,15 @@ def betaln(a, b):
         >>> betaln(np.array([1e10, 2.0]), np.array([1.0, 3.0]))
         array([-23.02585093,  -2.48490665])
     """
-    return to_result(_betaln_fn(*_float(a, b)), scalar=True)
+    a, b = _float(a, b)
+    pole = fnp.logical_or(_non_positive_integer(a), _non_positive_integer(b))
+    return to_result(fnp.where(pole, np.inf, _betaln_fn(a, b)), scalar=True)
+
+
+def _non_positive_integer(x):
+    """Where ``x`` is 0, a negative integer or ``-inf``: a pole of ``Gamma``, where SciPy's
+    ``betaln`` gives ``inf`` whatever the other argument (NaN included)."""
+    return fnp.logical_and(x <= 0, fnp.floor(x) == x)
 
 
 def betainc(a, b, x):
@@ -400,9 +421,15 @@ def sinc(x):
     ``x = n/2 + r`` with ``n = round(2x)`` and ``|r| <= 1/4`` (exact), so ``sin(pi x)`` is
     ``+-sin(pi r)`` or ``+-cos(pi r)`` by ``n mod 4``: polynomials, no ``sin`` call and no
     rounding of ``pi x`` inside the sine (accurate next to the zeros at the integers too).
-    float32 and float16 are computed in float64 and rounded once.
+    float32 and float16 are computed in float64 and rounded once. Complex ``x`` takes
+    ``sin(pi x) / (pi x)`` as NumPy does.
     """
-    x, dtype = _wide(_float(x))
+    x = _float(x, complex_ok=True)
+    if np.dtype(fnp.asarray(x).dtype).kind == "c":
+        zero = x == 0
+        pix = np.pi * fnp.where(zero, fnp.ones_like(x), x)
+        return to_result(fnp.where(zero, fnp.ones_like(x), fnp.sin(pix) / pix), scalar=True)
+    x, dtype = _wide(x)
     with np.errstate(invalid="ignore"):             # eager, at +-inf: NaN, as NumPy's
         return _sinc(x, dtype)
 
@@ -426,28 +453,33 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
     """``scipy.special.logsumexp``: ``log(sum(b * exp(a)))`` over ``axis`` without overflow;
     ``return_sign=True`` returns ``(log|sum|, sign)`` for signed weights ``b``.
 
+    Complex ``a`` or ``b``, as SciPy's: the principal ``log`` of the sum, and with
+    ``return_sign=True`` the real ``log|sum|`` and the complex ``sum / |sum|``.
+
     Example::
 
         >>> logsumexp(np.array([1000.0, 1000.0]))
         np.float64(1000.6931471805599)
     """
-    a = _float(a)
+    a = _float(a, complex_ok=True)
     if b is not None:
-        a, b = _float(a, b)
-    top = fnp.max(a, axis=axis, keepdims=True)
+        a, b = _float(a, b, complex_ok=True)
+    is_complex = np.dtype(fnp.asarray(a).dtype).kind == "c"
+    top = fnp.max(fnp.real(a) if is_complex else a, axis=axis, keepdims=True)
     top = fnp.where(fnp.isfinite(top), top, 0.0)
     terms = fnp.exp(a - top)
     if b is not None:
         terms = terms * b
     total = fnp.sum(terms, axis=axis, keepdims=True)
     sign = fnp.sign(total)
-    out = fnp.log(fnp.abs(total) if return_sign or b is not None else total) + top
+    signed = return_sign or (b is not None and not is_complex)
+    out = fnp.log(fnp.abs(total) if signed else total) + top
     if not keepdims:
         out = fnp.squeeze(out, axis=axis)
         sign = fnp.squeeze(sign, axis=axis)
     if return_sign:
         return to_result(out, scalar=True), to_result(sign, scalar=True)
-    if b is not None:
+    if b is not None and not is_complex:
         out = fnp.where(sign < 0, np.nan, out)
     return to_result(out, scalar=True)
 
@@ -462,5 +494,6 @@ def softmax(x, axis=None):
 def log_softmax(x, axis=None):
     """``scipy.special.log_softmax``: ``x - logsumexp(x)`` over ``axis``."""
     x = _float(x)
-    shifted = x - fnp.max(x, axis=axis, keepdims=True)
+    top = fnp.max(x, axis=axis, keepdims=True)
+    shifted = x - fnp.where(fnp.isfinite(top), top, 0.0)      # SciPy's shift
     return to_result(shifted - fnp.log(fnp.sum(fnp.exp(shifted), axis=axis, keepdims=True)))
