@@ -89,3 +89,26 @@ def test_reductions_with_infinities(name):
         want = getattr(ss, name)(rows, axis=1)
         for f in (getattr(S, name), fc.jit(getattr(S, name), static_argnames="axis")):
             np.testing.assert_array_equal(f(rows, axis=1), want)
+
+
+def test_riemann_zeta_edges_as_scipy():
+    # q=None: Riemann's zeta, continued below 1 (SciPy's too), not Hurwitz's NaN there
+    for dtype in (np.float64, np.float32):
+        _check("zeta", S.zeta, ss.zeta, (np.concatenate([EDGES, -EDGES]),), dtype)
+
+
+# 40-digit mpmath values of Riemann's zeta below 1 (computed once, mpmath is not a test
+# dependency): ours within 9 ulp there (SciPy's zeta is up to thousands of ulp off)
+RIEMANN = {-0.75: -0.13364277443658457, -0.3: -0.29381306812972124, 0.25: -0.8132784052618917,
+           0.9: -9.430114019402255, -7.3: 0.003936040865716961, -25.5: -78486.1485692177,
+           -40.1: -578915384409825.0, -99.7: 8.93124427937847e+76,
+           -1e-12: -0.49999999999908107}
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_riemann_zeta_below_one_is_accurate(jit):
+    from functorch_core.testing import ulp_distance
+    x = np.array(list(RIEMANN))
+    ours = (fc.jit(S.zeta) if jit else S.zeta)(x)
+    assert ulp_distance(ours, np.array(list(RIEMANN.values()))).max() <= 9
+    assert S.zeta(-2.0) == 0 and S.zeta(-100.0) == 0 and S.zeta(0.0) == -0.5
