@@ -150,6 +150,9 @@ def _expr(prim, dt, out, args, params):
     if prim in _BITS or (kind == "b" and prim in (P.add, P.mul, P.max, P.min)):
         sym = _BITS.get(prim) or ("|" if prim in (P.add, P.max) else "&")
         return f"({args[0]} {sym} {args[1]})"
+    if prim is P.lgamma:       # -inf at -inf, as SciPy's gammaln (CUDA's lgamma: +inf)
+        low = -float(np.finfo(compute_dtype(dt)).max)
+        return f"(F_lgamma_{fsuffix(dt)}({args[0]}) if {args[0]} >= {low!r} else {args[0]})"
     if prim in _FLOAT_UNARY:
         return f"F_{_FLOAT_UNARY[prim]}_{fsuffix(dt)}({args[0]})"
     if prim in _FLOAT_BINARY:

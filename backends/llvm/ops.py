@@ -15,6 +15,7 @@ an equation cannot lower natively (the reason goes into the fallback table).
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 from llvmlite import binding as llvm
@@ -389,8 +390,16 @@ RULES |= {p: _real_or_complex(p, RULES[p]) for p in C.COMPLEX_RULES if p in RULE
 RULES |= {p: C.COMPLEX_RULES[p] for p in C.COMPLEX_RULES if p not in RULES}
 RULES[P.complex] = lambda e, dt, re, im: C.pack(e, re, im)
 RULES[P.threefry2x32] = _threefry2x32
+
+
+def _lgamma(e, dt, x):
+    """glibc's ``lgamma``, but ``-inf`` at ``-inf`` as SciPy's ``gammaln`` (glibc: ``+inf``)."""
+    y = e.libm("lgamma", x)
+    return e.b.select(e.b.fcmp_ordered("==", x, ir.Constant(x.type, -math.inf)), x, y)
+
+
 # glibc's, within 1-2 ulp: scipy.special's (cephes) agree to a few ulp
-RULES |= {P.lgamma: _libm("lgamma")}
+RULES |= {P.lgamma: _lgamma}
 # inline (erf.py, bessel.py, gamma.py, zeta.py): they vectorize and fuse with the math around
 # them
 RULES |= {P.erf: _inline(E.erf), P.erfc: _inline(E.erfc), P.erfcx: _inline(E.erfcx),

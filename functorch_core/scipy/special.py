@@ -36,13 +36,14 @@ __all__ = ["erf", "erfc", "erfinv", "erfcx", "ndtr", "ndtri", "log_ndtr", "expit
            "log_softmax", "spence", "jv", "j0", "j1"]
 
 
-def _float(*xs):
-    """The operands in their common floating dtype (integers: float64)."""
+def _float(*xs, complex_ok=False):
+    """The operands in their common floating (or, with ``complex_ok``, complex) dtype
+    (integers: float64)."""
     xs = [operand(x) for x in xs]
     dt = result_type(*xs)             # Python scalars are weak (NEP 50)
     if dt.kind in "biu":
         dt = np.dtype(np.float64)
-    if dt.kind == "c":
+    if dt.kind == "c" and not complex_ok:
         raise TypeError("functorch_core.scipy.special: complex arguments are not supported")
     xs = [cast(array_operand(x), dt) for x in xs]
     if len(xs) > 1:
@@ -202,11 +203,11 @@ def logit(p):
 
 
 def _x_times(log, dlog):
-    """``x * log(y)``, 0 where ``x == 0``; its derivative in ``x`` is ``log(y)`` everywhere
-    (not the 0 of the ``where``)."""
+    """``x * log(y)``, 0 where ``x == 0`` (unless ``y`` is NaN); its derivative in ``x`` is
+    ``log(y)`` everywhere (not the 0 of the ``where``)."""
     @custom_jvp
     def f(x, y):
-        return fnp.where(x == 0, fnp.zeros_like(x), x * log(y))
+        return fnp.where(fnp.logical_and(x == 0, y == y), fnp.zeros_like(x), x * log(y))
 
     @f.defjvp
     def f_jvp(primals, tangents):
@@ -221,14 +222,16 @@ _xlog1py = _x_times(fnp.log1p, lambda y: 1 / (1 + y))
 
 
 def xlogy(x, y):
-    """``scipy.special.xlogy``: ``x * log(y)``, 0 where ``x == 0``; its derivative in ``x``
-    is ``log(y)`` there too (not the 0 of the ``where``)."""
-    return to_result(_xlogy(*_float(x, y)), scalar=True)
+    """``scipy.special.xlogy``: ``x * log(y)``, 0 where ``x == 0`` and ``y`` is not NaN; its
+    derivative in ``x`` is ``log(y)`` there too (not the 0 of the ``where``). Complex
+    arguments take the principal ``log``, as SciPy's."""
+    return to_result(_xlogy(*_float(x, y, complex_ok=True)), scalar=True)
 
 
 def xlog1py(x, y):
-    """``scipy.special.xlog1py``: ``x * log1p(y)``, 0 where ``x == 0``."""
-    return to_result(_xlog1py(*_float(x, y)), scalar=True)
+    """``scipy.special.xlog1py``: ``x * log1p(y)``, 0 where ``x == 0`` and ``y`` is not NaN
+    (complex arguments too)."""
+    return to_result(_xlog1py(*_float(x, y, complex_ok=True)), scalar=True)
 
 
 def entr(x):
@@ -239,23 +242,33 @@ def entr(x):
 
 def rel_entr(x, y):
     """``scipy.special.rel_entr``: ``x log(x / y)`` for ``x, y > 0``, 0 for ``x == 0, y >= 0``,
-    ``inf`` otherwise."""
+    NaN where either is NaN, ``inf`` otherwise."""
     x, y, dtype = _wide(*_float(x, y))
     ok = fnp.logical_and(x > 0, y > 0)
-    safe_y = fnp.where(ok, y, 1.0)
-    val = _xlogy(x, fnp.where(ok, x, 1.0) / safe_y)
+    safe_x, safe_y = fnp.where(ok, x, 1.0), fnp.where(ok, y, 1.0)
+    ratio = safe_x / safe_y
+    # where x / y under- or overflows: log x - log y (x log(x / y) is then far from 0 or inf)
+    wide = fnp.logical_or(ratio < np.finfo(np.float64).tiny, fnp.isinf(ratio))
+    val = x * fnp.where(wide, fnp.log(safe_x) - fnp.log(safe_y),
+                        fnp.log(fnp.where(wide, 1.0, ratio)))
     edge = fnp.where(fnp.logical_and(x == 0, y >= 0), fnp.zeros_like(x), fnp.full_like(x, np.inf))
-    return to_result(cast(fnp.where(ok, val, edge), dtype), scalar=True)
+    return to_result(cast(fnp.where(ok, val, _nan_if_nan(x, y, edge)), dtype), scalar=True)
+
+
+def _nan_if_nan(x, y, value):
+    """``value``, but NaN where ``x`` or ``y`` is NaN (SciPy's order of tests)."""
+    either = fnp.logical_or(fnp.isnan(x), fnp.isnan(y))
+    return fnp.where(either, fnp.full_like(value, np.nan), value)
 
 
 def kl_div(x, y):
     """``scipy.special.kl_div``: ``x log(x / y) - x + y`` for ``x, y > 0``, ``y`` for
-    ``x == 0, y >= 0``, ``inf`` otherwise."""
+    ``x == 0, y >= 0``, NaN where either is NaN, ``inf`` otherwise."""
     x, y, dtype = _wide(*_float(x, y))
     ok = fnp.logical_and(x > 0, y > 0)
     val = rel_entr(x, y) - x + y
     edge = fnp.where(fnp.logical_and(x == 0, y >= 0), y, fnp.full_like(x, np.inf))
-    return to_result(cast(fnp.where(ok, val, edge), dtype), scalar=True)
+    return to_result(cast(fnp.where(ok, val, _nan_if_nan(x, y, edge)), dtype), scalar=True)
 
 
 def loggamma(x):
@@ -334,7 +347,15 @@ def betaln(a, b):
         >>> betaln(np.array([1e10, 2.0]), np.array([1.0, 3.0]))
         array([-23.02585093,  -2.48490665])
     """
-    return to_result(_betaln_fn(*_float(a, b)), scalar=True)
+    a, b = _float(a, b)
+    pole = fnp.logical_or(_non_positive_integer(a), _non_positive_integer(b))
+    return to_result(fnp.where(pole, np.inf, _betaln_fn(a, b)), scalar=True)
+
+
+def _non_positive_integer(x):
+    """Where ``x`` is 0, a negative integer or ``-inf``: a pole of ``Gamma``, where SciPy's
+    ``betaln`` gives ``inf`` whatever the other argument (NaN included)."""
+    return fnp.logical_and(x <= 0, fnp.floor(x) == x)
 
 
 def betainc(a, b, x):
@@ -346,11 +367,68 @@ def betainc(a, b, x):
 
 
 def zeta(x, q=None):
-    """``scipy.special.zeta``: the Hurwitz zeta function ``zeta(x, q)`` (Riemann's for
-    ``q=None``; differentiable in ``q``)."""
+    """``scipy.special.zeta``: the Hurwitz zeta function ``zeta(x, q)``, or Riemann's for
+    ``q=None``.
+
+    Hurwitz's is defined for ``x > 1`` (``inf`` at 1, NaN below, as SciPy's) and
+    differentiable in ``q``. Riemann's is continued below 1 as SciPy's is: on
+    ``(-1/2, 1)`` as ``1/(x - 1)`` plus the Taylor polynomial of the entire rest (within 4
+    ulp of the exact value), from -1/2 down by the
+    functional equation ``zeta(x) = 2 (2 pi)^(x-1) sin(pi x / 2) Gamma(1-x) zeta(1-x)``
+    (exact zeros at the negative even integers; tens of ulp, SciPy's thousands; past
+    ``x = -170``, where ``Gamma`` overflows, in logarithms).
+
+    Args:
+        x: the exponent (array or scalar).
+        q (default ``None``): Hurwitz's shift; ``None`` for Riemann's zeta.
+
+    Example::
+
+        >>> zeta(np.array([2.0, -1.0, 0.5]))
+        array([ 1.64493407, -0.08333333, -1.46035451])
+    """
     if q is None:
-        q = 1.0
+        return _riemann_zeta(x)
     return to_result(P.zeta.bind(*_float(x, q)), scalar=True)
+
+
+# zeta(x) - 1/(x - 1), an entire function: its Taylor coefficients at 0, lowest first
+# (mpmath at 40 digits; the next is below 3e-23)
+_ZETA_REGULAR = (0.5, 0.08106146679532726, -0.0031782279542924255, -0.000785194477042408,
+                 0.00012070049942883505, -1.940896320456038e-06, -1.3011460139596242e-06,
+                 1.6861582638922007e-07, -5.764675979949394e-09, -9.110164892314166e-10,
+                 1.4970075941901138e-10, -9.406895665666177e-12, -4.092582630415831e-14,
+                 6.539904805891015e-14, -6.54396874989192e-15, 3.0124248713667866e-16,
+                 3.988894706311055e-18, -1.858215043378503e-18, 1.602885638529224e-19,
+                 -7.115582739216006e-21, 7.930311915096389e-24)
+
+
+_TWO_PI_LOW = 3.8981718325193755e-17       # (2 pi - float(2 pi)) / float(2 pi)
+
+
+def _riemann_zeta(x):
+    x, dtype = _wide(_float(x))
+    hurwitz = P.zeta.bind(fnp.where(x >= 1, x, 2.0), fnp.ones_like(x))
+    u = fnp.where(fnp.logical_and(x > -0.5, x < 1), x, 0.0)
+    near = 1 / (u - 1) + _horner(_ZETA_REGULAR, u)
+    # x <= -1/2: the functional equation; sin(pi x/2) = pi (x/2) sinc(x/2), exact at its zeros
+    v = fnp.where(x <= -0.5, x, -1.0)
+    w = 1 - v
+    w_low = (-v - (w - (w + v))) + (1 - (w + v))     # 1 - v = w + w_low exactly (TwoSum)
+    sine = np.pi * (v / 2) * sinc(v / 2)
+    # (2 pi)^-w Gamma(w) at w + w_low, and (2 pi)^-w of the true 2 pi, not of float(2 pi)
+    slope = P.digamma.bind(w) - math.log(2 * math.pi)
+    power = fnp.power(2 * np.pi, -w)
+    power = power + power * (slope * w_low - w * _TWO_PI_LOW)
+    direct = 2 * power * sine * P.tgamma.bind(fnp.minimum(w, 170.0))
+    logs = (math.log(2) + (v - 1) * math.log(2 * np.pi) + P.lgamma.bind(w)
+            + fnp.log(fnp.abs(sine)))
+    far = fnp.copysign(fnp.exp(logs), sine)
+    reflected = fnp.where(w <= 170, direct, far) * P.zeta.bind(w, fnp.ones_like(w))
+    reflected = fnp.where(sine == 0, 0.0, reflected)
+    out = fnp.where(x >= 1, hurwitz, fnp.where(x > -0.5, near, reflected))
+    out = fnp.where(fnp.isnan(x) | (x == -np.inf), np.nan, out)
+    return to_result(cast(out, dtype), scalar=True)
 
 
 def jv(v, z):
@@ -400,9 +478,15 @@ def sinc(x):
     ``x = n/2 + r`` with ``n = round(2x)`` and ``|r| <= 1/4`` (exact), so ``sin(pi x)`` is
     ``+-sin(pi r)`` or ``+-cos(pi r)`` by ``n mod 4``: polynomials, no ``sin`` call and no
     rounding of ``pi x`` inside the sine (accurate next to the zeros at the integers too).
-    float32 and float16 are computed in float64 and rounded once.
+    float32 and float16 are computed in float64 and rounded once. Complex ``x`` takes
+    ``sin(pi x) / (pi x)`` as NumPy does.
     """
-    x, dtype = _wide(_float(x))
+    x = _float(x, complex_ok=True)
+    if np.dtype(fnp.asarray(x).dtype).kind == "c":
+        zero = x == 0
+        pix = np.pi * fnp.where(zero, fnp.ones_like(x), x)
+        return to_result(fnp.where(zero, fnp.ones_like(x), fnp.sin(pix) / pix), scalar=True)
+    x, dtype = _wide(x)
     with np.errstate(invalid="ignore"):             # eager, at +-inf: NaN, as NumPy's
         return _sinc(x, dtype)
 
@@ -426,28 +510,33 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
     """``scipy.special.logsumexp``: ``log(sum(b * exp(a)))`` over ``axis`` without overflow;
     ``return_sign=True`` returns ``(log|sum|, sign)`` for signed weights ``b``.
 
+    Complex ``a`` or ``b``, as SciPy's: the principal ``log`` of the sum, and with
+    ``return_sign=True`` the real ``log|sum|`` and the complex ``sum / |sum|``.
+
     Example::
 
         >>> logsumexp(np.array([1000.0, 1000.0]))
         np.float64(1000.6931471805599)
     """
-    a = _float(a)
+    a = _float(a, complex_ok=True)
     if b is not None:
-        a, b = _float(a, b)
-    top = fnp.max(a, axis=axis, keepdims=True)
+        a, b = _float(a, b, complex_ok=True)
+    is_complex = np.dtype(fnp.asarray(a).dtype).kind == "c"
+    top = fnp.max(fnp.real(a) if is_complex else a, axis=axis, keepdims=True)
     top = fnp.where(fnp.isfinite(top), top, 0.0)
     terms = fnp.exp(a - top)
     if b is not None:
         terms = terms * b
     total = fnp.sum(terms, axis=axis, keepdims=True)
     sign = fnp.sign(total)
-    out = fnp.log(fnp.abs(total) if return_sign or b is not None else total) + top
+    signed = return_sign or (b is not None and not is_complex)
+    out = fnp.log(fnp.abs(total) if signed else total) + top
     if not keepdims:
         out = fnp.squeeze(out, axis=axis)
         sign = fnp.squeeze(sign, axis=axis)
     if return_sign:
         return to_result(out, scalar=True), to_result(sign, scalar=True)
-    if b is not None:
+    if b is not None and not is_complex:
         out = fnp.where(sign < 0, np.nan, out)
     return to_result(out, scalar=True)
 
@@ -462,5 +551,6 @@ def softmax(x, axis=None):
 def log_softmax(x, axis=None):
     """``scipy.special.log_softmax``: ``x - logsumexp(x)`` over ``axis``."""
     x = _float(x)
-    shifted = x - fnp.max(x, axis=axis, keepdims=True)
+    top = fnp.max(x, axis=axis, keepdims=True)
+    shifted = x - fnp.where(fnp.isfinite(top), top, 0.0)      # SciPy's shift
     return to_result(shifted - fnp.log(fnp.sum(fnp.exp(shifted), axis=axis, keepdims=True)))
