@@ -12,6 +12,7 @@ import scipy.special as ss
 
 import functorch_core as fc
 import functorch_core.scipy.special as S
+from functorch_core.testing import ulp_distance
 
 EDGES = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, -1.0, -0.5, 0.5, 1.0, 2.0, 3.5, 1e-300,
                   1e300, -2.0, -3.0, -40.5, 40.0, 200.0, 1e20, 1e-8])
@@ -23,8 +24,11 @@ TWO_ARGS = ["xlogy", "xlog1py", "rel_entr", "kl_div", "gammainc", "gammaincc", "
 # sinc: ours is exactly 0 at the nonzero integers (x = n/2 + r is split exactly), NumPy's
 # sin(pi x) / (pi x) leaves the rounding of pi x there (about 4e-17)
 ATOL = {"sinc": {np.float64: 1e-15, np.float32: 1e-7}}
-# betaln(inf, huge): ours the limit -inf, SciPy's Stirling series NaN (inf - inf)
-KNOWN = {"betaln": lambda a, b: np.isinf(a) & (b > 1) | np.isinf(b) & (a > 1)}
+# betaln(inf, huge): ours the limit -inf, SciPy's Stirling series NaN (inf - inf);
+# polygamma at negative x: SciPy's loses up to millions of ulp to cancellation there, ours
+# is checked against mpmath in test_llvm_zeta.py
+KNOWN = {"betaln": lambda a, b: np.isinf(a) & (b > 1) | np.isinf(b) & (a > 1),
+         "polygamma": lambda x: x < 0}
 
 
 def _reference(name):
@@ -39,8 +43,9 @@ def _agree(name, ours, theirs, args, dtype):
         same = ((np.isnan(ours) & np.isnan(theirs)) | (ours == theirs)
                 | (np.abs(ours - theirs)
                    <= rtol * np.abs(theirs) + ATOL.get(name.split()[0], {}).get(dtype, 0.0)))
-    if name in KNOWN:
-        same |= KNOWN[name](*args)
+    same |= ulp_distance(ours, theirs) <= 8          # subnormal results
+    if name.split("(")[0].split()[0] in KNOWN:
+        same |= KNOWN[name.split("(")[0].split()[0]](*args)
     bad = np.flatnonzero(~same)
     assert bad.size == 0, [(name, *(float(a.flat[i]) for a in args), ours.flat[i], theirs.flat[i])
                            for i in bad[:8]]
@@ -107,7 +112,6 @@ RIEMANN = {-0.75: -0.13364277443658457, -0.3: -0.29381306812972124, 0.25: -0.813
 
 @pytest.mark.parametrize("jit", [False, True])
 def test_riemann_zeta_below_one_is_accurate(jit):
-    from functorch_core.testing import ulp_distance
     x = np.array(list(RIEMANN))
     ours = (fc.jit(S.zeta) if jit else S.zeta)(x)
     assert ulp_distance(ours, np.array(list(RIEMANN.values()))).max() <= 9
