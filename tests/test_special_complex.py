@@ -94,5 +94,5 @@ def test_xlogy_complex_matches_scipy(name):
 @pytest.mark.parametrize("name", ["erf", "gammaln", "gamma", "digamma", "expit", "i0", "ndtr",
                                   "spence", "entr", "softmax", "log_softmax"])
 def test_other_functions_refuse_complex(name):
-    with pytest.raises(TypeError, match="complex"):
+    with pytest.raises(TypeError, match=rf"special\.{name}: complex .*complex128\(1,\)"):
         getattr(S, name)(np.array([1 + 1j]))

@@ -12,6 +12,7 @@ float64, as in SciPy); complex arguments are not supported.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -36,6 +37,10 @@ __all__ = ["erf", "erfc", "erfinv", "erfcx", "ndtr", "ndtri", "log_ndtr", "expit
            "log_softmax", "spence", "jv", "j0", "j1"]
 
 
+class _ComplexArgument(TypeError):
+    """Raised by :func:`_float`; the public function's wrapper adds its own name."""
+
+
 def _float(*xs, complex_ok=False):
     """The operands in their common floating (or, with ``complex_ok``, complex) dtype
     (integers: float64)."""
@@ -44,7 +49,9 @@ def _float(*xs, complex_ok=False):
     if dt.kind in "biu":
         dt = np.dtype(np.float64)
     if dt.kind == "c" and not complex_ok:
-        raise TypeError("functorch_core.scipy.special: complex arguments are not supported")
+        got = ", ".join(f"{np.dtype(a.dtype).name}{tuple(np.shape(a))}" for a in xs)
+        raise _ComplexArgument(f"complex arguments are not supported (got {got}); only "
+                               "logsumexp, sinc, xlogy and xlog1py take them")
     xs = [cast(array_operand(x), dt) for x in xs]
     if len(xs) > 1:
         xs = fnp.broadcast_arrays(*xs)
@@ -554,3 +561,17 @@ def log_softmax(x, axis=None):
     top = fnp.max(x, axis=axis, keepdims=True)
     shifted = x - fnp.where(fnp.isfinite(top), top, 0.0)      # SciPy's shift
     return to_result(shifted - fnp.log(fnp.sum(fnp.exp(shifted), axis=axis, keepdims=True)))
+
+
+def _naming_errors(name, fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except _ComplexArgument as e:
+            raise TypeError(f"functorch_core.scipy.special.{name}: {e}") from None
+    return wrapper
+
+
+for _name in __all__:
+    globals()[_name] = _naming_errors(_name, globals()[_name])
