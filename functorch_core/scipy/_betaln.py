@@ -118,6 +118,7 @@ def _betaln(a, b):
 
 
 def _by_lgamma(out, summed, a, b):
+    a, b = fnp.where(summed, a, 1.0), fnp.where(summed, b, 1.0)     # elsewhere cheap calls
     lgammas = P.lgamma.bind(a) + P.lgamma.bind(b) - P.lgamma.bind(a + b)
     return fnp.where(summed, lgammas, out)
 
