@@ -3,6 +3,10 @@ SciPy where SciPy is correctly rounded), eager and under jit on the cpu backend,
 grids that reach the tails; against 200-bit mpmath where it is installed. The full table
 over every function is benchmarks/special_accuracy.py."""
 
+import decimal
+import math
+from fractions import Fraction
+
 import numpy as np
 import pytest
 import scipy.special as ss
@@ -11,7 +15,12 @@ from hypothesis import strategies as st
 
 import functorch_core as fc
 import functorch_core.scipy.special as S
+from backends import registry
+from backends.planning.plan import Fallback
 from functorch_core.testing import check_grads, ulp_distance
+from ir import passes
+
+CPU = registry.get("cpu")
 
 
 def both_modes(fn, *args):
@@ -252,6 +261,71 @@ def test_betaln_symmetry_and_recurrence(a, b):
     lhs, rhs = S.betaln(a + 1, b), S.betaln(a, b) + np.log(a / (a + b))
     scale = max(abs(lhs), abs(S.betaln(a, b)), 1.0)
     assert abs(lhs - rhs) <= 8e-16 * scale * (1 + abs(np.log(a / (a + b))))
+
+
+# (a, b, betaln(a, b)) near the zeros of betaln (B(a, b) = 1), where lgamma(a) + lgamma(b) -
+# lgamma(a + b) cancels (the sum was 9-25 ulp off at the first ten, SciPy up to 38), and at the
+# ends of the double-double form; the exact values computed once with mpmath at 40 digits
+BETALN_EXACT = np.array([
+    (0.5979157609194091, 3.0448687241924457, -0.22540414546758278),
+    (3.705363481479834, 0.4393361873065046, 0.15913202215458508),
+    (0.49763564525666915, 6.952001022734509, -0.36994234859268516),
+    (0.426986959519119, 13.23987650163344, -0.36364973095178393),
+    (0.4851762559768097, 5.473464544125205, -0.19992732641312141),
+    (0.6306167606429767, 5.02256016652056, -0.6420998023133707),
+    (0.3586245123778375, 35.96381466149817, -0.37227930610974486),
+    (0.684075465845497, 1.317340840951489, 0.16912064367307075),
+    (0.7160658986154773, 1.819093232695884, -0.1335875205412017),
+    (0.5096789937717241, 2.3438011748985064, 0.1723137766645703),
+    (0.05, 1e+26, -0.02448141984052879),
+    (7.9, 1e+30, -537.3884011715801),
+    (3.0, 1e+200, -1380.8579086158675),
+    (2.5, 2.5, -2.6086880894021074),
+    (1e-300, 0.5, 690.7755278982137),
+    (5e-324, 3.0, 744.4400719213812),
+])
+
+
+def test_betaln_near_its_zeros_within_1_ulp_of_the_exact_value():
+    a, b, want = BETALN_EXACT.T
+    for got in both_modes(S.betaln, a, b) + both_modes(S.betaln, b, a):
+        assert np.max(ulp_distance(got, want)) <= 1
+
+
+def _betaln_integer(x, n):
+    """``log B(x, n) = log((n - 1)! / (x (x + 1) ... (x + n - 1)))``: a rational's log, to
+    40 digits (decimal), with no mpmath."""
+    q = Fraction(math.factorial(n - 1))
+    for k in range(n):
+        q /= Fraction(x) + k
+    with decimal.localcontext() as ctx:
+        ctx.prec = 40
+        return float((decimal.Decimal(q.numerator) / decimal.Decimal(q.denominator)).ln())
+
+
+@given(st.floats(0.2, 1.6), st.integers(2, 60))
+def test_betaln_with_an_integer_argument_near_its_zeros(x, n):
+    """B(x, n) = 1 for x from 0.62 (n = 2) down to 0.3 (n = 60): the lgamma terms cancel here.
+    Within 2 ulp of the exact value, or of 0.25 where the result is smaller."""
+    want = _betaln_integer(x, n)
+    a, b = np.array([x, float(n)]), np.array([float(n), x])
+    for got in both_modes(S.betaln, a, b):
+        assert np.max(np.abs(got - want)) <= 2 * np.spacing(max(abs(want), 0.25))
+
+
+def test_betaln_under_vmap_with_a_non_positive_argument_in_one_example():
+    """The lgamma sum for a non-positive argument runs in a cond, batched here."""
+    a = np.array([[0.6, 3.0, 9.0], [-1.5, 0.5, 2.0]])
+    b = np.array([[3.0, 0.4, 20.0], [2.0, -0.3, 0.0]])
+    got = fc.vmap(S.betaln)(a, b)
+    np.testing.assert_allclose(got, np.stack([S.betaln(x, y) for x, y in zip(a, b, strict=True)]),
+                               rtol=1e-15)
+    np.testing.assert_allclose(got, ss.betaln(a, b), rtol=1e-14)
+
+
+def test_betaln_compiles_natively():
+    graph = passes.lower_custom(fc.make_graph(S.betaln)(np.ones(8192), np.ones(8192)))
+    assert not any(isinstance(step, Fallback) for step in CPU.compile(graph).plan.steps)
 
 
 # --- j0 ----------------------------------------------------------------------------------------
