@@ -19,8 +19,15 @@ With ``lo = min(a, b)``, ``hi = max(a, b)``, ``s = a + b`` and Stirling's series
   everything else is small, so plain float64 is enough: within 2 ulp of the exact value
   over ``a, b`` in ``1e-3..30`` (SciPy's ratio of gammas is 245 off near the zeros, the
   plain lgamma sum 9-25);
-* a non-positive or NaN argument: the sum of ``lgamma`` terms, in a ``cond`` so that the
-  libm calls run only when such an argument is there.
+* a non-positive or NaN argument, in a ``cond`` so that its libm calls run only when such
+  an argument is there, with SciPy's values: ``inf`` at a pole of ``Gamma(lo)`` or
+  ``Gamma(hi)`` (whatever the other argument), but for a negative integer ``a`` and a
+  positive integer ``b <= -a``, ``|B| = Gamma(b) Gamma(1-a-b) / Gamma(1-a)``; for a
+  negative ``lo`` and ``hi + lo >= 8``, ``lgamma(lo)`` plus the Stirling difference
+  ``lgamma(hi) - lgamma(hi + lo)`` (``inf`` for ``hi = inf``); elsewhere the sum of
+  ``lgamma`` terms.
+
+``B(1, b) = 1 / b`` exactly.
 
 float32 and float16 are computed in float64 and rounded once, as SciPy does.
 """
@@ -111,16 +118,43 @@ def _betaln(a, b):
                     - lo_t * (_EULER + fnp.log(hi_t + 0.5)), out)
     infinite = fnp.logical_and(fnp.logical_and(positive, fnp.isinf(hi)), fnp.isfinite(lo))
     out = fnp.where(infinite, -np.inf, out)           # B(a, inf) = 0 for a > 0
-    # a non-positive or NaN argument: the sum of lgamma terms, libm calls run only then
-    summed = fnp.logical_not(fnp.logical_or(positive, fnp.isinf(hi)))
-    out = cond(fnp.any(summed), _by_lgamma, lambda out, *_: out, out, summed, a, b)
+    one = fnp.logical_and(positive, lo == 1)
+    out = fnp.where(one, 0.0 - fnp.log(fnp.where(one, hi, 1.0)), out)     # B(1, b) = 1/b
+    # a non-positive or NaN argument: libm calls run only then
+    summed = fnp.logical_not(positive)
+    out = cond(fnp.any(summed), _non_positive, lambda out, *_: out, out, summed, a, b)
     return fnp.asarray(out, dtype=dtype)
 
 
-def _by_lgamma(out, summed, a, b):
+def _non_positive(out, summed, a, b):
     a, b = fnp.where(summed, a, 1.0), fnp.where(summed, b, 1.0)     # elsewhere cheap calls
-    lgammas = P.lgamma.bind(a) + P.lgamma.bind(b) - P.lgamma.bind(a + b)
-    return fnp.where(summed, lgammas, out)
+    lo, hi = fnp.minimum(a, b), fnp.maximum(a, b)
+    s = a + b
+    lgammas = P.lgamma.bind(a) + P.lgamma.bind(b) - P.lgamma.bind(s)
+    # lo < 0 with hi + lo >= 8: lgamma(hi) - lgamma(hi + lo) by Stirling's series
+    far = fnp.logical_and(s >= _LARGE, fnp.isfinite(hi))
+    hi_f, s_f = fnp.where(far, hi, 2 * _LARGE), fnp.where(far, s, 2 * _LARGE)
+    lo_f = fnp.where(far, lo, 0.0)
+    stirling = (P.lgamma.bind(fnp.where(far, lo, 0.5)) + lo_f - lo_f * fnp.log(s_f)
+                - (hi_f - 0.5) * fnp.log1p(lo_f / hi_f)
+                + (_stirling_tail(hi_f) - _stirling_tail(s_f)))
+    value = fnp.where(far, stirling, lgammas)
+    value = fnp.where(fnp.isinf(hi) & (hi > 0) & (lo < 0), np.inf, value)   # Gamma(lo) hi^-lo
+    # poles: inf whatever the other argument, but a negative integer a against an integer
+    # 0 < b <= -a, where |B(a, b)| = Gamma(b) Gamma(1-a-b) / Gamma(1-a) (SciPy's limit)
+    pole_a, pole_b = _non_positive_integer(a), _non_positive_integer(b)
+    a_n, b_n = fnp.where(pole_a, a, b), fnp.where(pole_a, b, a)        # the pole first
+    count = fnp.logical_and(fnp.logical_and(b_n > 0, fnp.floor(b_n) == b_n), a_n + b_n <= 0)
+    count = fnp.logical_and(count, fnp.isfinite(a_n))
+    a_c, b_c = fnp.where(count, a_n, -1.0), fnp.where(count, b_n, 1.0)
+    finite = (P.lgamma.bind(b_c) + P.lgamma.bind(1 - a_c - b_c) - P.lgamma.bind(1 - a_c))
+    value = fnp.where(fnp.logical_or(pole_a, pole_b), fnp.where(count, finite, np.inf), value)
+    return fnp.where(summed, value, out)
+
+
+def _non_positive_integer(x):
+    """Where ``x`` is 0, a negative integer or ``-inf`` (a pole of ``Gamma``)."""
+    return fnp.logical_and(x <= 0, fnp.floor(x) == x)
 
 
 def _paired(lo, hi, s, s_err):

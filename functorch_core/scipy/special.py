@@ -354,15 +354,7 @@ def betaln(a, b):
         >>> betaln(np.array([1e10, 2.0]), np.array([1.0, 3.0]))
         array([-23.02585093,  -2.48490665])
     """
-    a, b = _float(a, b)
-    pole = fnp.logical_or(_non_positive_integer(a), _non_positive_integer(b))
-    return to_result(fnp.where(pole, np.inf, _betaln_fn(a, b)), scalar=True)
-
-
-def _non_positive_integer(x):
-    """Where ``x`` is 0, a negative integer or ``-inf``: a pole of ``Gamma``, where SciPy's
-    ``betaln`` gives ``inf`` whatever the other argument (NaN included)."""
-    return fnp.logical_and(x <= 0, fnp.floor(x) == x)
+    return to_result(_betaln_fn(*_float(a, b)), scalar=True)
 
 
 def betainc(a, b, x):
