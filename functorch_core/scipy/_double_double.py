@@ -26,7 +26,8 @@ def two_sum(a, b):
     return s, (a - (s - bb)) + (b - bb)
 
 
-def _split(a):
+def split(a):
+    """``(hi, lo)`` with ``hi`` of 26 significant bits and ``hi + lo = a`` (Veltkamp)."""
     t = _SPLITTER * a
     hi = t - (t - a)
     return hi, a - hi
@@ -35,8 +36,8 @@ def _split(a):
 def two_prod(a, b):
     """``(p, e)`` with ``p = fl(a b)`` and ``p + e = a b`` exactly."""
     p = a * b
-    ah, al = _split(a)
-    bh, bl = _split(b)
+    ah, al = split(a)
+    bh, bl = split(b)
     return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
 
 

@@ -33,9 +33,10 @@ from ir import primitives as P
 from .. import numpy as fnp
 from ..numpy._core import is_tracer
 from . import _normal_tables as T
+from ._double_double import split as _split
+from ._double_double import two_prod as _two_product
 
 _SQRT_HALF = (0.7071067811865476, -4.833646656726457e-17)     # 1/sqrt 2 = hi + lo
-_SPLIT = 134217729.0                                           # 2^27 + 1 (Veltkamp)
 _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
 
 
@@ -45,12 +46,6 @@ def _poly(coefs, t):
     for c in coefs[-2::-1]:
         out = out * t + c
     return out
-
-
-def _split(v):
-    t = _SPLIT * v
-    hi = t - (t - v)
-    return hi, v - hi
 
 
 _C_HI, _C_LO = _split(_SQRT_HALF[0])
@@ -87,14 +82,6 @@ def ndtr(x):
         below = _lower_cdf(fnp.minimum(x, 0.0))
         above = 1 - _lower_cdf(-fnp.maximum(x, 0.0))
     return fnp.asarray(fnp.where(x > 0, above, fnp.where(fnp.isnan(x), x, below)), dtype=dtype)
-
-
-def _two_product(a, b):
-    """``a * b`` rounded and its exact rounding error (Dekker, with Veltkamp's splitting)."""
-    p = a * b
-    ah, al = _split(a)
-    bh, bl = _split(b)
-    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
 
 
 def _sqrt_of_product(a, b):
