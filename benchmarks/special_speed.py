@@ -40,8 +40,18 @@ def _inputs(n):
         "betaln": (pos, pos[::-1].copy()), "zeta": (1 + pos, pos[::-1].copy()),
         "i0": (z,), "i0e": (z,), "i1": (z,), "i1e": (z,), "sinc": (z,), "spence": (pos,),
         "betainc": (pos, pos[::-1].copy(), u), "jv": (R.uniform(0, 20, n), pos),
-        "j0": (z * 10,),
+        "j0": (z * 10,), "polygamma1": (pos,), "polygamma3": (pos,),
     }
+
+
+def _functions(name, js):
+    """(ours, SciPy's, JAX's or None) for a row name ("polygammaN": order N)."""
+    if name.startswith("polygamma"):
+        n = int(name.removeprefix("polygamma"))
+        jf = None if js is None else (lambda x: js.polygamma(n, x))
+        return (lambda x: S.polygamma(n, x)), (lambda x: ss.polygamma(n, x)), jf
+    return (getattr(S, name), getattr(ss, name),
+            getattr(js, name) if js is not None and hasattr(js, name) else None)
 
 
 def _jax_special():
@@ -67,13 +77,13 @@ def main():
     for dtype in args.dtype or ("float64", "float32"):
         for name in names:
             xs = [a.astype(dtype) for a in table[name]]
-            ours = fc.jit(getattr(S, name), backend="cpu")
+            fn, scipys, jfn = _functions(name, js)
+            ours = fc.jit(fn, backend="cpu")
             t_ours = median_time(lambda f=ours, xs=xs: f(*xs))
-            scipys = getattr(ss, name)
             t_sp = median_time(lambda f=scipys, xs=xs: f(*xs))
             t_jax = float("nan")
-            if js is not None and hasattr(js, name):
-                jf = jax.jit(getattr(js, name))
+            if jfn is not None:
+                jf = jax.jit(jfn)
                 jxs = [jax.numpy.asarray(x) for x in xs]
                 try:
                     t_jax = median_time(lambda f=jf, xs=jxs: jax.block_until_ready(f(*xs)))
