@@ -1,13 +1,15 @@
 """``scipy.special`` functions, traceable and differentiable (to any order where the
 derivative is itself a function here).
 
-``erf``, ``erfc``, ``erfcx``, ``digamma``, ``i0e`` and ``i1e`` compile to inline polynomial
-code (the cpu backend's), ``gammaln`` and ``gamma`` to the C library's functions; the
-functions composed of elementary ones (``expit``, ``logit``, ``xlogy``, ``entr``,
-``logsumexp``, ``softmax``, ``ndtr``, ``ndtri``, ``erfinv``, ``sinc``...) compile with them;
-``polygamma``, ``zeta``, ``gammainc``, ``betainc``, ``jv`` and ``spence`` run
-SciPy's implementation for their equation. Inputs are real floating point (integers become
-float64, as in SciPy); complex arguments are not supported.
+Under ``jit`` on the cpu backend every one compiles natively: ``erf``, ``erfc``, ``erfcx``,
+``digamma``, ``i0e``, ``i1e``, ``zeta`` and ``polygamma`` to inline code that vectorizes,
+``gammaln`` to the C library's, ``gamma``, ``gammainc``, ``gammaincc``, ``betainc``,
+``spence``, ``jv`` and ``j0`` to calls into SciPy's compiled functions (its values to the
+bit); the functions composed of elementary ones (``expit``, ``logit``, ``xlogy``, ``entr``,
+``logsumexp``, ``softmax``, ``ndtr``, ``ndtri``, ``erfinv``, ``sinc``, ``betaln``...)
+compile with them. Inputs are real floating point (integers become float64, as in SciPy);
+``logsumexp``, ``sinc``, ``xlogy`` and ``xlog1py`` also take complex ones, the others raise
+a ``TypeError`` naming the function.
 """
 
 from __future__ import annotations
