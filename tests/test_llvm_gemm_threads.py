@@ -76,6 +76,7 @@ def test_split_has_the_bits_of_one_unsplit_gemm(pool, batch, m, k, n, tl, tr, dt
         np.testing.assert_allclose(got, _one_thread(whole, a, b), rtol=1e-5 * k, atol=1e-5 * k)
         return
     expect_parts = batch >= workers or (m >= 2 * blas.SPLIT_ALIGN and
+                                        m * k * n >= 4 * blas.ROW_BLOCK_MIN_MACS and
                                         blas.row_blocks_round_alike(dtype))
     assert (len(split.parts) > 1) == expect_parts
     # unsplit, it runs on OpenBLAS's own threads while the machine is quiet
@@ -98,19 +99,27 @@ def test_benchmark_shapes_split_bit_for_bit(pool, dtype, shape):
                                       err_msg=f"{workers} threads")
 
 
+def _cells(part):
+    """A part's fields as plain ints (its ctypes integers compare by identity)."""
+    return (part.batch_lo, part.batch_hi, part.row_lo, part.rows.value, part.col_lo,
+            None if part.cols is None else part.cols.value)
+
+
 @given(st.integers(1, 20), st.integers(1, 5000), st.integers(1, 8))
 def test_parts_tile_the_result(batch, m, workers):
     lay = blas.GemmLayout(batch, m, 700, 600, False, False)
     parts = blas.split_parts(lay, workers, np.float64)
-    assert len(parts) <= max(1, blas.PARTS_PER_WORKER * workers)
     if parts[0].cols is not None:                       # by columns
         assert batch == 1 and m < blas.COLUMN_SPLIT_ROWS and len(parts) == blas.COLUMN_PARTS
         starts = [p.col_lo for p in parts]
         assert all(s % blas.COLUMN_ALIGN == 0 for s in starts) and starts[0] == 0
         assert [s + p.cols.value for s, p in zip(starts, parts, strict=True)] \
             == starts[1:] + [700]
-        assert parts == blas.split_parts(lay, 1, np.float64)    # whatever the threads
-    elif len(parts) == 1 or parts[0].batch_hi < batch:     # whole, or by batches
+        assert [_cells(p) for p in parts] == \
+            [_cells(p) for p in blas.split_parts(lay, 1, np.float64)]   # whatever the threads
+        return
+    assert len(parts) <= max(1, blas.PARTS_PER_WORKER * workers)
+    if len(parts) == 1 or parts[0].batch_hi < batch:     # whole, or by batches
         assert [p.row_lo for p in parts] == [0] * len(parts)
         assert all(p.rows.value == m for p in parts)
         assert [p.batch_lo for p in parts] == [0] + [p.batch_hi for p in parts[:-1]]
@@ -121,7 +130,25 @@ def test_parts_tile_the_result(batch, m, workers):
         assert all(s % blas.SPLIT_ALIGN == 0 for s in starts) and starts[0] == 0
         assert [s + p.rows.value for s, p in zip(starts, parts, strict=True)] \
             == starts[1:] + [m]
-        assert min(p.rows.value for p in parts) > 0
+        assert min(p.rows.value for p in parts) * 700 * 600 > blas.ROW_BLOCK_MIN_MACS
+
+
+@pytest.mark.parametrize("m, k, n", [(103, 243, 40), (151, 1031, 77), (1000, 500, 30)])
+def test_row_blocks_stay_above_openblas_small_matrix_kernel(pool, m, k, n):
+    """SkylakeX's sgemm runs products of at most 100^3 multiply-adds through a kernel that
+    rounds otherwise: a block below that and a whole product above it disagree (103 x 243
+    @ 243 x 40 split at row 48 did), so no block is that small."""
+    lshape, rshape, dn = _problem(1, m, k, n, False, False)
+    a, b = _operands(np.random.default_rng(8), lshape, rshape, np.float32)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(blas, "SPLIT_MACS", 0)
+        split = blas.DotGeneral(lshape, rshape, np.float32, dn, parallel=lambda: pool,
+                                workers=4)
+    assert all(p.rows.value * k * n > blas.ROW_BLOCK_MIN_MACS for p in split.parts) or \
+        len(split.parts) == 1
+    got = split(a, b) if len(split.parts) > 1 else _one_thread(split, a, b)
+    np.testing.assert_array_equal(got, _one_thread(blas.DotGeneral(lshape, rshape, np.float32,
+                                                                   dn), a, b))
 
 
 def test_small_products_and_one_worker_do_not_split():

@@ -377,6 +377,12 @@ COLUMN_ALIGN = 64
 # every OpenBLAS kernel's panel width (Haswell's: 12 rows for sgemm, 2 for dgemm, 6 for
 # cgemm and zgemm), so each block packs the same panels as the whole product
 SPLIT_ALIGN = 48
+# a row block has more multiply-adds than this: OpenBLAS's SkylakeX kernels compute a
+# product of at most 100^3 by a small-matrix kernel that sums the whole k loop in registers,
+# where the packed kernel stores between k panels (sgemm, 103x243 @ 243x40: a block of 48
+# rows rounded 18% of its elements differently from the whole product). Blocks are sized
+# for twice this: rounding the cuts to SPLIT_ALIGN rows can halve one
+ROW_BLOCK_MIN_MACS = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -395,9 +401,10 @@ class GemmPart:
 
 def split_parts(lay: GemmLayout, workers: int, dtype) -> list[GemmPart]:
     """How a product of ``lay`` splits over ``workers`` threads: by batches when there are
-    enough, else by blocks of the result's rows (SPLIT_ALIGN apart); one part (no split)
-    below SPLIT_MACS multiply-adds. Each element is then summed in the same order as by one
-    unsplit gemm on one OpenBLAS thread: the k loop is never split, and row blocks are used
+    enough, else by blocks of the result's rows (SPLIT_ALIGN apart, each of more than
+    ROW_BLOCK_MIN_MACS multiply-adds); one part (no split) below SPLIT_MACS multiply-adds.
+    Each element is then summed in the same order as by one unsplit gemm on one OpenBLAS
+    thread: the k loop is never split, and row blocks are used
     only when :func:`row_blocks_round_alike` says so for ``dtype`` (column blocks change
     sgemm's bits on Haswell kernels; tests/test_llvm_gemm_threads.py). The exception is a
     product of few rows (:func:`column_blocks`): column blocks fixed by its shape, whatever
@@ -414,7 +421,8 @@ def split_parts(lay: GemmLayout, workers: int, dtype) -> list[GemmPart]:
         parts_n = min(PARTS_PER_WORKER * workers, lay.batch)
         bounds = [lay.batch * p // parts_n for p in range(parts_n + 1)]
         return [GemmPart(lo, hi, 0, c_int(lay.m)) for lo, hi in itertools.pairwise(bounds)]
-    parts_n = min(PARTS_PER_WORKER * workers, lay.m // SPLIT_ALIGN)
+    parts_n = min(PARTS_PER_WORKER * workers, lay.m // SPLIT_ALIGN,
+                  lay.m * lay.n * lay.k // (2 * ROW_BLOCK_MIN_MACS))
     if parts_n <= 1 or not row_blocks_round_alike(dtype):
         return whole
     cuts = sorted({SPLIT_ALIGN * round(lay.m * p / (parts_n * SPLIT_ALIGN))
@@ -452,11 +460,12 @@ _alike: dict = {}
 
 def row_blocks_round_alike(dtype) -> bool:
     """Whether this BLAS gives a product's row blocks (SPLIT_ALIGN apart) the same bits as
-    the whole product, both on one thread: checked once per dtype on a small product."""
+    the whole product, both on one thread: checked once per dtype on a product whose k
+    loop spans several of OpenBLAS's panels and whose blocks have ROW_BLOCK_MIN_MACS."""
     dtype = np.dtype(dtype)
     if dtype not in _alike:
         rng = np.random.default_rng(0)
-        m, k, n = 3 * SPLIT_ALIGN + 7, 131, 77
+        m, k, n = 3 * SPLIT_ALIGN + 7, 1031, 77     # blocks of 48, 48 and 55 rows
         a, b = (rng.standard_normal(s).astype(dtype) for s in ((m, k), (k, n)))
         if dtype.kind == "c":
             a, b = a + 1j * a[::-1], b + 1j * b[::-1]
@@ -464,7 +473,7 @@ def row_blocks_round_alike(dtype) -> bool:
         with one_thread_each():
             whole = dot(a, b)
             blocks = [DotGeneral((hi - lo, k), (k, n), dtype, (((1,), (0,)), ((), ())))(
-                a[lo:hi], b) for lo, hi in itertools.pairwise([0, SPLIT_ALIGN, 3 * SPLIT_ALIGN, m])]
+                a[lo:hi], b) for lo, hi in itertools.pairwise([0, SPLIT_ALIGN, 2 * SPLIT_ALIGN, m])]
         _alike[dtype] = bool(np.array_equal(np.concatenate(blocks), whole))
     return _alike[dtype]
 
