@@ -137,6 +137,8 @@ def _reductions_sorts_scatters_random(x, idx, key):
         "scatter_add": bins,
         "select_and_scatter_add": pooled,
         "threefry2x32": fc.random.normal(key, x.shape, np.float32) + x,
+        "rfft rows": np.fft.rfft(x, axis=1),
+        "fft, 320000 points (four-step)": np.fft.fft(x.reshape(-1)),
     }
 
 

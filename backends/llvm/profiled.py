@@ -45,6 +45,8 @@ def step_name(step, native=False) -> tuple[str, str]:
         return f"conv_general_dilated ({'native' if native else 'blas'})", "conv"
     if isinstance(step, Loop):
         return f"loop[{step.eqn.prim.name}]", "loop"
+    if isinstance(step, Fallback) and step.eqn.prim.name == "fft":
+        return "fft (pocketfft)", "fft"
     if isinstance(step, Fallback):
         return f"fallback[{step.eqn.prim.name}]", "fallback"
     return type(step).__name__, "step"

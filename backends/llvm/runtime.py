@@ -39,6 +39,7 @@ import numpy as np
 from llvmlite import binding as llvm
 from llvmlite import ir
 
+from ir import primitives as P
 from ir.core import Graph, Lit
 from ir.once import Once
 
@@ -46,7 +47,7 @@ from .. import profiling
 from ..planning import buffers
 from ..planning.buffers import nbytes as _nbytes
 from ..planning.plan import Blas, Conv, Fallback, Kernel, Lapack, Loop, Plan, Sort
-from . import cache, codegen, scipy_calls, sort, tinyconv
+from . import cache, codegen, fft, scipy_calls, sort, tinyconv
 from .blas import DotGeneral, GemmCall, gemm_address, gemm_layout
 from .conv import Conv as ConvGemm
 from .lapack import lapack_step
@@ -709,6 +710,8 @@ class Executable:
                 self.steps.append(loop_step(step, arena))
             elif isinstance(step, Lapack):
                 self.steps.append(lapack_step(step, plan, arena))
+            elif step.eqn.prim is P.fft and fft.runs(step.eqn):
+                self.steps.append(fft.fft_step(step, arena))
             else:
                 self.steps.append(_fallback_step(step, arena))
         # results the kernels write: allocated for each call, handed to the caller
