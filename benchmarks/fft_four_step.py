@@ -1,10 +1,12 @@
-"""Long one-dimensional FFTs: the four-step method (backends/llvm/fft.py) against pocketfft's
-own algorithm (scipy.fft, which runs one transform on one thread), complex and real, on
-growing lengths, one process. Sets fft.FOUR_STEP_MIN (the crossover).
+"""The CPU backend's own FFT passes (backends/llvm/fft.py) against pocketfft (scipy.fft), one
+process: long one-dimensional transforms by the four-step method, complex and real, on
+growing lengths (sets fft.FOUR_STEP_MIN and FOUR_STEP_MIN_REAL, the crossovers), then the
+native transforms down the columns of a matrix against pocketfft's in-place column pass
+(sets fft.COLUMNS_MIN).
 
 Run from the repository root: ``python3 benchmarks/fft_four_step.py [--quick]``. Each row
 is the median of repeats of both ways at the runtime's thread count and at one thread, and
-the ratio four-step / pocketfft.
+the ratio ours / pocketfft.
 """
 
 from __future__ import annotations
@@ -51,5 +53,28 @@ def main():
                   f"{times[0] / base:6.2f}  {1e3 * times[1]:8.3f}ms {times[1] / base:6.2f}")
 
 
+def columns(quick):
+    workers = runtime.get_num_threads()
+    rng = np.random.default_rng(1)
+    print(f"\n{'columns':<10} {'shape':>12}  {'pocketfft':>10}  "
+          f"{'native':>10} {'ratio':>6}  {'1 thread':>10} {'ratio':>6}  {'pocketfft, 1':>12}")
+    shapes = [(64, 256), (256, 256), (1024, 256), (2048, 1024)] + ([] if quick else
+                                                                  [(2048, 2048), (4096, 1024)])
+    for dtype in (np.complex64, np.complex128):
+        for shape in shapes:
+            x = (rng.normal(size=shape) + 1j * rng.normal(size=shape)).astype(dtype)
+            y = x.copy()
+            repeats = max(5, min(200, (1 << 22) // x.size))
+            own = [median_time(lambda w=w, y=y: scipy.fft.fft(y, axis=0, overwrite_x=True,
+                                                              workers=w), repeats)
+                   for w in (workers, 1)]
+            times = [median_time(lambda w=w, y=y: fft._columns(y, 0, False, w, 1.0), repeats)
+                     for w in (workers, 1)]
+            print(f"{np.dtype(dtype).name:<10} {shape!s:>12}  {1e3 * own[0]:8.3f}ms  "
+                  f"{1e3 * times[0]:8.3f}ms {times[0] / own[0]:6.2f}  {1e3 * times[1]:8.3f}ms "
+                  f"{times[1] / own[1]:6.2f}  {1e3 * own[1]:10.3f}ms")
+
+
 if __name__ == "__main__":
     main()
+    columns("--quick" in sys.argv)

@@ -1,7 +1,8 @@
-"""The CPU backend's fft step (backends/llvm/fft.py): the four-step method against a long
-double reference (no less accurate than pocketfft's own algorithm), its split and twiddle
-tables, the same bits on any number of threads, inputs never written, pocketfft's bits for
-n-d transforms, and the jit path through the step (an intermediate written into the arena)."""
+"""The CPU backend's fft step (backends/llvm/fft.py): the four-step method and the native
+transforms along leading axes against a long double reference (no less accurate than
+pocketfft's own algorithm), the split and twiddle tables, the same bits on any number of
+threads, inputs never written, pocketfft's bits for the other n-d transforms, and the jit
+path through the step (an intermediate written into the arena)."""
 
 from __future__ import annotations
 
@@ -138,9 +139,10 @@ def test_irfft_ignores_the_imaginary_parts_pocketfft_ignores(four_step):
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
 @pytest.mark.parametrize("shape,k", [((3, 128, 257), 3), ((6, 10, 30), 2), ((5, 7, 9), 3),
                                      ((256, 384), 2)])
-def test_n_d_transforms_give_pocketfft_bits(dtype, shape, k):
+def test_n_d_transforms_give_pocketfft_bits(monkeypatch, dtype, shape, k):
     """Axis by axis in pocketfft's order and with its scaling: its bits (and the
-    interpreter's) when the last axis runs by pocketfft's own algorithm."""
+    interpreter's) when every axis runs by pocketfft's own algorithm."""
+    monkeypatch.setattr(F, "COLUMNS_MIN", 1 << 62)
     rng = np.random.default_rng(3)
     x = (rng.normal(size=shape) + 1j * rng.normal(size=shape)).astype(dtype)
     axes = tuple(range(len(shape) - k, len(shape)))
@@ -201,3 +203,72 @@ def test_float16_runs_through_the_interpreter():
     got = fc.jit(np.fft.rfft)(x)
     assert got.dtype == np.complex64
     np.testing.assert_allclose(got, np.fft.rfft(x.astype(np.float32)), rtol=1e-5, atol=1e-5)
+
+
+@pytest.fixture
+def native_columns(monkeypatch):
+    """Every leading axis the native kernel can take takes it; records the calls."""
+    calls = []
+    inner = F._columns
+
+    def counted(x, axis, *args):
+        calls.append(x.shape[axis])
+        return inner(x, axis, *args)
+
+    monkeypatch.setattr(F, "COLUMNS_MIN", 0)
+    monkeypatch.setattr(F, "_columns", counted)
+    return calls
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+@pytest.mark.parametrize("rows", [16, 32, 64, 128, 1024, 2048])
+@pytest.mark.parametrize("inverse", [False, True])
+def test_native_columns_are_as_accurate_as_pocketfft(native_columns, dtype, rows, inverse):
+    """Radix-4 levels (and a radix-2 one for odd powers of two) down strips of columns:
+    within twice pocketfft's error against long double, scaled as NumPy's inverse."""
+    width = F.STRIP_BYTES // np.dtype(dtype).itemsize
+    x = _operand("fft", rows * 3 * width, dtype, seed=rows).reshape(rows, 3 * width)
+    f = scipy.fft.ifft if inverse else scipy.fft.fft
+    got = F._lead_pass(x.copy(), 0, inverse, 2, True)
+    assert native_columns == [rows]
+    ref = f(x.astype(np.clongdouble), axis=0)
+    eps = np.finfo(REAL[dtype]).eps
+    assert _error(got, ref) <= max(2 * _error(f(x, axis=0), ref), 4 * eps)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_n_d_with_native_leading_axes(native_columns, kind):
+    """Leading axes of 32 and 64 points over strips of 16 complex128 (an irfft's first
+    leading pass reads the input: pocketfft's; its second runs natively)."""
+    lengths = (32, 64, 30 if kind in ("rfft", "irfft") else 16)
+    x = _operand(kind, lengths[-1], np.complex128, (2, 32, 64))
+    ref = {"fft": scipy.fft.fftn, "ifft": scipy.fft.ifftn, "rfft": scipy.fft.rfftn,
+           "irfft": scipy.fft.irfftn}[kind](x, s=lengths, axes=(1, 2, 3))
+    got = F.fft(x, fft_type=kind, fft_lengths=lengths, workers=2)
+    assert native_columns == ([64] if kind == "irfft" else [32, 64])
+    assert got.dtype == ref.dtype
+    np.testing.assert_allclose(got, ref, rtol=0, atol=1e-13 * np.max(np.abs(ref)))
+
+
+def test_native_columns_bits_do_not_depend_on_the_thread_count(native_columns, monkeypatch):
+    monkeypatch.setattr(F, "THREADS_MIN", 0)
+    x = _operand("fft", 5 * 256 * 48, np.complex128).reshape(5, 256, 48)
+    runs = [F._lead_pass(x.copy(), 1, False, w, True) for w in (1, 2, 3, 7)]
+    assert native_columns == [256] * 4
+    for r in runs[1:]:
+        np.testing.assert_array_equal(r, runs[0], strict=True)
+    np.testing.assert_allclose(runs[0], scipy.fft.fft(x, axis=1), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype,shape,axis,ok", [
+    (np.complex128, (64, 16), 0, True), (np.complex64, (64, 16), 0, False),
+    (np.complex64, (64, 32), 0, True), (np.complex128, (64, 24), 0, False),
+    (np.complex128, (48, 16), 0, False), (np.complex128, (8, 64), 0, False),
+    (np.complex128, (2, 64, 32), 1, True), (np.complex128, (64, 32), 1, False),
+    (np.float64, (64, 16), 0, False)])
+def test_which_axes_run_natively(monkeypatch, dtype, shape, axis, ok):
+    """A power-of-two axis of at least 16 points, not the last, over whole strips."""
+    monkeypatch.setattr(F, "COLUMNS_MIN", 0)
+    assert F.native_columns(np.zeros(shape, dtype), axis) == ok
+    monkeypatch.setattr(F, "COLUMNS_MIN", 1 << 62)
+    assert not F.native_columns(np.zeros(shape, dtype), axis)

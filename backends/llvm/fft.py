@@ -10,10 +10,16 @@ transforms that fit in cache and split over threads. A real transform of even le
 is the complex transform of its ``n / 2`` pairs of samples followed by one pass that
 separates the transforms of the even and odd samples; the inverse runs the inverse pass
 first. The transpose, the twiddles and that pass are native code (this module).
-Transforms over several axes go axis by axis, every pass after the first in place.
+
+Transforms over several axes go axis by axis, every pass after the first in place. Along a
+leading axis of a power-of-two length the transforms are native too (``_emit_columns``):
+Stockham's radix-4 algorithm with whole strips of rows as the vectors, each strip in
+scratch that stays in cache; pocketfft (built for baseline x86-64) runs them about a
+quarter slower. The four-step method's column pass is such a pass.
 
 The results depend on the shape alone, never on the thread count: the same bits under any
-``FUNCTORCH_CORE_NUM_THREADS``. They are pocketfft's values to rounding, not to the bit.
+``FUNCTORCH_CORE_NUM_THREADS``. Where a native pass runs they are pocketfft's values to
+rounding, not to the bit; elsewhere pocketfft's bits.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from llvmlite import ir
 # the complex points of a transform from which the four-step method runs, for complex
 # transforms and for real ones (half their samples): benchmarks/fft_four_step.py
 FOUR_STEP_MIN = 1 << 15
-FOUR_STEP_MIN_REAL = 1 << 18
+FOUR_STEP_MIN_REAL = 1 << 19
 # a batch of transforms, and the four-step method's native passes, split over threads from
 # this many points on
 THREADS_MIN = 1 << 16
@@ -239,15 +245,160 @@ def _emit_transpose(module, ft):
     b.ret_void()
 
 
-# (symbol, emitter, pointer arguments, integer arguments)
-_EMITTERS = (("fc_fft_twiddle", _emit_twiddle, 3, 6),
-             ("fc_fft_rfft_post", _emit_rfft_post, 3, 4),
-             ("fc_fft_irfft_pre", _emit_irfft_pre, 4, 4),
-             ("fc_fft_transpose", _emit_transpose, 2, 4))
+STRIP_BYTES = 256     # a strip of columns: these bytes of each row (benchmarks/fft_four_step.py)
+# transforms along a leading axis run natively (_emit_columns) from this many elements on
+COLUMNS_MIN = 1 << 16
+
+
+def _emit_columns(module, ft):
+    """Stockham transforms (radix 4, a last radix-2 level for an odd ``levels``; unscaled;
+    conjugate twiddles when ``inverse``) down the columns of a ``(rows, cols)`` complex
+    matrix, ``rows = 2^levels``, in place: strips ``s0 <= s < s1`` of STRIP_BYTES of each
+    row, one at a time, copied into scratch ``sa`` (each row's real parts, then its
+    imaginary parts), transformed level by level between ``sa`` and ``sb`` by butterflies
+    that combine whole strip rows (vector loops), and copied back times ``scale``.
+    ``table[k] = exp(-2 pi i k / rows)`` for ``k < rows``."""
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR] * 4 + [I64] * 6 + [F64]),
+                     "fc_fft_columns")
+    for arg in fn.args[:4]:
+        arg.add_attribute("noalias")
+    e = _Emitter.__new__(_Emitter)
+    e.ft, e.args = ft, fn.args
+    b = e.b = ir.IRBuilder(fn.append_basic_block("entry"))
+    data, sa, sb, table, rows, cols, levels, inverse, s0, s1, scale = fn.args
+    width = STRIP_BYTES // (8 if ft is F64 else 4) // 2
+    zero, one, two = e.const(0), e.const(1), e.const(2)
+    lanes, row_len = e.const(width), e.const(2 * width)
+    flip = b.icmp_signed("!=", inverse, zero)
+    factor = scale if ft is F64 else b.fptrunc(scale, ft)
+    fours = b.lshr(levels, one)
+
+    def at(base, index):
+        return b.gep(base, [index], source_etype=ft)
+
+    def get(base, row, c):      # a scratch row: real parts, then imaginary parts
+        line = at(base, b.mul(row, row_len))
+        return [b.load(at(line, c), typ=ft), b.load(at(line, b.add(c, lanes)), typ=ft)]
+
+    def put(base, row, c, value):
+        line = at(base, b.mul(row, row_len))
+        b.store(value[0], at(line, c))
+        b.store(value[1], at(line, b.add(c, lanes)))
+
+    def add(u, v):
+        return [b.fadd(u[0], v[0]), b.fadd(u[1], v[1])]
+
+    def sub(u, v):
+        return [b.fsub(u[0], v[0]), b.fsub(u[1], v[1])]
+
+    def mul(u, w):      # contracted into fused multiply-adds where the target has them
+        f = ("contract",)
+        return [b.fsub(b.fmul(u[0], w[0], flags=f), b.fmul(u[1], w[1], flags=f), flags=f),
+                b.fadd(b.fmul(u[0], w[1], flags=f), b.fmul(u[1], w[0], flags=f), flags=f)]
+
+    def root(k):
+        w = e.load(table, k, ft)
+        w = [v if ft is F64 else b.fptrunc(v, ft) for v in w]
+        return [w[0], b.select(flip, b.fneg(w[1]), w[1])]
+
+    def across(body):
+        e.loop(zero, lanes, body)
+
+    def radix4(i, x, y):
+        """Level ``i``: ``n = rows / 4^i`` points in ``s = 4^i`` interleaved sequences."""
+        s = b.shl(one, b.shl(i, one))
+        quarter = b.lshr(rows, b.add(b.shl(i, one), two))       # n / 4
+
+        def butterflies(p):
+            step = b.mul(p, s)                                   # p * rows / n
+            w1, w2, w3 = root(step), root(b.shl(step, one)), root(b.mul(step, e.const(3)))
+            rows_in = [b.add(p, b.mul(quarter, e.const(j))) for j in range(4)]
+
+            def sequence(q):
+                src = [b.add(q, b.mul(s, r)) for r in rows_in]
+                dst = [b.add(q, b.mul(s, b.add(b.shl(p, two), e.const(j)))) for j in range(4)]
+
+                def lane(c):
+                    va, vb, vc, vd = (get(x, r, c) for r in src)
+                    apc, amc, bpd, bmd = add(va, vc), sub(va, vc), add(vb, vd), sub(vb, vd)
+                    jbmd = [b.fneg(bmd[1]), bmd[0]]                 # i (b - d)
+                    jbmd = [b.select(flip, b.fneg(v), v) for v in jbmd]
+                    put(y, dst[0], c, add(apc, bpd))
+                    put(y, dst[1], c, mul(sub(amc, jbmd), w1))
+                    put(y, dst[2], c, mul(sub(apc, bpd), w2))
+                    put(y, dst[3], c, mul(add(amc, jbmd), w3))
+                across(lane)
+            e.loop(zero, s, sequence)
+        e.loop(zero, quarter, butterflies)
+
+    def radix2(x, y):
+        """The last level of an odd ``levels``: pairs ``rows / 2`` apart, no twiddles."""
+        half = b.lshr(rows, one)
+
+        def pair(q):
+            def lane(c):
+                va, vb = get(x, q, c), get(x, b.add(q, half), c)
+                put(y, q, c, add(va, vb))
+                put(y, b.add(q, half), c, sub(va, vb))
+            across(lane)
+        e.loop(zero, half, pair)
+
+    def two_levels(i):      # sa -> sb, then sb -> sa unless i + 1 is past the radix-4 levels
+        radix4(i, sa, sb)
+        i1 = b.add(i, one)
+        with b.if_then(b.icmp_signed("<", i1, fours)):
+            radix4(i1, sb, sa)
+
+    def one_strip(k):
+        first = b.mul(k, lanes)
+
+        def element(r, c, part):
+            line = at(data, b.shl(b.add(b.mul(r, cols), first), one))
+            return at(line, b.add(b.shl(c, one), e.const(part)))
+
+        def copy_out(result):
+            def lane(r, c):
+                v = get(result, r, c)
+                for part in (0, 1):
+                    b.store(b.fmul(v[part], factor), element(r, c, part))
+            e.loop(zero, rows, lambda r: across(lambda c: lane(r, c)))
+
+        e.loop(zero, rows, lambda r: across(lambda c: put(
+            sa, r, c, [b.load(element(r, c, part), typ=ft) for part in (0, 1)])))
+        e.loop(zero, fours, two_levels, 2)
+        in_sb = b.icmp_signed("!=", b.and_(fours, one), zero)    # after the radix-4 levels
+        odd = b.icmp_signed("!=", b.and_(levels, one), zero)
+        with b.if_else(in_sb) as (then, otherwise):
+            with then:
+                with b.if_else(odd) as (last, done):
+                    with last:
+                        radix2(sb, sa)
+                        copy_out(sa)
+                    with done:
+                        copy_out(sb)
+            with otherwise:
+                with b.if_else(odd) as (last, done):
+                    with last:
+                        radix2(sa, sb)
+                        copy_out(sb)
+                    with done:
+                        copy_out(sa)
+
+    e.loop(s0, s1, one_strip)
+    b.ret_void()
+
+
+_P, _I, _D = ctypes.c_void_p, ctypes.c_int64, ctypes.c_double
+# (symbol, emitter, ctypes argument types)
+_EMITTERS = (("fc_fft_twiddle", _emit_twiddle, [_P] * 3 + [_I] * 6),
+             ("fc_fft_rfft_post", _emit_rfft_post, [_P] * 3 + [_I] * 4),
+             ("fc_fft_irfft_pre", _emit_irfft_pre, [_P] * 4 + [_I] * 4),
+             ("fc_fft_transpose", _emit_transpose, [_P] * 2 + [_I] * 4),
+             ("fc_fft_columns", _emit_columns, [_P] * 4 + [_I] * 6 + [_D]))
 
 
 def kernels(real: np.dtype) -> dict:
-    """The four kernels for complex numbers of ``real`` parts, as ctypes functions (compiled
+    """The kernels for complex numbers of ``real`` parts, as ctypes functions (compiled
     on first use; the disk cache keeps their object code)."""
     real = np.dtype(real)
     with _lock:
@@ -256,7 +407,7 @@ def kernels(real: np.dtype) -> dict:
 
             from . import cache, runtime
             module = ir.Module(name=f"fc_fft_{real.char}")
-            for _, emit, _, _ in _EMITTERS:
+            for _, emit, _ in _EMITTERS:
                 emit(module, _FT[real])
             text = str(module)
             with runtime._lock:
@@ -264,9 +415,8 @@ def kernels(real: np.dtype) -> dict:
                 digest = cache.key(text, runtime._state["target"])
                 native = runtime._add_module(text, digest, [n for n, *_ in _EMITTERS], "full")
             fns = {}
-            for name, _, n_ptrs, n_ints in _EMITTERS:
-                proto = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * n_ptrs,
-                                         *[ctypes.c_int64] * n_ints)
+            for name, _, argtypes in _EMITTERS:
+                proto = ctypes.CFUNCTYPE(None, *argtypes)
                 fns[name[len("fc_fft_"):]] = proto(native.addresses[name])
             fns["native"] = native
             _kernels[real] = fns
@@ -311,8 +461,64 @@ def _scale(y, count):
     return y
 
 
+@functools.lru_cache(maxsize=16)
+def _roots(rows: int, dtype):
+    """``exp(-2 pi i k / rows)`` for ``k < rows``, computed in long double, as ``dtype``."""
+    angle = 8 * np.arctan(np.longdouble(1)) / rows * np.arange(rows).astype(np.longdouble)
+    return (np.cos(angle) - 1j * np.sin(angle)).astype(dtype)
+
+
+def native_columns(x, axis) -> bool:
+    """Whether the transforms along ``axis`` of ``x`` (C order) run natively in place
+    (``_emit_columns``): a power-of-two length of at least 16, the elements after it a
+    whole number of strips, at least COLUMNS_MIN elements."""
+    rows = x.shape[axis]
+    inner = math.prod(x.shape[axis + 1:]) if axis >= 0 else 0
+    return x.dtype in FLOATS and x.flags.c_contiguous and x.size >= COLUMNS_MIN and \
+        rows >= 16 and rows & (rows - 1) == 0 and inner > 0 and \
+        inner % (STRIP_BYTES // x.dtype.itemsize) == 0
+
+
+def _columns(x, axis, inverse, workers, scale):
+    """The transforms along ``axis`` of ``x`` in place, natively (:func:`native_columns`),
+    times ``scale``: each ``(rows, inner)`` matrix's strips split over threads."""
+    rows = x.shape[axis]
+    mats = x.reshape(-1, rows, math.prod(x.shape[axis + 1:]))
+    width = STRIP_BYTES // x.dtype.itemsize
+    strips = mats.shape[0] * (mats.shape[2] // width)
+    parts = max(1, min(workers, strips)) if x.size >= THREADS_MIN else 1
+    scratch = np.empty((parts, 2, rows * width), x.dtype)
+    table = _roots(rows, x.dtype)
+    kernel = kernels(FLOATS[x.dtype])["columns"]
+    per_mat = mats.shape[2] // width
+
+    def run(i):
+        lo, hi = strips * i // parts, strips * (i + 1) // parts
+        while lo < hi:      # strip ranges within one matrix at a time
+            mat, first = divmod(lo, per_mat)
+            last = min(hi - mat * per_mat, per_mat)
+            kernel(_ptr(mats[mat]), _ptr(scratch[i, 0]), _ptr(scratch[i, 1]), _ptr(table), rows,
+                   mats.shape[2], rows.bit_length() - 1, int(inverse), first, last, scale)
+            lo = mat * per_mat + last
+
+    from .runtime import _pool
+    futures = [_pool().submit(run, i) for i in range(1, parts)]
+    run(0)
+    for f in futures:
+        f.result()
+    return x
+
+
+def _lead_pass(x, axis, inverse, workers, overwrite, scaled=True):
+    """The transforms along ``axis`` (not the last): natively in place where
+    :func:`native_columns` allows and ``x`` may be overwritten, else pocketfft's."""
+    if overwrite and native_columns(x, axis):
+        return _columns(x, axis, inverse, workers, 1 / x.shape[axis] if inverse and scaled else 1)
+    return _pass(x, axis, inverse, workers, overwrite, scaled)
+
+
 def _in_place(x, axis, inverse, workers):
-    y = _pass(x, axis, inverse, workers, True)
+    y = _lead_pass(x, axis, inverse, workers, True)
     if not np.shares_memory(y, x):
         np.copyto(x, y)
 
@@ -411,7 +617,7 @@ def fft(x, *, fft_type, fft_lengths, workers=1, out=None):
     lead = list(range(x.ndim - len(lengths), x.ndim - 1))
     if fft_type == "irfft":
         for j, axis in enumerate(lead):
-            x = _pass(x, axis, True, workers, j > 0, scaled=False)
+            x = _lead_pass(x, axis, True, workers, j > 0, scaled=False)
         y = _c2r(x, lengths[-1], workers, out, scaled=not lead)
         if lead:
             plain = y.shape[-1] % 2 or not four_step_length(y.shape[-1] // 2, x.dtype, real=True)
@@ -419,10 +625,11 @@ def fft(x, *, fft_type, fft_lengths, workers=1, out=None):
     elif fft_type == "rfft":
         y = _r2c(x, workers, out)
         for axis in lead:
-            y = _pass(y, axis, False, workers, True)
+            y = _lead_pass(y, axis, False, workers, True)
     else:
         inverse = fft_type == "ifft"
-        if lead and not four_step_length(x.shape[-1], x.dtype):
+        if lead and not four_step_length(x.shape[-1], x.dtype) and \
+                not any(native_columns(x, axis) for axis in lead):
             if out is None:
                 y = x.copy()
             else:
@@ -435,7 +642,7 @@ def fft(x, *, fft_type, fft_lengths, workers=1, out=None):
         else:
             y = _c2c(x, inverse, workers, out)
             for axis in lead:
-                y = _pass(y, axis, inverse, workers, True)
+                y = _lead_pass(y, axis, inverse, workers, True)
     if out is not None and y is not out:
         np.copyto(out, y)
         return out

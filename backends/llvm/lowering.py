@@ -22,9 +22,10 @@ FALLBACK = {
     **{p: "LAPACK through NumPy/SciPy's linalg routines for the one equation (no native "
           "batched LAPACK call for it yet; backends/llvm/lapack.py has solve, cholesky, "
           "det, slogdet, lu, triangular_solve)" for p in P.LINALG if p not in lapack.LOWERED},
-    P.fft: "pocketfft through scipy.fft, split over threads, long 1-d transforms by the "
-           "four-step method with native twiddles and transposes (backends/llvm/fft.py): "
-           "faster than a DFT we would emit (benchmarks/linalg_fft.py)",
+    P.fft: "the fft step (backends/llvm/fft.py): pocketfft through scipy.fft for the last "
+           "axis, split over threads; native radix-4 transforms along power-of-two leading "
+           "axes; long 1-d transforms by the four-step method with native twiddles and "
+           "transposes (benchmarks/fft_four_step.py, benchmarks/linalg_fft.py)",
 }
 NATIVE = PLANNED | set(RULES) | set(lapack.LOWERED)
 
