@@ -60,19 +60,20 @@ def split(m: int) -> tuple[int, int] | None:
     return None
 
 
+def _unit_roots(k, n, dtype=np.complex128):
+    """``exp(-2 pi i k / n)`` for the integers ``k``, computed in long double and rounded
+    once to ``dtype``."""
+    angle = 8 * np.arctan(np.longdouble(1)) / n * k.astype(np.longdouble)
+    return (np.cos(angle) - 1j * np.sin(angle)).astype(dtype)
+
+
 @functools.lru_cache(maxsize=16)
 def twiddle_tables(n: int):
     """``(hi, lo, shift)``: ``exp(-2 pi i r / n) = hi[r >> shift] * lo[r & (2^shift - 1)]``
-    for ``0 <= r < n``, two tables of about ``sqrt(n)`` complex128 values each, computed in
-    long double and rounded once."""
+    for ``0 <= r < n``, two tables of about ``sqrt(n)`` complex128 values each."""
     shift = max(1, (n.bit_length() + 1) // 2)
-    turn = 8 * np.arctan(np.longdouble(1)) / n
-
-    def roots(r):
-        angle = turn * r.astype(np.longdouble)
-        return (np.cos(angle) - 1j * np.sin(angle)).astype(np.complex128)
-
-    return roots(np.arange(-(-n >> shift)) << shift), roots(np.arange(1 << shift)), shift
+    return (_unit_roots(np.arange(-(-n >> shift)) << shift, n),
+            _unit_roots(np.arange(1 << shift), n), shift)
 
 
 # ------------------------------------------------------------------ native kernels
@@ -403,8 +404,6 @@ def kernels(real: np.dtype) -> dict:
     real = np.dtype(real)
     with _lock:
         if real not in _kernels:
-            from llvmlite import binding as llvm  # noqa: F401  (the engine's module)
-
             from . import cache, runtime
             module = ir.Module(name=f"fc_fft_{real.char}")
             for _, emit, _ in _EMITTERS:
@@ -463,9 +462,8 @@ def _scale(y, count):
 
 @functools.lru_cache(maxsize=16)
 def _roots(rows: int, dtype):
-    """``exp(-2 pi i k / rows)`` for ``k < rows``, computed in long double, as ``dtype``."""
-    angle = 8 * np.arctan(np.longdouble(1)) / rows * np.arange(rows).astype(np.longdouble)
-    return (np.cos(angle) - 1j * np.sin(angle)).astype(dtype)
+    """``exp(-2 pi i k / rows)`` for ``k < rows``, as ``dtype`` (the column kernel's table)."""
+    return _unit_roots(np.arange(rows), rows, dtype)
 
 
 def native_columns(x, axis) -> bool:
