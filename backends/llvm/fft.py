@@ -664,5 +664,6 @@ def fft_step(step, arena: set):
 
 
 def runs(eqn) -> bool:
-    """Whether :func:`fft_step` runs ``eqn`` (else the interpreter does)."""
-    return eqn.inputs[0].aval.dtype in SUPPORTED
+    """Whether :func:`fft_step` runs ``eqn`` (an fft of a supported dtype; else the
+    interpreter does)."""
+    return eqn.prim.name == "fft" and eqn.inputs[0].aval.dtype in SUPPORTED

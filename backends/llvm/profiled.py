@@ -2,10 +2,11 @@
 
 The twin is a shallow copy of the :class:`~.runtime.Executable` (same arenas, same
 native code) whose steps are wrapped in profiler events named by what they do: a
-kernel by its fused primitives, BLAS, conv, sort, control-flow loop and interpreter
-fallback steps by their primitive. A kernel or sort split over the worker threads also
-records each part on the thread that runs it. A graph run by one native entry (every
-kernel small) stays one call, reported as one event that lists its kernels.
+kernel by its fused primitives, BLAS, conv, sort and fft steps by their kind,
+control-flow loop and interpreter fallback steps by their primitive. A kernel or sort
+split over the worker threads also records each part on the thread that runs it. A graph
+run by one native entry (every kernel small) stays one call, reported as one event that
+lists its kernels.
 
 Built on first use and kept by the executable (``Executable.profiled``); its steps, and so
 the cached call path, are never changed.
@@ -18,6 +19,7 @@ import math
 
 from .. import profiling
 from ..planning.plan import Blas, Conv, Fallback, Kernel, Loop, Sort
+from . import fft
 
 _MAX_NAMES = 6
 
@@ -45,8 +47,8 @@ def step_name(step, native=False) -> tuple[str, str]:
         return f"conv_general_dilated ({'native' if native else 'blas'})", "conv"
     if isinstance(step, Loop):
         return f"loop[{step.eqn.prim.name}]", "loop"
-    if isinstance(step, Fallback) and step.eqn.prim.name == "fft":
-        return "fft (pocketfft)", "fft"
+    if isinstance(step, Fallback) and fft.runs(step.eqn):
+        return "fft", "fft"
     if isinstance(step, Fallback):
         return f"fallback[{step.eqn.prim.name}]", "fallback"
     return type(step).__name__, "step"

@@ -39,7 +39,6 @@ import numpy as np
 from llvmlite import binding as llvm
 from llvmlite import ir
 
-from ir import primitives as P
 from ir.core import Graph, Lit
 from ir.once import Once
 
@@ -710,7 +709,7 @@ class Executable:
                 self.steps.append(loop_step(step, arena))
             elif isinstance(step, Lapack):
                 self.steps.append(lapack_step(step, plan, arena))
-            elif step.eqn.prim is P.fft and fft.runs(step.eqn):
+            elif fft.runs(step.eqn):
                 self.steps.append(fft.fft_step(step, arena))
             else:
                 self.steps.append(_fallback_step(step, arena))
