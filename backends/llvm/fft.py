@@ -369,21 +369,14 @@ def _emit_columns(module, ft):
         e.loop(zero, fours, two_levels, 2)
         in_sb = b.icmp_signed("!=", b.and_(fours, one), zero)    # after the radix-4 levels
         odd = b.icmp_signed("!=", b.and_(levels, one), zero)
-        with b.if_else(in_sb) as (then, otherwise):
-            with then:
-                with b.if_else(odd) as (last, done):
+        with b.if_else(in_sb) as branches:
+            for branch, (src, dst) in zip(branches, ((sb, sa), (sa, sb)), strict=True):
+                with branch, b.if_else(odd) as (last, done):
                     with last:
-                        radix2(sb, sa)
-                        copy_out(sa)
+                        radix2(src, dst)
+                        copy_out(dst)
                     with done:
-                        copy_out(sb)
-            with otherwise:
-                with b.if_else(odd) as (last, done):
-                    with last:
-                        radix2(sa, sb)
-                        copy_out(sb)
-                    with done:
-                        copy_out(sa)
+                        copy_out(src)
 
     e.loop(s0, s1, one_strip)
     b.ret_void()
