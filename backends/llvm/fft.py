@@ -36,7 +36,7 @@ from llvmlite import ir
 # the complex points of a transform from which the four-step method runs, for complex
 # transforms and for real ones (half their samples): benchmarks/fft_four_step.py
 FOUR_STEP_MIN = 1 << 15
-FOUR_STEP_MIN_REAL = 1 << 19
+FOUR_STEP_MIN_REAL = 1 << 18
 # a batch of transforms, and the four-step method's native passes, split over threads from
 # this many points on
 THREADS_MIN = 1 << 16
