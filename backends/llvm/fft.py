@@ -82,9 +82,9 @@ class _Emitter:
     """One function's builder with counted loops and complex loads, stores and products
     (computed in double)."""
 
-    def __init__(self, module, name, ft, n_ptrs, n_ints):
-        fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR] * n_ptrs + [I64] * n_ints),
-                         name)
+    def __init__(self, module, name, ft, n_ptrs, n_ints, n_doubles=0):
+        fn = ir.Function(module, ir.FunctionType(
+            ir.VoidType(), [PTR] * n_ptrs + [I64] * n_ints + [F64] * n_doubles), name)
         self.ft, self.args = ft, fn.args
         self.b = ir.IRBuilder(fn.append_basic_block("entry"))
 
@@ -259,14 +259,11 @@ def _emit_columns(module, ft):
     imaginary parts), transformed level by level between ``sa`` and ``sb`` by butterflies
     that combine whole strip rows (vector loops), and copied back times ``scale``.
     ``table[k] = exp(-2 pi i k / rows)`` for ``k < rows``."""
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR] * 4 + [I64] * 6 + [F64]),
-                     "fc_fft_columns")
-    for arg in fn.args[:4]:
+    e = _Emitter(module, "fc_fft_columns", ft, 4, 6, n_doubles=1)
+    for arg in e.args[:4]:
         arg.add_attribute("noalias")
-    e = _Emitter.__new__(_Emitter)
-    e.ft, e.args = ft, fn.args
-    b = e.b = ir.IRBuilder(fn.append_basic_block("entry"))
-    data, sa, sb, table, rows, cols, levels, inverse, s0, s1, scale = fn.args
+    b = e.b
+    data, sa, sb, table, rows, cols, levels, inverse, s0, s1, scale = e.args
     width = STRIP_BYTES // (8 if ft is F64 else 4) // 2
     zero, one, two = e.const(0), e.const(1), e.const(2)
     lanes, row_len = e.const(width), e.const(2 * width)
