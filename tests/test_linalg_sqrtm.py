@@ -132,6 +132,26 @@ def test_sylvester_native_on_a_batch_split_over_threads():
     _native_vs_interpreter(_sylvester, a, b, c, tol=1e-13)
 
 
+def test_sqrtm_derivatives_take_one_schur_form_per_sylvester(monkeypatch):
+    """sqrtm's jvp and its transpose solve ``X y + y X = c``: the native sylvester step
+    takes one Schur form of ``X`` for both sides (zgees twice in all, sqrtm's included),
+    with the values of two."""
+    from backends.llvm import lapack_schur
+    calls, inner = [], lapack_schur._schur
+    monkeypatch.setattr(lapack_schur, "_schur",
+                        lambda *args: calls.append(args[0]) or inner(*args))
+    rng = np.random.default_rng(6)
+    a, t = _well_posed(rng, (2, 9, 9)), _rand(rng, (2, 9, 9))
+    jvp = fc.jit(lambda a, t: fc.jvp(_sqrtm, (a,), (t,))[1])
+    grad = fc.jit(fc.grad(lambda a: np.sum(np.real(_sqrtm(a) * t))))
+    for f, args, eager in ((jvp, (a, t), lambda a, t: fc.jvp(_sqrtm, (a,), (t,))[1]),
+                           (grad, (a,), fc.grad(lambda a: np.sum(np.real(_sqrtm(a) * t))))):
+        calls.clear()
+        got = f(*args)
+        assert calls == ["sqrtm", "sylvester"]
+        assert _rel(got, eager(*args)) < 1e-12
+
+
 @settings(deadline=None)
 @given(st.integers(1, 9), st.integers(0, 2 ** 16))
 def test_sqrtm_native_squares_back(n, seed):

@@ -9,8 +9,9 @@ as the interpreter's SciPy computes (complex64 results are rounded from it).
   eigenvalue on the negative real axis comes out of the complex Schur form with an
   imaginary part of rounding size and either sign; it is taken as real (``+i sqrt|w|``,
   what SciPy's real Schur form gives) when that part is below ``64 eps |T|``.
-- sylvester ``a y + y b = c``: ``a = U R U^H``, ``b = V S V^H`` (``zgees``), then
-  ``R x + x S = U^H c V`` (``ztrsyl``) and ``y = U x V^H``.
+- sylvester ``a y + y b = c``: ``a = U R U^H``, ``b = V S V^H`` (``zgees``; once when
+  ``b`` is ``a``, as in sqrtm's derivative), then ``R x + x S = U^H c V`` (``ztrsyl``)
+  and ``y = U x V^H``.
 
 ``ztrsyl``'s scale factor (below 1 only to avoid overflow) divides the solution. A
 singular equation (``info = 1``: LAPACK perturbed the eigenvalues) is no error, as in
@@ -163,7 +164,11 @@ def sylvester(a, b, c, out, scratch):
     s = dict(zip(_spec(P.sylvester, [a.shape, b.shape, c.shape]), scratch, strict=True))
     batch = len(s["info"])
     _schur("sylvester", a.reshape(batch, m, m), s["a"], s["u"], s, m)
-    _schur("sylvester", b.reshape(batch, n, n), s["b"], s["v"], s, n)
+    if b.shape == a.shape and np.array_equal(b, a):     # the same matrix on both sides
+        np.copyto(s["b"], s["a"])       # (sqrtm's derivative): one Schur form serves both
+        np.copyto(s["v"], s["u"])
+    else:
+        _schur("sylvester", b.reshape(batch, n, n), s["b"], s["v"], s, n)
     u, v = s["u"].transpose(0, 2, 1), s["v"].transpose(0, 2, 1)
     with _products(max(m, n)):
         f = np.conj(u).transpose(0, 2, 1) @ c.reshape(batch, m, n) @ v
