@@ -593,6 +593,17 @@ def test_stop_gradient():
         == [0.0, 0.0]
 
 
+def test_stop_gradient_tangent_is_a_symbolic_zero():
+    """What depends on stop_gradient's output alone is not differentiated: no cos for the
+    sin of it in the jvp graph, and a zero gradient without a materialised zero array."""
+    x = np.array([0.5, 1.5])
+    graph = fc.make_graph(lambda x, t: fc.jvp(
+        lambda x: P.sin.bind(fc.stop_gradient(x)) + x, (x,), (t,)))(x, x)
+    assert [e.prim for e in graph.eqns if e.prim in (P.cos, P.broadcast_in_dim)] == []
+    assert fc.hessian(lambda x: _sum(P.mul.bind(x, fc.stop_gradient(P.mul.bind(x, x)))))(
+        x).tolist() == [[0.0, 0.0], [0.0, 0.0]]
+
+
 def test_fnp_functions_differentiate():
     x = np.array([0.5, 1.5])
     g = fc.grad(lambda x: _sum(fnp.sin(x) * fnp.exp(x) + fnp.maximum(x, 1.0)))(x)

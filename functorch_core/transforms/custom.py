@@ -27,7 +27,7 @@ from .._tracing import fn_name, leaf_aval
 from ._common import Transformed, cached, signature, trace_for_transform
 from .batching import NOT_BATCHED, batch_graph, moveaxis
 from .batching import RULES as BATCH_RULES
-from .jvp import JVP, differentiable, instantiate, is_zero, tangent_aval, zeros
+from .jvp import JVP, Zero, differentiable, instantiate, is_zero, tangent_aval
 from .transpose import TRANSPOSE, is_linear
 
 
@@ -187,8 +187,10 @@ def _stop(x):
 
 @_stop.defjvp
 def _stop_jvp(primals, tangents):
+    """A symbolic zero tangent (what depends on it alone is not differentiated at all), and
+    the value stopped again, so that an enclosing derivative stops there too."""
     (x,), _ = primals, tangents
-    return x, zeros(tangent_aval(leaf_aval(x, "stop_gradient")))
+    return _stop(x), Zero(tangent_aval(leaf_aval(x, "stop_gradient")))
 
 
 def stop_gradient(x):
@@ -221,7 +223,8 @@ def _custom_jvp_call_jvp(primals, tangents, *, graph, jvp, name):
     what = f"custom_jvp({name}): the jvp rule's"
     outs = [_atom(o, av, f"{what} output") for o, av in
             zip(_flat_like(jvp.out_tree, result[0], f"{what} output"), avals, strict=True)]
-    touts = [_atom(t, tangent_aval(av), f"{what} tangent") for t, av in
+    touts = [t if is_zero(t) and t.aval == tangent_aval(av) else
+             _atom(t, tangent_aval(av), f"{what} tangent") for t, av in
              zip(_flat_like(jvp.out_tree, result[1], f"{what} tangent"), avals, strict=True)]
     return outs, touts
 
