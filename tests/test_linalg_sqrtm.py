@@ -132,6 +132,15 @@ def test_sylvester_native_on_a_batch_split_over_threads():
     _native_vs_interpreter(_sylvester, a, b, c, tol=1e-13)
 
 
+def test_real_sqrtm_gradient_tests_eigenvalues_without_eigenvectors():
+    """The negative-eigenvalue test of a real sqrtm is behind stop_gradient: its eig keeps
+    compute_v=False under grad (eig's jvp would compute the eigenvectors)."""
+    from functorch_core.scipy import linalg as fsl
+    a = _well_posed(np.random.default_rng(7), (5, 5)).real.copy()
+    graph = fc.make_graph(fc.grad(lambda a: np.sum(fsl.sqrtm(a))))(a)
+    assert [e.params["compute_v"] for e in graph.eqns if e.prim is P.eig] == [False]
+
+
 def test_sqrtm_derivatives_take_one_schur_form_per_sylvester(monkeypatch):
     """sqrtm's jvp and its transpose solve ``X y + y X = c``: the native sylvester step
     takes one Schur form of ``X`` for both sides (zgees twice in all, sqrtm's included),

@@ -11,12 +11,14 @@ from ir import primitives as P
 from .. import numpy as fnp
 from ..numpy._core import aval, is_tracer, to_result
 from ..numpy.linalg import _float, _stacked
+from ..transforms.custom import stop_gradient
 
 
 def _negative_eigenvalue(a):
     """Per matrix: whether a real ``a`` has an eigenvalue on the negative real axis (real
-    Schur form with a negative 1x1 block: SciPy's test for a complex root)."""
-    w = P.eig.bind(a, compute_v=False)[0]
+    Schur form with a negative 1x1 block: SciPy's test for a complex root). A test, not a
+    value: no derivative flows through it (eig's jvp would compute the eigenvectors)."""
+    w = P.eig.bind(stop_gradient(a), compute_v=False)[0]
     return fnp.any((fnp.imag(w) == 0) & (fnp.real(w) < 0), axis=-1)
 
 
