@@ -93,13 +93,13 @@ def test_cholesky_is_numpys_to_the_bit_and_reads_the_lower_triangle(dtype, lead,
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("lead,n", [((), lapack.TILE_MIN_N), ((2,), 2 * lapack.TILE + 7 +
-                                                                   lapack.TILE_MIN_N)])
+@pytest.mark.parametrize("lead,n", [((), lapack.TILE_MIN_N), ((2,), lapack.TILE + 71)])
 def test_cholesky_of_big_matrices_copies_tiles_of_one_triangle_to_the_bit(dtype, lead, n):
     """From TILE_MIN_N rows only the lower triangle goes to Fortran order and back, in
     tiles (a last partial one too): still NumPy's bits, the upper triangle zero, the
     caller's array untouched, and the scratch's other triangle never read (a second call
-    on other values gives that call's bits)."""
+    on other values gives that call's bits). Below BLOCKED_MIN_N: one ?potrf, NumPy's."""
+    assert lapack.TILE_MIN_N <= n < lapack.BLOCKED_MIN_N
     rng = np.random.default_rng(n + 3)
     exe, graph = _compiled(P.cholesky, np.zeros(lead + (n, n), dtype))
     for _ in range(2):
