@@ -10,7 +10,7 @@ as the interpreter's SciPy computes (complex64 results are rounded from it).
   imaginary part of rounding size and either sign; it is taken as real (``+i sqrt|w|``,
   what SciPy's real Schur form gives) when that part is below ``64 eps |T|``.
 - sylvester ``a y + y b = c``: ``a = U R U^H``, ``b = V S V^H`` (``zgees``; once when
-  ``b`` is ``a``, as in sqrtm's derivative), then ``R x + x S = U^H c V`` (``ztrsyl``)
+  ``b`` equals ``a``, as in sqrtm's derivative), then ``R x + x S = U^H c V`` (``ztrsyl``)
   and ``y = U x V^H``.
 
 ``ztrsyl``'s scale factor (below 1 only to avoid overflow) divides the solution. A
