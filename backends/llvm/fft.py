@@ -433,12 +433,17 @@ def _split_run(fn, args, count, workers, points, align=1):
 
 # ------------------------------------------------------------------ the transforms
 
+def _pocketfft_workers(x, axis, workers):
+    """pocketfft's threads for the transforms along ``axis`` of ``x``: ``workers`` for a
+    batch of at least THREADS_MIN points, else one."""
+    return workers if x.size >= THREADS_MIN and x.size > x.shape[axis] else 1
+
+
 def _pass(x, axis, inverse, workers, overwrite, scaled=True):
     """pocketfft's transform of one axis; ``scaled=False``: an inverse without its 1/n."""
     import scipy.fft
-    many = x.size >= THREADS_MIN and x.size > x.shape[axis]
     return (scipy.fft.ifft if inverse else scipy.fft.fft)(
-        x, axis=axis, workers=workers if many else 1, overwrite_x=overwrite,
+        x, axis=axis, workers=_pocketfft_workers(x, axis, workers), overwrite_x=overwrite,
         norm="forward" if inverse and not scaled else "backward")
 
 
@@ -473,27 +478,20 @@ def _columns(x, axis, inverse, workers, scale):
     rows = x.shape[axis]
     mats = x.reshape(-1, rows, math.prod(x.shape[axis + 1:]))
     width = STRIP_BYTES // x.dtype.itemsize
-    strips = mats.shape[0] * (mats.shape[2] // width)
-    parts = max(1, min(workers, strips)) if x.size >= THREADS_MIN else 1
-    scratch = np.empty((parts, 2, rows * width), x.dtype)
+    per_mat = mats.shape[2] // width
     table = _roots(rows, x.dtype)
     kernel = kernels(FLOATS[x.dtype])["columns"]
-    per_mat = mats.shape[2] // width
 
-    def run(i):
-        lo, hi = strips * i // parts, strips * (i + 1) // parts
+    def run(lo, hi):        # strips lo..hi, each part in scratch of its own
+        scratch = np.empty((2, rows * width), x.dtype)
         while lo < hi:      # strip ranges within one matrix at a time
             mat, first = divmod(lo, per_mat)
             last = min(hi - mat * per_mat, per_mat)
-            kernel(_ptr(mats[mat]), _ptr(scratch[i, 0]), _ptr(scratch[i, 1]), _ptr(table), rows,
+            kernel(_ptr(mats[mat]), _ptr(scratch[0]), _ptr(scratch[1]), _ptr(table), rows,
                    mats.shape[2], rows.bit_length() - 1, int(inverse), first, last, scale)
             lo = mat * per_mat + last
 
-    from .runtime import _pool
-    futures = [_pool().submit(run, i) for i in range(1, parts)]
-    run(0)
-    for f in futures:
-        f.result()
+    _split_run(run, (), mats.shape[0] * per_mat, workers, x.size)
     return x
 
 
@@ -557,8 +555,7 @@ def _r2c(x, workers, out=None):
     n = x.shape[-1]
     cplx = np.result_type(x.dtype, np.complex64)
     if n % 2 or not four_step_length(n // 2, cplx, real=True):
-        many = x.size >= THREADS_MIN and x.size > n
-        return scipy.fft.rfft(x, axis=-1, workers=workers if many else 1)
+        return scipy.fft.rfft(x, axis=-1, workers=_pocketfft_workers(x, -1, workers))
     m = n // 2
     out = np.empty((*x.shape[:-1], m + 1), cplx) if out is None else out
     post = kernels(x.dtype)["rfft_post"]
@@ -576,8 +573,7 @@ def _c2r(x, n, workers, out=None, scaled=True):
     import scipy.fft
     m = n // 2
     if n % 2 or not four_step_length(m, x.dtype, real=True):
-        many = x.size >= THREADS_MIN and x.size > x.shape[-1]
-        return scipy.fft.irfft(x, n, axis=-1, workers=workers if many else 1,
+        return scipy.fft.irfft(x, n, axis=-1, workers=_pocketfft_workers(x, -1, workers),
                                norm="backward" if scaled else "forward")
     out = np.empty((*x.shape[:-1], n), FLOATS[x.dtype]) if out is None else out
     pre = kernels(FLOATS[x.dtype])["irfft_pre"]
