@@ -68,9 +68,9 @@ def _slogdet_inv_t(a):
     return [*_slogdet(a), np.swapaxes(inv, -1, -2)]
 
 
-def _cholesky(a):
+def _cholesky(a, *, upper=False):
     with _named("cholesky", a):
-        return np.linalg.cholesky(a)
+        return np.linalg.cholesky(a, upper=upper)
 
 
 def _lu(a):

@@ -1,7 +1,7 @@
 """A big cholesky under jit: the blocked factorization over the runtime's threads
 (backends/llvm/blocked_cholesky.py) against OpenBLAS's own threaded ?potrf in the same
 step (lapack.BLOCKED_MIN_N raised for the call), NumPy, JAX and torch, interleaved in one
-process, for tuning BLOCKED_MIN_N, BLOCK and ROWS. Wall and CPU time (all threads): a
+process, for tuning BLOCKED_MIN_N, BLOCK and COLS. Wall and CPU time (all threads): a
 busy machine shows in the first, spinning threads in the second.
 
 Run from the repository root: ``python benchmarks/cholesky.py [--quick]``. Medians over
@@ -68,8 +68,9 @@ def main():
     for n in sizes:
         a = rng.normal(size=(n, n))
         spd = a @ a.T + n * np.eye(n)
-        f = fc.jit(np.linalg.cholesky)
-        blocked, potrf = _potrf(f, min(n, lapack.BLOCKED_MIN_N)), _potrf(f, n + 1)
+        # one jit each: the step's scratch is sized for its path when compiled
+        blocked = _potrf(fc.jit(np.linalg.cholesky), min(n, lapack.BLOCKED_MIN_N))
+        potrf = _potrf(fc.jit(np.linalg.cholesky), n + 1)
         want = np.linalg.cholesky(spd)
         np.testing.assert_allclose(blocked(spd), want, rtol=1e-10,
                                    atol=1e-10 * np.abs(want).max())

@@ -2,7 +2,8 @@
 in one process.
 
 Run from the repository root: ``python benchmarks/linalg_fft.py [--quick]``. Workloads:
-a batched ``solve`` (1000 x 32x32), ``cholesky`` (2048^2), ``svd`` (512^2), ``eigh`` (512^2),
+a batched ``solve`` (1000 x 32x32), ``cholesky`` (2048^2), SciPy's ``cho_solve(cho_factor(a),
+b)`` (2048^2, upper factor, one right-hand side), ``svd`` (512^2), ``eigh`` (512^2),
 the gradients of ``slogdet`` (256^2) and of the sum of ``eigh``'s eigenvalues weighted
 (256^2), ``rfft`` of 2^22 float64 samples, ``fft2`` of a 2048x2048 complex128 array, and
 the gradient of a spectral loss ``sum(|rfft(x) * w|^2)`` (reverse mode: an rfft forward,
@@ -19,9 +20,11 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import scipy.fft
+import scipy.linalg
 from _timing import median_time, optional_import, report, result
 
 import functorch_core as fc
+import functorch_core.scipy.linalg as fsl
 
 
 def _jax_rows(jax, workloads, repeats, rows):
@@ -72,16 +75,20 @@ def _linalg(quick, repeats, jax, torch):
     work = {
         "solve 1000 x 32x32": (np.linalg.solve, (batch, rhs), "solve"),
         f"cholesky {n_big}^2": (np.linalg.cholesky, (spd,), "cholesky"),
+        f"cho_factor + cho_solve {n_big}^2 (NumPy: SciPy)": (None, (spd, spd[:, :1]),
+                                                             "cho_solve"),
         f"svd {n_mid}^2": (np.linalg.svd, (mid,), "svd"),
         f"eigh {n_mid}^2": (np.linalg.eigh, (sym,), "eigh"),
         f"grad slogdet {n_grad}^2": (None, (g,), "grad_slogdet"),
         f"grad eigh {n_grad}^2": (None, (g + g.T,), "grad_eigh"),
     }
     fc_fns = {
+        "cho_solve": fc.jit(lambda a, b: fsl.cho_solve(fsl.cho_factor(a), b)),
         "grad_slogdet": fc.jit(fc.grad(lambda a: np.linalg.slogdet(a)[1])),
         "grad_eigh": fc.jit(fc.grad(lambda a: np.sum(np.linalg.eigh(a)[0] * weights))),
     }
-    np_fns = {   # the closed forms, by hand
+    np_fns = {   # SciPy's, and the closed forms by hand
+        "cho_solve": lambda a, b: scipy.linalg.cho_solve(scipy.linalg.cho_factor(a), b),
         "grad_slogdet": lambda a: np.linalg.inv(a).T,
         # NumPy's eigh reads the lower triangle: the gradient lives there
         "grad_eigh": lambda a: (lambda g: np.tril(g + g.T) - np.diag(np.diag(g)))(
@@ -89,9 +96,11 @@ def _linalg(quick, repeats, jax, torch):
     }
     peers = {}
     if jax is not None:
+        import jax.scipy.linalg as jsl
         jnp = jax.numpy
         peers["JAX"] = {
             "solve": jax.jit(jnp.linalg.solve), "cholesky": jax.jit(jnp.linalg.cholesky),
+            "cho_solve": jax.jit(lambda a, b: jsl.cho_solve(jsl.cho_factor(a), b)),
             "svd": jax.jit(jnp.linalg.svd), "eigh": jax.jit(jnp.linalg.eigh),
             "grad_slogdet": jax.jit(jax.grad(lambda a: jnp.linalg.slogdet(a)[1])),
             "grad_eigh": jax.jit(jax.grad(lambda a: jnp.sum(jnp.linalg.eigh(a)[0] * weights))),
@@ -108,6 +117,8 @@ def _linalg(quick, repeats, jax, torch):
 
         peers["torch"] = {
             "solve": torch.linalg.solve, "cholesky": torch.linalg.cholesky,
+            "cho_solve": lambda a, b: torch.cholesky_solve(
+                b, torch.linalg.cholesky(a, upper=True), upper=True),
             "svd": torch.linalg.svd, "eigh": torch.linalg.eigh,
             "grad_slogdet": t_grad(lambda a: torch.linalg.slogdet(a)[1]),
             "grad_eigh": t_grad(lambda a: (torch.linalg.eigh(
@@ -135,7 +146,8 @@ def _linalg(quick, repeats, jax, torch):
             times[peer] = rows[peer] = median_time(run, repeats)
         report(title, rows, "NumPy")
         result(title, rows["functorch_core jit"],
-               numpy=rows["NumPy"] if key in ("solve", "cholesky", "svd", "eigh") else None,
+               numpy=rows["NumPy"] if key in ("solve", "cholesky", "cho_solve", "svd", "eigh")
+               else None,
                jax=times.get("JAX"), torch=times.get("torch"))
 
 

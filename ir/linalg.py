@@ -7,7 +7,8 @@
 - ``slogdet_inv_t(a) -> (sign, logabsdet, inv_t)``: slogdet's values and ``inv(a)^T`` from
   the same LU factors, the coefficient of their derivatives (``d log det = tr(a^-1 da)
   = sum(inv_t * da)``); a singular matrix is an error (it has no inverse).
-- ``cholesky(a)``: the lower factor, reading the lower triangle.
+- ``cholesky(a, upper=False)``: the lower factor ``L`` (``a = L L^H``), reading the lower
+  triangle; ``upper=True``: the upper factor ``U`` (``a = U^H U``), reading the upper one.
 - ``lu(a) -> (lu, pivots, permutation)``: ``a[..., permutation, :] = L @ U`` with L unit
   lower (below the diagonal of ``lu``) and U upper; LAPACK's 0-based row swaps ``pivots``.
 - ``lu_pivots_to_permutation(pivots, permutation_size)``: the row order the swaps make.
@@ -81,7 +82,7 @@ def _slogdet_inv_t_rule(a):
     return [*_slogdet_rule(a), a.strong()]
 
 
-def _cholesky_rule(a):
+def _cholesky_rule(a, *, upper=False):
     _matrix("cholesky", a)
     return [a.strong()]
 

@@ -292,7 +292,8 @@ def test_linalg_calls_eig_included():
     b = Builder()
     a, c = b.input((2, 4, 4), F64), b.input((2, 4, 3), F64)
     lu = b(P.lu, a)
-    outs = [b(P.cholesky, a), *b(P.qr, c, full_matrices=True), *b(P.qr, c, full_matrices=False),
+    outs = [b(P.cholesky, a), b(P.cholesky, a, upper=True), *b(P.qr, c, full_matrices=True),
+            *b(P.qr, c, full_matrices=False),
             *b(P.svd, c, full_matrices=False, compute_uv=True),
             *b(P.svd, c, full_matrices=True, compute_uv=False), *b(P.eigh, a, lower=False),
             b(P.solve, a, c), b(P.det, a), *b(P.slogdet, a), *lu,

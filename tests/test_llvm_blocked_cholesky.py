@@ -1,9 +1,10 @@
 """The blocked Cholesky factorization of big matrices (backends/llvm/blocked_cholesky.py)
 through the cpu backend's cholesky step: NumPy's values within rounding (ill-conditioned
 matrices too), bits that do not depend on the number of threads, NumPy's error for a
-matrix that is not positive definite, the caller's array untouched.
+matrix that is not positive definite, the caller's array untouched; the lower factor and
+the upper one.
 
-Small BLOCK/ROWS/BLOCKED_MIN_N make small matrices take many blocks (a partial last one
+Small BLOCK/COLS/BLOCKED_MIN_N make small matrices take many blocks (a partial last one
 too); one test runs the real constants."""
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ pytestmark = pytest.mark.skipif(not blocked_cholesky.available(np.float64),
 @pytest.fixture
 def small_blocks(monkeypatch):
     monkeypatch.setattr(blocked_cholesky, "BLOCK", 16)
-    monkeypatch.setattr(blocked_cholesky, "ROWS", 24)
+    monkeypatch.setattr(blocked_cholesky, "COLS", 24)
     monkeypatch.setattr(lapack, "BLOCKED_MIN_N", 40)
 
 
@@ -40,20 +41,29 @@ def _spd(rng, lead, n, dtype, cond=None):
     return ((q * w[..., None, :]) @ np.conj(np.swapaxes(q, -1, -2))).astype(dtype)
 
 
-def _cholesky_exe(like):
+def _cholesky_exe(like, upper=False):
     b = Builder()
     x = b.input(like.shape, like.dtype)
-    exe = CPU.compile(b.graph(b(P.cholesky, x)))
+    exe = CPU.compile(b.graph(b(P.cholesky, x, upper=upper)))
     assert [type(s).__name__ for s in exe.plan.steps] == ["Lapack"]
     return exe
 
 
-def _close_to_numpy(got, a, cond):
-    want = np.linalg.cholesky(a)
+def _kept(n, upper):
+    """The triangle the factor reads and fills."""
+    keep = np.tri(n, dtype=bool)
+    return keep.T if upper else keep
+
+
+def _close_to_numpy(got, a, cond, upper=False):
+    want = np.linalg.cholesky(a, upper=upper)
     assert got.dtype == want.dtype and got.shape == want.shape
     eps = np.finfo(np.float64).eps
     n = a.shape[-1]
-    assert not np.any(got[..., ~np.tri(n, dtype=bool)])
+    assert not np.any(got[..., ~_kept(n, upper)])
+    if upper:       # the conjugate transposes are lower factors
+        got, want = (np.conj(np.swapaxes(x, -1, -2)) for x in (got, want))
+        a = np.conj(np.swapaxes(a, -1, -2))
     if a.dtype in (np.float32, np.complex64):   # both round the same double result
         np.testing.assert_allclose(got, want, rtol=2 * np.finfo(a.dtype).eps,
                                    atol=2 * np.finfo(a.dtype).eps * np.abs(want).max())
@@ -67,24 +77,27 @@ def _close_to_numpy(got, a, cond):
     assert np.all(np.abs(residual).max(axis=(-2, -1)) <= 4 * n * eps * scale)
 
 
+@pytest.mark.parametrize("upper", [False, True])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("lead,n,cond", [((), 40, None), ((3,), 77, None), ((), 90, 1e12)])
-def test_values_are_numpys_within_rounding(small_blocks, dtype, lead, n, cond):
+def test_values_are_numpys_within_rounding(small_blocks, dtype, lead, n, cond, upper):
     rng = np.random.default_rng(n)
     if cond and dtype in (np.float32, np.complex64):
         cond = 1e5      # positive definite once rounded to single precision
     a = _spd(rng, lead, n, dtype, cond)
-    a[..., ~np.tri(n, dtype=bool)] = np.nan        # never read
+    a[..., ~_kept(n, upper)] = np.nan        # never read
     before = a.copy()
-    (got,) = _cholesky_exe(a)([a])
+    (got,) = _cholesky_exe(a, upper)([a])
     np.testing.assert_array_equal(a, before, strict=True)
-    _close_to_numpy(got, np.where(np.isnan(a), np.conj(np.swapaxes(a, -1, -2)), a), cond)
+    _close_to_numpy(got, np.where(np.isnan(a), np.conj(np.swapaxes(a, -1, -2)), a), cond,
+                    upper)
 
 
+@pytest.mark.parametrize("upper", [False, True])
 @pytest.mark.parametrize("dtype", [np.dtype(np.float64), np.dtype(np.complex128)], ids=str)
-def test_bits_do_not_depend_on_the_thread_count(small_blocks, monkeypatch, dtype):
+def test_bits_do_not_depend_on_the_thread_count(small_blocks, monkeypatch, dtype, upper):
     a = _spd(np.random.default_rng(5), (2,), 101, dtype)
-    exe = _cholesky_exe(a)
+    exe = _cholesky_exe(a, upper)
     results = []
     for workers in (1, 2, 3, 7):
         monkeypatch.setattr(runtime, "_WORKERS", workers)
@@ -106,8 +119,12 @@ def test_a_matrix_not_positive_definite_raises_numpys_error(small_blocks):
         _cholesky_exe(a)([a])
 
 
-def test_the_real_constants_on_a_matrix_of_blocked_min_n_rows():
+@pytest.mark.parametrize("upper", [False, True])
+def test_the_real_constants_on_a_matrix_of_blocked_min_n_rows(upper):
     n = lapack.BLOCKED_MIN_N + 5
     a = _spd(np.random.default_rng(7), (), n, np.dtype(np.float64))
-    (got,) = _cholesky_exe(a)([a])
-    _close_to_numpy(got, a, None)
+    exe = _cholesky_exe(a, upper)
+    # factored in the result itself: no copy in the arena
+    assert exe.plan.slots[exe.plan.steps[0].scratch[0]][0] == (0, n, n)
+    (got,) = exe([a])
+    _close_to_numpy(got, a, None, upper)

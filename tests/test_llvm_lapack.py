@@ -83,33 +83,42 @@ def test_solve_is_numpys_to_the_bit(dtype, lead, n):
     assert_bitwise(*_native_and_reference(P.solve, a, b))
 
 
+def _triangle(n, upper):
+    keep = np.tri(n, dtype=bool)
+    return keep.T if upper else keep
+
+
+@pytest.mark.parametrize("upper", [False, True])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("lead,n", SHAPES)
-def test_cholesky_is_numpys_to_the_bit_and_reads_the_lower_triangle(dtype, lead, n):
+def test_cholesky_is_numpys_to_the_bit_and_reads_one_triangle(dtype, lead, n, upper):
     rng = np.random.default_rng(n + 1)
     a = _spd(rng, lead, n, dtype)
-    a[..., ~np.tri(n, dtype=bool)] = np.nan        # never read
-    assert_bitwise(*_native_and_reference(P.cholesky, a))
+    a[..., ~_triangle(n, upper)] = np.nan        # never read
+    assert_bitwise(*_native_and_reference(P.cholesky, a, upper=upper))
 
 
+@pytest.mark.parametrize("upper", [False, True])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("lead,n", [((), lapack.TILE_MIN_N), ((2,), lapack.TILE + 71)])
-def test_cholesky_of_big_matrices_copies_tiles_of_one_triangle_to_the_bit(dtype, lead, n):
-    """From TILE_MIN_N rows only the lower triangle goes to Fortran order and back, in
-    tiles (a last partial one too): still NumPy's bits, the upper triangle zero, the
-    caller's array untouched, and the scratch's other triangle never read (a second call
-    on other values gives that call's bits). Below BLOCKED_MIN_N: one ?potrf, NumPy's."""
+def test_cholesky_of_big_matrices_copies_tiles_of_one_triangle_to_the_bit(dtype, lead, n,
+                                                                          upper):
+    """From TILE_MIN_N rows only the triangle read (lower, or upper for the upper factor)
+    goes to Fortran order and back, in tiles (a last partial one too): still NumPy's bits,
+    the other triangle zero, the caller's array untouched, and the scratch's other
+    triangle never read (a second call on other values gives that call's bits). Below
+    BLOCKED_MIN_N: one ?potrf, NumPy's."""
     assert lapack.TILE_MIN_N <= n < lapack.BLOCKED_MIN_N
     rng = np.random.default_rng(n + 3)
-    exe, graph = _compiled(P.cholesky, np.zeros(lead + (n, n), dtype))
+    exe, graph = _compiled(P.cholesky, np.zeros(lead + (n, n), dtype), upper=upper)
     for _ in range(2):
         a = _spd(rng, lead, n, dtype)
-        a[..., ~np.tri(n, dtype=bool)] = np.nan
+        a[..., ~_triangle(n, upper)] = np.nan
         before = a.copy()
         (got,) = exe([a])
         np.testing.assert_array_equal(a, before, strict=True)
         assert_bitwise([got], run_graph(graph, [a]))
-        assert not np.any(got[..., ~np.tri(n, dtype=bool)])
+        assert not np.any(got[..., ~_triangle(n, upper)])
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -195,6 +204,34 @@ def test_triangular_solve_is_scipys_to_the_bit(dtype, lead, n, left_side, lower,
     assert_bitwise(*_native_and_reference(
         P.triangular_solve, a, b, left_side=left_side, lower=lower, transpose_a=transpose_a,
         conjugate_a=conjugate_a, unit_diagonal=unit_diagonal))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("left_side,lower,transpose_a", [
+    (True, True, True), (True, False, True), (False, True, False), (False, False, False)])
+def test_a_big_conjugate_transpose_is_solved_in_place(dtype, left_side, lower, transpose_a):
+    """From TRI_IN_PLACE_MIN_N rows a^H x = b (and x conj(a) = b, its transpose) reads a
+    in place (no Fortran copy in the scratch), b and x conjugated: SciPy's values within
+    rounding, the caller's arrays untouched."""
+    n = lapack.TRI_IN_PLACE_MIN_N + 3
+    rng = np.random.default_rng(n)
+    a = _general(rng, (2,), n, dtype) + n * np.eye(n, dtype=dtype)
+    b = _rand(rng, (2,) + ((n, 3) if left_side else (3, n)), dtype)
+    exe, graph = _compiled(P.triangular_solve, a, b, left_side=left_side, lower=lower,
+                           transpose_a=transpose_a, conjugate_a=True, unit_diagonal=False)
+    assert exe.plan.slots[exe.plan.steps[0].scratch[0]][0] == (0,)
+    before = a.copy(), b.copy()
+    (got,) = exe([a, b])
+    np.testing.assert_array_equal(a, before[0], strict=True)
+    np.testing.assert_array_equal(b, before[1], strict=True)
+    (want,) = run_graph(graph, [a, b])
+    eps = np.finfo(dtype).eps
+    np.testing.assert_allclose(got, want, rtol=0, atol=8 * n * eps * np.abs(want).max())
+    tri = np.tril(a) if lower else np.triu(a)
+    # left: a^H x = b; right: x conj(a) = b (the conjugate transpose of the left side's)
+    op_a = np.conj(np.swapaxes(tri, -1, -2) if transpose_a else tri)
+    np.testing.assert_allclose(op_a @ got if left_side else got @ op_a, b, rtol=0,
+                               atol=8 * n * eps * np.abs(b).max())
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

@@ -36,7 +36,8 @@ _FFT = {"fft": "fftn", "ifft": "ifftn", "rfft": "rfftn", "irfft": "irfftn"}
 CALLS = {
     P.sort: "xp.argsort per key (stable, last key first) + xp.take_along_axis",
     P.fft: "xp.fft.fftn / ifftn / rfftn / irfftn",
-    P.cholesky: "xp.linalg.cholesky", P.qr: "xp.linalg.qr", P.svd: "xp.linalg.svd",
+    P.cholesky: "xp.linalg.cholesky (upper: of the conjugate transpose)",
+    P.qr: "xp.linalg.qr", P.svd: "xp.linalg.svd",
     P.eigh: "xp.linalg.eigh", P.solve: "xp.linalg.solve", P.det: "xp.linalg.det",
     P.eig: "xp.linalg.eig / eigvals (cuSOLVER's geev, CuPy 14; a host copy before it)",
     P.slogdet: "xp.linalg.slogdet",
@@ -204,7 +205,15 @@ def _eig(xp, sim, a, *, compute_v):
     return [xp.asarray(o.astype(c)) for o in outs]
 
 
-_LINALG = {P.cholesky: lambda xp, sim, a: xp.linalg.cholesky(a),
+def _cholesky(xp, sim, a, *, upper=False):
+    """CuPy's cholesky reads the lower triangle: the upper factor is the conjugate transpose
+    of the lower one of ``a^H``."""
+    if not upper:
+        return xp.linalg.cholesky(a)
+    return xp.conj(xp.swapaxes(xp.linalg.cholesky(xp.conj(xp.swapaxes(a, -1, -2))), -1, -2))
+
+
+_LINALG = {P.cholesky: _cholesky,
            P.solve: lambda xp, sim, a, b: xp.linalg.solve(a, b),
            P.det: lambda xp, sim, a: xp.linalg.det(a),
            P.slogdet: lambda xp, sim, a: list(xp.linalg.slogdet(a)),

@@ -1,15 +1,22 @@
 """A big Cholesky factorization as blocks, the work of each step split over the runtime's
 threads with NumPy's OpenBLAS held at one thread each.
 
-Right-looking, on a Fortran-order matrix's lower triangle: for each block column of
-:data:`BLOCK` columns, ?potrf factors the diagonal block, ?trsm solves the panel below it
-(``L21 = A21 L11^-H``) and ?gemm updates the trailing lower triangle
-(``A22 -= L21 L21^H``). The panel and the trailing update are cut into row blocks of
-:data:`ROWS` rows that threads take in turn, each computed whole by one single-threaded
-call: every element's value depends on the shape and these two constants only, never on
-how many threads ran or which took what (OpenBLAS's own threaded ?potrf rounds differently
-from its one-thread one, and its threads stall at barriers on a busy machine). A thread
-the OS has not scheduled takes no part, so a busy machine delays a step by one part.
+The matrix is C-order and one triangle is read. Read as Fortran's, that memory is the
+other triangle of the Hermitian matrix's transpose (its conjugate), whose factor in that
+triangle, read back as C's, is the factor asked for: so the factorization runs in place,
+with no transposed copies. The lower factor L (``a = L L^H``) is Fortran's upper one,
+right-looking: for each block row of :data:`BLOCK` rows, ?potrf('U') factors the diagonal
+block, ?trsm solves the panel right of it (``U12 = U11^-H A12``) and the trailing upper
+triangle is updated (``A22 -= U12^H U12``: ?gemm above each diagonal block, ?syrk/?herk
+on it, so the diagonal blocks' other triangle costs nothing). The upper factor
+(``a = U^H U``) is the mirror image, on Fortran's lower triangle, by block columns.
+
+The panel and the trailing update are cut into blocks of :data:`COLS` columns (rows) that
+threads take in turn, each computed whole by single-threaded calls: every element's value
+depends on the shape and these two constants only, never on how many threads ran or which
+took what (OpenBLAS's own threaded ?potrf rounds differently from its one-thread one, and
+its threads stall at barriers on a busy machine). A thread the OS has not scheduled takes
+no part, so a busy machine delays a step by one part.
 """
 
 from __future__ import annotations
@@ -20,10 +27,11 @@ import numpy as np
 
 from . import blas
 
-# the block columns' width (?potrf of a diagonal block and the panel's ?trsm run on it)
+# the block rows' height (?potrf of a diagonal block and the panel's ?trsm run on it)
 BLOCK = 256
-# row blocks of the panel and of the trailing update: one ?trsm or ?gemm call each
-ROWS = 256
+# the parts (Fortran's columns; rows for the upper factor) of the panel and of the
+# trailing update: one ?trsm, or one ?gemm and one ?syrk, each
+COLS = 256
 _PREFIX = {np.dtype(np.float64): "d", np.dtype(np.complex128): "z"}
 _fns: dict = {}
 
@@ -66,54 +74,81 @@ class _Args:
         self.keep.append(cell)
         return ctypes.addressof(cell)
 
+    def real(self, v):
+        cell = ctypes.c_double(v)
+        self.keep.append(cell)
+        return ctypes.addressof(cell)
 
-def _row_blocks(lo, hi):
-    return [(r, min(r + ROWS, hi)) for r in range(lo, hi, ROWS)]
+
+def _blocks(lo, hi):
+    return [(j, min(j + COLS, hi)) for j in range(lo, hi, COLS)]
 
 
-def factor(f, pool, workers) -> int:
-    """Factor the Fortran-order matrix ``f`` (C-contiguous memory of shape (n, n) read as
-    column-major) in place, its lower triangle becoming L: LAPACK's info (0, or the
-    1-based order of the leading minor that is not positive definite). The strict upper
-    triangle (Fortran's) is overwritten with scratch values."""
-    n, dtype = f.shape[0], f.dtype
+def factor(c, pool, workers, upper=False) -> int:
+    """Factor the C-order matrix ``c`` (shape (n, n)) in place, its lower triangle becoming
+    L (``upper``: its upper triangle becoming U, ``a = U^H U``): LAPACK's info (0, or the
+    1-based order of the leading minor that is not positive definite). Only that triangle
+    is read and written."""
+    n, dtype = c.shape[0], c.dtype
     p = _PREFIX[dtype]
-    potrf, trsm, gemm = _fn(p + "potrf", 5, 1), _fn(p + "trsm", 11, 4), _fn(p + "gemm", 13, 2)
-    item, base = dtype.itemsize, f.ctypes.data
+    potrf, trsm = _fn(p + "potrf", 5, 1), _fn(p + "trsm", 11, 4)
+    gemm = _fn(p + "gemm", 13, 2)
+    rank_k = _fn(p + ("herk" if dtype.kind == "c" else "syrk"), 10, 2)
+    item, base = dtype.itemsize, c.ctypes.data
     args = _Args(dtype)
-    ld, lower, right, conj, notrans, nonunit = (args.int(n), args.char("L"), args.char("R"),
-                                                args.char("C"), args.char("N"), args.char("N"))
+    ld, conj, notrans, nonunit = args.int(n), args.char("C"), args.char("N"), args.char("N")
+    # Fortran's triangle: C's other one
+    uplo, side = (args.char("L"), args.char("R")) if upper else (args.char("U"), args.char("L"))
     one, minus_one = args.scalar(1.0), args.scalar(-1.0)
+    # ?herk's alpha and beta are real
+    real_one, real_minus_one = args.real(1.0), args.real(-1.0)
     info = ctypes.c_int64(0)
 
-    def at(row, col):
+    def at(row, col):       # Fortran's (row, col): C's (col, row)
         return base + (col * n + row) * item
 
-    def panel(k, kb, r0, r1):
+    def panel(k, kb, j0, j1):
+        """U12 = U11^-H A12 on columns [j0, j1) (L21 = A21 L11^-H on rows [j0, j1))."""
         def run():
-            trsm(right, lower, conj, nonunit, args.int(r1 - r0), args.int(kb), one, at(k, k),
-                 ld, at(r0, k), ld, 1, 1, 1, 1)
+            if upper:
+                trsm(side, uplo, conj, nonunit, args.int(j1 - j0), args.int(kb), one,
+                     at(k, k), ld, at(j0, k), ld, 1, 1, 1, 1)
+            else:
+                trsm(side, uplo, conj, nonunit, args.int(kb), args.int(j1 - j0), one,
+                     at(k, k), ld, at(k, j0), ld, 1, 1, 1, 1)
         return run
 
-    def update(k, kb, r0, r1):
-        c0 = k + kb       # columns [c0, r1): the rows' share of the lower triangle
+    def update(k, kb, j0, j1):
+        """The trailing triangle's columns (rows) [j0, j1): a product off the diagonal
+        block, a rank-kb update on it."""
+        i0 = k + kb
 
         def run():
-            gemm(notrans, conj, args.int(r1 - r0), args.int(r1 - c0), args.int(kb), minus_one,
-                 at(r0, k), ld, at(c0, k), ld, one, at(r0, c0), ld, 1, 1)
+            if upper:
+                if j0 > i0:
+                    gemm(notrans, conj, args.int(j1 - j0), args.int(j0 - i0), args.int(kb),
+                         minus_one, at(j0, k), ld, at(i0, k), ld, one, at(j0, i0), ld, 1, 1)
+                rank_k(uplo, notrans, args.int(j1 - j0), args.int(kb), real_minus_one,
+                       at(j0, k), ld, real_one, at(j0, j0), ld, 1, 1)
+                return
+            if j0 > i0:
+                gemm(conj, notrans, args.int(j0 - i0), args.int(j1 - j0), args.int(kb),
+                     minus_one, at(k, i0), ld, at(k, j0), ld, one, at(i0, j0), ld, 1, 1)
+            rank_k(uplo, conj, args.int(j1 - j0), args.int(kb), real_minus_one, at(k, j0),
+                   ld, real_one, at(j0, j0), ld, 1, 1)
         return run
 
     with blas.one_thread_each():
         for k in range(0, n, BLOCK):
             kb = min(BLOCK, n - k)
-            potrf(lower, args.int(kb), at(k, k), ld, ctypes.addressof(info), 1)
+            potrf(uplo, args.int(kb), at(k, k), ld, ctypes.addressof(info), 1)
             if info.value:
                 return k + info.value
             if k + kb == n:
                 break
-            rows = _row_blocks(k + kb, n)
-            blas.run_in_turn([panel(k, kb, r0, r1) for r0, r1 in rows], pool, workers)
-            # the longest rows (most columns) first: the last part taken is a short one
-            blas.run_in_turn([update(k, kb, r0, r1) for r0, r1 in reversed(rows)], pool,
-                                 workers)
+            parts = _blocks(k + kb, n)
+            blas.run_in_turn([panel(k, kb, j0, j1) for j0, j1 in parts], pool, workers)
+            # the longest columns (rows) first: the last part taken is a short one
+            blas.run_in_turn([update(k, kb, j0, j1) for j0, j1 in reversed(parts)], pool,
+                             workers)
     return 0

@@ -7,7 +7,8 @@ The routines are the ones the interpreter's NumPy/SciPy functions call, from the
   routines, in double precision as NumPy computes float32 and complex64 too, from its
   bundled ILP64 OpenBLAS (``scipy_dgesv_64_``...; 64-bit integers), else from SciPy's
   ``cython_lapack`` capsules (32-bit integers). Each matrix is copied into Fortran order
-  as NumPy does, so solve and cholesky give NumPy's values to the last bit. det and
+  as NumPy does, so solve and cholesky give NumPy's values to the last bit (a big
+  cholesky: :func:`cholesky` says when it is blocked, within rounding). det and
   slogdet walk the diagonal of the factors in NumPy's order, but with NumPy's vectorized
   ``log``/``exp`` and complex multiply where the gufunc calls the C library's and its
   own: within a few ulps (tests/test_llvm_lapack.py says how many). slogdet_inv_t adds
@@ -16,7 +17,8 @@ The routines are the ones the interpreter's NumPy/SciPy functions call, from the
 - lu: SciPy's ``?getrf`` in the operand's own precision, what ``scipy.linalg.lu_factor``
   calls: SciPy's values to the last bit (without its warning on a singular matrix).
 - triangular_solve: SciPy's ``?trtrs`` as ``scipy.linalg.solve_triangular`` calls it
-  (the interpreter calls it per matrix): SciPy's values to the last bit.
+  (the interpreter calls it per matrix): SciPy's values to the last bit, but for a big
+  matrix's conjugate transpose (:func:`triangular_solve`).
 
 A *batch call* is one native loop (an LLVM function per argument count) calling the
 routine once per matrix, every Fortran argument a pointer advanced by a fixed number of
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import functools
 import math
 
 import numpy as np
@@ -205,11 +208,11 @@ def solve(a, b, out, scratch):
     np.copyto(out.reshape(-1, n, k), fb.transpose(0, 2, 1), casting="unsafe")
 
 
-# matrices of at least this many rows go to and from Fortran order a triangle at a time,
-# in square tiles of TILE rows: a whole strided transpose walks memory across rows (2048^2
-# float64: 26 ms whole, 3.6 ms for the triangle in 32-row tiles). Tiles of 128 rows make
-# 16 times fewer NumPy calls (jit cholesky, 2048^2: 78 ms, 90 with 32-row tiles; 512^2:
-# 3.9 ms, 4.5; the same bits)
+# ?potrf's matrices of at least this many rows go to and from Fortran order a triangle at a
+# time, in square tiles of TILE rows: a whole strided transpose walks memory across rows
+# (2048^2 float64: 26 ms whole, 3.6 ms for the triangle in 32-row tiles; 128-row tiles make
+# 16 times fewer NumPy calls). The blocked factorization needs no transpose: it copies
+# blocks of TILE rows (jit cholesky 2048^2: 65-72 ms, 78 with the tiled transposes)
 TILE_MIN_N = 128
 TILE = 128
 # matrices of at least this many rows factor in blocks over the runtime's threads (under
@@ -224,46 +227,90 @@ def _lower_tiles(n):
             for j in range(0, i + 1, TILE)]
 
 
-def cholesky(a, out, scratch):
-    """The lower Cholesky factor into ``out`` through ?potrf('L') on Fortran copies, the
-    upper triangle zeroed (NumPy's way). Big matrices copy only the triangle ?potrf reads
-    and writes (its other one is never referenced), in tiles: the same bits. From
-    BLOCKED_MIN_N rows the factorization is :mod:`blocked_cholesky`'s, split over the
-    runtime's threads (NumPy's values within rounding; bits that depend on the shape
-    alone, where OpenBLAS's own threaded ?potrf rounds differently on one thread)."""
+def _blocked(n, dtype) -> bool:
+    """Whether a cholesky of ``n`` x ``n`` matrices of ``dtype`` is blocked_cholesky's."""
+    return n >= BLOCKED_MIN_N and blocked_cholesky.available(_wide(dtype))
+
+
+def cholesky(a, out, scratch, *, upper=False):
+    """The lower Cholesky factor (``upper``: the upper one, of the upper triangle) into
+    ``out`` through ?potrf('L') (?potrf('U')) on Fortran copies, the other triangle zeroed
+    (NumPy's way). Big matrices copy only the triangle ?potrf reads and writes, in tiles:
+    the same bits. From BLOCKED_MIN_N rows the factorization is :mod:`blocked_cholesky`'s,
+    in place in C order and split over the runtime's threads (NumPy's values within
+    rounding; bits that depend on the shape alone, where OpenBLAS's own threaded ?potrf
+    rounds differently on one thread)."""
     n = a.shape[-1]
     fa, info = scratch
-    lower = out.reshape(-1, n, n)
+    factors = out.reshape(-1, n, n)
+    if _blocked(n, a.dtype):
+        _cholesky_blocked(a.reshape(-1, n, n), factors, fa, info, upper)
+    else:
+        _cholesky_potrf(a, factors, fa, info, upper)
+    if info.any():
+        raise LinAlgError(f"cholesky: Matrix is not positive definite (operand of shape "
+                          f"{_shapes(a)})")
+
+
+def _cholesky_potrf(a, factors, fa, info, upper):
+    n = a.shape[-1]
     tiles = _lower_tiles(n) if n >= TILE_MIN_N else None
+    if tiles is not None and upper:
+        tiles = [(c, r) for r, c in tiles]
     if tiles is None:
         _fortran(a, fa, n, n)
     else:
         for m, f in zip(a.reshape(-1, n, n), fa, strict=True):
             for r, c in tiles:
                 np.copyto(f[c, r], m[r, c].T)
-    if n >= BLOCKED_MIN_N and blocked_cholesky.available(fa.dtype):
-        from . import runtime
-        for i, f in enumerate(fa):
-            info[i] = blocked_cholesky.factor(f, runtime._pool, runtime._WORKERS)
-    else:
-        BatchCall(_name(a.dtype, "potrf"), info.dtype, ["L", n, fa, n, info], len(info),
-                  n_hidden=1)(n <= SPLIT_MAX_N)
+    BatchCall(_name(a.dtype, "potrf"), info.dtype, ["U" if upper else "L", n, fa, n, info],
+              len(info), n_hidden=1)(n <= SPLIT_MAX_N)
     if info.any():
-        raise LinAlgError(f"cholesky: Matrix is not positive definite (operand of shape "
-                          f"{_shapes(a)})")
-    if tiles is None:
-        lower.fill(0)
-        np.copyto(lower, fa.transpose(0, 2, 1), casting="unsafe", where=np.tri(n, dtype=bool))
         return
-    for m, f in zip(lower, fa, strict=True):
+    if tiles is None:
+        factors.fill(0)
+        mask = np.tri(n, dtype=bool)
+        np.copyto(factors, fa.transpose(0, 2, 1), casting="unsafe",
+                  where=mask.T if upper else mask)
+        return
+    for m, f in zip(factors, fa, strict=True):
         for r, c in tiles:
             if r == c:
-                size = len(range(n)[r])
+                mask = np.tri(len(range(n)[r]), dtype=bool)
                 m[r, r] = 0
-                np.copyto(m[r, r], f[r, r].T, casting="unsafe", where=np.tri(size, dtype=bool))
+                np.copyto(m[r, r], f[r, r].T, casting="unsafe", where=mask.T if upper else mask)
             else:
                 np.copyto(m[r, c], f[c, r].T, casting="unsafe")
                 m[c, r] = 0
+
+
+def _cholesky_blocked(a, factors, fa, info, upper):
+    """blocked_cholesky's factorization of each matrix, in C order (no transposes): in
+    ``factors`` itself when its dtype is the one factored, else in ``fa``. The copies go by
+    blocks of TILE rows split over the runtime's threads (first touches of a fresh result
+    too): only the factor's triangle is copied; the factorization never writes the other
+    one, which is zeroed with the copy into the result."""
+    from . import runtime
+    n = a.shape[-1]
+    rows = [(r, min(r + TILE, n)) for r in range(0, n, TILE)]
+
+    def copy(src, dst, zero):
+        def run(r0, r1):
+            part = slice(r0, None) if upper else slice(None, r1)
+            np.copyto(dst[r0:r1, part], src[r0:r1, part], casting="unsafe")
+            if zero:
+                dst[r0:r1, slice(None, r0) if upper else slice(r1, None)] = 0
+                below = np.tri(r1 - r0, k=-1, dtype=bool)     # the diagonal tile's
+                dst[r0:r1, r0:r1][below if upper else below.T] = 0
+        blas.run_in_turn([functools.partial(run, r0, r1) for r0, r1 in rows],
+                         runtime._pool, runtime._WORKERS)
+
+    for i, (m, out) in enumerate(zip(a, factors, strict=True)):
+        work = out if fa.size == 0 else fa[i]
+        copy(m, work, work is out)
+        info[i] = blocked_cholesky.factor(work, runtime._pool, runtime._WORKERS, upper)
+        if work is not out:
+            copy(work, out, True)
 
 
 def _slogdet(a, scratch):
@@ -380,19 +427,32 @@ def _tri_op(left_side, transpose_a, conjugate_a):
     return op if left_side else _RIGHT[op]
 
 
+# a conjugate transpose of a matrix of at least this many rows is solved in place, b and x
+# conjugated, where scipy.linalg.solve_triangular copies the matrix into Fortran order
+# (cho_solve 2048^2, one right-hand side: 2 ms for its two solves, 29 with the copy)
+TRI_IN_PLACE_MIN_N = 128
+
+
+def _tri_in_place(op, n):
+    return op == "C" and n >= TRI_IN_PLACE_MIN_N
+
+
 def triangular_solve(a, b, out, scratch, *, left_side, lower, transpose_a, conjugate_a,
                      unit_diagonal):
     """``op(a)^-1 b`` (or ``b op(a)^-1``) through SciPy's ?trtrs in the operands' own
     precision, with the arguments ``scipy.linalg.solve_triangular`` passes for a
     C-contiguous ``a`` (read in place as the Fortran a^T with the other triangle and the
-    other transpose; copied into Fortran order for a conjugate transpose). The right side
-    solves ``op(a)^T x^T = b^T``, whose Fortran right-hand side is ``b``'s own rows."""
+    other transpose; copied into Fortran order for a conjugate transpose): SciPy's bits.
+    From TRI_IN_PLACE_MIN_N rows a conjugate transpose is read in place too, b and x
+    conjugated (SciPy's values within rounding). The right side solves
+    ``op(a)^T x^T = b^T``, whose Fortran right-hand side is ``b``'s own rows."""
     n = a.shape[-1]
     fa, fb, info = scratch
     op = _tri_op(left_side, transpose_a, conjugate_a)
-    conj = op == "conj"
-    if conj:
-        op = "N"
+    conj = op == "conj" or _tri_in_place(op, n)
+    if conj:        # conj(a) x = b: a conj(x) = conj(b); a^H x = b: a^T conj(x) = conj(b)
+        op = "N" if op == "conj" else "T"
+    conj = conj and a.dtype.kind == "c"
     if left_side:
         _fortran(b, fb, n, b.shape[-1])
     else:
@@ -444,7 +504,8 @@ def scratch_shapes(eqn) -> list:
         b = eqn.inputs[1].aval.shape
         rhs = (batch, b[-1], n) if eqn.params["left_side"] else (batch, b[-2], n)
         p = eqn.params
-        copied = n == 1 or _tri_op(p["left_side"], p["transpose_a"], p["conjugate_a"]) == "C"
+        op = _tri_op(p["left_side"], p["transpose_a"], p["conjugate_a"])
+        copied = n == 1 or (op == "C" and not _tri_in_place(op, n))
         return [((batch, n, n) if copied else (0,), a.dtype), (rhs, a.dtype), ((batch,), ints)]
     if eqn.prim is P.lu:
         ints = routine(_PREFIX[a.dtype] + "getrf", scipy=True)[1]
@@ -454,8 +515,9 @@ def scratch_shapes(eqn) -> list:
     if eqn.prim is P.solve:
         rhs = ((batch, eqn.inputs[1].aval.shape[-1], n), wide)
         return [matrix, rhs, pivots, info]
-    if eqn.prim is P.cholesky:
-        return [matrix, info]
+    if eqn.prim is P.cholesky:      # a blocked factorization in place needs no copy
+        own = _blocked(n, a.dtype) and a.dtype == wide
+        return [((0, n, n) if own else (batch, n, n), wide), info]
     if eqn.prim is P.slogdet_inv_t:     # ?getri's blocked code takes n x 64 (one per matrix)
         work = ((batch, n * (GETRI_BLOCK if n > GETRI_BLOCK else 1)), wide)
         own = a.dtype == wide        # factors in the result itself

@@ -208,9 +208,7 @@ def cholesky(a, /, *, upper=False):
     reading only the lower (upper) triangle; ``LinAlgError`` if not positive definite."""
     a = _float("cholesky", a)
     _stacked("cholesky", a)
-    # the primitive reads the lower triangle: the upper one's is the conjugate transpose's
-    low = P.cholesky.bind(_mH(a) if upper else a)
-    return to_result(_mH(low) if upper else low)
+    return to_result(P.cholesky.bind(a, upper=bool(upper)))
 
 
 @implements(np.linalg.qr)

@@ -9,7 +9,8 @@ The jvp rules are the matrix identities (for ``X = f(A)`` with tangent ``dA``):
   coefficient of an elementwise product, where ``solve(A, dA)`` transposed into a second
   LU, a solve against the identity and a transposed copy.
 - cholesky (A Hermitian, read from its lower triangle, as is dA): ``dL = L Phi(L^-1 dA
-  L^-H)``, Phi the lower triangle with the diagonal halved.
+  L^-H)``, Phi the lower triangle with the diagonal halved; the upper factor (read from
+  the upper triangle) ``U = L^H`` for the lower factor L of ``A^H``: ``dU = dL^H``.
 - eigh: ``dw = Re diag(V^H dA V)``, ``dV = V (F * V^H dA V)`` with ``F_ij = 1/(w_j - w_i)``.
 - svd (thin): ``dS = U^H dA V`` gives ``ds = Re diag(dS)``; ``dU``/``dV`` by the
   ``1/(s_j^2 - s_i^2)`` formulas plus the projections off the range for non-square A.
@@ -193,10 +194,17 @@ def _slogdet_inv_t_jvp(primals, tangents):
     return [sign, logabsdet, w], [*_slogdet_tangents(sign, logabsdet, t), dw]
 
 
-def _cholesky_jvp(primals, tangents):
+def _cholesky_jvp(primals, tangents, *, upper=False):
     (a,), (ta,) = primals, tangents
-    low = P.cholesky.bind(a)
-    n = a.aval.shape[-1]
+    if upper:       # U = L^H, where L is the lower factor of a^H (its lower triangle)
+        u = P.cholesky.bind(a, upper=True)
+        _, dl = _cholesky_jvp_lower(_H(u), _H(ta))
+        return u, _H(dl)
+    return _cholesky_jvp_lower(P.cholesky.bind(a, upper=False), ta)
+
+
+def _cholesky_jvp_lower(low, ta):
+    n = low.aval.shape[-1]
     # the primitive reads the lower triangle (a real diagonal): so does its tangent
     half = _masked(ta, np.tri(n) - 0.5 * np.eye(n))
     ta = P.add.bind(half, _H(half))
