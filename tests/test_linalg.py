@@ -275,6 +275,33 @@ def test_cholesky_reads_one_triangle_in_value_and_derivatives(dtype, upper):
     check_grads(f, (a,), order=2, modes=("fwd", "rev"), atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("uplo", ["L", "U"])
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_eigh_reads_one_triangle_in_value_and_derivatives(dtype, uplo):
+    """As cholesky: noise in the other triangle and the imaginary diagonal changes neither
+    the values nor the derivatives (of sign-free functions of the vectors), and the
+    compiled graph is the decomposition alone (no Hermitian matrix built before it)."""
+    rng = np.random.default_rng(9)
+    herm = _spd(rng, (2, 4, 4), dtype) * np.linspace(0.5, 2.0, 4)
+    herm = (herm + np.conj(np.swapaxes(herm, -1, -2))) / 2
+    noise = _rand(rng, (2, 4, 4), dtype)
+    keep = np.tri(4, dtype=bool).T if uplo == "U" else np.tri(4, dtype=bool)
+    a = np.where(keep, herm, noise)
+    a[..., range(4), range(4)] += 1j * noise[..., range(4), range(4)].imag if \
+        np.dtype(dtype).kind == "c" else 0
+
+    def f(a):
+        w, v = fnp.linalg.eigh(a, UPLO=uplo)
+        return w, fnp.abs(v) ** 2
+    got, want = fc.jit(f)(a), f(herm)
+    for g, h in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, h, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(got[0], np.linalg.eigvalsh(a, UPLO=uplo), rtol=1e-12)
+    check_grads(f, (a,), order=2, modes=("fwd", "rev"), atol=1e-5, rtol=1e-5)
+    g = fc.make_graph(lambda a: fnp.linalg.eigh(a, UPLO=uplo))(a)
+    assert [e.prim for e in g.eqns] == [P.eigh], g
+
+
 @pytest.mark.parametrize("upper", [False, True])
 def test_cholesky_jit_is_the_factorization_alone(upper):
     """No Hermitian matrix is built from the lower triangle before the factorization: the

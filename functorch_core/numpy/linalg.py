@@ -227,7 +227,7 @@ def qr(a, mode="reduced"):
 def _hermitian_svd(a, compute_uv):
     """The SVD of Hermitian matrices from their eigendecomposition (NumPy's method)."""
     fnp = _fnp()
-    w, v = P.eigh.bind(_hermitian_from(a, lower=True), lower=True)
+    w, v = P.eigh.bind(a, lower=True)
     order = fnp.flip(fnp.argsort(fnp.abs(w), axis=-1), axis=-1)
     s = fnp.take_along_axis(fnp.abs(w), order, axis=-1)
     if not compute_uv:
@@ -275,7 +275,7 @@ def eigh(a, UPLO="L"):
     a = _float("eigh", a)
     _stacked("eigh", a)
     lower = _uplo("eigh", UPLO)
-    w, v = P.eigh.bind(_hermitian_from(a, lower), lower=lower)
+    w, v = P.eigh.bind(a, lower=lower)     # the primitive reads that triangle itself
     return EighResult(to_result(w), to_result(v))
 
 

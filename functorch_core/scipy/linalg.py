@@ -263,15 +263,15 @@ def eigh(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwr
                              f"low={lo}, high={hi}")
     a = _float("eigh", a)
     _stacked("eigh", a)
-    herm = _hermitian_from(a, lower)
     if b is None:
-        w, v = P.eigh.bind(herm, lower=lower)
+        w, v = P.eigh.bind(a, lower=lower)
     else:
+        herm = _hermitian_from(a, lower)
         bm = _float("eigh", b)
         chol = fnp.linalg.cholesky(bm, upper=not lower)
         low = chol if lower else _mH(chol)
         c = _tri(low, _mH(_tri(low, herm, True, 0, False, "eigh")), True, 0, False, "eigh")
-        w, y = P.eigh.bind(_hermitian_from(c, True), lower=True)
+        w, y = P.eigh.bind(c, lower=True)
         v = _tri(low, y, True, 2, False, "eigh")
     if subset_by_index is not None:
         lo, hi = (int(i) for i in subset_by_index)

@@ -11,7 +11,8 @@ The jvp rules are the matrix identities (for ``X = f(A)`` with tangent ``dA``):
 - cholesky (A Hermitian, read from its lower triangle, as is dA): ``dL = L Phi(L^-1 dA
   L^-H)``, Phi the lower triangle with the diagonal halved; the upper factor (read from
   the upper triangle) ``U = L^H`` for the lower factor L of ``A^H``: ``dU = dL^H``.
-- eigh: ``dw = Re diag(V^H dA V)``, ``dV = V (F * V^H dA V)`` with ``F_ij = 1/(w_j - w_i)``.
+- eigh (A Hermitian, read from one triangle, as is dA): ``dw = Re diag(V^H dA V)``,
+  ``dV = V (F * V^H dA V)`` with ``F_ij = 1/(w_j - w_i)``.
 - svd (thin): ``dS = U^H dA V`` gives ``ds = Re diag(dS)``; ``dU``/``dV`` by the
   ``1/(s_j^2 - s_i^2)`` formulas plus the projections off the range for non-square A.
 - lu (``P A = L U``): with ``X = L^-1 P dA U^-1``, ``dL = L tril(X, -1)``, ``dU = triu(X) U``.
@@ -203,11 +204,18 @@ def _cholesky_jvp(primals, tangents, *, upper=False):
     return _cholesky_jvp_lower(P.cholesky.bind(a, upper=False), ta)
 
 
+def _read_triangle(ta, lower):
+    """The Hermitian tangent of a primitive that reads one triangle of its operand and the
+    real part of its diagonal: the tangent's same triangle, mirrored."""
+    n = ta.aval.shape[-1]
+    tri = np.tri(n) if lower else np.tri(n).T
+    half = _masked(ta, tri - 0.5 * np.eye(n))
+    return P.add.bind(half, _H(half))
+
+
 def _cholesky_jvp_lower(low, ta):
     n = low.aval.shape[-1]
-    # the primitive reads the lower triangle (a real diagonal): so does its tangent
-    half = _masked(ta, np.tri(n) - 0.5 * np.eye(n))
-    ta = P.add.bind(half, _H(half))
+    ta = _read_triangle(ta, True)
     left = P.triangular_solve.bind(low, ta, left_side=True, lower=True, transpose_a=False,
                                    conjugate_a=False, unit_diagonal=False)
     inner = P.triangular_solve.bind(low, left, left_side=False, lower=True, transpose_a=True,
@@ -219,7 +227,7 @@ def _cholesky_jvp_lower(low, ta):
 def _eigh_jvp(primals, tangents, *, lower):
     (a,), (ta,) = primals, tangents
     w, v = P.eigh.bind(a, lower=lower)
-    av = _mm(ta, v)
+    av = _mm(_read_triangle(ta, lower), v)
     # diag(V^H dA V) as column sums of conj(V) * (dA V): the eigenvalues' tangent (and in
     # reverse mode their cotangent) takes one product, not two with a diagonal matrix
     tw = P.reduce_sum.bind(P.mul.bind(_conj(v), av), axes=(_nd(v) - 2,))
