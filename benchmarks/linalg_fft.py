@@ -7,7 +7,9 @@ b)`` (2048^2, upper factor, one right-hand side), ``svd`` (512^2), ``eigh`` (512
 the gradients of ``slogdet`` (256^2) and of the sum of ``eigh``'s eigenvalues weighted
 (256^2), ``rfft`` of 2^22 float64 samples, ``fft2`` of a 2048x2048 complex128 array, and
 the gradient of a spectral loss ``sum(|rfft(x) * w|^2)`` (reverse mode: an rfft forward,
-its transpose backward). Medians over repeats; ratios against NumPy.
+its transpose backward). Medians over repeats (after a warm-up call); the linear algebra
+rows, and the FFT rows of NumPy, SciPy and functorch_core, are medians of three rounds in
+which the contenders take turns. Ratios against NumPy.
 """
 
 from __future__ import annotations
@@ -61,7 +63,17 @@ def _torch_rows(torch, workloads, repeats, rows):
     return out
 
 
-def _linalg(quick, repeats, jax, torch):
+def _rounds(runs, repeats, rounds):
+    """name -> the median over ``rounds`` rounds of each run's median time; every round
+    times the runs one after another (a slow spell of a shared machine falls on all)."""
+    got = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, run in runs.items():
+            got[name].append(median_time(run, repeats))
+    return {name: float(np.median(t)) for name, t in got.items()}
+
+
+def _linalg(quick, repeats, rounds, jax, torch):
     rng = np.random.default_rng(1)
     n_big, n_mid, n_grad = (512, 256, 128) if quick else (2048, 512, 256)
     batch = rng.normal(size=(1000, 32, 32)) + 32 * np.eye(32)
@@ -129,9 +141,8 @@ def _linalg(quick, repeats, jax, torch):
         ref = np_fns.get(key, np_fn)
         np.testing.assert_allclose(fc.tree_leaves(f(*args))[0], fc.tree_leaves(ref(*args))[0],
                                    rtol=1e-6, atol=1e-8)
-        rows = {"NumPy": median_time(lambda r=ref, a=args: r(*a), repeats),
-                "functorch_core jit": median_time(lambda f=f, a=args: f(*a), repeats)}
-        times = {}
+        runs = {"NumPy": lambda r=ref, a=args: r(*a),
+                "functorch_core jit": lambda f=f, a=args: f(*a)}
         for peer, fns in peers.items():
             if peer == "JAX":
                 dev = [jax.numpy.asarray(a) for a in args]
@@ -143,7 +154,9 @@ def _linalg(quick, repeats, jax, torch):
 
                 def run(fn=fns[key], t=ts):
                     return fn(*t)
-            times[peer] = rows[peer] = median_time(run, repeats)
+            runs[peer] = run
+        rows = _rounds(runs, repeats, rounds)
+        times = {peer: rows[peer] for peer in peers}
         report(title, rows, "NumPy")
         result(title, rows["functorch_core jit"],
                numpy=rows["NumPy"] if key in ("solve", "cholesky", "cho_solve", "svd", "eigh")
@@ -153,11 +166,11 @@ def _linalg(quick, repeats, jax, torch):
 
 def main():
     quick = "--quick" in sys.argv
-    repeats = 3 if quick else 7
+    repeats, rounds = (3, 1) if quick else (7, 3)
     jax, torch = optional_import("jax"), optional_import("torch")
     if jax is not None:
         jax.config.update("jax_enable_x64", True)
-    _linalg(quick, repeats, jax, torch)
+    _linalg(quick, repeats, rounds, jax, torch)
     rng = np.random.default_rng(0)
     n = 1 << (20 if quick else 22)
     side = 1024 if quick else 2048
@@ -176,13 +189,13 @@ def main():
               "grad": lambda x, w: 2 * n * np.fft.irfft(np.fft.rfft(x) * w * w / weights, n)}
     sp_fns = {"rfft": scipy.fft.rfft, "fft2": scipy.fft.fft2}
     np.testing.assert_allclose(fc_fns["grad"](x, w), np_fns["grad"](x, w), rtol=1e-7, atol=1e-6)
-    rows = {k: {} for k in workloads}
+    rows = {}
     for k, args in workloads.items():
-        rows[k]["NumPy"] = median_time(lambda k=k, args=args: np_fns[k](*args), repeats)
+        runs = {"NumPy": lambda k=k, args=args: np_fns[k](*args)}
         if k in sp_fns:
-            rows[k]["SciPy"] = median_time(lambda k=k, args=args: sp_fns[k](*args), repeats)
-        rows[k]["functorch_core jit"] = median_time(
-            lambda k=k, args=args: fc_fns[k](*args), repeats)
+            runs["SciPy"] = lambda k=k, args=args: sp_fns[k](*args)
+        runs["functorch_core jit"] = lambda k=k, args=args: fc_fns[k](*args)
+        rows[k] = _rounds(runs, repeats, rounds)
     jax_t = _jax_rows(jax, workloads, repeats, rows)
     torch_t = _torch_rows(torch, workloads, repeats, rows)
     titles = {"rfft": f"rfft of {n} float64", "fft2": f"fft2 of {side}x{side} complex128",

@@ -243,7 +243,7 @@ def cholesky(a, out, scratch, *, upper=False):
     n = a.shape[-1]
     fa, info = scratch
     factors = out.reshape(-1, n, n)
-    if _blocked(n, a.dtype):
+    if fa.size == 0 or _blocked(n, a.dtype):     # no copy: planned as blocked
         _cholesky_blocked(a.reshape(-1, n, n), factors, fa, info, upper)
     else:
         _cholesky_potrf(a, factors, fa, info, upper)
