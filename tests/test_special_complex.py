@@ -1,6 +1,6 @@
-"""Complex arguments to ``functorch_core.scipy.special``: ``logsumexp``, ``sinc``, ``xlogy``
-and ``xlog1py`` accept them as SciPy and NumPy do (values, derivatives, batching); the
-others raise a ``TypeError`` rather than guess."""
+"""Complex arguments to ``functorch_core.scipy.special``: ``logsumexp``, ``softmax``,
+``log_softmax``, ``sinc``, ``xlogy`` and ``xlog1py`` accept them as SciPy and NumPy do
+(values, derivatives, batching); the others raise a ``TypeError`` rather than guess."""
 
 import numpy as np
 import pytest
@@ -91,8 +91,45 @@ def test_xlogy_complex_matches_scipy(name):
     check_grads(getattr(S, name), (_c(4), _c(4) + 3), order=2)
 
 
+@pytest.mark.parametrize("jit", [False, True])
+@pytest.mark.parametrize("axis", [None, 0, 1])
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax_complex_matches_scipy(name, axis, jit):
+    """SciPy's shift by NumPy's complex maximum (real part, then imaginary) decides
+    log_softmax's branch: its imaginary parts are SciPy's, not x - logsumexp(x)'s. Large
+    real parts do not overflow; a non-finite maximum is not subtracted (log_softmax)."""
+    x = _c(3, 4) * 4
+    x[0, 0] = 1000 + 2j
+    x[2] = [np.inf + 0j, 1j, 2.0 + 0j, 3j]
+    run = fc.jit if jit else (lambda f: f)
+    with np.errstate(all="ignore"):
+        want = getattr(ss, name)(x, axis=axis)
+        got = run(lambda x: getattr(S, name)(x, axis=axis))(x)
+    assert got.dtype == want.dtype == np.complex128
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15, equal_nan=True)
+    small = _c(6, dtype=np.complex64)
+    assert getattr(S, name)(small).dtype == getattr(ss, name)(small).dtype == np.complex64
+    np.testing.assert_allclose(getattr(S, name)(small), getattr(ss, name)(small), rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax_complex_grads_and_vmap(name):
+    """Holomorphic in x (the shift held constant changes no derivative): order 2 against
+    differences, and the derivative of softmax's real part (JAX's convention) in closed
+    form; vmap against a loop."""
+    f = getattr(S, name)
+    check_grads(lambda x: f(x, axis=-1), (_c(2, 3),), order=2)
+    x = _c(4)
+    p = np.exp(x) / np.exp(x).sum()
+    g = fc.grad(lambda x: fc.numpy.real(S.log_softmax(x)[0]))(x)
+    np.testing.assert_allclose(g, np.eye(4)[0] - p, rtol=1e-12, atol=1e-14)
+    batch = _c(3, 5)
+    np.testing.assert_allclose(fc.vmap(f)(batch), np.stack([getattr(ss, name)(r) for r in batch]),
+                               rtol=1e-13, atol=1e-15)
+
+
 @pytest.mark.parametrize("name", ["erf", "gammaln", "gamma", "digamma", "expit", "i0", "ndtr",
-                                  "spence", "entr", "softmax", "log_softmax"])
+                                  "spence", "entr"])
 def test_other_functions_refuse_complex(name):
     with pytest.raises(TypeError, match=rf"special\.{name}: complex .*complex128\(1,\)"):
         getattr(S, name)(np.array([1 + 1j]))

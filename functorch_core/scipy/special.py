@@ -8,8 +8,8 @@ Under ``jit`` on the cpu backend every one compiles natively: ``erf``, ``erfc``,
 bit); the functions composed of elementary ones (``expit``, ``logit``, ``xlogy``, ``entr``,
 ``logsumexp``, ``softmax``, ``ndtr``, ``ndtri``, ``erfinv``, ``sinc``, ``betaln``...)
 compile with them. Inputs are real floating point (integers become float64, as in SciPy);
-``logsumexp``, ``sinc``, ``xlogy`` and ``xlog1py`` also take complex ones, the others raise
-a ``TypeError`` naming the function.
+``logsumexp``, ``softmax``, ``log_softmax``, ``sinc``, ``xlogy`` and ``xlog1py`` also take
+complex ones, the others raise a ``TypeError`` naming the function.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from ir import primitives as P
 from .. import numpy as fnp
 from ..numpy._core import cast, is_tracer, operand, result_type, to_result
 from ..numpy._creation import array_operand
-from ..transforms import custom_jvp
+from ..transforms import custom_jvp, stop_gradient
 from ._betaln import betaln as _betaln
 from ._normal import _lower_cdf
 from ._normal import erfinv as _erfinv
@@ -53,7 +53,8 @@ def _float(*xs, complex_ok=False):
     if dt.kind == "c" and not complex_ok:
         got = ", ".join(f"{np.dtype(a.dtype).name}{tuple(np.shape(a))}" for a in xs)
         raise _ComplexArgument(f"complex arguments are not supported (got {got}); only "
-                               "logsumexp, sinc, xlogy and xlog1py take them")
+                               "logsumexp, softmax, log_softmax, sinc, xlogy and xlog1py "
+                               "take them")
     xs = [cast(array_operand(x), dt) for x in xs]
     if len(xs) > 1:
         xs = fnp.broadcast_arrays(*xs)
@@ -542,17 +543,28 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
     return to_result(out, scalar=True)
 
 
+def _shift(x, axis):
+    """SciPy's shift: the maximum over ``axis`` (complex: NumPy's, by real part then
+    imaginary). The results do not depend on it, nor do their derivatives: a complex one
+    is held constant (its comparison has no derivative)."""
+    top = fnp.max(x, axis=axis, keepdims=True)
+    return stop_gradient(top) if np.dtype(fnp.asarray(x).dtype).kind == "c" else top
+
+
 def softmax(x, axis=None):
-    """``scipy.special.softmax``: ``exp(x) / sum(exp(x))`` over ``axis`` (all by default)."""
-    x = _float(x)
-    e = fnp.exp(x - fnp.max(x, axis=axis, keepdims=True))
+    """``scipy.special.softmax``: ``exp(x) / sum(exp(x))`` over ``axis`` (all by default);
+    complex ``x`` too, as SciPy's."""
+    x = _float(x, complex_ok=True)
+    e = fnp.exp(x - _shift(x, axis))
     return to_result(e / fnp.sum(e, axis=axis, keepdims=True))
 
 
 def log_softmax(x, axis=None):
-    """``scipy.special.log_softmax``: ``x - logsumexp(x)`` over ``axis``."""
-    x = _float(x)
-    top = fnp.max(x, axis=axis, keepdims=True)
+    """``scipy.special.log_softmax``: ``x - logsumexp(x)`` over ``axis``; complex ``x`` as
+    SciPy's (the principal ``log`` of the shifted sum, whose imaginary part may differ
+    from ``x - logsumexp(x)``'s by a multiple of ``2 pi``)."""
+    x = _float(x, complex_ok=True)
+    top = _shift(x, axis)
     shifted = x - fnp.where(fnp.isfinite(top), top, 0.0)      # SciPy's shift
     return to_result(shifted - fnp.log(fnp.sum(fnp.exp(shifted), axis=axis, keepdims=True)))
 
