@@ -1,6 +1,7 @@
-"""Complex arguments to ``functorch_core.scipy.special``: ``logsumexp``, ``softmax``,
-``log_softmax``, ``sinc``, ``xlogy`` and ``xlog1py`` accept them as SciPy and NumPy do
-(values, derivatives, batching); the others raise a ``TypeError`` rather than guess."""
+"""Complex arguments to ``functorch_core.scipy.special``: ``gamma``, ``loggamma``,
+``logsumexp``, ``softmax``, ``log_softmax``, ``sinc``, ``xlogy`` and ``xlog1py`` accept them
+as SciPy and NumPy do (values, derivatives, batching); the others raise a ``TypeError``
+rather than guess."""
 
 import numpy as np
 import pytest
@@ -128,7 +129,86 @@ def test_softmax_complex_grads_and_vmap(name):
                                rtol=1e-13, atol=1e-15)
 
 
-@pytest.mark.parametrize("name", ["erf", "gammaln", "gamma", "digamma", "expit", "i0", "ndtr",
+def _loggamma_points(rng):
+    """Every region of the complex loggamma: scales from 0.3 to 1e5, the Taylor discs about
+    1 and 2, the reflection strip (Re z < 0.1, |Im z| <= 7) and points on and just off
+    the negative real axis."""
+    parts = [s * (rng.standard_normal(1000) + 1j * rng.standard_normal(1000))
+             for s in (0.3, 1, 3, 10, 30, 300, 1e5)]
+    for centre in (1, 2):
+        parts.append(centre + 0.2 * rng.random(500) * np.exp(2j * np.pi * rng.random(500)))
+    parts.append(rng.uniform(-20, 0.1, 1000) + 1j * rng.uniform(-7, 7, 1000))
+    parts.append(rng.uniform(-20, 0.1, 1000) + 1j * rng.choice([0.0, 1e-300, -1e-10, 1e-5],
+                                                               1000))
+    return np.concatenate(parts)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_loggamma_and_gamma_complex_match_scipy(jit):
+    """Within 3e-14 of SciPy's loggamma relative to |loggamma| (the same method: both
+    within 2e-14 of the exact values, measured with mpmath at 200 bits: 1.4e-14 ours, 1.8e-14
+    SciPy's, worst case of 3000 points), gamma within 2e-13 where finite; NaN where
+    SciPy's is."""
+    z = _loggamma_points(np.random.default_rng(3))
+    run = fc.jit if jit else (lambda f: f)
+    want, got = ss.loggamma(z), np.asarray(run(S.loggamma)(z))
+    assert got.dtype == np.complex128
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    err = np.abs(got[ok] - want[ok]) / np.abs(want[ok])
+    assert err.max() <= 3e-14, (z[ok][err.argmax()], err.max())
+    small = z[np.abs(z) < 100]
+    want, got = ss.gamma(small), np.asarray(run(S.gamma)(small))
+    finite = np.isfinite(want)
+    np.testing.assert_allclose(got[finite], want[finite], rtol=2e-13, atol=0)
+
+
+INF, NAN = np.inf, np.nan
+EDGES = [0j, -1 + 0j, complex(-0.0, 0.0), complex(0.0, -0.0), complex(-0.0, -0.0),
+         -2.5 + 0j, complex(-2.5, -0.0), complex(3, -0.0), -3 + 1e-300j, complex(0, 1e-320),
+         0.5 + 0j, -0.5 + 0j, complex(INF, 0), complex(-INF, 0), complex(NAN, 0),
+         complex(0, NAN), complex(0, INF), complex(0, -INF), complex(1, INF), complex(-5, INF),
+         complex(INF, INF), complex(INF, 1), complex(-INF, 1), 1e308 + 0j, 3e300 + 1e300j,
+         complex(-1e200, 1e-10), complex(-1e300, 0), complex(-4.5, 7.0), complex(-4.5, 7.5)]
+
+
+@pytest.mark.parametrize("name", ["loggamma", "gamma"])
+def test_loggamma_and_gamma_complex_edges_are_scipys(name):
+    """Poles and NaN (nan + nanj), infinities, overflow, the branch on and just off the
+    negative real axis (Im z = -0 is the lower side), signed zeros of the imaginary part;
+    eager and compiled alike."""
+    z = np.array(EDGES)
+    with np.errstate(all="ignore"):
+        want = getattr(ss, name)(z)
+        for got in (getattr(S, name)(z), fc.jit(getattr(S, name))(z)):
+            got = np.asarray(got)
+            np.testing.assert_allclose(got, want, rtol=1e-13, atol=0, equal_nan=True)
+            signed = ~np.isnan(want.imag)
+            np.testing.assert_array_equal(np.signbit(got.imag[signed]),
+                                          np.signbit(want.imag[signed]))
+
+
+def test_loggamma_and_gamma_complex_grads_dtypes_and_vmap():
+    """Holomorphic: derivatives to order 2 against differences (every region), the
+    derivative of loggamma's real part is digamma (JAX's convention, as for logsumexp);
+    complex64 computed in complex128 and rounded, as SciPy's; vmap against a loop."""
+    z = np.array([0.7 + 0.4j, -2.3 + 1.1j, 9 + 3j, 1.05 - 0.02j, -1.5 - 0.5j, 2.1 + 0.1j,
+                  0.3 - 8j])
+    check_grads(S.loggamma, (z,), order=2)
+    check_grads(S.gamma, (z[:4],), order=2)
+    g = fc.grad(lambda z: fc.numpy.sum(fc.numpy.real(S.loggamma(z))))(z)
+    np.testing.assert_allclose(g, ss.psi(z), rtol=1e-13)
+    small = z.astype(np.complex64)
+    for name in ("loggamma", "gamma"):
+        got, want = getattr(S, name)(small), getattr(ss, name)(small)
+        assert got.dtype == want.dtype == np.complex64
+        np.testing.assert_allclose(got, want, rtol=2e-7)
+    batch = z.reshape(7, 1) * np.array([1.0, 0.5])
+    np.testing.assert_allclose(fc.vmap(S.loggamma)(batch),
+                               np.stack([ss.loggamma(r) for r in batch]), rtol=1e-13)
+
+
+@pytest.mark.parametrize("name", ["erf", "gammaln", "digamma", "expit", "i0", "ndtr",
                                   "spence", "entr"])
 def test_other_functions_refuse_complex(name):
     with pytest.raises(TypeError, match=rf"special\.{name}: complex .*complex128\(1,\)"):

@@ -8,8 +8,8 @@ Under ``jit`` on the cpu backend every one compiles natively: ``erf``, ``erfc``,
 bit); the functions composed of elementary ones (``expit``, ``logit``, ``xlogy``, ``entr``,
 ``logsumexp``, ``softmax``, ``ndtr``, ``ndtri``, ``erfinv``, ``sinc``, ``betaln``...)
 compile with them. Inputs are real floating point (integers become float64, as in SciPy);
-``logsumexp``, ``softmax``, ``log_softmax``, ``sinc``, ``xlogy`` and ``xlog1py`` also take
-complex ones, the others raise a ``TypeError`` naming the function.
+``gamma``, ``loggamma``, ``logsumexp``, ``softmax``, ``log_softmax``, ``sinc``, ``xlogy`` and
+``xlog1py`` also take complex ones, the others raise a ``TypeError`` naming the function.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from .. import numpy as fnp
 from ..numpy._core import cast, is_tracer, operand, result_type, to_result
 from ..numpy._creation import array_operand
 from ..transforms import custom_jvp, stop_gradient
+from . import _loggamma_complex as _loggamma_c
 from ._betaln import betaln as _betaln
 from ._normal import _lower_cdf
 from ._normal import erfinv as _erfinv
@@ -53,8 +54,8 @@ def _float(*xs, complex_ok=False):
     if dt.kind == "c" and not complex_ok:
         got = ", ".join(f"{np.dtype(a.dtype).name}{tuple(np.shape(a))}" for a in xs)
         raise _ComplexArgument(f"complex arguments are not supported (got {got}); only "
-                               "logsumexp, softmax, log_softmax, sinc, xlogy and xlog1py "
-                               "take them")
+                               "gamma, loggamma, logsumexp, softmax, log_softmax, sinc, "
+                               "xlogy and xlog1py take them")
     xs = [cast(array_operand(x), dt) for x in xs]
     if len(xs) > 1:
         xs = fnp.broadcast_arrays(*xs)
@@ -80,7 +81,18 @@ erf = _unary(P.erf, "``scipy.special.erf``: the error function.")
 erfc = _unary(P.erfc, "``scipy.special.erfc``: ``1 - erf(x)`` without cancellation.")
 erfcx = _unary(P.erfcx, "``scipy.special.erfcx``: ``exp(x**2) * erfc(x)``.")
 gammaln = _unary(P.lgamma, "``scipy.special.gammaln``: ``log|Gamma(x)|``.")
-gamma = _unary(P.tgamma, "``scipy.special.gamma``: the gamma function.")
+_gamma_real = _unary(P.tgamma, "``scipy.special.gamma``: the gamma function.")
+
+
+def gamma(x):
+    """``scipy.special.gamma``: the gamma function; for complex ``x``, ``exp(loggamma(x))``
+    as SciPy's (NaN at the poles)."""
+    z = _float(x, complex_ok=True)
+    if np.dtype(fnp.asarray(z).dtype).kind == "c":
+        return to_result(_complex_in_double(_loggamma_c.gamma, z), scalar=True)
+    return _gamma_real(z)
+
+
 digamma = _unary(P.digamma, "``scipy.special.digamma``: the logarithmic derivative of gamma.")
 psi = digamma
 i0e = _unary(P.bessel_i0e, "``scipy.special.i0e``: ``exp(-|x|) * i0(x)``.")
@@ -282,10 +294,20 @@ def kl_div(x, y):
 
 
 def loggamma(x):
-    """``scipy.special.loggamma`` for real ``x``: ``log(gamma(x))`` for ``x > 0``, NaN below
-    (SciPy's real branch; complex arguments are not supported)."""
-    x = _float(x)
+    """``scipy.special.loggamma``: for real ``x``, ``log(gamma(x))`` for ``x > 0`` and NaN
+    below (SciPy's real branch); for complex ``x``, the principal branch of ``log Gamma``
+    (analytic off the negative real axis, its imaginary part continuous across it from
+    above; NaN at the poles), computed as SciPy's (``_loggamma_complex``)."""
+    x = _float(x, complex_ok=True)
+    if np.dtype(fnp.asarray(x).dtype).kind == "c":
+        return to_result(_complex_in_double(_loggamma_c.loggamma, x), scalar=True)
     return to_result(fnp.where(x < 0, fnp.full_like(x, np.nan), P.lgamma.bind(x)), scalar=True)
+
+
+def _complex_in_double(fn, z):
+    """``fn`` of complex ``z`` computed in complex128, rounded back (as SciPy's loops)."""
+    dtype = np.dtype(fnp.asarray(z).dtype)
+    return cast(fn(cast(z, np.complex128)), dtype)
 
 
 def polygamma(n, x):
