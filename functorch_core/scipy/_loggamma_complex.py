@@ -1,7 +1,8 @@
-"""The principal branch of ``log Gamma(z)`` for complex ``z`` (``scipy.special.loggamma``)
-and ``Gamma(z) = exp(log Gamma(z))`` (``scipy.special.gamma``), composed of elementary
-complex operations: traceable, batchable, compiled with them, and holomorphic, so their
-derivatives (to any order) are those of the formulas.
+"""The principal branch of ``log Gamma(z)`` for complex ``z`` (``scipy.special.loggamma``),
+``Gamma(z) = exp(log Gamma(z))`` (``scipy.special.gamma``) and ``psi(z)``
+(``scipy.special.digamma``, at the end), composed of elementary complex operations:
+traceable, batchable, compiled with them, and holomorphic, so their derivatives (to any
+order) are those of the formulas.
 
 The regions are SciPy's, so the errors (and the results at infinities) follow its:
 
@@ -144,3 +145,75 @@ def gamma(z):
     (SciPy's, from its C library's ``cexp(-inf + nan j)``)."""
     lg = loggamma(z)
     return fnp.where(fnp.real(lg) == -np.inf, complex(0.0, -0.0), fnp.exp(lg))
+
+
+# digamma: psi(z) = d/dz log Gamma(z), by SciPy's regions for complex z
+_PSI_BIG = 10.0           # the asymptotic series from |z| >= 10 (next term below 4e-18)
+# B_2k / 2k, k = 8 down to 1: psi(z) ~ log z - 1/(2z) - sum B_2k / (2k z^2k)
+_PSI_ASYMPTOTIC = (-3617 / 8160, 1 / 12, -691 / 32760, 1 / 132, -1 / 240, 1 / 252, -1 / 120,
+                   1 / 12)
+# psi's real roots nearest 0, the doubles nearest them, and psi there (mpmath, 300 bits)
+_ROOTS = ((1.4616321449683622, -9.2412655217294275e-17, 0.3),
+          (-0.5040830082644554, 7.2897639029768949e-17, 0.1))
+
+
+def _root_series(root, value, terms=26):
+    """psi(root + t) = value + sum_k c_k t^k, c_k = psi^(k)(root) / k! = (-1)^(k+1)
+    zeta(k + 1, root) (Hurwitz's, its first terms apart for a negative root); highest
+    first."""
+    from scipy.special import zeta
+    shift = max(0, math.ceil(-root) + 1)
+    coeffs = []
+    for k in range(1, terms + 1):
+        head = sum((root + n) ** -(k + 1) for n in range(shift))
+        coeffs.append((-1) ** (k + 1) * (head + float(zeta(k + 1, root + shift))))
+    return tuple(reversed(coeffs)), value
+
+
+_ROOT_SERIES = [(root, radius, *_root_series(root, value)) for root, value, radius in _ROOTS]
+
+
+def _psi_right(u):
+    """psi(u) for Re u >= 0 (or |u| >= 10): the asymptotic series at u + n, n >= 0 steps
+    of the recurrence psi(u) = psi(u + 1) - 1/u up to Re(u + n) >= 10."""
+    big = fnp.abs(u) >= _PSI_BIG
+    r = fnp.where(big, _PSI_BIG + 0.0j, u)
+    total, steps = 0.0, 0.0
+    for k in range(int(_PSI_BIG)):
+        active = fnp.real(r) + k < _PSI_BIG
+        total = total + fnp.where(active, 1.0 / fnp.where(active, r + k, 1.0), 0.0)
+        steps = steps + fnp.where(active, 1.0, 0.0)
+    v = fnp.where(big, u, r + steps)
+    infinite = fnp.isinf(fnp.abs(v))        # 1/v is 0 there (NumPy's division: NaN)
+    rv = fnp.where(infinite, 0j, 1.0 / fnp.where(infinite, 1.0, v))
+    rvv = rv * rv
+    asymptotic = fnp.log(v) - 0.5 * rv - rvv * _horner(_PSI_ASYMPTOTIC, rvv)
+    return fnp.where(big, asymptotic, asymptotic - total)
+
+
+def digamma(z):
+    """psi of complex128 ``z``: near its two real roots nearest 0 a Taylor series about
+    them (relative accuracy where psi vanishes); for ``Re z < 0``, ``|Im z| < 16`` the
+    reflection ``psi(1 - z) - pi cot(pi z)``; else :func:`_psi_right`. Poles and NaN give
+    ``nan + nanj``."""
+    x, y = fnp.real(z), fnp.imag(z)
+    undefined = fnp.isnan(x) | fnp.isnan(y) | ((y == 0) & (x <= 0) & (x == fnp.floor(x)))
+    series = []
+    for root, radius, coeffs, value in _ROOT_SERIES:
+        near = ~undefined & (fnp.abs(z - root) < radius)
+        t = fnp.where(near, z - root, 0.0)
+        series.append((near, value + t * _horner(coeffs, t)))
+    reflect = ~undefined & (x < 0) & (fnp.abs(y) < 16.0)
+    w = fnp.where(reflect, z, 0.5 + 0.5j)
+    a, b = fnp.real(w), fnp.imag(w)
+    n = fnp.rint(a)
+    f = a - n          # sin(pi w) and cos(pi w) share (-1)^n: it cancels in the cotangent
+    s = fnp.sin(np.pi * f) * fnp.cosh(np.pi * b) + 1j * (fnp.cos(np.pi * f)
+                                                           * fnp.sinh(np.pi * b))
+    c = fnp.cos(np.pi * f) * fnp.cosh(np.pi * b) - 1j * (fnp.sin(np.pi * f)
+                                                           * fnp.sinh(np.pi * b))
+    right = _psi_right(fnp.where(reflect, 1.0 - w, fnp.where(undefined, 2.5 + 0.0j, z)))
+    out = fnp.where(reflect, right - np.pi * c / s, right)
+    for near, value in reversed(series):
+        out = fnp.where(near, value, out)
+    return fnp.where(undefined, np.array(complex(np.nan, np.nan)), out)

@@ -8,8 +8,9 @@ Under ``jit`` on the cpu backend every one compiles natively: ``erf``, ``erfc``,
 bit); the functions composed of elementary ones (``expit``, ``logit``, ``xlogy``, ``entr``,
 ``logsumexp``, ``softmax``, ``ndtr``, ``ndtri``, ``erfinv``, ``sinc``, ``betaln``...)
 compile with them. Inputs are real floating point (integers become float64, as in SciPy);
-``gamma``, ``loggamma``, ``logsumexp``, ``softmax``, ``log_softmax``, ``sinc``, ``xlogy`` and
-``xlog1py`` also take complex ones, the others raise a ``TypeError`` naming the function.
+``gamma``, ``loggamma``, ``digamma``, ``logsumexp``, ``softmax``, ``log_softmax``, ``sinc``,
+``xlogy`` and ``xlog1py`` also take complex ones, the others raise a ``TypeError`` naming
+the function.
 """
 
 from __future__ import annotations
@@ -54,8 +55,8 @@ def _float(*xs, complex_ok=False):
     if dt.kind == "c" and not complex_ok:
         got = ", ".join(f"{np.dtype(a.dtype).name}{tuple(np.shape(a))}" for a in xs)
         raise _ComplexArgument(f"complex arguments are not supported (got {got}); only "
-                               "gamma, loggamma, logsumexp, softmax, log_softmax, sinc, "
-                               "xlogy and xlog1py take them")
+                               "gamma, loggamma, digamma, logsumexp, softmax, log_softmax, "
+                               "sinc, xlogy and xlog1py take them")
     xs = [cast(array_operand(x), dt) for x in xs]
     if len(xs) > 1:
         xs = fnp.broadcast_arrays(*xs)
@@ -93,7 +94,19 @@ def gamma(x):
     return _gamma_real(z)
 
 
-digamma = _unary(P.digamma, "``scipy.special.digamma``: the logarithmic derivative of gamma.")
+_digamma_real = _unary(P.digamma, "")
+
+
+def digamma(x):
+    """``scipy.special.digamma``: the logarithmic derivative of gamma; for complex ``x`` by
+    SciPy's regions (``_loggamma_complex.digamma``: Taylor series about the two real
+    roots nearest 0, reflection, recurrence, asymptotic series)."""
+    z = _float(x, complex_ok=True)
+    if np.dtype(fnp.asarray(z).dtype).kind == "c":
+        return to_result(_complex_in_double(_loggamma_c.digamma, z), scalar=True)
+    return _digamma_real(z)
+
+
 psi = digamma
 i0e = _unary(P.bessel_i0e, "``scipy.special.i0e``: ``exp(-|x|) * i0(x)``.")
 i1e = _unary(P.bessel_i1e, "``scipy.special.i1e``: ``exp(-|x|) * i1(x)``.")
