@@ -12,9 +12,9 @@ The regions are SciPy's, so the errors (and the results at infinities) follow it
 - ``Re z < 0.1``: the reflection ``log pi - L(z) - log Gamma(1 - z)``, where ``L`` is the
   branch of ``log sin(pi z)`` continuous in the upper half-plane (the lower half, ``Im z =
   -0`` included, by conjugation, as in SciPy).
-- otherwise the recurrence ``log Gamma(z) = log Gamma(z + n) - sum log(z + k)`` up to
-  ``Re(z + n) > 7``: a sum of principal logarithms, each in the right half-plane, so no
-  branch correction is needed.
+- otherwise the recurrence ``log Gamma(z) = log Gamma(z + n) - log(z (z + 1) ... (z + n -
+  1))`` up to ``Re(z + n) > 7``, the log of the product on the branch of the sum of the
+  factors' principal logs (its turns counted).
 
 Poles (``z = 0, -1, -2, ...``) and NaN give ``nan + nanj``. Each branch is evaluated on its
 own points only (the others see a harmless stand-in), so no branch's infinities reach a
