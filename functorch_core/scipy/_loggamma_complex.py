@@ -28,6 +28,7 @@ import math
 import numpy as np
 
 from .. import numpy as fnp
+from .._horner import horner
 
 _SMALL = 7.0          # Stirling beyond this real part or imaginary magnitude
 _TAYLOR_RADIUS = 0.2
@@ -48,21 +49,14 @@ def _taylor_coefficients(terms=26):
 _TAYLOR = _taylor_coefficients()
 
 
-def _horner(coeffs, x):
-    acc = coeffs[0]
-    for c in coeffs[1:]:
-        acc = acc * x + c
-    return acc
-
-
 def _stirling(z):
     rz = 1.0 / z
-    return (z - 0.5) * fnp.log(z) - z + _HALF_LOG_2PI + rz * _horner(_STIRLING, rz * rz)
+    return (z - 0.5) * fnp.log(z) - z + _HALF_LOG_2PI + rz * horner(_STIRLING, rz * rz)
 
 
 def _taylor(t):
     """log Gamma(1 + t) for |t| <= 0.2."""
-    return t * _horner(_TAYLOR, t)
+    return t * horner(_TAYLOR, t)
 
 
 def _log1p(t):
@@ -187,7 +181,7 @@ def _psi_right(u):
     infinite = fnp.isinf(fnp.abs(v))        # 1/v is 0 there (NumPy's division: NaN)
     rv = fnp.where(infinite, 0j, 1.0 / fnp.where(infinite, 1.0, v))
     rvv = rv * rv
-    asymptotic = fnp.log(v) - 0.5 * rv - rvv * _horner(_PSI_ASYMPTOTIC, rvv)
+    asymptotic = fnp.log(v) - 0.5 * rv - rvv * horner(_PSI_ASYMPTOTIC, rvv)
     return fnp.where(big, asymptotic, asymptotic - total)
 
 
@@ -202,7 +196,7 @@ def digamma(z):
     for root, radius, coeffs, value in _ROOT_SERIES:
         near = ~undefined & (fnp.abs(z - root) < radius)
         t = fnp.where(near, z - root, 0.0)
-        series.append((near, value + t * _horner(coeffs, t)))
+        series.append((near, value + t * horner(coeffs, t)))
     reflect = ~undefined & (x < 0) & (fnp.abs(y) < 16.0)
     w = fnp.where(reflect, z, 0.5 + 0.5j)
     a, b = fnp.real(w), fnp.imag(w)

@@ -24,6 +24,7 @@ from backends.llvm.mathfuncs import COSPI_F64, SINC_F64
 from ir import primitives as P
 
 from .. import numpy as fnp
+from .._horner import horner
 from ..numpy._core import cast, is_tracer, operand, result_type, to_result
 from ..numpy._creation import array_operand
 from ..transforms import custom_jvp, stop_gradient
@@ -503,10 +504,8 @@ def j1(x):
 
 
 def _horner(coefs, t):
-    out = coefs[-1]
-    for c in coefs[-2::-1]:
-        out = out * t + c
-    return out
+    """The polynomial of ``coefs`` lowest first."""
+    return horner(coefs[::-1], t)
 
 
 def sinc(x):

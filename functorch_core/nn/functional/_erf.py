@@ -4,6 +4,7 @@ the exact ``gelu``. Built from ``exp``, ``where`` and arithmetic, so every trans
 from __future__ import annotations
 
 import functorch_core.numpy as fnp
+from functorch_core._horner import horner
 
 _T = (9.60497373987051638749e0, 9.00260197203842689217e1, 2.23200534594684319226e3,
       7.00332514112805075473e3, 5.55923013010394962768e4)
@@ -21,22 +22,15 @@ _S = (1.0, 2.26052863220117276590e0, 9.39603524938001434673e0, 1.204895398080966
       1.70814450747565897222e1, 9.60896809063285878198e0, 3.36907645100081516050e0)
 
 
-def _poly(x, coeffs):
-    out = coeffs[0]
-    for c in coeffs[1:]:
-        out = out * x + c
-    return out
-
-
 def _pieces(x):
     a = fnp.abs(x)
     small = fnp.minimum(a, 1.0)
     z = small * small
-    inner = small * _poly(z, _T) / _poly(z, _U)          # erf(|x|) for |x| <= 1
+    inner = small * horner(_T, z) / horner(_U, z)          # erf(|x|) for |x| <= 1
     big = fnp.maximum(a, 1.0)
     e = fnp.exp(-big * big)
-    tail = fnp.where(big < 8.0, e * _poly(big, _P) / _poly(big, _Q),
-                     e * _poly(big, _R) / _poly(big, _S))   # erfc(|x|) for |x| >= 1
+    tail = fnp.where(big < 8.0, e * horner(_P, big) / horner(_Q, big),
+                     e * horner(_R, big) / horner(_S, big))   # erfc(|x|) for |x| >= 1
     return a, inner, tail
 
 
