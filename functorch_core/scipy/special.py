@@ -83,31 +83,30 @@ erf = _unary(P.erf, "``scipy.special.erf``: the error function.")
 erfc = _unary(P.erfc, "``scipy.special.erfc``: ``1 - erf(x)`` without cancellation.")
 erfcx = _unary(P.erfcx, "``scipy.special.erfcx``: ``exp(x**2) * erfc(x)``.")
 gammaln = _unary(P.lgamma, "``scipy.special.gammaln``: ``log|Gamma(x)|``.")
-_gamma_real = _unary(P.tgamma, "``scipy.special.gamma``: the gamma function.")
 
 
-def gamma(x):
-    """``scipy.special.gamma``: the gamma function; for complex ``x``, ``exp(loggamma(x))``
-    as SciPy's (NaN at the poles)."""
-    z = _float(x, complex_ok=True)
-    if np.dtype(fnp.asarray(z).dtype).kind == "c":
-        return to_result(_complex_in_double(_loggamma_c.gamma, z), scalar=True)
-    return _gamma_real(z)
+def _real_or_complex(real, complex_fn, doc):
+    """``real`` of real operands; ``complex_fn`` of complex ones, computed in complex128 and
+    rounded back (as SciPy's loops)."""
+    def fn(x):
+        z = _float(x, complex_ok=True)
+        dtype = np.dtype(fnp.asarray(z).dtype)
+        if dtype.kind != "c":
+            return to_result(real(z), scalar=True)
+        return to_result(cast(complex_fn(cast(z, np.complex128)), dtype), scalar=True)
+    fn.__doc__ = doc
+    return fn
 
 
-_digamma_real = _unary(P.digamma, "")
-
-
-def digamma(x):
-    """``scipy.special.digamma``: the logarithmic derivative of gamma; for complex ``x`` by
-    SciPy's regions (``_loggamma_complex.digamma``: Taylor series about the two real
-    roots nearest 0, reflection, recurrence, asymptotic series)."""
-    z = _float(x, complex_ok=True)
-    if np.dtype(fnp.asarray(z).dtype).kind == "c":
-        return to_result(_complex_in_double(_loggamma_c.digamma, z), scalar=True)
-    return _digamma_real(z)
-
-
+gamma = _real_or_complex(
+    lambda x: P.tgamma.bind(x), _loggamma_c.gamma,
+    "``scipy.special.gamma``: the gamma function; for complex ``x``, ``exp(loggamma(x))`` "
+    "as SciPy's (NaN at the poles).")
+digamma = _real_or_complex(
+    lambda x: P.digamma.bind(x), _loggamma_c.digamma,
+    "``scipy.special.digamma``: the logarithmic derivative of gamma; for complex ``x`` by "
+    "SciPy's regions (``_loggamma_complex.digamma``: Taylor series about the two real roots "
+    "nearest 0, reflection, recurrence, asymptotic series).")
 psi = digamma
 i0e = _unary(P.bessel_i0e, "``scipy.special.i0e``: ``exp(-|x|) * i0(x)``.")
 i1e = _unary(P.bessel_i1e, "``scipy.special.i1e``: ``exp(-|x|) * i1(x)``.")
@@ -307,21 +306,13 @@ def kl_div(x, y):
     return to_result(cast(fnp.where(ok, val, _nan_if_nan(x, y, edge)), dtype), scalar=True)
 
 
-def loggamma(x):
-    """``scipy.special.loggamma``: for real ``x``, ``log(gamma(x))`` for ``x > 0`` and NaN
-    below (SciPy's real branch); for complex ``x``, the principal branch of ``log Gamma``
-    (analytic off the negative real axis, its imaginary part continuous across it from
-    above; NaN at the poles), computed as SciPy's (``_loggamma_complex``)."""
-    x = _float(x, complex_ok=True)
-    if np.dtype(fnp.asarray(x).dtype).kind == "c":
-        return to_result(_complex_in_double(_loggamma_c.loggamma, x), scalar=True)
-    return to_result(fnp.where(x < 0, fnp.full_like(x, np.nan), P.lgamma.bind(x)), scalar=True)
-
-
-def _complex_in_double(fn, z):
-    """``fn`` of complex ``z`` computed in complex128, rounded back (as SciPy's loops)."""
-    dtype = np.dtype(fnp.asarray(z).dtype)
-    return cast(fn(cast(z, np.complex128)), dtype)
+loggamma = _real_or_complex(
+    lambda x: fnp.where(x < 0, fnp.full_like(x, np.nan), P.lgamma.bind(x)),
+    _loggamma_c.loggamma,
+    "``scipy.special.loggamma``: for real ``x``, ``log(gamma(x))`` for ``x > 0`` and NaN "
+    "below (SciPy's real branch); for complex ``x``, the principal branch of ``log Gamma`` "
+    "(analytic off the negative real axis, its imaginary part continuous across it from "
+    "above; NaN at the poles), computed as SciPy's (``_loggamma_complex``).")
 
 
 def polygamma(n, x):
