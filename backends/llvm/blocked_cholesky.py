@@ -104,38 +104,38 @@ def factor(c, pool, workers, upper=False) -> int:
     real_one, real_minus_one = args.real(1.0), args.real(-1.0)
     info = ctypes.c_int64(0)
 
-    def at(row, col):       # Fortran's (row, col): C's (col, row)
+    def at(row, col):
+        """Fortran's (row, col) of the lower factor's form (upper triangle); its mirror
+        image (col, row) for the upper factor's. C's (col, row) is Fortran's (row, col)."""
+        if upper:
+            row, col = col, row
         return base + (col * n + row) * item
+
+    def dims(rows, cols):       # a block's shape in the lower factor's form, mirrored
+        return (args.int(cols), args.int(rows)) if upper else (args.int(rows), args.int(cols))
 
     def panel(k, kb, j0, j1):
         """U12 = U11^-H A12 on columns [j0, j1) (L21 = A21 L11^-H on rows [j0, j1))."""
         def run():
-            if upper:
-                trsm(side, uplo, conj, nonunit, args.int(j1 - j0), args.int(kb), one,
-                     at(k, k), ld, at(j0, k), ld, 1, 1, 1, 1)
-            else:
-                trsm(side, uplo, conj, nonunit, args.int(kb), args.int(j1 - j0), one,
-                     at(k, k), ld, at(k, j0), ld, 1, 1, 1, 1)
+            trsm(side, uplo, conj, nonunit, *dims(kb, j1 - j0), one, at(k, k), ld, at(k, j0),
+                 ld, 1, 1, 1, 1)
         return run
 
     def update(k, kb, j0, j1):
-        """The trailing triangle's columns (rows) [j0, j1): a product off the diagonal
-        block, a rank-kb update on it."""
+        """The trailing triangle's columns (rows) [j0, j1): ``A[i0:j0, j] -= U12[:, i0:j0]^H
+        U12[:, j]`` off the diagonal block, a rank-kb update on it (the mirror image: the
+        two operands of the product swapped)."""
         i0 = k + kb
+        left, right = (conj, at(k, i0)), (notrans, at(k, j0))
+        if upper:
+            left, right = right, left
 
         def run():
-            if upper:
-                if j0 > i0:
-                    gemm(notrans, conj, args.int(j1 - j0), args.int(j0 - i0), args.int(kb),
-                         minus_one, at(j0, k), ld, at(i0, k), ld, one, at(j0, i0), ld, 1, 1)
-                rank_k(uplo, notrans, args.int(j1 - j0), args.int(kb), real_minus_one,
-                       at(j0, k), ld, real_one, at(j0, j0), ld, 1, 1)
-                return
             if j0 > i0:
-                gemm(conj, notrans, args.int(j0 - i0), args.int(j1 - j0), args.int(kb),
-                     minus_one, at(k, i0), ld, at(k, j0), ld, one, at(i0, j0), ld, 1, 1)
-            rank_k(uplo, conj, args.int(j1 - j0), args.int(kb), real_minus_one, at(k, j0),
-                   ld, real_one, at(j0, j0), ld, 1, 1)
+                gemm(left[0], right[0], *dims(j0 - i0, j1 - j0), args.int(kb), minus_one,
+                     left[1], ld, right[1], ld, one, at(i0, j0), ld, 1, 1)
+            rank_k(uplo, notrans if upper else conj, args.int(j1 - j0), args.int(kb),
+                   real_minus_one, at(k, j0), ld, real_one, at(j0, j0), ld, 1, 1)
         return run
 
     with blas.one_thread_each():
