@@ -103,14 +103,15 @@ def _right(z):
     return fnp.where(stirling, big, fnp.where(near1 | near2, taylor, recurrence))
 
 
-def _sinpi(w):
-    """sin(pi w) for complex w, the real argument reduced exactly first."""
+def _sincospi(w):
+    """(sin(pi w), cos(pi w)) for complex w, the real argument reduced exactly first."""
     a, b = fnp.real(w), fnp.imag(w)
     n = fnp.rint(a)
     f = a - n
     sign = fnp.where(fnp.abs(n - 2.0 * fnp.rint(0.5 * n)) == 1.0, -1.0, 1.0)
     s, c = fnp.sin(np.pi * f) * sign, fnp.cos(np.pi * f) * sign
-    return s * fnp.cosh(np.pi * b) + 1j * (c * fnp.sinh(np.pi * b))
+    ch, sh = fnp.cosh(np.pi * b), fnp.sinh(np.pi * b)
+    return s * ch + 1j * (c * sh), c * ch - 1j * (s * sh)
 
 
 def loggamma(z):
@@ -123,7 +124,7 @@ def loggamma(z):
     w = fnp.where(reflect, z, 0.05 + 0.5j)
     w = fnp.where(lower, fnp.conj(w), w)          # Im w >= +0
     right = _right(fnp.where(reflect, 1.0 - w, fnp.where(undefined, 2.5 + 0.0j, z)))
-    s = _sinpi(w)
+    s, _ = _sincospi(w)
     # the branch of log sin(pi w) continuous from the interval (0, 1) through the upper
     # half-plane: Im = pi (1/2 - Re w) + arg(1 - exp(2 pi i w)), the last within (-pi/2, pi/2)
     turns = fnp.rint((np.pi * (0.5 - fnp.real(w)) - fnp.arctan2(fnp.imag(s), fnp.real(s)))
@@ -199,13 +200,7 @@ def digamma(z):
         series.append((near, value + t * horner(coeffs, t)))
     reflect = ~undefined & (x < 0) & (fnp.abs(y) < 16.0)
     w = fnp.where(reflect, z, 0.5 + 0.5j)
-    a, b = fnp.real(w), fnp.imag(w)
-    n = fnp.rint(a)
-    f = a - n          # sin(pi w) and cos(pi w) share (-1)^n: it cancels in the cotangent
-    s = fnp.sin(np.pi * f) * fnp.cosh(np.pi * b) + 1j * (fnp.cos(np.pi * f)
-                                                           * fnp.sinh(np.pi * b))
-    c = fnp.cos(np.pi * f) * fnp.cosh(np.pi * b) - 1j * (fnp.sin(np.pi * f)
-                                                           * fnp.sinh(np.pi * b))
+    s, c = _sincospi(w)
     right = _psi_right(fnp.where(reflect, 1.0 - w, fnp.where(undefined, 2.5 + 0.0j, z)))
     out = fnp.where(reflect, right - np.pi * c / s, right)
     for near, value in reversed(series):
