@@ -390,7 +390,7 @@ def _sort(*operands, dimension, num_keys):
 def _special(name):
     def impl(*xs, **params):
         import scipy.special
-        dt = xs[0].dtype if isinstance(xs[0], np.ndarray) else np.asarray(xs[0]).dtype
+        dt = np.result_type(*(np.asarray(x).dtype for x in xs))   # jv: real v, complex z
         with np.errstate(all="ignore"):
             out = getattr(scipy.special, name)(*(() if "order" not in params else
                                                  (params["order"],)), *xs)

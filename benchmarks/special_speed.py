@@ -1,9 +1,10 @@
 """Throughput of ``functorch_core.scipy.special`` under ``jit`` (cpu backend) against SciPy
-and ``jax.scipy.special`` (when importable), per function, on 1M float64 and float32 values.
+and ``jax.scipy.special`` (when importable), per function, on 1M float64 and float32 values
+(and, asked for, complex128 or complex64 ones: the functions that take them).
 
 Run from the repository root: ``python benchmarks/special_speed.py [name ...]
-[--dtype float64|float32] [--n N]``. Each row is the median of repeats, all in one process;
-``ours/scipy`` above 1 means slower than SciPy.
+[--dtype float64|float32|complex128|complex64] [--n N]``. Each row is the median of
+repeats, all in one process; ``ours/scipy`` above 1 means slower than SciPy.
 """
 
 from __future__ import annotations
@@ -44,6 +45,14 @@ def _inputs(n):
     }
 
 
+def _complex_inputs(n):
+    """name -> the complex128 arguments (and jv's real order) of the functions taking them."""
+    z = R.standard_normal(n) * 3 + 1j * R.standard_normal(n) * 3
+    return {"erf": (z,), "erfc": (z,), "erfcx": (z,), "ndtr": (z,), "log_ndtr": (z,),
+            "gamma": (z,), "loggamma": (z,), "digamma": (z,), "spence": (z,),
+            "sinc": (z,), "jv": (R.uniform(0, 20, n), z)}
+
+
 def _functions(name, js):
     """(ours, SciPy's, JAX's or None) for a row name ("polygammaN": order N)."""
     if name.startswith("polygamma"):
@@ -66,17 +75,19 @@ def _jax_special():
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("names", nargs="*")
-    parser.add_argument("--dtype", choices=("float64", "float32"), action="append")
+    parser.add_argument("--dtype", choices=("float64", "float32", "complex128", "complex64"),
+                        action="append")
     parser.add_argument("--n", type=int, default=1 << 20)
     args = parser.parse_args()
     jax, js = _jax_special()
-    table = _inputs(args.n)
-    names = args.names or list(table)
+    tables = {"f": _inputs(args.n), "c": _complex_inputs(args.n)}
     print(f"{args.n} values, median of 7 (ms); ratio = ours / other")
     print(f"{'':20} {'ours':>8} {'scipy':>8} {'jax':>8} {'ours/scipy':>10} {'ours/jax':>9}")
     for dtype in args.dtype or ("float64", "float32"):
-        for name in names:
-            xs = [a.astype(dtype) for a in table[name]]
+        table = tables[np.dtype(dtype).kind]
+        part = np.finfo(dtype).dtype
+        for name in [n for n in args.names or table if n in table]:
+            xs = [a.astype(dtype if a.dtype.kind == "c" else part) for a in table[name]]
             fn, scipys, jfn = _functions(name, js)
             ours = fc.jit(fn, backend="cpu")
             t_ours = median_time(lambda f=ours, xs=xs: f(*xs))

@@ -589,20 +589,36 @@ WINDOWS = [reduce_window_sum, reduce_window_max, reduce_window_min, select_and_g
 
 # --- special functions (scipy.special; real floating point) ---------------------------
 
-erf = _unary("erf", "f")
-erfc = _unary("erfc", "f")
-erfcx = _unary("erfcx", "f")              # exp(x^2) erfc(x)
+# erf, erfc, erfcx, spence and bessel_jv's z also take complex operands (SciPy's
+# complex functions: the Faddeeva package's, cspence, AMOS's)
+erf = _unary("erf", "fc")
+erfc = _unary("erfc", "fc")
+erfcx = _unary("erfcx", "fc")             # exp(x^2) erfc(x)
 lgamma = _unary("lgamma", "f")            # log |gamma(x)|
 tgamma = _unary("tgamma", "f")
 digamma = _unary("digamma", "f")
 bessel_i0e = _unary("bessel_i0e", "f")    # exp(-|x|) I0(x)
 bessel_i1e = _unary("bessel_i1e", "f")
-spence = _unary("spence", "f")            # the dilogarithm integral of scipy.special.spence
+spence = _unary("spence", "fc")           # the dilogarithm integral of scipy.special.spence
 zeta = _binary("zeta", "f")               # Hurwitz zeta(x, q)
 igamma = _binary("igamma", "f")           # regularized lower incomplete gamma P(a, x)
 igammac = _binary("igammac", "f")         # Q(a, x) = 1 - P(a, x)
 igamma_grad_a = _binary("igamma_grad_a", "f")   # dP(a, x)/da
-bessel_jv = _binary("bessel_jv", "f")     # J_v(z)
+
+
+def _bessel_jv_rule(v, z):
+    """J_v(z): a real order ``v``; ``z`` of ``v``'s dtype or of the complex one whose parts
+    have it (the result is ``z``'s dtype)."""
+    _kinds_check("bessel_jv", [v], "f")
+    _kinds_check("bessel_jv", [z], "fc")
+    if _real_of(z.dtype) != v.dtype:
+        raise TypeError(f"bessel_jv: order dtype {v.dtype} and argument dtype {z.dtype} "
+                        "differ; convert them first")
+    shape = _elementwise_shape("bessel_jv", [v, z])
+    return [AbstractArray(shape, z.dtype, v.weak_type and z.weak_type)]
+
+
+bessel_jv = _register("bessel_jv", _bessel_jv_rule, "binary")     # J_v(z)
 bessel_j0 = _unary("bessel_j0", "f")      # J_0 (scipy.special.j0: Cephes, not jv's AMOS)
 
 

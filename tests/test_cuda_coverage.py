@@ -68,6 +68,9 @@ def test_host_exceptions_are_few_and_named():
                                P.igamma_grad_a, P.betainc_grad}
     assert all(len(why) > 40 for why in calls.HOST.values())
     assert not set(calls.HOST) & (set(calls.CALLS) | set(indexing.RENDERED) | emitted())
+    # complex operands of named calls CuPy has no complex loop for
+    assert set(calls.COMPLEX_HOST) == {P.erf, P.erfc, P.erfcx} <= set(calls.CALLS)
+    assert all(len(why) > 40 for why in calls.COMPLEX_HOST.values())
 
 
 def test_the_runtime_agrees_with_the_tables():

@@ -46,12 +46,14 @@ UNARY = sorted((p for p in P.ALL.values() if p.family == "unary" and p in scalar
                key=lambda p: p.name)
 BINARY = sorted((p for p in P.ALL.values() if p.family == "binary" and p in scalar.PRIMITIVES),
                 key=lambda p: p.name)
-# (primitive, operand kinds) that stay on the host: scipy.special's functions (named calls),
+# (primitive, operand kinds) that stay on the host: scipy.special's functions (named calls;
+# complex erf, erfc, erfcx and spence: SciPy's on a host copy),
 # what NumPy rejects (bool neg/sign) or special-cases (integer and complex pow), complex
 # sign/max/min, the composed complex exp2/expm1/log1p/logistic, and the complex functions
 # numba-cuda compiles only with a GPU present (sin, cos, tan, sinh, cosh, tanh, acosh)
-HOST = {"bessel_i0e": "f", "bessel_i1e": "f", "bessel_jv": "f", "digamma": "f", "erfcx": "f",
-        "igamma": "f", "igammac": "f", "polygamma": "f", "spence": "f", "zeta": "f",
+HOST = {"bessel_i0e": "f", "bessel_i1e": "f", "bessel_jv": "f", "digamma": "f", "erfcx": "cf",
+        "igamma": "f", "igammac": "f", "polygamma": "f", "spence": "cf", "zeta": "f",
+        "erf": "c", "erfc": "c",
         "igamma_grad_a": "f", "bessel_j0": "f",
         "neg": "b", "sign": "bc", "pow": "ciu", "max": "c", "min": "c", "exp2": "c",
         "expm1": "c", "log1p": "c", "logistic": "c",

@@ -351,6 +351,20 @@ def test_special_functions_cupy_lacks_run_on_the_host_by_name():
     assert [h.split(":")[0] for h in run.host_only] == ["spence", "bessel_jv"]
 
 
+def test_complex_special_functions_run_on_the_host_by_name():
+    """CuPy's erf, erfc and erfcx are float only: complex operands take SciPy's on a host
+    copy (named), as spence and jv do; real ones stay named calls."""
+    b = Builder()
+    z, v, x = b.input((4,), np.complex128), b.input((4,), F64), b.input((4,), F64)
+    graph = b.graph(b(P.erf, z), b(P.erfc, z), b(P.erfcx, z), b(P.spence, z),
+                    b(P.bessel_jv, v, z), b(P.erf, x))
+    zs = np.array([0.3 + 1j, -1.5 - 0.5j, 4.0 + 0j, 2.0 - 3j])
+    run = check(graph, [zs, np.array([0.5, 1.0, 2.5, 0.0]), zs.real], rtol=1e-12)
+    assert [h.split(":")[0] for h in run.host_only] == ["erf", "erfc", "erfcx", "spence",
+                                                        "bessel_jv"]
+    assert "no complex loop" in run.host_only[0]
+
+
 def test_graph_valued_calls_run_inner_graphs_on_the_device():
     inner = Builder()
     p, q = inner.input((3,), F64), inner.input((), np.int32)

@@ -6,8 +6,9 @@ SciPy-shaped routines come from ``cupyx.scipy`` on a GPU and ``scipy`` under the
 ``CALLS`` maps each primitive to the routine it calls, in words (the coverage test and
 ``runtime.lowering`` read it); ``lower(eqn, xp, simulated)`` returns ``run(args) ->
 outputs`` over device arrays, with the interpreter's results (dtypes included).
-``HOST`` names the equations no array module has a routine for: the runtime copies their
-operands to the host, runs the interpreter's implementation and copies the results back.
+``HOST`` names the equations no array module has a routine for (``COMPLEX_HOST`` those with
+complex operands): the runtime copies their operands to the host, runs the interpreter's
+implementation and copies the results back.
 The graph-valued primitives (cond, while, scan, call, custom_*) compile their inner
 graphs once with the cuda backend and loop on the host over device arrays; a device
 predicate or branch index is read back with one scalar copy per step.
@@ -67,6 +68,12 @@ HOST = {P.spence: "cupyx.scipy.special has no spence (CuPy 13): scipy.special.sp
                         "copy, results copied back",
         P.setitem: "never reaches a backend (jit's functionalize pass rewrites mutations "
                     "into scatters and dynamic updates first)"}
+
+# SPECIAL's primitives whose complex operands CuPy has no loop for (CuPy 13's erf, erfc
+# and erfcx are float only): scipy.special's on a host copy, as HOST
+COMPLEX_HOST = {p: f"cupyx.scipy.special.{SPECIAL[p]} has no complex loop (CuPy 13): "
+                   f"scipy.special.{SPECIAL[p]} on a host copy, results copied back"
+                for p in (P.erf, P.erfc, P.erfcx)}
 
 
 def scipy_module(name, simulated):

@@ -63,6 +63,8 @@ def lowering(eqn) -> tuple[str, str]:
         return "kernel", ""
     if eqn.prim in indexing.RENDERED:
         return "indexing", f"{eqn.prim.name} kernel"
+    if eqn.prim in calls.COMPLEX_HOST and any(v.aval.dtype.kind == "c" for v in eqn.outputs):
+        return "host", f"{eqn.prim.name}: {calls.COMPLEX_HOST[eqn.prim]}"
     if eqn.prim in calls.CALLS:
         return "call", calls.CALLS[eqn.prim]
     if eqn.prim in calls.HOST:

@@ -65,7 +65,8 @@ def _check_native(plan):
                                  f"interpreter in this backend ({step.reason}); a shared "
                                  "library cannot call Python")
         if isinstance(step, Kernel):
-            called = [op.prim.name for op in step.ops if op.prim in scipy_calls.CALLS]
+            called = [op.prim.name for op in step.ops
+                      if scipy_calls.is_call(op.prim, op.dtype)]
             if called:
                 raise NotNativeError(f"compile_library: {called[0]} calls SciPy's compiled "
                                      "scipy.special function through a pointer of this "

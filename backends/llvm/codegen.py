@@ -646,9 +646,12 @@ def _clamped_offset(b, indices, dtypes, bounds, strides):
 
 
 def _arg_dtypes(op):
-    """The dtype of each operand of ``op`` (a select's predicate is bool)."""
+    """The dtype of each operand of ``op`` (a select's predicate is bool; jv's argument
+    may be complex where its order is real)."""
     if op.prim is P.select:
         return [np.dtype(bool), op.arg_dtype, op.arg_dtype]
+    if op.prim is P.bessel_jv:
+        return [op.arg_dtype, op.dtype]
     return [op.arg_dtype] * len(op.args)
 
 

@@ -278,7 +278,8 @@ COMPLEX_GAPS = {
 }
 _TRANSCENDENTAL_GAP = ("complex exp2/expm1/log1p/logistic: NumPy composes them itself "
                        "(not one libm call); not lowered natively")
-_ABI_GAP = "complex libm calls (csqrt, cexp, ...) are only spelled for the x86-64 C ABI"
+ABI_GAP = ("complex libm and SciPy calls (csqrt, cexp, ..., the Faddeeva functions) are only "
+           "spelled for the x86-64 C ABI")
 
 
 def complex_gap(eqn) -> str | None:
@@ -287,7 +288,7 @@ def complex_gap(eqn) -> str | None:
     if prim in COMPLEX_GAPS:
         return COMPLEX_GAPS[prim]
     if prim in LIBM_COMPLEX and not host_is_x86_64():
-        return _ABI_GAP
+        return ABI_GAP
     if prim.family == "unary" and prim not in COMPLEX_RULES:
         return _TRANSCENDENTAL_GAP
     if prim.family == "binary" and prim not in COMPLEX_RULES and prim is not P.complex:

@@ -64,7 +64,9 @@ CALL_ALONE_MIN_POINTS = 1 << 12
 
 def isolated(eqn) -> bool:
     """Whether ``eqn`` runs as a kernel of its own (:data:`CALLS_ALONE`, big arrays)."""
-    return eqn.prim in CALLS_ALONE and eqn.outputs[0].aval.size >= CALL_ALONE_MIN_POINTS
+    out = eqn.outputs[0].aval
+    return (eqn.prim in CALLS_ALONE or scipy_calls.is_call(eqn.prim, out.dtype)) \
+        and out.size >= CALL_ALONE_MIN_POINTS
 
 
 def partition(graph):

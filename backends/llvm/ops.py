@@ -407,8 +407,10 @@ RULES |= {P.erf: _inline(E.erf), P.erfc: _inline(E.erfc), P.erfcx: _inline(E.erf
           P.digamma: _inline(G.digamma),
           P.zeta: lambda e, dt, x, q: Z.zeta(e, x, q),
           P.polygamma: lambda e, dt, x, order: Z.polygamma(e, x, order)}
-# calls into SciPy's compiled functions (scipy_calls.py): SciPy's values to the bit
+# calls into SciPy's compiled functions (scipy_calls.py): SciPy's values to the bit, and
+# its complex functions for complex erf, erfc, erfcx, spence and jv
 RULES |= scipy_calls.RULES
+RULES = scipy_calls.with_complex(RULES)
 # loops with data-dependent trip counts: internal functions called per element
 RULES |= {P.igamma_grad_a: SG.igamma_grad_a, P.betainc_grad: SG.betainc_grad}
 
@@ -422,7 +424,8 @@ def unsupported(eqn) -> str | None:
     """Why ``eqn`` cannot be lowered to a native scalar loop body (None: it can)."""
     avals = [a.aval for a in eqn.inputs] + [v.aval for v in eqn.outputs]
     if any(a.dtype.kind == "c" for a in avals):
-        reason = C.complex_gap(eqn)
+        reason = (None if C.host_is_x86_64() else C.ABI_GAP) \
+            if eqn.prim in scipy_calls.COMPLEX_CALLS else C.complex_gap(eqn)
         if reason is not None:
             return reason
     if not host_has_f16c() and any(a.dtype == np.float16 for a in avals):

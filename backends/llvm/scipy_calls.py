@@ -12,6 +12,12 @@ float16 takes the loop SciPy's ufunc picks for it (the float64 one for gammainc,
 ``dd->d`` loop comes first: then the double result is rounded once to half). So native,
 interpreter and SciPy agree to the bit (tests/test_llvm_scipy_special_calls.py).
 
+Complex operands (``COMPLEX_CALLS``: erf, erfc, erfcx, spence and jv's argument) call
+SciPy's ``double complex`` functions (the Faddeeva package's, ``cspence``, AMOS's), a
+complex value passed and returned as two doubles (the x86-64 C ABI of ``double _Complex``,
+which Cython's complex struct shares); complex64 is widened and each part of the result
+rounded back, as the ``F->F`` loops do.
+
 The trailing ``int skip_dispatch`` of every exported function is passed as 0. These
 functions never consult ``scipy.special.seterr`` (that is the ufuncs' doing): natively a
 domain error gives SciPy's value (NaN) with no warning or ``SpecialFunctionError``. A
@@ -46,18 +52,28 @@ CALLS = {
     # float32 (one thread, 1M values), and SciPy's values to the bit
     P.tgamma: ("gamma", "__pyx_fuse_1gamma", None),
 }
+# complex operands: primitive -> (scipy.special ufunc, complex128 capsule)
+COMPLEX_CALLS = {
+    P.erf: ("erf", "__pyx_fuse_0erf"),
+    P.erfc: ("erfc", "__pyx_fuse_0erfc"),
+    P.erfcx: ("erfcx", "__pyx_fuse_0erfcx"),
+    P.spence: ("spence", "__pyx_fuse_0spence"),
+    P.bessel_jv: ("jv", "__pyx_fuse_0jv"),     # a real order, a complex argument
+}
 # A kernel calling SciPy counts each element as this many points where the runtime decides
 # whether to split it over threads and whether the GIL-holding native entry may run it (a
 # call costs 20-350 ns, an element of vectorized math about 1): from 4096 values on, such a
 # kernel releases the GIL (100K gammainc: another Python thread ran 1.5x as fast beside it,
 # beside spence 3x) instead of holding it up to 90 ms
 POINTS_PER_CALL = 64
-_C_TYPES = {"double": F64, "float": F32}
-_bound: dict = {}       # symbol -> (the C type of its values, how many it takes)
+_COMPLEX = "__pyx_t_double_complex"
+_C_TYPES = {"double": F64, "float": F32, _COMPLEX: ir.LiteralStructType([F64, F64])}
+_bound: dict = {}       # symbol -> (the C type of its result, of each argument)
 
 
 def _signature(capsule_name: str):
-    """(value type, number of value arguments) of an exported ``T (T, ..., int)``."""
+    """(result type, argument types) of an exported ``T (U, ..., int)``, each ``float``,
+    ``double`` or ``double complex``."""
     import scipy.special.cython_special as cs
     api = ctypes.pythonapi
     api.PyCapsule_GetName.restype = ctypes.c_char_p
@@ -66,15 +82,16 @@ def _signature(capsule_name: str):
     ret, _, rest = text.partition(" (")
     args = [a.strip() for a in rest.rstrip(")").split(",")]
     if ret not in _C_TYPES or args[-1] != "int __pyx_skip_dispatch" or \
-            any(a != ret for a in args[:-1]):
+            any(a not in _C_TYPES for a in args[:-1]):
         raise RuntimeError(f"scipy.special.cython_special.{capsule_name} has the signature "
-                           f"{text!r}, not 'T (T, ..., int)' with T float or double")
-    return _C_TYPES[ret], len(args) - 1
+                           f"{text!r}, not 'T (U, ..., int)' with T and U float, double or "
+                           "double complex")
+    return _C_TYPES[ret], tuple(_C_TYPES[a] for a in args[:-1])
 
 
 def bind(capsule_name: str, n_args: int):
     """The symbol kernels call for ``capsule_name`` (a function of ``n_args`` values),
-    bound to SciPy's function (once per process), and its value type."""
+    bound to SciPy's function (once per process), its result type and argument types."""
     symbol = f"fc_sf_{capsule_name.removeprefix('__pyx_')}"
     if symbol not in _bound:
         import scipy.special.cython_special as cs
@@ -86,11 +103,22 @@ def bind(capsule_name: str, n_args: int):
         with runtime._lock:
             llvm.add_symbol(symbol, address)
         _bound[symbol] = signature
-    ty, n = _bound[symbol]
-    if n != n_args:
-        raise RuntimeError(f"scipy.special.cython_special.{capsule_name} takes {n} values, "
-                           f"not {n_args}")
-    return symbol, ty
+    ret, args = _bound[symbol]
+    if len(args) != n_args:
+        raise RuntimeError(f"scipy.special.cython_special.{capsule_name} takes "
+                           f"{len(args)} values, not {n_args}")
+    return symbol, ret, args
+
+
+def _declare(e, symbol, ret, args):
+    """``symbol`` in the kernel's module: a complex argument travels as two doubles."""
+    fn = e.module.globals.get(symbol)
+    if fn is None:
+        flat = [t for a in args for t in (a.elements if isinstance(a, ir.LiteralStructType)
+                                          else (a,))]
+        fn = ir.Function(e.module, ir.FunctionType(ret, flat + [I32]), symbol)
+        fn.attributes.add("nounwind")
+    return fn
 
 
 @functools.cache
@@ -106,12 +134,13 @@ def emit_call(e, prim, dt, *args):
     ``dt`` as SciPy's ufunc loop for ``dt`` rounds it."""
     ufunc, double, single = CALLS[prim]
     in_double = dt == np.float64 or _loop_is_double(ufunc, np.dtype(dt), len(args))
-    symbol, ty = bind(double if in_double or single is None else single, len(args))
+    capsule = double if in_double or single is None else single
+    symbol, ty, types = bind(capsule, len(args))
+    if any(t != ty for t in types):
+        raise RuntimeError(f"scipy.special.cython_special.{capsule} does not take and "
+                           "return one real type")
     b = e.b
-    fn = e.module.globals.get(symbol)
-    if fn is None:
-        fn = ir.Function(e.module, ir.FunctionType(ty, [ty] * len(args) + [I32]), symbol)
-        fn.attributes.add("nounwind")
+    fn = _declare(e, symbol, ty, types)
     r = b.call(fn, [a if a.type == ty else b.fpext(a, ty) for a in args] + [ir.Constant(I32, 0)])
     if r.type == args[0].type:
         return r
@@ -121,13 +150,54 @@ def emit_call(e, prim, dt, *args):
     return b.fptrunc(r, args[0].type)
 
 
+def emit_complex_call(e, prim, *args):
+    """``prim``'s SciPy function of compute values ``args`` (complex pairs, and jv's real
+    order) in double precision; a complex64 result rounded back part by part."""
+    b = e.b
+    symbol, ret, types = bind(COMPLEX_CALLS[prim][1], len(args))
+    flat = []
+    for a, t in zip(args, types, strict=True):
+        if isinstance(t, ir.LiteralStructType) != isinstance(a.type, ir.LiteralStructType):
+            raise RuntimeError(f"{prim.name}: SciPy's complex function takes "
+                               f"{', '.join(map(str, types))}, not {a.type}")
+        parts = [b.extract_value(a, 0), b.extract_value(a, 1)] \
+            if isinstance(a.type, ir.LiteralStructType) else [a]
+        flat += [p if p.type == F64 else b.fpext(p, F64) for p in parts]
+    r = b.call(_declare(e, symbol, ret, types), flat + [ir.Constant(I32, 0)])
+    part = args[-1].type.elements[0]
+    if part == F64:
+        return r
+    re, im = (b.fptrunc(b.extract_value(r, i), part) for i in (0, 1))
+    pair = ir.Constant(ir.LiteralStructType([part, part]), ir.Undefined)
+    return b.insert_value(b.insert_value(pair, re, 0), im, 1)
+
+
+def is_call(prim, dtype) -> bool:
+    """Whether ``prim`` with a result of ``dtype`` calls a SciPy function."""
+    return prim in CALLS or (prim in COMPLEX_CALLS and np.dtype(dtype).kind == "c")
+
+
 def calls_scipy(kernel) -> bool:
     """Whether a planned kernel calls a SciPy function."""
-    return any(op.prim in CALLS for op in kernel.ops)
+    return any(is_call(op.prim, op.dtype) for op in kernel.ops)
 
 
 def _rule(prim):
     return lambda e, dt, *xs: emit_call(e, prim, dt, *xs)
 
 
+def _complex_rule(prim, real_rule):
+    """``real_rule``, or SciPy's complex function where an operand is a complex pair."""
+    def rule(e, dt, *xs):
+        if any(isinstance(x.type, ir.LiteralStructType) for x in xs):
+            return emit_complex_call(e, prim, *xs)
+        return real_rule(e, dt, *xs)
+    return rule
+
+
 RULES = {p: _rule(p) for p in CALLS}
+
+
+def with_complex(rules):
+    """``rules`` with the primitives of :data:`COMPLEX_CALLS` taking complex operands too."""
+    return rules | {p: _complex_rule(p, rules[p]) for p in COMPLEX_CALLS}

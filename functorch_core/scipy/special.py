@@ -8,9 +8,10 @@ Under ``jit`` on the cpu backend every one compiles natively: ``erf``, ``erfc``,
 bit); the functions composed of elementary ones (``expit``, ``logit``, ``xlogy``, ``entr``,
 ``logsumexp``, ``softmax``, ``ndtr``, ``ndtri``, ``erfinv``, ``sinc``, ``betaln``...)
 compile with them. Inputs are real floating point (integers become float64, as in SciPy);
-``gamma``, ``loggamma``, ``digamma``, ``logsumexp``, ``softmax``, ``log_softmax``, ``sinc``,
-``xlogy`` and ``xlog1py`` also take complex ones, the others raise a ``TypeError`` naming
-the function.
+``erf``, ``erfc``, ``erfcx``, ``ndtr``, ``log_ndtr``, ``gamma``, ``loggamma``, ``digamma``,
+``spence``, ``jv`` (its argument), ``logsumexp``, ``softmax``, ``log_softmax``, ``sinc``,
+``xlogy`` and ``xlog1py`` also take complex ones (SciPy's complex functions), the others
+raise a ``TypeError`` naming the function.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from ..numpy._core import cast, is_tracer, operand, result_type, to_result
 from ..numpy._creation import array_operand
 from ..transforms import custom_jvp, stop_gradient
 from . import _loggamma_complex as _loggamma_c
+from . import _normal_complex as _normal_c
 from ._betaln import betaln as _betaln
 from ._normal import _lower_cdf
 from ._normal import erfinv as _erfinv
@@ -56,8 +58,9 @@ def _float(*xs, complex_ok=False):
     if dt.kind == "c" and not complex_ok:
         got = ", ".join(f"{np.dtype(a.dtype).name}{tuple(np.shape(a))}" for a in xs)
         raise _ComplexArgument(f"complex arguments are not supported (got {got}); only "
-                               "gamma, loggamma, digamma, logsumexp, softmax, log_softmax, "
-                               "sinc, xlogy and xlog1py take them")
+                               "erf, erfc, erfcx, ndtr, log_ndtr, gamma, loggamma, "
+                               "digamma, spence, jv, logsumexp, softmax, log_softmax, sinc, "
+                               "xlogy and xlog1py take them")
     xs = [cast(array_operand(x), dt) for x in xs]
     if len(xs) > 1:
         xs = fnp.broadcast_arrays(*xs)
@@ -72,16 +75,20 @@ def _wide(*xs):
     return *(cast(x, np.float64) for x in xs), dtype
 
 
-def _unary(prim, doc):
+def _unary(prim, doc, complex_ok=False):
     def fn(x):
-        return to_result(prim.bind(_float(x)), scalar=True)
+        return to_result(prim.bind(_float(x, complex_ok=complex_ok)), scalar=True)
     fn.__doc__ = doc
     return fn
 
 
-erf = _unary(P.erf, "``scipy.special.erf``: the error function.")
-erfc = _unary(P.erfc, "``scipy.special.erfc``: ``1 - erf(x)`` without cancellation.")
-erfcx = _unary(P.erfcx, "``scipy.special.erfcx``: ``exp(x**2) * erfc(x)``.")
+_FADDEEVA = ("; for complex ``z`` SciPy's (the Faddeeva package's, through ``w(z) = "
+             "exp(-z**2) erfc(-iz)``), complex64 computed in complex128 and rounded.")
+erf = _unary(P.erf, "``scipy.special.erf``: the error function" + _FADDEEVA, True)
+erfc = _unary(P.erfc, "``scipy.special.erfc``: ``1 - erf(x)`` without cancellation"
+              + _FADDEEVA, True)
+erfcx = _unary(P.erfcx, "``scipy.special.erfcx``: ``exp(x**2) * erfc(x)``" + _FADDEEVA,
+               True)
 gammaln = _unary(P.lgamma, "``scipy.special.gammaln``: ``log|Gamma(x)|``.")
 
 
@@ -110,8 +117,9 @@ digamma = _real_or_complex(
 psi = digamma
 i0e = _unary(P.bessel_i0e, "``scipy.special.i0e``: ``exp(-|x|) * i0(x)``.")
 i1e = _unary(P.bessel_i1e, "``scipy.special.i1e``: ``exp(-|x|) * i1(x)``.")
-spence = _unary(P.spence, "``scipy.special.spence``: the dilogarithm, "
-                          "``integral from 1 to x of log(t) / (1 - t) dt``.")
+spence = _unary(P.spence, "``scipy.special.spence``: the dilogarithm, ``integral from 1 to "
+                          "x of log(t) / (1 - t) dt`` (for complex ``x``, along a path that "
+                          "avoids the cut ``(-inf, 0]`` of ``log``: SciPy's).", True)
 
 
 def i0(x):
@@ -161,20 +169,29 @@ def ndtr(x):
     the ``x**2`` ulps that rounding ``x / sqrt(2)`` costs in the lower tail.
 
     Args:
-        x: array or scalar; integers become float64.
+        x: array or scalar; integers become float64. Complex ``x`` takes SciPy's complex
+            ``erfc(-x / sqrt(2)) / 2``.
 
     Returns:
-        ``ndtr(x)`` in ``x``'s floating dtype (float32 is computed in float64 and rounded).
+        ``ndtr(x)`` in ``x``'s floating or complex dtype (float32 and complex64 are
+        computed in double precision and rounded).
 
     Example::
 
         >>> ndtr(np.array([-30.0, 0.0, 1.0]))
         array([4.90671393e-198, 5.00000000e-001, 8.41344746e-001])
     """
-    x = _float(x)
+    x = _float(x, complex_ok=True)
+    if x.dtype.kind == "c":
+        return to_result(_complex(_normal_c.ndtr, x), scalar=True)
     # concrete arrays skip the custom_jvp trace: its erfc would be the interpreter's
     # (SciPy's), where _normal computes the tail through erfcx instead
     return to_result(_ndtr_fn(x) if is_tracer(x) else _ndtr(x), scalar=True)
+
+
+def _complex(fn, z):
+    """``fn`` of complex ``z`` computed in complex128 and rounded back (SciPy's loops)."""
+    return cast(fn(cast(z, np.complex128)), z.dtype)
 
 
 @custom_jvp
@@ -212,8 +229,12 @@ def ndtri(y):
 def log_ndtr(x):
     """``scipy.special.log_ndtr``: ``log(ndtr(x))``, accurate in both tails (through
     ``erfcx`` below zero, ``log1p(-ndtr(-x))`` above); float32 is computed in float64 and
-    rounded, as SciPy does."""
-    x, dtype = _wide(_float(x))
+    rounded, as SciPy does. For complex ``x`` the principal branch of ``log(ndtr(x))``, kept
+    where ``ndtr`` under- or overflows (``_normal_complex``: SciPy's composition)."""
+    x = _float(x, complex_ok=True)
+    if x.dtype.kind == "c":
+        return to_result(_complex(_normal_c.log_ndtr, x), scalar=True)
+    x, dtype = _wide(x)
     below = x < 0
     neg = fnp.where(below, x, 0.0)      # not minimum/maximum: their derivative at 0 is 1/2
     lower = fnp.log(0.5 * P.erfcx.bind(-neg * math.sqrt(0.5))) - 0.5 * (neg * neg)
@@ -462,8 +483,15 @@ def _riemann_zeta(x):
 
 def jv(v, z):
     """``scipy.special.jv``: the Bessel function of the first kind of real order ``v``
-    (differentiable in ``z``)."""
-    return to_result(P.bessel_jv.bind(*_float(v, z)), scalar=True)
+    (differentiable in ``z``). For complex ``z`` SciPy's (AMOS's); the order stays real
+    (a complex ``v`` raises ``TypeError``, as SciPy's has no loop for it)."""
+    if result_type(operand(v)).kind == "c":
+        raise _ComplexArgument(f"the order v must be real (got {np.dtype(result_type(v))}); "
+                               "only the argument z may be complex")
+    v, z = _float(v, z, complex_ok=True)
+    if z.dtype.kind == "c":             # v, cast to z's dtype, comes back exactly
+        v = fnp.real(v)
+    return to_result(P.bessel_jv.bind(v, z), scalar=True)
 
 
 def j0(x):
