@@ -9,6 +9,8 @@ import pytest
 import scipy.special as ss
 from bitwise import assert_bitwise
 from graph_builder import Builder
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
@@ -67,8 +69,10 @@ def test_jv_of_a_complex_argument_is_scipys_to_the_bit(dtype, mode):
         got = np.asarray(_modes()[mode](S.jv)(v, z))
     assert got.dtype == want.dtype == dtype
     assert_bitwise([got], [want])
-    # Python scalars: weak order, the argument's dtype
+    # Python scalars: weak order, the argument's dtype; jn is jv, as in SciPy
     assert S.jv(1.5, z[:3]).dtype == dtype
+    with np.errstate(all="ignore"):
+        assert_bitwise([np.asarray(_modes()[mode](S.jn)(2, z))], [ss.jn(2, z)])
 
 
 def test_native_kernels_call_scipys_complex_functions():
@@ -140,6 +144,20 @@ def test_log_ndtr_complex_matches_scipy_and_beats_it_where_it_cancels(jit):
     got32 = S.log_ndtr(small)
     assert got32.dtype == ss.log_ndtr(small).dtype == np.complex64
     np.testing.assert_allclose(got32, ss.log_ndtr(small), rtol=3e-6, atol=1e-37)
+
+
+@settings(deadline=None)
+@given(st.complex_numbers(max_magnitude=12, allow_nan=False, allow_infinity=False))
+def test_log_ndtr_is_the_principal_log_of_ndtr_and_conjugate_symmetric(z):
+    """``exp(log_ndtr(z)) == ndtr(z)`` with the imaginary part in ``[-pi, pi)`` (on both
+    branches), and ``log_ndtr(conj z) == conj(log_ndtr(z))`` off the cut."""
+    x = np.array([z, np.conj(z)])
+    got = np.asarray(S.log_ndtr(x))
+    cdf = ss.ndtr(x)
+    np.testing.assert_allclose(np.exp(got), cdf, rtol=2e-13, atol=1e-300)
+    assert ((-np.pi <= got.imag) & (got.imag < np.pi)).all()
+    if abs(np.angle(cdf[0])) < 3.1:
+        np.testing.assert_allclose(got[1], np.conj(got[0]), rtol=1e-14, atol=1e-300)
 
 
 @pytest.mark.parametrize("name", BITWISE + ["log_ndtr"])

@@ -41,7 +41,7 @@ __all__ = ["erf", "erfc", "erfinv", "erfcx", "ndtr", "ndtri", "log_ndtr", "expit
            "xlogy", "xlog1py", "entr", "rel_entr", "kl_div", "gamma", "gammaln", "loggamma",
            "digamma", "psi", "polygamma", "multigammaln", "gammainc", "gammaincc", "betaln",
            "betainc", "zeta", "i0", "i0e", "i1", "i1e", "sinc", "logsumexp", "softmax",
-           "log_softmax", "spence", "jv", "j0", "j1"]
+           "log_softmax", "spence", "jv", "jn", "j0", "j1"]
 
 
 class _ComplexArgument(TypeError):
@@ -492,6 +492,9 @@ def jv(v, z):
     if z.dtype.kind == "c":             # v, cast to z's dtype, comes back exactly
         v = fnp.real(v)
     return to_result(P.bessel_jv.bind(v, z), scalar=True)
+
+
+jn = jv        # scipy.special.jn is jv
 
 
 def j0(x):
