@@ -29,6 +29,7 @@ import numpy as np
 
 from .. import numpy as fnp
 from .._horner import horner
+from ..numpy._core import complex_from_parts
 
 _SMALL = 7.0          # Stirling beyond this real part or imaginary magnitude
 _TAYLOR_RADIUS = 0.2
@@ -59,11 +60,12 @@ def _taylor(t):
     return t * horner(_TAYLOR, t)
 
 
-def _log1p(t):
-    """log(1 + t) for small complex t, without the cancellation of log(1 + t) in its real
-    part: 0.5 log1p(2x + x^2 + y^2)."""
+def log1p(t):
+    """log(1 + t) for small complex128 t (|t| < 1/2), without the cancellation of log(1 + t)
+    in its real part: 0.5 log1p(2x + x^2 + y^2)."""
     x, y = fnp.real(t), fnp.imag(t)
-    return fnp.log1p(x * (2.0 + x) + y * y) * 0.5 + 1j * fnp.arctan2(y, 1.0 + x)
+    return complex_from_parts(fnp.log1p(x * (2.0 + x) + y * y) * 0.5,
+                              fnp.arctan2(y, 1.0 + x), np.complex128)
 
 
 def _negative(y):
@@ -82,7 +84,7 @@ def _right(z):
     # near 2: log Gamma(z) = log(z - 1) + log Gamma(z - 1), z - 1 near 1
     t = fnp.where(near1, z - 1.0, fnp.where(near2, z - 2.0, 0.0))
     taylor = _taylor(t)
-    taylor = fnp.where(near2, taylor + _log1p(t), taylor)
+    taylor = fnp.where(near2, taylor + log1p(t), taylor)
     # recurrence: log Gamma(z + n) - log(z (z + 1) ... (z + n - 1)) with Re(z + n) > 7 (n <= 7
     # from Re z >= 0.1), in the upper half-plane (the lower by conjugation: SciPy's signed
     # zeros). Each factor turns the product by less than pi/2: the principal log of the

@@ -32,6 +32,7 @@ from ir import primitives as P
 from .. import numpy as fnp
 from ..numpy._core import complex_from_parts
 from ..transforms import stop_gradient
+from ._loggamma_complex import log1p
 
 _SQRT_HALF = math.sqrt(0.5)
 
@@ -45,20 +46,11 @@ def ndtr(z):
     return _scaled(P.erfc.bind(_scaled(z, -_SQRT_HALF)), 0.5)
 
 
-def _log1p(u):
-    """``log(1 + u)`` for ``|u| < 1/2`` without cancellation: ``log|1 + u| = log1p(2 Re u +
-    |u|^2) / 2``; ``u`` itself where it is zero (its signed zeros, as SciPy's ``u``)."""
-    x, y = fnp.real(u), fnp.imag(u)
-    value = complex_from_parts(fnp.log1p(x * (2.0 + x) + y * y) * 0.5,
-                               fnp.arctan2(y, 1.0 + x), np.complex128)
-    return fnp.where(u == 0, u, value)
-
-
 def _fmod(m, c):
     """C's ``fmod(m, c)`` for ``c > 0`` (exact, the sign of ``m``, zeros included) from
     NumPy's ``remainder``; its derivative in ``m`` is 1 everywhere, 0 included."""
-    positive = fnp.where(m < 0, -fnp.remainder(-m, c), fnp.remainder(m, c))
-    return fnp.where(m == 0, m, positive)
+    nonzero = fnp.where(m < 0, -fnp.remainder(-m, c), fnp.remainder(m, c))
+    return fnp.where(m == 0, m, nonzero)
 
 
 def log_ndtr(z):
@@ -77,4 +69,6 @@ def log_ndtr(z):
     re = minus_re_t2 + fnp.real(log_w) - math.log(2.0)
     im = minus_im_t2 + fnp.imag(log_w)
     im = fnp.where(im >= np.pi, im - 2 * np.pi, fnp.where(im < -np.pi, im + 2 * np.pi, im))
-    return fnp.where(small, _log1p(u), complex_from_parts(re, im, np.complex128))
+    # u itself where it is zero: its signed zeros, as SciPy's
+    series = fnp.where(u == 0, u, log1p(u))
+    return fnp.where(small, series, complex_from_parts(re, im, np.complex128))
