@@ -222,3 +222,22 @@ def test_complex_order_of_jv_is_refused_by_name():
     with pytest.raises(TypeError, match="bessel_jv does not accept dtype complex128"):
         P.bessel_jv.abstract_eval(AbstractArray((), np.complex128),
                                   AbstractArray((), np.complex128))
+
+
+def test_scipy_seterr_does_not_reach_the_native_complex_calls():
+    """As for the real calls (test_llvm_scipy_special_calls.py): natively SciPy's value
+    (here jv's overflow), no warning or ``SpecialFunctionError``, small or split arrays."""
+    f = fc.jit(lambda v, z: S.jv(v, z) * S.erf(z))
+    before = ss.geterr()
+    ss.seterr(all="raise")
+    try:
+        for n in (10, 70000):
+            z = np.full(n, 5 + 1000j)
+            r = np.asarray(f(np.ones(n), z))
+            with np.errstate(all="ignore"):
+                ss.seterr(**before)
+                want = ss.jv(1.0, z) * ss.erf(z)
+                ss.seterr(all="raise")
+            assert_bitwise([r], [want])
+    finally:
+        ss.seterr(**before)
