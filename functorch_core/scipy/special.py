@@ -4,10 +4,11 @@ derivative is itself a function here).
 Under ``jit`` on the cpu backend every one compiles natively: ``erf``, ``erfc``, ``erfcx``,
 ``digamma``, ``i0e``, ``i1e``, ``zeta`` and ``polygamma`` to inline code that vectorizes,
 ``gammaln`` to the C library's, ``gamma``, ``gammainc``, ``gammaincc``, ``betainc``,
-``spence``, ``jv`` and ``j0`` to calls into SciPy's compiled functions (its values to the
-bit); the functions composed of elementary ones (``expit``, ``logit``, ``xlogy``, ``entr``,
-``logsumexp``, ``softmax``, ``ndtr``, ``ndtri``, ``erfinv``, ``sinc``, ``betaln``...)
-compile with them. Inputs are real floating point (integers become float64, as in SciPy);
+``spence``, ``jv``, ``j0`` and complex ``erf``, ``erfc`` and ``erfcx`` to calls into SciPy's
+compiled functions (its values to the bit); the functions composed of elementary ones
+(``expit``, ``logit``, ``xlogy``, ``entr``, ``logsumexp``, ``softmax``, ``ndtr``, ``ndtri``,
+``erfinv``, ``sinc``, ``betaln``...) compile with them. Inputs are real floating point
+(integers become float64, as in SciPy);
 ``erf``, ``erfc``, ``erfcx``, ``ndtr``, ``log_ndtr``, ``gamma``, ``loggamma``, ``digamma``,
 ``spence``, ``jv`` (its argument), ``logsumexp``, ``softmax``, ``log_softmax``, ``sinc``,
 ``xlogy`` and ``xlog1py`` also take complex ones (SciPy's complex functions), the others
