@@ -8,11 +8,11 @@ Under ``jit`` on the cpu backend every one compiles natively: ``erf``, ``erfc``,
 compiled functions (its values to the bit); the functions composed of elementary ones
 (``expit``, ``logit``, ``xlogy``, ``entr``, ``logsumexp``, ``softmax``, ``ndtr``, ``ndtri``,
 ``erfinv``, ``sinc``, ``betaln``...) compile with them. Inputs are real floating point
-(integers become float64, as in SciPy);
-``erf``, ``erfc``, ``erfcx``, ``ndtr``, ``log_ndtr``, ``gamma``, ``loggamma``, ``digamma``,
-``spence``, ``jv`` (its argument), ``logsumexp``, ``softmax``, ``log_softmax``, ``sinc``,
-``xlogy`` and ``xlog1py`` also take complex ones (SciPy's complex functions), the others
-raise a ``TypeError`` naming the function.
+(integers become float64, as in SciPy); ``erf``, ``erfc``, ``erfcx``, ``ndtr``,
+``log_ndtr``, ``gamma``, ``loggamma``, ``digamma``, ``spence``, ``jv`` (its argument),
+``logsumexp``, ``softmax``, ``log_softmax``, ``sinc``, ``xlogy`` and ``xlog1py`` also take
+complex ones (SciPy's complex functions), the others raise a ``TypeError`` naming the
+function.
 """
 
 from __future__ import annotations
@@ -93,15 +93,18 @@ erfcx = _unary(P.erfcx, "``scipy.special.erfcx``: ``exp(x**2) * erfc(x)``" + _FA
 gammaln = _unary(P.lgamma, "``scipy.special.gammaln``: ``log|Gamma(x)|``.")
 
 
+def _complex(fn, z):
+    """``fn`` of complex ``z`` computed in complex128 and rounded back (SciPy's loops)."""
+    return cast(fn(cast(z, np.complex128)), z.dtype)
+
+
 def _real_or_complex(real, complex_fn, doc):
-    """``real`` of real operands; ``complex_fn`` of complex ones, computed in complex128 and
-    rounded back (as SciPy's loops)."""
+    """``real`` of real operands; ``complex_fn`` of complex ones (:func:`_complex`)."""
     def fn(x):
         z = _float(x, complex_ok=True)
-        dtype = np.dtype(fnp.asarray(z).dtype)
-        if dtype.kind != "c":
+        if z.dtype.kind != "c":
             return to_result(real(z), scalar=True)
-        return to_result(cast(complex_fn(cast(z, np.complex128)), dtype), scalar=True)
+        return to_result(_complex(complex_fn, z), scalar=True)
     fn.__doc__ = doc
     return fn
 
@@ -188,11 +191,6 @@ def ndtr(x):
     # concrete arrays skip the custom_jvp trace: its erfc would be the interpreter's
     # (SciPy's), where _normal computes the tail through erfcx instead
     return to_result(_ndtr_fn(x) if is_tracer(x) else _ndtr(x), scalar=True)
-
-
-def _complex(fn, z):
-    """``fn`` of complex ``z`` computed in complex128 and rounded back (SciPy's loops)."""
-    return cast(fn(cast(z, np.complex128)), z.dtype)
 
 
 @custom_jvp
@@ -486,9 +484,10 @@ def jv(v, z):
     """``scipy.special.jv``: the Bessel function of the first kind of real order ``v``
     (differentiable in ``z``). For complex ``z`` SciPy's (AMOS's); the order stays real
     (a complex ``v`` raises ``TypeError``, as SciPy's has no loop for it)."""
-    if result_type(operand(v)).kind == "c":
-        raise _ComplexArgument(f"the order v must be real (got {np.dtype(result_type(v))}); "
-                               "only the argument z may be complex")
+    order = np.dtype(result_type(operand(v)))
+    if order.kind == "c":
+        raise _ComplexArgument(f"the order v must be real (got {order}); only the argument z "
+                               "may be complex")
     v, z = _float(v, z, complex_ok=True)
     if z.dtype.kind == "c":             # v, cast to z's dtype, comes back exactly
         v = fnp.real(v)
