@@ -410,7 +410,7 @@ RULES |= {P.erf: _inline(E.erf), P.erfc: _inline(E.erfc), P.erfcx: _inline(E.erf
 # calls into SciPy's compiled functions (scipy_calls.py): SciPy's values to the bit, and
 # its complex functions for complex erf, erfc, erfcx, spence and jv
 RULES |= scipy_calls.RULES
-RULES = scipy_calls.with_complex(RULES)
+RULES |= scipy_calls.with_complex(RULES)
 # loops with data-dependent trip counts: internal functions called per element
 RULES |= {P.igamma_grad_a: SG.igamma_grad_a, P.betainc_grad: SG.betainc_grad}
 

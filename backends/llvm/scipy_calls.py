@@ -199,5 +199,6 @@ RULES = {p: _rule(p) for p in CALLS}
 
 
 def with_complex(rules):
-    """``rules`` with the primitives of :data:`COMPLEX_CALLS` taking complex operands too."""
-    return rules | {p: _complex_rule(p, rules[p]) for p in COMPLEX_CALLS}
+    """The rules of :data:`COMPLEX_CALLS`' primitives, from ``rules``' real ones, taking
+    complex operands too."""
+    return {p: _complex_rule(p, rules[p]) for p in COMPLEX_CALLS}
