@@ -420,7 +420,9 @@ def zeta(x, q=None):
     ``q=None``.
 
     Hurwitz's is defined for ``x > 1`` (``inf`` at 1, NaN below, as SciPy's) and
-    differentiable in ``q``. Riemann's is continued below 1 as SciPy's is: on
+    differentiable in both arguments to any order (in ``x``: the Euler-Maclaurin sum
+    differentiated term by term, within 4.4e-14 of the exact value; NaN where zeta is not
+    differentiable in ``x``). Riemann's is continued below 1 as SciPy's is: on
     ``(-1/2, 1)`` as ``1/(x - 1)`` plus the Taylor polynomial of the entire rest (within 4
     ulp of the exact value), from -1/2 down by the
     functional equation ``zeta(x) = 2 (2 pi)^(x-1) sin(pi x / 2) Gamma(1-x) zeta(1-x)``

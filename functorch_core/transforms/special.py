@@ -5,16 +5,17 @@ Each derivative is another special function or elementary expression:
 ``polygamma(n)' = polygamma(n + 1)``, ``tgamma' = tgamma digamma``,
 ``erfcx' = 2x erfcx - 2/sqrt(pi)``, ``i0e' = i1e - sign(x) i0e``,
 ``i1e' = i0e - i1e (sign(x) + 1/x)``, ``j0' = -J_1``, ``spence'(x) = log(x) / (1 - x)``,
-``d zeta(s, q)/dq = -s zeta(s + 1, q)``, ``dP(a, x)/dx = x^(a-1) e^-x / Gamma(a)``,
+``d zeta(s, q)/dq = -s zeta(s + 1, q)`` (``d/ds``: Euler-Maclaurin differentiated term by
+term, :func:`_zeta_ds`), ``dP(a, x)/dx = x^(a-1) e^-x / Gamma(a)``,
 ``dP(a, x)/da = igamma_grad_a(a, x)`` (a primitive: series and continued fraction
 differentiated term by term), whose x-derivative is ``dP/dx (log x - digamma(a))``,
 ``dI_x(a, b)/dx = x^(a-1) (1-x)^(b-1) / B(a, b)``, ``dJ_v(z)/dz = (J_(v-1) - J_(v+1)) / 2``.
 ``dI_x(a, b)/da``, ``/db = betainc_grad(a, b, x, wrt)`` (a primitive: the continued
 fraction differentiated term by term), whose x-derivative is the density times
 ``log x - digamma(a) + digamma(a + b)`` (``log1p(-x)``, ``digamma(b)`` for ``b``).
-Derivatives with respect to the other order or shape parameters (zeta's ``s``, Bessel's
-``v``, and ``igamma_grad_a``'s and ``betainc_grad``'s own ``a``/``b``: second derivatives
-in the shape parameters) have no closed form here: a non-zero tangent there raises
+Derivatives with respect to the other order or shape parameters (Bessel's ``v``, and
+``igamma_grad_a``'s and ``betainc_grad``'s own ``a``/``b``: second derivatives in the shape
+parameters) have no closed form here: a non-zero tangent there raises
 ``NotImplementedError`` naming the argument.
 """
 
@@ -101,8 +102,77 @@ def _last_only(prim, name, args, derivative):
     JVP[prim] = rule
 
 
-_last_only(P.zeta, "zeta", ["x (the exponent)"],
-           lambda s, q: P.neg.bind(_mul(s, P.zeta.bind(P.add.bind(s, _c(1, s)), q))))
+# B_2j / (2j)!, j = 1..12, and the direct terms: the Euler-Maclaurin sum of zeta(s, q) in
+# backends/llvm/zeta.py, here differentiated in s
+_BERNOULLI = (0.08333333333333333, -0.001388888888888889, 3.306878306878307e-05,
+              -8.267195767195768e-07, 2.08767569878681e-08, -5.284190138687493e-10,
+              1.3382536530684679e-11, -3.3896802963225827e-13, 8.586062056277845e-15,
+              -2.174868698558062e-16, 5.5090028283602295e-18, -1.3954464685812522e-19)
+_ZETA_DIRECT = 8
+
+
+def _zeta_ds(s, q):
+    """d zeta(s, q) / ds in float64 for s >= 1, 0 < q < inf (other lanes: a stand-in):
+    ``-sum_{n<N} log(q+n) (q+n)^-s`` plus, with ``w = q + N``, ``L = log w``, the
+    derivative of ``w^(1-s) (1/(s-1) + 1/(2w) + sum_j B_2j/(2j)! (s)_{2j-1} w^-2j)``, the
+    rising factorials' derivatives carried along. Within 6.5e-14 of mpmath (250 digits)
+    for s in (1.001, 61], q in [1e-3, 1e6]: the rounding of exp(-s log(q + n))."""
+    add, sub, mul, div = P.add.bind, P.sub.bind, P.mul.bind, P.div.bind
+
+    def c(v):
+        return _c(v, s)
+    total = c(0.0)
+    for n in range(_ZETA_DIRECT):
+        log = P.log.bind(add(q, c(n)))
+        total = sub(total, mul(log, P.exp.bind(P.neg.bind(mul(s, log)))))
+    w = add(q, c(_ZETA_DIRECT))
+    log = P.log.bind(w)
+    power = P.exp.bind(mul(sub(c(1.0), s), log))            # w^(1-s)
+    pole = div(c(1.0), sub(s, c(1.0)))
+    bracket = sub(P.neg.bind(mul(add(log, pole), pole)), div(log, mul(c(2.0), w)))
+    rising, slope = s, c(1.0)          # (s)_{2j-1} and its derivative in s
+    inverse_w2 = div(c(1.0), mul(w, w))
+    scale = inverse_w2
+    for j, b in enumerate(_BERNOULLI):
+        bracket = add(bracket, mul(mul(c(b), scale), sub(slope, mul(log, rising))))
+        lo, hi = add(s, c(2 * j + 1)), add(s, c(2 * j + 2))
+        slope = add(mul(slope, mul(lo, hi)), mul(rising, add(lo, hi)))
+        rising = mul(rising, mul(lo, hi))
+        scale = mul(scale, inverse_w2)
+    return add(total, mul(power, bracket))
+
+
+def _zeta_rule(primals, tangents):
+    """zeta(s, q): ``d/dq = -s zeta(s + 1, q)``, ``d/ds`` by :func:`_zeta_ds` (float64,
+    rounded to the operands' dtype): 0 at ``q = inf`` and at ``s = inf`` for ``q >= 1``,
+    ``inf`` there for ``q < 1``, NaN where zeta is not differentiable in s (``s < 1``,
+    ``q <= 0``, NaN)."""
+    s, q = primals
+    y = P.zeta.bind(s, q)
+    ts, tq = tangents
+    out = Zero(tangent_aval(y.aval))
+    if not is_zero(tq):
+        dq = P.neg.bind(_mul(s, P.zeta.bind(P.add.bind(s, _c(1, s)), q)))
+        out = _mul(instantiate(tq), dq)
+    if is_zero(ts):
+        return y, out
+    dtype = s.aval.dtype
+    s64, q64 = (P.convert.bind(v, new_dtype=np.dtype(np.float64)) for v in (s, q))
+    finite = P.and_.bind(P.is_finite.bind(s64), P.is_finite.bind(q64))
+    inside = P.and_.bind(finite, P.and_.bind(P.ge.bind(s64, _c(1, s64)),
+                                             P.gt.bind(q64, _c(0, q64))))
+    ds = _zeta_ds(P.select.bind(inside, s64, _c(2, s64)), P.select.bind(inside, q64, _c(1, q64)))
+    flat = P.select.bind(P.ge.bind(q64, _c(1, q64)), _c(0, q64), _c(np.inf, q64))
+    edge = P.select.bind(P.eq.bind(q64, _c(np.inf, q64)), _c(0, q64),
+                         P.select.bind(P.eq.bind(s64, _c(np.inf, s64)), flat, _c(np.nan, s64)))
+    edge = P.select.bind(P.or_.bind(P.lt.bind(s64, _c(1, s64)), P.le.bind(q64, _c(0, q64))),
+                         _c(np.nan, s64), edge)
+    ds = P.convert.bind(P.select.bind(inside, ds, edge), new_dtype=dtype)
+    term = _mul(instantiate(ts), ds)
+    return y, term if is_zero(tq) else P.add.bind(out, term)
+
+
+JVP[P.zeta] = _zeta_rule
 
 
 def _incomplete_gamma_density(a, x):
