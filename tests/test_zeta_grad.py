@@ -74,12 +74,12 @@ def test_zeta_derivative_edges():
     """NaN where zeta is not differentiable in x (below 1 with q given, non-positive q,
     NaN); 0 at q = inf and at x = inf for q >= 1, inf there for q < 1; -inf at the pole."""
     g = fc.vmap(fc.grad(lambda x, q: S.zeta(x, q)))
-    x = np.array([0.5, 2.0, 2.0, np.nan, 2.0, np.inf, np.inf, np.inf, 1.0, 3.0])
-    q = np.array([1.0, -0.5, 0.0, 1.0, np.inf, 1.0, 2.0, 0.5, 1.0, np.nan])
+    x = np.array([0.5, 2.0, 2.0, np.nan, 2.0, np.inf, np.inf, np.inf, 1.0, 3.0, np.inf])
+    q = np.array([1.0, -0.5, 0.0, 1.0, np.inf, 1.0, 2.0, 0.5, 1.0, np.nan, np.nan])
     with np.errstate(all="ignore"):
         got = np.asarray(g(x, q))
         jitted = np.asarray(fc.jit(g)(x, q))
-    want = [np.nan, np.nan, np.nan, np.nan, 0.0, 0.0, 0.0, np.inf, -np.inf, np.nan]
+    want = [np.nan, np.nan, np.nan, np.nan, 0.0, 0.0, 0.0, np.inf, -np.inf, np.nan, np.nan]
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(jitted, want)
 

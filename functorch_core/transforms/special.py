@@ -165,8 +165,9 @@ def _zeta_rule(primals, tangents):
     flat = P.select.bind(P.ge.bind(q64, _c(1, q64)), _c(0, q64), _c(np.inf, q64))
     edge = P.select.bind(P.eq.bind(q64, _c(np.inf, q64)), _c(0, q64),
                          P.select.bind(P.eq.bind(s64, _c(np.inf, s64)), flat, _c(np.nan, s64)))
-    edge = P.select.bind(P.or_.bind(P.lt.bind(s64, _c(1, s64)), P.le.bind(q64, _c(0, q64))),
-                         _c(np.nan, s64), edge)
+    nan = P.or_.bind(P.or_.bind(P.ne.bind(s64, s64), P.ne.bind(q64, q64)),
+                     P.or_.bind(P.lt.bind(s64, _c(1, s64)), P.le.bind(q64, _c(0, q64))))
+    edge = P.select.bind(nan, _c(np.nan, s64), edge)
     ds = P.convert.bind(P.select.bind(inside, ds, edge), new_dtype=dtype)
     term = _mul(instantiate(ts), ds)
     return y, term if is_zero(tq) else P.add.bind(out, term)
