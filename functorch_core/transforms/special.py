@@ -102,30 +102,25 @@ def _last_only(prim, name, args, derivative):
     JVP[prim] = rule
 
 
-# B_2j / (2j)!, j = 1..12, and the direct terms: the Euler-Maclaurin sum of zeta(s, q) in
-# backends/llvm/zeta.py, here differentiated in s
-_BERNOULLI = (0.08333333333333333, -0.001388888888888889, 3.306878306878307e-05,
-              -8.267195767195768e-07, 2.08767569878681e-08, -5.284190138687493e-10,
-              1.3382536530684679e-11, -3.3896802963225827e-13, 8.586062056277845e-15,
-              -2.174868698558062e-16, 5.5090028283602295e-18, -1.3954464685812522e-19)
-_ZETA_DIRECT = 8
-
-
 def _zeta_ds(s, q):
     """d zeta(s, q) / ds in float64 for s >= 1, 0 < q < inf (other lanes: a stand-in):
     ``-sum_{n<N} log(q+n) (q+n)^-s`` plus, with ``w = q + N``, ``L = log w``, the
     derivative of ``w^(1-s) (1/(s-1) + 1/(2w) + sum_j B_2j/(2j)! (s)_{2j-1} w^-2j)``, the
     rising factorials' derivatives carried along. Within 6.5e-14 of mpmath (250 digits)
     for s in (1.001, 61], q in [1e-3, 1e6]: the rounding of exp(-s log(q + n))."""
+    # the Euler-Maclaurin sum the cpu backend evaluates zeta(s, q) with: its direct terms
+    # and its B_2j / (2j)! (imported here: the module loads llvmlite)
+    from backends.llvm.zeta import BERNOULLI, TERMS
+    direct, bernoulli = TERMS[True]
     add, sub, mul, div = P.add.bind, P.sub.bind, P.mul.bind, P.div.bind
 
     def c(v):
         return _c(v, s)
     total = c(0.0)
-    for n in range(_ZETA_DIRECT):
+    for n in range(direct):
         log = P.log.bind(add(q, c(n)))
         total = sub(total, mul(log, P.exp.bind(P.neg.bind(mul(s, log)))))
-    w = add(q, c(_ZETA_DIRECT))
+    w = add(q, c(direct))
     log = P.log.bind(w)
     power = P.exp.bind(mul(sub(c(1.0), s), log))            # w^(1-s)
     pole = div(c(1.0), sub(s, c(1.0)))
@@ -133,7 +128,7 @@ def _zeta_ds(s, q):
     rising, slope = s, c(1.0)          # (s)_{2j-1} and its derivative in s
     inverse_w2 = div(c(1.0), mul(w, w))
     scale = inverse_w2
-    for j, b in enumerate(_BERNOULLI):
+    for j, b in enumerate(BERNOULLI[:bernoulli]):
         bracket = add(bracket, mul(mul(c(b), scale), sub(slope, mul(log, rising))))
         lo, hi = add(s, c(2 * j + 1)), add(s, c(2 * j + 2))
         slope = add(mul(slope, mul(lo, hi)), mul(rising, add(lo, hi)))
