@@ -413,6 +413,12 @@ def _igamma_grad_a(a, x):
     return igamma_grad_a(a, x)
 
 
+@_impl(P.igamma_hess_a)
+def _igamma_hess_a(a, x):
+    from .igamma_grad import igamma_grad_a
+    return igamma_grad_a(a, x, order=2)
+
+
 @_impl(P.betainc_grad)
 def _betainc_grad(a, b, x, *, wrt):
     from .betainc_grad import betainc_grad

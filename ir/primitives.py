@@ -604,6 +604,7 @@ zeta = _binary("zeta", "f")               # Hurwitz zeta(x, q)
 igamma = _binary("igamma", "f")           # regularized lower incomplete gamma P(a, x)
 igammac = _binary("igammac", "f")         # Q(a, x) = 1 - P(a, x)
 igamma_grad_a = _binary("igamma_grad_a", "f")   # dP(a, x)/da
+igamma_hess_a = _binary("igamma_hess_a", "f")   # d^2P(a, x)/da^2
 
 
 def _bessel_jv_rule(v, z):
@@ -646,7 +647,7 @@ betainc = _register("betainc", _betainc_rule, "special3")   # regularized I_x(a,
 # dI_x(a, b)/da (wrt=0) or /db (wrt=1)
 betainc_grad = _register("betainc_grad", _betainc_grad_rule, "special3")
 SPECIAL = [erf, erfc, erfcx, lgamma, tgamma, digamma, bessel_i0e, bessel_i1e, spence, zeta,
-           igamma, igammac, igamma_grad_a, bessel_jv, bessel_j0, polygamma, betainc,
+           igamma, igammac, igamma_grad_a, igamma_hess_a, bessel_jv, bessel_j0, polygamma, betainc,
            betainc_grad]
 
 # --- discrete Fourier transforms ----------------------------------------------

@@ -54,7 +54,7 @@ BINARY = sorted((p for p in P.ALL.values() if p.family == "binary" and p in scal
 HOST = {"bessel_i0e": "f", "bessel_i1e": "f", "bessel_jv": "f", "digamma": "f", "erfcx": "cf",
         "igamma": "f", "igammac": "f", "polygamma": "f", "spence": "cf", "zeta": "f",
         "erf": "c", "erfc": "c",
-        "igamma_grad_a": "f", "bessel_j0": "f",
+        "igamma_grad_a": "f", "igamma_hess_a": "f", "bessel_j0": "f",
         "neg": "b", "sign": "bc", "pow": "ciu", "max": "c", "min": "c", "exp2": "c",
         "expm1": "c", "log1p": "c", "logistic": "c",
         **dict.fromkeys(["sin", "cos", "tan", "sinh", "cosh", "tanh", "acosh"], "c")}

@@ -1,4 +1,4 @@
-"""The cpu backend's native ``igamma_grad_a`` and ``betainc_grad``
+"""The cpu backend's native ``igamma_grad_a``, ``igamma_hess_a`` and ``betainc_grad``
 (backends/llvm/special_grads.py) against their NumPy reference (backends/igamma_grad.py,
 backends/betainc_grad.py).
 
@@ -40,11 +40,15 @@ def _log_uniform(lo, hi):
         lambda v: np.exp(np.array(v)))
 
 
-def _igamma_bound(a, x, want):
+def _igamma_size(a, x):
+    """The size of the prefactor's exponent ``a log x - x - lgamma(a)``."""
     with np.errstate(divide="ignore"):
-        size = 1 + np.abs(a * np.log(x)) + x + np.maximum(np.abs(ss.gammaln(a)),
+        return 1 + np.abs(a * np.log(x)) + x + np.maximum(np.abs(ss.gammaln(a)),
                                                           np.abs(ss.gammaln(a + 1)))
-    return 8 * EPS * size * np.abs(want) + TINY
+
+
+def _igamma_bound(a, x, want):
+    return 8 * EPS * _igamma_size(a, x) * np.abs(want) + TINY
 
 
 def _betainc_bound(a, b, x, wrt, want):
@@ -76,6 +80,27 @@ def test_igamma_grad_a_float64_within_the_bound_of_the_reference(a, x):
     got, want = _native(P.igamma_grad_a, a, x), igamma_grad_a(a, x)
     assert got.dtype == np.float64
     _assert_close(got, want, _igamma_bound(a, x, want))
+
+
+def _igamma_hess_bound(a, x, want):
+    """:func:`_igamma_bound` for ``d^2P/da^2``, whose three terms (prefactor'' S + 2
+    prefactor' S' + prefactor S'') may cancel: the bound takes their sizes, ``|dP/da| L``
+    and ``V (L^2 + psi'(a))`` with ``L = |log x| + |psi(a)| + 1`` and ``V`` the value the
+    branch sums (``Q`` for the continued fraction, ``P`` for the series)."""
+    dp = igamma_grad_a(a, x)
+    with np.errstate(divide="ignore"):
+        log = np.abs(np.log(x)) + np.abs(ss.digamma(a)) + 1
+    value = np.where((x > 1) & (x > a), ss.gammaincc(a, x), ss.gammainc(a, x))
+    terms = np.abs(want) + np.abs(dp) * log + value * (log * log + ss.polygamma(1, a))
+    return 8 * EPS * _igamma_size(a, x) * terms + TINY
+
+
+@given(_log_uniform(1e-3, 1e3), _log_uniform(1e-3, 3e3))
+def test_igamma_hess_a_float64_within_the_bound_of_the_reference(a, x):
+    """The second derivative: the first's amplification, over the size of its terms."""
+    got, want = _native(P.igamma_hess_a, a, x), igamma_grad_a(a, x, order=2)
+    assert got.dtype == np.float64
+    _assert_close(got, want, _igamma_hess_bound(a, x, want))
 
 
 @given(_log_uniform(1e-3, 1e3), _log_uniform(1e-3, 3e3))

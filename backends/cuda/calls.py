@@ -64,6 +64,8 @@ HOST = {P.spence: "cupyx.scipy.special has no spence (CuPy 13): scipy.special.sp
                      "copy, results copied back",
         P.igamma_grad_a: "no CuPy function: the interpreter's series and continued "
                          "fraction on a host copy, results copied back",
+        P.igamma_hess_a: "no CuPy function: the interpreter's series and continued "
+                         "fraction, differentiated twice, on a host copy, results copied back",
         P.betainc_grad: "no CuPy function: the interpreter's continued fraction on a host "
                         "copy, results copied back",
         P.setitem: "never reaches a backend (jit's functionalize pass rewrites mutations "

@@ -412,7 +412,8 @@ RULES |= {P.erf: _inline(E.erf), P.erfc: _inline(E.erfc), P.erfcx: _inline(E.erf
 RULES |= scipy_calls.RULES
 RULES |= scipy_calls.with_complex(RULES)
 # loops with data-dependent trip counts: internal functions called per element
-RULES |= {P.igamma_grad_a: SG.igamma_grad_a, P.betainc_grad: SG.betainc_grad}
+RULES |= {P.igamma_grad_a: SG.igamma_grad_a, P.igamma_hess_a: SG.igamma_hess_a,
+          P.betainc_grad: SG.betainc_grad}
 
 @functools.cache
 def host_has_f16c() -> bool:

@@ -1,9 +1,10 @@
-"""``igamma_grad_a`` (``dP(a, x)/da``) and ``betainc_grad`` (``dI_x(a, b)/da``, ``/db``) as
-native code: the series and continued fractions of ``backends/igamma_grad.py`` and
-``backends/betainc_grad.py``, operation for operation (same order, same stopping tests, same
-:data:`MAX_TERMS`), so the results are the NumPy reference's up to the rounding of the helpers
-(``lgamma``/``tgamma`` from libm for SciPy's ``gammaln``/``betaln``, the inline ``log``,
-``log1p``, ``exp`` and ``digamma``).
+"""``igamma_grad_a`` (``dP(a, x)/da``), ``igamma_hess_a`` (``d^2P/da^2``) and ``betainc_grad``
+(``dI_x(a, b)/da``, ``/db``) as native code: the series and continued fractions of
+``backends/igamma_grad.py`` and ``backends/betainc_grad.py``, operation for operation (same
+order, same stopping tests, same :data:`MAX_TERMS`), so the results are the NumPy
+reference's up to the rounding of the helpers (``lgamma``/``tgamma`` from libm for SciPy's
+``gammaln``/``betaln``, the inline ``log``, ``log1p``, ``exp``, ``digamma`` and
+``polygamma``).
 
 The trip counts depend on the data, so each is an internal function defined once per module
 (loops with phis) that the kernel calls per element. float32 (and float16) operands are
@@ -19,6 +20,7 @@ from .. import betainc_grad as _NB
 from .. import igamma_grad as _NI
 from . import gamma as G
 from . import mathfuncs as M
+from . import zeta as Z
 from .erf import _narrow
 from .mathfuncs import F64, _c
 
@@ -84,48 +86,64 @@ def _lgamma(e, x):
 
 # --- igamma_grad_a ------------------------------------------------------------------------
 
-def _igamma_series(e, a, x):
-    """``dP/da`` by the series (``x <= 1`` or ``x <= a``)."""
+def _igamma_series(e, a, x, order):
+    """``dP/da`` (``d^2P/da^2``: ``order`` 2) by the series (``x <= 1`` or ``x <= a``)."""
     b = e.b
-    one, eps = _c(F64, 1.0), _c(F64, _EPS)
+    one, two, eps = _c(F64, 1.0), _c(F64, 2.0), _c(F64, _EPS)
     logx = M.log(e, x)
     a1 = b.fadd(a, one)
     pre = M.exp(e, b.fsub(b.fsub(b.fmul(a, logx), x), _lgamma(e, a1)))
-    dpre = b.fmul(pre, b.fsub(logx, G.digamma(e, a1)))
+    g = b.fsub(logx, G.digamma(e, a1))
+    dpre = b.fmul(pre, g)
     zero = _c(F64, 0.0)
 
     def step(v):
-        c, dc, s, ds, r, i = v
+        c, dc, d2c, s, ds, d2s, r, i = v
         r = b.fadd(r, one)
         ratio = b.fdiv(x, r)
+        if order == 2:      # (ratio c)'' with ratio' = -ratio/r, ratio'' = 2 ratio/r^2
+            d2c = b.fmul(ratio, b.fadd(b.fsub(d2c, b.fdiv(b.fmul(two, dc), r)),
+                                       b.fdiv(b.fmul(two, c), b.fmul(r, r))))
+            d2s = b.fadd(d2s, d2c)
         dc = b.fmul(ratio, b.fsub(dc, b.fdiv(c, r)))
         c = b.fmul(c, ratio)
         s, ds = b.fadd(s, c), b.fadd(ds, dc)
         live = b.or_(_gt(b, _fabs(e, c), b.fmul(eps, _fabs(e, s))),
                      _gt(b, _fabs(e, dc), b.fmul(eps, _fabs(e, ds))))
+        if order == 2:
+            live = b.or_(live, _gt(b, _fabs(e, d2c), b.fmul(eps, _fabs(e, d2s))))
         i = b.add(i, ir.Constant(I32, 1))
-        return [c, dc, s, ds, r, i], b.and_(live, b.icmp_signed("<", i, _c(I32, _NI.MAX_TERMS)))
+        return [c, dc, d2c, s, ds, d2s, r, i], \
+            b.and_(live, b.icmp_signed("<", i, _c(I32, _NI.MAX_TERMS)))
 
-    _, _, s, ds, _, _ = _Loop(e, "series").run([one, zero, one, zero, a, _c(I32, 0)], step)
-    return b.fadd(b.fmul(dpre, s), b.fmul(pre, ds))
+    start = [one, zero, zero, one, zero, zero, a, _c(I32, 0)]
+    _, _, _, s, ds, d2s, _, _ = _Loop(e, "series").run(start, step)
+    if order == 1:
+        return b.fadd(b.fmul(dpre, s), b.fmul(pre, ds))
+    d2pre = b.fmul(pre, b.fsub(b.fmul(g, g), Z.polygamma(e, a1, 1)))
+    return b.fadd(b.fadd(b.fmul(d2pre, s), b.fmul(b.fmul(two, dpre), ds)), b.fmul(pre, d2s))
 
 
-def _igamma_fraction(e, a, x):
-    """``dQ/da`` by Legendre's continued fraction (``x > 1`` and ``x > a``)."""
+def _igamma_fraction(e, a, x, order):
+    """``dQ/da`` (``d^2Q/da^2``: ``order`` 2) by Legendre's continued fraction (``x > 1``
+    and ``x > a``)."""
     b = e.b
     one, two, zero = _c(F64, 1.0), _c(F64, 2.0), _c(F64, 0.0)
     eps, big, small = _c(F64, _EPS), _c(F64, _NI._BIG), _c(F64, 1 / _NI._BIG)
     logx = M.log(e, x)
     pre = M.exp(e, b.fsub(b.fsub(b.fmul(a, logx), x), _lgamma(e, a)))
-    dpre = b.fmul(pre, b.fsub(logx, G.digamma(e, a)))
+    g = b.fsub(logx, G.digamma(e, a))
+    dpre = b.fmul(pre, g)
     y, z = b.fsub(one, a), b.fsub(b.fadd(x, two), a)
     p1, q1 = b.fadd(x, one), b.fmul(z, x)
     dq1 = b.fneg(x)
     f = b.fdiv(p1, q1)
     df = b.fdiv(b.fsub(b.fmul(zero, q1), b.fmul(p1, dq1)), b.fmul(q1, q1))
+    d2f = b.fdiv(b.fsub(b.fsub(zero, b.fmul(b.fmul(two, df), dq1)), b.fmul(f, zero)), q1)
 
     def step(v):
-        y, z, p2, q2, p1, q1, dp2, dq2, dp1, dq1, f, df, k = v
+        (y, z, p2, q2, p1, q1, dp2, dq2, dp1, dq1, d2p2, d2q2, d2p1, d2q1,
+         f, df, d2f, k) = v
         y, z = b.fadd(y, one), b.fadd(z, two)
         kf = b.sitofp(k, F64)
         yk, dyk = b.fmul(y, kf), b.fneg(kf)
@@ -136,49 +154,73 @@ def _igamma_fraction(e, a, x):
         ok = b.fcmp_unordered("!=", q, zero)
         fk = b.fdiv(p, q)
         dfk = b.fdiv(b.fsub(b.fmul(dp, q), b.fmul(p, dq)), b.fmul(q, q))
-        moved = b.and_(ok, b.or_(_gt(b, _fabs(e, b.fsub(fk, f)), b.fmul(eps, _fabs(e, fk))),
-                                 _gt(b, _fabs(e, b.fsub(dfk, df)), b.fmul(eps, _fabs(e, dfk)))))
-        f, df = b.select(ok, fk, f), b.select(ok, dfk, df)
+        moved = b.or_(_gt(b, _fabs(e, b.fsub(fk, f)), b.fmul(eps, _fabs(e, fk))),
+                      _gt(b, _fabs(e, b.fsub(dfk, df)), b.fmul(eps, _fabs(e, dfk))))
+        d2p = d2q = d2fk = zero
+        if order == 2:      # z' = -1, (yk)' = -k, both linear in a; p = f q, twice
+            d2p = b.fsub(b.fsub(b.fsub(b.fmul(d2p1, z), b.fmul(two, dp1)), b.fmul(d2p2, yk)),
+                         b.fmul(b.fmul(two, dp2), dyk))
+            d2q = b.fsub(b.fsub(b.fsub(b.fmul(d2q1, z), b.fmul(two, dq1)), b.fmul(d2q2, yk)),
+                         b.fmul(b.fmul(two, dq2), dyk))
+            d2fk = b.fdiv(b.fsub(b.fsub(d2p, b.fmul(b.fmul(two, dfk), dq)), b.fmul(fk, d2q)), q)
+            moved = b.or_(moved, _gt(b, _fabs(e, b.fsub(d2fk, d2f)), b.fmul(eps, _fabs(e, d2fk))))
+        moved = b.and_(ok, moved)
+        f, df, d2f = b.select(ok, fk, f), b.select(ok, dfk, df), b.select(ok, d2fk, d2f)
         scale = b.select(_gt(b, _fabs(e, p), big), small, one)
-        carried = [b.fmul(v, scale) for v in (p1, q1, p, q, dp1, dq1, dp, dq)]
+        carried = [b.fmul(v, scale) for v in (p1, q1, p, q, dp1, dq1, dp, dq, d2p1, d2q1, d2p,
+                                              d2q)]
         live = b.or_(moved, b.fcmp_ordered("==", q, zero))
         go_on = b.and_(live, b.icmp_signed("<", k, _c(I32, _NI.MAX_TERMS)))
-        return [y, z, *carried, f, df, b.add(k, _c(I32, 1))], go_on
+        return [y, z, *carried, f, df, d2f, b.add(k, _c(I32, 1))], go_on
 
-    start = [y, z, one, x, p1, q1, zero, zero, zero, dq1, f, df, _c(I32, 1)]
+    start = [y, z, one, x, p1, q1, zero, zero, zero, dq1, zero, zero, zero, zero, f, df, d2f,
+             _c(I32, 1)]
     out = _Loop(e, "fraction").run(start, step)
-    f, df = out[10], out[11]
-    return b.fadd(b.fmul(dpre, f), b.fmul(pre, df))
+    f, df, d2f = out[14], out[15], out[16]
+    if order == 1:
+        return b.fadd(b.fmul(dpre, f), b.fmul(pre, df))
+    d2pre = b.fmul(pre, b.fsub(b.fmul(g, g), Z.polygamma(e, a, 1)))
+    return b.fadd(b.fadd(b.fmul(d2pre, f), b.fmul(b.fmul(two, dpre), df)), b.fmul(pre, d2f))
 
 
-def _igamma_body(e, a, x):
-    b = e.b
-    zero, nan = _c(F64, 0.0), _c(F64, float("nan"))
-    valid = b.and_(_gt(b, a, zero), b.fcmp_ordered(">=", x, zero))
-    edge = b.or_(b.fcmp_ordered("==", x, zero), b.fcmp_ordered("==", x, _c(F64, float("inf"))))
-    inner = b.and_(b.and_(valid, _gt(b, x, zero)), b.and_(_finite(e, x), _finite(e, a)))
-    outside = b.select(b.and_(valid, edge), zero, nan)
-    use_cf = b.and_(_gt(b, x, _c(F64, 1.0)), _gt(b, x, a))
-    with b.if_then(b.not_(inner)):
-        b.ret(outside)
-    with b.if_else(use_cf) as (then, otherwise):
-        with then:
-            cf = b.fneg(_igamma_fraction(e, a, x))
-            cf_block = b.block
-        with otherwise:
-            series = _igamma_series(e, a, x)
-            series_block = b.block
-    r = b.phi(F64)
-    r.add_incoming(cf, cf_block)
-    r.add_incoming(series, series_block)
-    return r
+def _igamma_body(order):
+    def body(e, a, x):
+        b = e.b
+        zero, nan = _c(F64, 0.0), _c(F64, float("nan"))
+        valid = b.and_(_gt(b, a, zero), b.fcmp_ordered(">=", x, zero))
+        edge = b.or_(b.fcmp_ordered("==", x, zero),
+                     b.fcmp_ordered("==", x, _c(F64, float("inf"))))
+        inner = b.and_(b.and_(valid, _gt(b, x, zero)), b.and_(_finite(e, x), _finite(e, a)))
+        outside = b.select(b.and_(valid, edge), zero, nan)
+        use_cf = b.and_(_gt(b, x, _c(F64, 1.0)), _gt(b, x, a))
+        with b.if_then(b.not_(inner)):
+            b.ret(outside)
+        with b.if_else(use_cf) as (then, otherwise):
+            with then:
+                cf = b.fneg(_igamma_fraction(e, a, x, order))
+                cf_block = b.block
+            with otherwise:
+                series = _igamma_series(e, a, x, order)
+                series_block = b.block
+        r = b.phi(F64)
+        r.add_incoming(cf, cf_block)
+        r.add_incoming(series, series_block)
+        return r
+    return body
 
 
-def igamma_grad_a(e, dt, a, x):
-    """``dP(a, x)/da`` (``backends/igamma_grad.py``) for float or double operands."""
-    fn = _define(e, "fc_igamma_grad_a", F64, [F64, F64], _igamma_body)
-    wide = [v if v.type == F64 else e.b.fpext(v, F64) for v in (a, x)]
-    return _narrow(e, a, e.b.call(fn, wide))
+def _igamma(order):
+    def rule(e, dt, a, x):
+        """``dP(a, x)/da`` (``order`` 1) or ``d^2P/da^2`` (2), as
+        ``backends/igamma_grad.py``, for float or double operands."""
+        name = "fc_igamma_grad_a" if order == 1 else "fc_igamma_hess_a"
+        fn = _define(e, name, F64, [F64, F64], _igamma_body(order))
+        wide = [v if v.type == F64 else e.b.fpext(v, F64) for v in (a, x)]
+        return _narrow(e, a, e.b.call(fn, wide))
+    return rule
+
+
+igamma_grad_a, igamma_hess_a = _igamma(1), _igamma(2)
 
 
 # --- betainc_grad ---------------------------------------------------------------------------

@@ -363,9 +363,10 @@ def multigammaln(a, d):
 
 def gammainc(a, x):
     """``scipy.special.gammainc``: the regularized lower incomplete gamma function ``P(a, x)``,
-    differentiable in ``x`` to any order and in ``a`` once (``dP/da`` by Cephes's series
-    and continued fraction differentiated term by term; relative error about
-    ``eps a |log x|``, from the prefactor ``x^a e^-x``), ``d^2P/(da dx)`` included."""
+    differentiable in ``x`` to any order and in ``a`` twice (``dP/da`` and ``d^2P/da^2`` by
+    Cephes's series and continued fraction differentiated term by term; relative error
+    about ``eps a |log x|``, from the prefactor ``x^a e^-x``), the mixed derivatives
+    included; a third derivative in ``a`` raises ``NotImplementedError``."""
     return to_result(P.igamma.bind(*_float(a, x)), scalar=True)
 
 

@@ -7,16 +7,18 @@ Each derivative is another special function or elementary expression:
 ``i1e' = i0e - i1e (sign(x) + 1/x)``, ``j0' = -J_1``, ``spence'(x) = log(x) / (1 - x)``,
 ``d zeta(s, q)/dq = -s zeta(s + 1, q)`` (``d/ds``: Euler-Maclaurin differentiated term by
 term, :func:`_zeta_ds`), ``dP(a, x)/dx = x^(a-1) e^-x / Gamma(a)``,
-``dP(a, x)/da = igamma_grad_a(a, x)`` (a primitive: series and continued fraction
-differentiated term by term), whose x-derivative is ``dP/dx (log x - digamma(a))``,
+``dP(a, x)/da = igamma_grad_a(a, x)`` and ``d^2P/da^2 = igamma_hess_a(a, x)`` (primitives:
+series and continued fraction differentiated term by term, once and twice), whose
+x-derivatives are ``dP/dx (log x - digamma(a))`` and ``dP/dx ((log x - digamma(a))^2 -
+polygamma(1, a))``,
 ``dI_x(a, b)/dx = x^(a-1) (1-x)^(b-1) / B(a, b)``, ``dJ_v(z)/dz = (J_(v-1) - J_(v+1)) / 2``.
 ``dI_x(a, b)/da``, ``/db = betainc_grad(a, b, x, wrt)`` (a primitive: the continued
 fraction differentiated term by term), whose x-derivative is the density times
 ``log x - digamma(a) + digamma(a + b)`` (``log1p(-x)``, ``digamma(b)`` for ``b``).
-Derivatives with respect to the other order or shape parameters (Bessel's ``v``, and
-``igamma_grad_a``'s and ``betainc_grad``'s own ``a``/``b``: second derivatives in the shape
-parameters) have no closed form here: a non-zero tangent there raises
-``NotImplementedError`` naming the argument.
+Derivatives with respect to the other order or shape parameters (Bessel's ``v``,
+``igamma_hess_a``'s own ``a``: a third derivative, and ``betainc_grad``'s own ``a``/``b``:
+second derivatives in the shape parameters) have no closed form here: a non-zero tangent
+there raises ``NotImplementedError`` naming the argument.
 """
 
 from __future__ import annotations
@@ -196,9 +198,39 @@ def _incomplete_gamma(prim, sign):
 
 _incomplete_gamma(P.igamma, 1)
 _incomplete_gamma(P.igammac, -1)
-_last_only(P.igamma_grad_a, "gammainc's derivative in a", ["a (a second derivative in a)"],
-           lambda a, x: _mul(_incomplete_gamma_density(a, x),
-                             P.sub.bind(P.log.bind(x), P.digamma.bind(a))))
+
+
+def _partials(prim, name, partials):
+    """A rule summing ``partial(*primals)`` per operand with a tangent; a string instead
+    of a function names an argument whose derivative is refused."""
+    def rule(primals, tangents):
+        y = prim.bind(*primals)
+        out = None
+        for t, partial in zip(tangents, partials, strict=True):
+            if is_zero(t):
+                continue
+            if isinstance(partial, str):
+                _refuse(name, partial)
+            term = _mul(instantiate(t), partial(*primals))
+            out = term if out is None else P.add.bind(out, term)
+        return y, Zero(tangent_aval(y.aval)) if out is None else out
+    JVP[prim] = rule
+
+
+def _log_x_minus_psi(a, x):
+    return P.sub.bind(P.log.bind(x), P.digamma.bind(a))
+
+
+# d/dx dP/da = density (log x - psi(a)); d/dx d^2P/da^2 = density ((log x - psi(a))^2 -
+# psi'(a)): the density x^(a-1) e^-x / Gamma(a) differentiated in a once and twice
+_partials(P.igamma_grad_a, "gammainc's derivative in a",
+          [lambda a, x: P.igamma_hess_a.bind(a, x),
+           lambda a, x: _mul(_incomplete_gamma_density(a, x), _log_x_minus_psi(a, x))])
+_partials(P.igamma_hess_a, "gammainc's second derivative in a",
+          ["a (a third derivative in a)",
+           lambda a, x: _mul(_incomplete_gamma_density(a, x), P.sub.bind(
+               _mul(_log_x_minus_psi(a, x), _log_x_minus_psi(a, x)),
+               P.polygamma.bind(a, order=1)))])
 
 
 def _beta_density(a, b, x):
