@@ -637,14 +637,15 @@ def _betainc_rule(a, b, x):
 
 
 def _betainc_grad_rule(a, b, x, *, wrt):
-    if wrt not in (0, 1):
-        _fail(f"betainc_grad: wrt must be 0 (a) or 1 (b), got {wrt!r}")
+    if wrt not in (0, 1, (0, 0), (0, 1), (1, 1)):
+        _fail(f"betainc_grad: wrt must be 0 (a), 1 (b) or a pair (0, 0), (0, 1), (1, 1) "
+              f"(a second derivative), got {wrt!r}")
     return _betainc_rule(a, b, x)
 
 
 polygamma = _register("polygamma", _polygamma_rule, "unary")
 betainc = _register("betainc", _betainc_rule, "special3")   # regularized I_x(a, b)
-# dI_x(a, b)/da (wrt=0) or /db (wrt=1)
+# dI_x(a, b)/da (wrt=0) or /db (wrt=1); d^2I/da^2, /da db, /db^2 (wrt=(0, 0), (0, 1), (1, 1))
 betainc_grad = _register("betainc_grad", _betainc_grad_rule, "special3")
 SPECIAL = [erf, erfc, erfcx, lgamma, tgamma, digamma, bessel_i0e, bessel_i1e, spence, zeta,
            igamma, igammac, igamma_grad_a, igamma_hess_a, bessel_jv, bessel_j0, polygamma, betainc,

@@ -1,4 +1,5 @@
-"""The cpu backend's native ``igamma_grad_a``, ``igamma_hess_a`` and ``betainc_grad``
+"""The cpu backend's native ``igamma_grad_a``, ``igamma_hess_a`` and ``betainc_grad`` (first
+and second derivatives)
 (backends/llvm/special_grads.py) against their NumPy reference (backends/igamma_grad.py,
 backends/betainc_grad.py).
 
@@ -127,6 +128,26 @@ def test_betainc_grad_float64_within_the_bound_of_the_reference(wrt, a, b, x):
     assert got.dtype == np.float64
     np.testing.assert_array_equal(got[:2], [0.0, 0.0])
     _assert_close(got, want, _betainc_bound(a, b, x, wrt, want))
+
+
+@pytest.mark.parametrize("pair", [(0, 0), (0, 1), (1, 1)])
+@given(a=_log_uniform(0.1, 50), b=_log_uniform(0.1, 50), x=UNIT)
+def test_betainc_second_derivatives_within_the_bound_of_the_reference(pair, a, b, x):
+    """The second derivatives: the first's bound, over the size of the terms ``I_ij = K (F
+    (L_i L_j + L_ij) + F_i L_j + F_j L_i + F_ij)`` (which may cancel), each taken as the
+    first derivatives' bounds times the log-density's slopes."""
+    got, want = _native(P.betainc_grad, a, b, x, wrt=pair), betainc_grad(a, b, x, pair)
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got[:2], [0.0, 0.0])
+    i, j = pair
+    with np.errstate(divide="ignore", invalid="ignore"):     # x = 0 and 1: bound unused
+        slope = 1 + np.abs(np.log(x)) + np.abs(np.log1p(-x)) + np.abs(ss.digamma(a)) + \
+            np.abs(ss.digamma(b)) + 1 / a
+        size = (np.abs(want) + (np.abs(betainc_grad(a, b, x, i))
+                                + np.abs(betainc_grad(a, b, x, j))) * slope
+                + ss.betainc(a, b, x) * slope * slope)
+        bound = _betainc_bound(a, b, x, i, size) + _betainc_bound(a, b, x, j, size)
+    _assert_close(got, want, np.where(np.isfinite(bound), bound, TINY))
 
 
 @pytest.mark.parametrize("wrt", [0, 1])

@@ -28,6 +28,7 @@ I32, I64 = ir.IntType(32), ir.IntType(64)
 _EPS = float(np.finfo(np.float64).eps)
 MAXGAM = 171.624376956302725       # SciPy's betaln: Gamma itself below, lgamma above
 _PAIR = ir.LiteralStructType([F64, F64])
+_TRIPLE = ir.LiteralStructType([F64, F64, F64])
 
 
 def _fabs(e, x):
@@ -252,11 +253,17 @@ def _betaln(e, a, b_):
     return r
 
 
-def _beta_fraction(e, a, b_, x):
-    """``(dI/da, dI/db)`` below the switch point: ``K F`` differentiated term by term."""
+def _beta_fraction(second):
+    """``(dI/da, dI/db)`` below the switch point (``second``: ``(I_aa, I_ab, I_bb)``):
+    ``K F`` differentiated term by term, as ``backends/betainc_grad.py``."""
+    return lambda e, a, b_, x: _beta_fraction_body(e, a, b_, x, second)
+
+
+def _beta_fraction_body(e, a, b_, x, second):
     b = e.b
     one, zero = _c(F64, 1.0), _c(F64, 0.0)
     tol, big, small = _c(F64, _NB._TOL), _c(F64, _NB._BIG), _c(F64, 1 / _NB._BIG)
+    tol2 = _c(F64, _NB._TOL_SECOND)
     logx, log1mx = M.log(e, x), M.log1p(e, b.fneg(x))
     k = M.exp(e, b.fsub(b.fsub(b.fadd(b.fmul(a, logx), b.fmul(b_, log1mx)), M.log(e, a)),
                         _betaln(e, a, b_)))
@@ -265,8 +272,12 @@ def _beta_fraction(e, a, b_, x):
     dlk_a = b.fadd(b.fsub(b.fsub(logx, b.fdiv(one, a)), G.digamma(e, a)), both)
     dlk_b = b.fadd(b.fsub(log1mx, G.digamma(e, b_)), both)
 
+    def recip(v):
+        return b.fdiv(one, v)
+
     def step(v):
-        a2, a2a, a2b, b2, b2a, b2b, a1, a1a, a1b, b1, b1a, b1b, f, fa, fb, n = v
+        a2, a2a, a2b, b2, b2a, b2b, a1, a1a, a1b, b1, b1a, b1b, f, fa, fb, n = v[:16]
+        h_a2, h_b2, h_a1, h_b1, h_f = (list(v[16 + 3 * i:19 + 3 * i]) for i in range(5))
         m = b.sitofp(b.lshr(n, _c(I32, 1)), F64)
         am, a2m = b.fadd(a, m), b.fadd(a, b.fmul(_c(F64, 2.0), m))
         with b.if_else(b.trunc(n, ir.IntType(1))) as (odd, even):
@@ -279,18 +290,47 @@ def _beta_fraction(e, a, b_, x):
                                     b.fdiv(one, a2m)), b.fdiv(one, a2m1))
                 da_o = b.fmul(d_o, inv)
                 db_o = b.fdiv(b.fmul(b.fneg(am), x), den)
+                if second:      # d is linear in b
+                    inv2 = b.fadd(b.fadd(b.fsub(b.fneg(b.fmul(recip(am), recip(am))),
+                                                b.fmul(recip(abm), recip(abm))),
+                                         b.fmul(recip(a2m), recip(a2m))),
+                                  b.fmul(recip(a2m1), recip(a2m1)))
+                    daa_o = b.fmul(d_o, b.fadd(b.fmul(inv, inv), inv2))
+                    dab_o = b.fmul(db_o, b.fsub(b.fsub(recip(am), recip(a2m)), recip(a2m1)))
                 odd_block = b.block
             with even:
                 a2m_1 = b.fsub(a2m, one)
                 den = b.fmul(a2m_1, a2m)
                 d_e = b.fdiv(b.fmul(b.fmul(m, b.fsub(b_, m)), x), den)
-                da_e = b.fmul(b.fneg(d_e), b.fadd(b.fdiv(one, a2m_1), b.fdiv(one, a2m)))
+                sig = b.fadd(b.fdiv(one, a2m_1), b.fdiv(one, a2m))
+                da_e = b.fmul(b.fneg(d_e), sig)
                 db_e = b.fdiv(b.fmul(m, x), den)
+                if second:
+                    sig2 = b.fadd(b.fmul(recip(a2m_1), recip(a2m_1)),
+                                  b.fmul(recip(a2m), recip(a2m)))
+                    daa_e = b.fmul(d_e, b.fadd(b.fmul(sig, sig), sig2))
+                    dab_e = b.fmul(b.fneg(db_e), sig)
                 even_block = b.block
-        d, da, db = (b.phi(F64) for _ in range(3))
-        for phi, vo, ve in ((d, d_o, d_e), (da, da_o, da_e), (db, db_o, db_e)):
+        phis = [(d_o, d_e), (da_o, da_e), (db_o, db_e)]
+        if second:
+            phis += [(daa_o, daa_e), (dab_o, dab_e)]
+        merged = []
+        for vo, ve in phis:
+            phi = b.phi(F64)
             phi.add_incoming(vo, odd_block)
             phi.add_incoming(ve, even_block)
+            merged.append(phi)
+        d, da, db = merged[:3]
+        if second:          # v_ij = v1_ij + d_ij v2 + d_i v2_j + d_j v2_i + d v2_ij
+            dd = (merged[3], merged[4], zero)
+            pairs = ((da, da), (da, db), (db, db))
+            h_new = [[b.fadd(b.fadd(b.fadd(b.fadd(v1, b.fmul(dij, v2)), b.fmul(di, w2j)),
+                                    b.fmul(dj, w2i)), b.fmul(d, v2ij))
+                      for v1, dij, (di, dj), (w2i, w2j), v2ij in zip(h1, dd, pairs, ws, h2,
+                                                                     strict=True)]
+                     for h1, v2, ws, h2 in (
+                         (h_a1, a2, ((a2a, a2a), (a2a, a2b), (a2b, a2b)), h_a2),
+                         (h_b1, b2, ((b2a, b2a), (b2a, b2b), (b2b, b2b)), h_b2))]
 
         def term(v1, v1x, v2, v2x, dx):     # v1x + dx v2 + d v2x, in the reference's order
             return b.fadd(b.fadd(v1x, b.fmul(dx, v2)), b.fmul(d, v2x))
@@ -298,31 +338,64 @@ def _beta_fraction(e, a, b_, x):
                b.fadd(b1, b.fmul(d, b2)), term(b1, b1a, b2, b2a, da), term(b1, b1b, b2, b2b, db))
         a2, a2a, a2b, b2, b2a, b2b = a1, a1a, a1b, b1, b1a, b1b
         a1, a1a, a1b, b1, b1a, b1b = new
+        if second:
+            h_a2, h_b2, h_a1, h_b1 = h_a1, h_b1, *h_new
         fn = b.fdiv(a1, b1)
         fna = b.fdiv(b.fsub(a1a, b.fmul(fn, b1a)), b1)
         fnb = b.fdiv(b.fsub(a1b, b.fmul(fn, b1b)), b1)
         ok = b.fcmp_unordered("!=", b1, zero)
+        steps = [(fn, f), (fna, fa), (fnb, fb)]
+        if second:          # A = F B, twice
+            h_fn = [b.fdiv(b.fsub(b.fsub(b.fsub(ha, b.fmul(fi, bj)), b.fmul(fj, bi)),
+                                  b.fmul(fn, hb)), b1)
+                    for ha, hb, (fi, fj), (bi, bj) in zip(
+                        h_a1, h_b1, ((fna, fna), (fna, fnb), (fnb, fnb)),
+                        ((b1a, b1a), (b1a, b1b), (b1b, b1b)), strict=True)]
+            steps += list(zip(h_fn, h_f, strict=True))
         changed = [_gt(b, _fabs(e, b.fsub(new_, old)), b.fmul(tol, _fabs(e, new_)))
-                   for new_, old in ((fn, f), (fna, fa), (fnb, fb))]
-        moved = b.and_(ok, b.or_(b.or_(changed[0], changed[1]), changed[2]))
+                   for new_, old in steps[:3]]
+        changed += [_gt(b, _fabs(e, b.fsub(new_, old)),      # relative to it plus F
+                        b.fmul(tol2, b.fadd(_fabs(e, new_), _fabs(e, fn))))
+                    for new_, old in steps[3:]]
+        moved = b.or_(b.or_(changed[0], changed[1]), changed[2])
+        for c in changed[3:]:
+            moved = b.or_(moved, c)
+        moved = b.and_(ok, moved)
         f, fa, fb = b.select(ok, fn, f), b.select(ok, fna, fa), b.select(ok, fnb, fb)
+        if second:
+            h_f = [b.select(ok, nh, oh) for nh, oh in zip(h_fn, h_f, strict=True)]
         scale = b.select(_gt(b, _fabs(e, b1), big), small, one)
         carried = [b.fmul(v, scale) for v in (a2, a2a, a2b, b2, b2a, b2b,
                                               a1, a1a, a1b, b1, b1a, b1b)]
+        hessians = [b.fmul(v, scale) for h in (h_a2, h_b2, h_a1, h_b1) for v in h] + h_f \
+            if second else []
         live = b.or_(moved, b.fcmp_ordered("==", b1, zero))
         go_on = b.and_(live, b.icmp_signed("<", n, _c(I32, _NB.MAX_TERMS)))
-        return [*carried, f, fa, fb, b.add(n, _c(I32, 1))], go_on
+        return [*carried, f, fa, fb, b.add(n, _c(I32, 1)), *hessians], go_on
 
     start = [zero, zero, zero, one, zero, zero, one, zero, zero, one, zero, zero,
-             one, zero, zero, _c(I32, 1)]
+             one, zero, zero, _c(I32, 1)] + ([zero] * 15 if second else [])
     out = _Loop(e, "beta_fraction").run(start, step)
     f, fa, fb = out[12:15]
-    da = b.fmul(k, b.fadd(b.fmul(f, dlk_a), fa))
-    db = b.fmul(k, b.fadd(b.fmul(f, dlk_b), fb))
-    return b.insert_value(b.insert_value(ir.Constant(_PAIR, ir.Undefined), da, 0), db, 1)
+    if not second:
+        da = b.fmul(k, b.fadd(b.fmul(f, dlk_a), fa))
+        db = b.fmul(k, b.fadd(b.fmul(f, dlk_b), fb))
+        return b.insert_value(b.insert_value(ir.Constant(_PAIR, ir.Undefined), da, 0), db, 1)
+    h_f = out[28:31]
+    tri = Z.polygamma(e, ab, 1)
+    logs = ((dlk_a, dlk_a, b.fadd(b.fsub(b.fdiv(one, b.fmul(a, a)), Z.polygamma(e, a, 1)),
+                                  tri)),
+            (dlk_a, dlk_b, tri), (dlk_b, dlk_b, b.fsub(tri, Z.polygamma(e, b_, 1))))
+    firsts = ((fa, fa), (fa, fb), (fb, fb))
+    out3 = ir.Constant(_TRIPLE, ir.Undefined)
+    for i, ((li, lj, lij), (fi, fj), hf) in enumerate(zip(logs, firsts, h_f, strict=True)):
+        inner = b.fadd(b.fadd(b.fadd(b.fmul(f, b.fadd(b.fmul(li, lj), lij)), b.fmul(fi, lj)),
+                              b.fmul(fj, li)), hf)
+        out3 = b.insert_value(out3, b.fmul(k, inner), i)
+    return out3
 
 
-def _betainc_body(e, a, b_, x, wrt):
+def _betainc_value(e, a, b_, x, wrt, second):
     b = e.b
     zero, one, nan = _c(F64, 0.0), _c(F64, 1.0), _c(F64, float("nan"))
     valid = b.and_(b.and_(_gt(b, a, zero), _gt(b, b_, zero)),
@@ -333,17 +406,35 @@ def _betainc_body(e, a, b_, x, wrt):
         b.ret(b.select(valid, zero, nan))
     # I = 1 - I_(1-x)(b, a) above (a + 1) / (a + b + 2): the parameters trade places
     swap = _gt(b, x, b.fdiv(b.fadd(a, one), b.fadd(b.fadd(a, b_), _c(F64, 2.0))))
-    fn = _define(e, "fc_beta_fraction", _PAIR, [F64, F64, F64], _beta_fraction)
-    pair = b.call(fn, [b.select(swap, b_, a), b.select(swap, a, b_),
-                       b.select(swap, b.fsub(one, x), x)])
-    first = b.icmp_signed("==", b.xor(wrt, b.zext(swap, I32)), _c(I32, 0))
-    r = b.select(first, b.extract_value(pair, 0), b.extract_value(pair, 1))
+    args = [b.select(swap, b_, a), b.select(swap, a, b_), b.select(swap, b.fsub(one, x), x)]
+    if not second:
+        fn = _define(e, "fc_beta_fraction", _PAIR, [F64, F64, F64], _beta_fraction(False))
+        pair = b.call(fn, args)
+        first = b.icmp_signed("==", b.xor(wrt, b.zext(swap, I32)), _c(I32, 0))
+        r = b.select(first, b.extract_value(pair, 0), b.extract_value(pair, 1))
+    else:           # wrt: 0 aa, 1 ab, 2 bb; swapped roles: aa and bb trade places
+        fn = _define(e, "fc_beta_hessian", _TRIPLE, [F64, F64, F64], _beta_fraction(True))
+        triple = b.call(fn, args)
+        at = b.select(swap, b.sub(_c(I32, 2), wrt), wrt)
+        r = b.select(b.icmp_signed("==", at, _c(I32, 0)), b.extract_value(triple, 0),
+                     b.select(b.icmp_signed("==", at, _c(I32, 1)),
+                              b.extract_value(triple, 1), b.extract_value(triple, 2)))
     return b.select(swap, b.fneg(r), r)
 
 
+def _betainc_body(second):
+    return lambda e, a, b_, x, wrt: _betainc_value(e, a, b_, x, wrt, second)
+
+
+# a second derivative's pair of parameters -> its index among (I_aa, I_ab, I_bb)
+_HESS = {(0, 0): 0, (0, 1): 1, (1, 1): 2}
+
+
 def betainc_grad(e, dt, a, b_, x, *, wrt):
-    """``dI_x(a, b)/da`` (``wrt`` 0) or ``/db`` (1) (``backends/betainc_grad.py``) for float
-    or double operands."""
-    fn = _define(e, "fc_betainc_grad", F64, [F64, F64, F64, I32], _betainc_body)
+    """``dI_x(a, b)/da`` (``wrt`` 0) or ``/db`` (1), or a second derivative (``wrt`` a pair)
+    (``backends/betainc_grad.py``) for float or double operands."""
+    second = isinstance(wrt, tuple)
+    name = "fc_betainc_hess" if second else "fc_betainc_grad"
+    fn = _define(e, name, F64, [F64, F64, F64, I32], _betainc_body(second))
     wide = [v if v.type == F64 else e.b.fpext(v, F64) for v in (a, b_, x)]
-    return _narrow(e, a, e.b.call(fn, [*wide, _c(I32, wrt)]))
+    return _narrow(e, a, e.b.call(fn, [*wide, _c(I32, _HESS[wrt] if second else wrt)]))

@@ -12,13 +12,14 @@ series and continued fraction differentiated term by term, once and twice), whos
 x-derivatives are ``dP/dx (log x - digamma(a))`` and ``dP/dx ((log x - digamma(a))^2 -
 polygamma(1, a))``,
 ``dI_x(a, b)/dx = x^(a-1) (1-x)^(b-1) / B(a, b)``, ``dJ_v(z)/dz = (J_(v-1) - J_(v+1)) / 2``.
-``dI_x(a, b)/da``, ``/db = betainc_grad(a, b, x, wrt)`` (a primitive: the continued
-fraction differentiated term by term), whose x-derivative is the density times
-``log x - digamma(a) + digamma(a + b)`` (``log1p(-x)``, ``digamma(b)`` for ``b``).
-Derivatives with respect to the other order or shape parameters (Bessel's ``v``,
-``igamma_hess_a``'s own ``a``: a third derivative, and ``betainc_grad``'s own ``a``/``b``:
-second derivatives in the shape parameters) have no closed form here: a non-zero tangent
-there raises ``NotImplementedError`` naming the argument.
+``dI_x(a, b)/da``, ``/db = betainc_grad(a, b, x, wrt)`` and its second derivatives (``wrt``
+a pair) (a primitive: the continued fraction differentiated term by term, once and twice),
+whose x-derivatives are the density times the log-density's slope ``log x - digamma(a) +
+digamma(a + b)`` (``log1p(-x)``, ``digamma(b)`` for ``b``), or times ``slope_i slope_j +
+curvature_ij`` for a second derivative. Derivatives with respect to the other order or
+shape parameters (Bessel's ``v``; third derivatives in the shape parameters of ``gammainc``
+and ``betainc``) have no closed form here: a non-zero tangent there raises
+``NotImplementedError`` naming the argument.
 """
 
 from __future__ import annotations
@@ -257,20 +258,49 @@ def _betainc_rule(primals, tangents):
     return y, out
 
 
-def _betainc_grad_rule(primals, tangents, *, wrt):
-    """Differentiable in x only: ``d/dx dI/da = density (log x - psi(a) + psi(a + b))``, with
+def _beta_log_slope(a, b, x, i):
+    """d log density / d(a or b) (``i`` 0 or 1): ``log x - psi(a) + psi(a + b)``, with
     ``log1p(-x)`` and ``psi(b)`` for ``b``."""
+    log_term = P.log.bind(x) if i == 0 else P.log1p.bind(P.neg.bind(x))
+    psis = P.sub.bind(P.digamma.bind(P.add.bind(a, b)), P.digamma.bind(a if i == 0 else b))
+    return P.add.bind(log_term, psis)
+
+
+def _beta_log_curvature(a, b, i, j):
+    """d^2 log density / d(i) d(j): ``psi'(a + b)`` less ``psi'`` of the parameter when
+    ``i == j``."""
+    both = P.polygamma.bind(P.add.bind(a, b), order=1)
+    return both if i != j else P.sub.bind(both, P.polygamma.bind(a if i == 0 else b, order=1))
+
+
+def _betainc_grad_rule(primals, tangents, *, wrt):
+    """``dI/da`` or ``/db`` (``wrt`` 0 or 1): in ``a`` and ``b`` the second derivative
+    (``wrt`` a pair), in ``x`` the density times the log-density's slope. A second
+    derivative (``wrt`` a pair): in ``x`` the density times ``slope_i slope_j + curvature``;
+    a third derivative in ``a`` or ``b`` is refused."""
     a, b, x = primals
     y = P.betainc_grad.bind(a, b, x, wrt=wrt)
-    for name, t in zip("ab", tangents[:2], strict=True):
-        if not is_zero(t):
-            _refuse("betainc's derivative", f"{name} (a second derivative in a or b)")
-    t = tangents[2]
-    if is_zero(t):
+    second = isinstance(wrt, tuple)
+    terms = []
+    for k, t in enumerate(tangents[:2]):
+        if is_zero(t):
+            continue
+        if second:
+            _refuse("betainc's second derivative", f"{'ab'[k]} (a third derivative in a or b)")
+        terms.append(_mul(instantiate(t), P.betainc_grad.bind(
+            a, b, x, wrt=(min(wrt, k), max(wrt, k)))))
+    if not is_zero(tangents[2]):
+        if second:
+            i, j = wrt
+            slope = P.add.bind(_mul(_beta_log_slope(a, b, x, i), _beta_log_slope(a, b, x, j)),
+                               _beta_log_curvature(a, b, i, j))
+        else:
+            slope = _beta_log_slope(a, b, x, wrt)
+        terms.append(_mul(instantiate(tangents[2]), _mul(_beta_density(a, b, x), slope)))
+    if not terms:
         return y, Zero(tangent_aval(y.aval))
-    log_term = P.log.bind(x) if wrt == 0 else P.log1p.bind(P.neg.bind(x))
-    psis = P.sub.bind(P.digamma.bind(P.add.bind(a, b)), P.digamma.bind(a if wrt == 0 else b))
-    return y, _mul(instantiate(t), _mul(_beta_density(a, b, x), P.add.bind(log_term, psis)))
+    return y, terms[0] if len(terms) == 1 else P.add.bind(*terms[:2]) if len(terms) == 2 \
+        else P.add.bind(P.add.bind(terms[0], terms[1]), terms[2])
 
 
 JVP[P.betainc] = _betainc_rule
