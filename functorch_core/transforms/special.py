@@ -201,20 +201,29 @@ _incomplete_gamma(P.igamma, 1)
 _incomplete_gamma(P.igammac, -1)
 
 
+def _sum(terms, y):
+    """The tangent summing ``terms`` (none: a zero of ``y``'s kind)."""
+    if not terms:
+        return Zero(tangent_aval(y.aval))
+    out = terms[0]
+    for t in terms[1:]:
+        out = P.add.bind(out, t)
+    return out
+
+
 def _partials(prim, name, partials):
     """A rule summing ``partial(*primals)`` per operand with a tangent; a string instead
     of a function names an argument whose derivative is refused."""
     def rule(primals, tangents):
-        y = prim.bind(*primals)
-        out = None
+        terms = []
         for t, partial in zip(tangents, partials, strict=True):
             if is_zero(t):
                 continue
             if isinstance(partial, str):
                 _refuse(name, partial)
-            term = _mul(instantiate(t), partial(*primals))
-            out = term if out is None else P.add.bind(out, term)
-        return y, Zero(tangent_aval(y.aval)) if out is None else out
+            terms.append(_mul(instantiate(t), partial(*primals)))
+        y = prim.bind(*primals)
+        return y, _sum(terms, y)
     JVP[prim] = rule
 
 
@@ -250,12 +259,7 @@ def _betainc_rule(primals, tangents):
              for i, t in enumerate(tangents[:2]) if not is_zero(t)]
     if not is_zero(tangents[2]):
         terms.append(_mul(instantiate(tangents[2]), _beta_density(*primals)))
-    if not terms:
-        return y, Zero(tangent_aval(y.aval))
-    out = terms[0]
-    for t in terms[1:]:
-        out = P.add.bind(out, t)
-    return y, out
+    return y, _sum(terms, y)
 
 
 def _beta_log_slope(a, b, x, i):
@@ -297,10 +301,7 @@ def _betainc_grad_rule(primals, tangents, *, wrt):
         else:
             slope = _beta_log_slope(a, b, x, wrt)
         terms.append(_mul(instantiate(tangents[2]), _mul(_beta_density(a, b, x), slope)))
-    if not terms:
-        return y, Zero(tangent_aval(y.aval))
-    return y, terms[0] if len(terms) == 1 else P.add.bind(*terms[:2]) if len(terms) == 2 \
-        else P.add.bind(P.add.bind(terms[0], terms[1]), terms[2])
+    return y, _sum(terms, y)
 
 
 JVP[P.betainc] = _betainc_rule
