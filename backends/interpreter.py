@@ -7,10 +7,9 @@ registers each implementation as the primitive's eager ``impl``.
 from __future__ import annotations
 
 import numpy as np
-
-from ir import dtypes
-from ir import primitives as P
-from ir.core import Graph, Lit
+from functorch_core.ir import dtypes
+from functorch_core.ir import primitives as P
+from functorch_core.ir.core import Graph, Lit
 
 IMPLS: dict = {}
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 import contextlib
 
 import numpy as np
-
-from ir import primitives as P
+from functorch_core.ir import primitives as P
 
 LinAlgError = np.linalg.LinAlgError
 

@@ -17,7 +17,7 @@ class InterpreterBackend:
 
     @staticmethod
     def compile(graph):
-        from ir import Lit
+        from functorch_core.ir import Lit
 
         from .interpreter import run_graph
         constant = [isinstance(o, Lit) for o in graph.outputs]

@@ -15,7 +15,7 @@ def blas_core() -> str:
     OPENBLAS_CORETYPE forces one (some hosts force an older family, which slows NumPy and
     the cpu backend's products alike)."""
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from backends.llvm import blas
+    from functorch_core.backends.llvm import blas
     if blas.blas_int_bits() != 64:
         return "SciPy's BLAS"
     name = blas._numpy_lib[0].scipy_openblas_get_corename64_

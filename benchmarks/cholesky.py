@@ -19,9 +19,9 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from _timing import optional_import
+from functorch_core.backends.llvm import lapack, runtime
 
 import functorch_core as fc
-from backends.llvm import lapack, runtime
 
 
 def _times(fn, repeats):

@@ -152,7 +152,7 @@ def _step(i, x, xp):
 
 
 def first_call(make, x):
-    from backends.llvm import runtime
+    from functorch_core.backends.llvm import runtime
     runtime._CACHE.clear()       # no compiled body reused from a previous row
     t0 = time.perf_counter()
     out = make()(x)

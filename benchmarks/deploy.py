@@ -223,7 +223,7 @@ def load_times(d, path, so, jax_blob, traced, x):
     xs = os.path.join(d, "x.npy")
     rows = {}
     head = (f"import time, numpy as np, functorch_core as fc\nx = np.load({xs!r})\n"
-            "import backends.llvm.runtime  # the backend's import: a per-process cost\n"
+            "import functorch_core.backends.llvm.runtime  # the backend's import: per process\n"
             "t = time.perf_counter()\n")
     rows["export: load only (file -> graph)"] = _fresh(
         head + f"fc.load_exported({path!r})\nprint(time.perf_counter() - t)")
@@ -232,7 +232,7 @@ def load_times(d, path, so, jax_blob, traced, x):
     rows["export: load + first call (no disk cache)"] = _fresh(
         first, {"FUNCTORCH_CORE_CACHE_DIR": ""})
     rows["export: import backend + load + first call"] = _fresh(
-        first.replace("import backends.llvm.runtime  #", "#"))
+        first.replace("import functorch_core.backends.llvm.runtime  #", "#"))
     if so:
         rows[".so: dlopen + first call (ctypes)"] = _fresh(textwrap.dedent(f"""
             import ctypes, time, numpy as np

@@ -20,8 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import scipy.fft
 from _timing import median_time
-
-from backends.llvm import fft, runtime
+from functorch_core.backends.llvm import fft, runtime
 
 
 def main():

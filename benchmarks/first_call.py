@@ -61,12 +61,12 @@ def _timed(phases, owner, name, label):
 
 
 def child_functorch_core(t_start):
+    from functorch_core.backends.llvm import cache, runtime
+    from functorch_core.ir import passes
     from transforms import mlp_loss
 
     import functorch_core as fc
-    from backends.llvm import cache, runtime
     from functorch_core import api
-    from ir import passes
     t_import = time.perf_counter() - t_start
 
     phases = {}

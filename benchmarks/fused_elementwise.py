@@ -83,7 +83,7 @@ def main():
     print(f"  jit interpreter {t_int * 1e3:8.2f} ms   ({t_int / t_np:.2f}x numpy)")
     print(f"  jit cpu         {t_cpu * 1e3:8.2f} ms   ({t_cpu / t_np:.2f}x numpy, "
           f"{t_int / t_cpu:.2f}x faster than interpreter)")
-    from backends.llvm import runtime
+    from functorch_core.backends.llvm import runtime
     workers, runtime._WORKERS = runtime._WORKERS, 1     # same kernel, one thread
     runtime._CACHE.clear()
     t_one = median_time(fc.jit(chain, backend="cpu"), x, 7)

@@ -28,9 +28,9 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import _timing
+from functorch_core.backends.llvm import blas, runtime
 
 import functorch_core as fc
-from backends.llvm import blas, runtime
 
 BUSY = "while True: pass"
 

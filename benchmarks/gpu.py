@@ -30,11 +30,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from _timing import median_time, optional_import, result
+from functorch_core.backends.cuda import availability
 from transforms import mlp_loss, mlp_params
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
-from backends.cuda import availability
 
 REPEATS = 15
 
@@ -253,8 +253,8 @@ def ptx_report():
     if availability.simulated():
         print("--ptx renders for real hardware: run it with NUMBA_ENABLE_CUDASIM unset")
         return 1
-    from backends.cuda import runtime
-    from backends.cuda.ptx import compile_elsewhere
+    from functorch_core.backends.cuda import runtime
+    from functorch_core.backends.cuda.ptx import compile_elsewhere
     names, srcs = [], []
     for name, graph in workload_graphs():
         _, rendered, host = runtime.sources(graph)

@@ -18,10 +18,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import scipy.linalg
 from _timing import median_time, report, result
+from functorch_core.backends.llvm import lapack, runtime
 
 import functorch_core as fc
 import functorch_core.scipy.linalg as fsl
-from backends.llvm import lapack, runtime
 
 
 def _workloads(quick):

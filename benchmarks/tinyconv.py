@@ -17,9 +17,9 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from _timing import median_time
+from functorch_core.backends.llvm import runtime, tinyconv
 
 import functorch_core as fc
-from backends.llvm import runtime, tinyconv
 from functorch_core import lax
 
 # (batch, in features, out features, image side, kernel side): cnn_digits' conv first

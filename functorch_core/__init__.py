@@ -5,10 +5,10 @@
 NumPy API that traces.
 """
 
-import backends.interpreter  # noqa: F401  (registers the eager implementations)
-from backends.registry import default_backend
-from ir import Graph, TracerError, check_graph
-from ir.pytree import (
+import functorch_core.backends.interpreter  # noqa: F401  (registers the eager implementations)
+from functorch_core.backends.registry import default_backend
+from functorch_core.ir import Graph, TracerError, check_graph
+from functorch_core.ir.pytree import (
                        pytree_dataclass,
                        register_pytree_node,
                        tree_flatten,

@@ -154,7 +154,7 @@ class Watch:
             for _, lock in reversed(locks):
                 lock.release()
         if moved:
-            from ir import TracerError
+            from functorch_core.ir import TracerError
             raise TracerError(
                 f"{what} draws from {moved[0]} while it is being traced. The draw runs once, "
                 "at trace time, and its numbers would be frozen into the graph: the same "

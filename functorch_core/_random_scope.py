@@ -18,8 +18,8 @@ import contextvars
 
 import numpy as np
 
-from ir import AbstractArray
-from ir.trace import current_trace
+from functorch_core.ir import AbstractArray
+from functorch_core.ir.trace import current_trace
 
 _SCOPE: contextvars.ContextVar[Scope | None] = contextvars.ContextVar(
     "functorch_core_random_scope", default=None)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ir import (
+from functorch_core.ir import (
     AbstractArray,
     Graph,
     Tracer,
@@ -18,8 +18,8 @@ from ir import (
     dtypes,
     trace_flat,
 )
-from ir.core import on_device
-from ir.pytree import PyTreeDef, leaf_paths, tree_flatten, tree_unflatten
+from functorch_core.ir.core import on_device
+from functorch_core.ir.pytree import PyTreeDef, leaf_paths, tree_flatten, tree_unflatten
 
 from . import _random_guard
 

@@ -11,14 +11,14 @@ from collections import OrderedDict
 
 import numpy as np
 
-from backends import profiling, registry
-from backends.cuda import arrays
-from ir import Graph, check_graph, current_trace, eval_graph, passes
-from ir import primitives as P
-from ir.core import on_device
-from ir.once import Once
-from ir.pytree import dict_keys, tree_leaves, tree_unflatten
-from ir.trace import _current
+from functorch_core.backends import profiling, registry
+from functorch_core.backends.cuda import arrays
+from functorch_core.ir import Graph, check_graph, current_trace, eval_graph, passes
+from functorch_core.ir import primitives as P
+from functorch_core.ir.core import on_device
+from functorch_core.ir.once import Once
+from functorch_core.ir.pytree import dict_keys, tree_leaves, tree_unflatten
+from functorch_core.ir.trace import _current
 
 from ._random_scope import Scope
 from ._tracing import (
@@ -453,7 +453,7 @@ def _profiled_runner(run, backend):
 
 def _shapes(args, kwargs):
     """The shapes and dtypes of the arguments' array leaves, for ``record_shapes``."""
-    from ir.pytree import tree_leaves
+    from functorch_core.ir.pytree import tree_leaves
     return {"input_shapes": [f"{np.dtype(np.asarray(x).dtype).name}{list(np.shape(x))}"
                              for x in tree_leaves((args, kwargs))
                              if isinstance(x, np.ndarray | np.generic | float | int | complex)]}

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import warnings
 
-from backends import determinism
+from functorch_core.backends import determinism
 
 __all__ = ["are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
            "use_deterministic_algorithms"]
@@ -68,7 +68,7 @@ def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None
     if not isinstance(warn_only, bool):
         raise TypeError(f"use_deterministic_algorithms: warn_only must be a bool, got "
                         f"{type(warn_only).__name__}")
-    from backends.llvm import blas
+    from functorch_core.backends.llvm import blas
     held = blas.hold_one_thread(mode)
     if mode and not held:
         message = (f"use_deterministic_algorithms(True): {' and '.join(_UNHELD)} have no "

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from backends.cuda import arrays, availability, eager
-from ir import trace
-from ir.pytree import tree_map
+from functorch_core.backends.cuda import arrays, availability, eager
+from functorch_core.ir import trace
+from functorch_core.ir.pytree import tree_map
 
 trace.DEVICE_EVAL = eager.evaluate    # eager equations over device arrays run on the device
 

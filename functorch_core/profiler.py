@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 
-from backends import profiling
+from functorch_core.backends import profiling
 
 from .api import drop_fast_paths
 

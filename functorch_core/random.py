@@ -32,10 +32,10 @@ import threading
 
 import numpy as np
 
-from backends.interpreter import IMPLS
-from ir import Tracer
-from ir import primitives as P
-from ir.trace import current_trace
+from functorch_core.backends.interpreter import IMPLS
+from functorch_core.ir import Tracer
+from functorch_core.ir import primitives as P
+from functorch_core.ir.trace import current_trace
 
 from . import _random_scope
 from . import numpy as fnp

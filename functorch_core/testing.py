@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ir import aval_of
-from ir.pytree import tree_flatten, tree_unflatten
+from functorch_core.ir import aval_of
+from functorch_core.ir.pytree import tree_flatten, tree_unflatten
 
 from .transforms.autodiff import jvp, vjp
 

@@ -6,8 +6,11 @@ import sys
 import numpy as np
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_SKIP = tuple(os.path.join(_ROOT, d) + os.sep for d in ("ir", "backends", "functorch_core")) + (
-    os.path.dirname(np.__file__) + os.sep, "<frozen")
+# A source checkout has ir/, backends/ and functorch_core/ side by side; an installed wheel
+# nests ir/ and backends/ inside functorch_core/.
+_OURS = ((_ROOT,) if os.path.basename(_ROOT) == "functorch_core" else
+         tuple(os.path.join(_ROOT, d) for d in ("ir", "backends", "functorch_core")))
+_SKIP = tuple(d + os.sep for d in _OURS) + (os.path.dirname(np.__file__) + os.sep, "<frozen")
 
 
 def user_frame():

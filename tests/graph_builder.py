@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ir.check import check_graph
-from ir.core import AbstractArray, Eqn, Graph, Var
+from functorch_core.ir.check import check_graph
+from functorch_core.ir.core import AbstractArray, Eqn, Graph, Var
 
 
 class Builder:

@@ -12,10 +12,10 @@ import textwrap
 
 import numpy as np
 import pytest
+from functorch_core.backends.llvm.aot import NotNativeError
+from functorch_core.backends.llvm.blas import blas_int_bits
 
 import functorch_core as fc
-from backends.llvm.aot import NotNativeError
-from backends.llvm.blas import blas_int_bits
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc)")
 needs_openblas = pytest.mark.skipif(

@@ -5,13 +5,13 @@ import sys
 
 import numpy as np
 import pytest
+from functorch_core.ir import primitives as P
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
 from functorch_core.testing import check_grads
-from ir import primitives as P
 
 sys.path.insert(0, os.path.dirname(__file__))
 from op_table import OPS_BY_NAME

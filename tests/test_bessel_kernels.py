@@ -6,15 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.special as ss
+from functorch_core.backends import registry
+from functorch_core.backends.llvm import lowering
+from functorch_core.backends.planning.partition import Fallback
+from functorch_core.ir import primitives as P
 from graph_builder import Builder
 
 import functorch_core as fc
 import functorch_core.scipy.special as S
-from backends import registry
-from backends.llvm import lowering
-from backends.planning.partition import Fallback
 from functorch_core.testing import ulp_distance
-from ir import primitives as P
 
 mp = pytest.importorskip("mpmath")
 CPU = registry.get("cpu")

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from functorch_core.ir import check_graph
+from functorch_core.ir import primitives as P
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -15,8 +17,6 @@ import functorch_core as fc
 import functorch_core.numpy as fnp
 from functorch_core import lax
 from functorch_core.testing import check_grads
-from ir import check_graph
-from ir import primitives as P
 
 RNG = np.random.default_rng(0)
 
@@ -29,7 +29,7 @@ def _close(a, b, rtol=1e-10, atol=1e-12):
 
 def _prims(graph, acc=None):
     """Every primitive name in ``graph``, nested bodies included."""
-    from ir.control_flow import subgraphs
+    from functorch_core.ir.control_flow import subgraphs
     acc = set() if acc is None else acc
     for e in graph.eqns:
         acc.add(e.prim.name)
@@ -489,8 +489,8 @@ def test_cpu_loops_keep_scalar_carries_and_run_zero_steps():
 
 
 def test_cpu_backend_keeps_the_loop():
-    from backends.llvm.runtime import compile_graph
-    from backends.planning.plan import Loop
+    from functorch_core.backends.llvm.runtime import compile_graph
+    from functorch_core.backends.planning.plan import Loop
     graph = fc.make_graph(lambda x: lax.fori_loop(0, 1000, lambda i, c: np.sin(c) + 1.0, x))(
         np.ones(3))
     exe = compile_graph(graph)

@@ -15,14 +15,14 @@ import functorch_core as fc
 from functorch_core import lax
 
 pytestmark = pytest.mark.skipif(
-    not __import__("backends.llvm.runtime", fromlist=["x"]).graph_entry_supported(),
+    not __import__("functorch_core.backends.llvm.runtime", fromlist=["x"]).graph_entry_supported(),
     reason="native graph entries need a release CPython with the GIL")
 
 
 def _loop_steps(f, *args):
     """The runtime steps of every control-flow equation of ``f``'s compiled graph."""
-    from backends.llvm.runtime import compile_graph
-    from backends.planning.plan import Loop
+    from functorch_core.backends.llvm.runtime import compile_graph
+    from functorch_core.backends.planning.plan import Loop
     exe = compile_graph(fc.make_graph(f)(*args))
     return [exe.steps[k] for k, s in enumerate(exe.plan.steps) if isinstance(s, Loop)]
 
@@ -244,7 +244,7 @@ def test_grad_of_a_bounded_while_runs_native_loops():
 def test_loops_with_gemms_run_blas_on_one_thread_only_on_a_busy_machine(monkeypatch, load):
     import contextlib
 
-    import backends.llvm.loops as loops
+    import functorch_core.backends.llvm.loops as loops
     entered = []
 
     @contextlib.contextmanager

@@ -6,13 +6,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+from functorch_core.backends.llvm import blas
+from functorch_core.backends.llvm import conv as conv_module
+from functorch_core.backends.llvm.conv import Conv
 from hypothesis import given
 from hypothesis import strategies as st
 from test_conv import _call, _draw_operands, _layout, conv_problems
-
-from backends.llvm import blas
-from backends.llvm import conv as conv_module
-from backends.llvm.conv import Conv
 
 _POOL = ThreadPoolExecutor(3)
 

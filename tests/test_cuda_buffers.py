@@ -18,14 +18,13 @@ pytest.importorskip("numba.cuda")
 if os.environ["NUMBA_ENABLE_CUDASIM"] != "1":
     pytest.skip("numba.cuda was imported without the simulator", allow_module_level=True)
 
+from functorch_core.backends import registry
+from functorch_core.backends.cuda import runtime
+from functorch_core.backends.interpreter import run_graph
+from functorch_core.backends.planning import buffers
+from functorch_core.backends.planning.plan import Blas, Fallback
+from functorch_core.ir import primitives as P
 from graph_builder import Builder
-
-from backends import registry
-from backends.cuda import runtime
-from backends.interpreter import run_graph
-from backends.planning import buffers
-from backends.planning.plan import Blas, Fallback
-from ir import primitives as P
 
 CUDA = registry.get("cuda")
 

@@ -19,9 +19,9 @@ import pytest
 
 pytest.importorskip("numba.cuda")
 
-from backends.cuda import calls, emit, indexing, runtime, scalar
-from ir import primitives as P
-from ir.core import Primitive
+from functorch_core.backends.cuda import calls, emit, indexing, runtime, scalar
+from functorch_core.ir import primitives as P
+from functorch_core.ir.core import Primitive
 
 ELEMENTWISE_GAP: set = set()
 

@@ -24,17 +24,16 @@ pytest.importorskip("numba.cuda")
 if os.environ["NUMBA_ENABLE_CUDASIM"] != "1":
     pytest.skip("numba.cuda was imported without the simulator", allow_module_level=True)
 
+from functorch_core.backends import registry
+from functorch_core.backends.cuda import emit, runtime, scalar
+from functorch_core.backends.cuda.ptx import compile_elsewhere, ptxas_path
+from functorch_core.backends.interpreter import run_graph
+from functorch_core.backends.planning.plan import Kernel
+from functorch_core.ir import primitives as P
+from functorch_core.ir.core import AbstractArray, Lit
 from graph_builder import Builder
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from backends import registry
-from backends.cuda import emit, runtime, scalar
-from backends.cuda.ptx import compile_elsewhere, ptxas_path
-from backends.interpreter import run_graph
-from backends.planning.plan import Kernel
-from ir import primitives as P
-from ir.core import AbstractArray, Lit
 
 CUDA = registry.get("cuda")
 DTYPES = scalar.DTYPES

@@ -19,17 +19,17 @@ pytest.importorskip("numba.cuda")
 if os.environ["NUMBA_ENABLE_CUDASIM"] != "1":
     pytest.skip("numba.cuda was imported without the simulator", allow_module_level=True)
 
+from functorch_core.backends import registry
+from functorch_core.backends.cuda import products
+from functorch_core.backends.cuda.arrays import SimArray
+from functorch_core.backends.interpreter import IMPLS, run_graph
+from functorch_core.ir import primitives as P
 from graph_builder import Builder
 from hypothesis import given
 from hypothesis import strategies as st
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
-from backends import registry
-from backends.cuda import products
-from backends.cuda.arrays import SimArray
-from backends.interpreter import IMPLS, run_graph
-from ir import primitives as P
 
 CUDA = registry.get("cuda")
 
@@ -233,7 +233,7 @@ def test_eager_transforms_over_device_arrays(transform):
 
 
 def test_an_eager_call_equation_compiles_its_whole_graph(monkeypatch):
-    from backends.cuda import eager
+    from functorch_core.backends.cuda import eager
     compiled = []
     real = CUDA.compile
     monkeypatch.setattr(CUDA, "compile", lambda g: compiled.append(g) or real(g))

@@ -22,6 +22,11 @@ pytest.importorskip("numba.cuda")
 if os.environ["NUMBA_ENABLE_CUDASIM"] != "1":
     pytest.skip("numba.cuda was imported without the simulator", allow_module_level=True)
 
+from functorch_core.backends import registry
+from functorch_core.backends.cuda import emit, runtime
+from functorch_core.backends.cuda.ptx import compile_elsewhere, ptxas_path
+from functorch_core.backends.interpreter import run_graph
+from functorch_core.ir import primitives as P
 from graph_builder import Builder
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -29,11 +34,6 @@ from test_llvm_backend import _random_graph, values
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
-from backends import registry
-from backends.cuda import emit, runtime
-from backends.cuda.ptx import compile_elsewhere, ptxas_path
-from backends.interpreter import run_graph
-from ir import primitives as P
 
 CUDA = registry.get("cuda")
 FLOATS = [np.dtype(np.float32), np.dtype(np.float64)]
@@ -69,7 +69,7 @@ def test_backends_available_and_the_missing_device_error(monkeypatch):
 
 
 def test_the_error_names_numba_cuda_when_it_is_missing(monkeypatch):
-    from backends.cuda import availability
+    from functorch_core.backends.cuda import availability
     real = importlib.util.find_spec
     monkeypatch.setattr(availability.importlib.util, "find_spec",
                         lambda name, *a: None if name.startswith("numba") else real(name, *a))

@@ -24,17 +24,17 @@ pytest.importorskip("numba.cuda")
 if os.environ["NUMBA_ENABLE_CUDASIM"] != "1":
     pytest.skip("numba.cuda was imported without the simulator", allow_module_level=True)
 
+from functorch_core.backends import determinism, registry
+from functorch_core.backends.cuda import runtime
+from functorch_core.backends.cuda.ptx import compile_elsewhere, ptxas_path
+from functorch_core.backends.interpreter import run_graph
+from functorch_core.ir import primitives as P
 from graph_builder import Builder
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
-from backends import determinism, registry
-from backends.cuda import runtime
-from backends.cuda.ptx import compile_elsewhere, ptxas_path
-from backends.interpreter import run_graph
-from ir import primitives as P
 
 CUDA = registry.get("cuda")
 GENERATED = []      # every kernel source the tests below ran, for the PTX test

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from functorch_core.backends.planning.plan import Fallback
+from functorch_core.ir import passes
+from functorch_core.ir import primitives as P
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
-from backends.planning.plan import Fallback
-from ir import passes
-from ir import primitives as P
 
 
 @fc.custom_vjp

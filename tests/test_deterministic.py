@@ -5,10 +5,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+from functorch_core.backends.llvm import blas, runtime
+from functorch_core.backends.llvm.conv import SPLIT_MACS, Conv
 
 import functorch_core as fc
-from backends.llvm import blas, runtime
-from backends.llvm.conv import SPLIT_MACS, Conv
 from functorch_core.profiler import profile
 
 N_THREADS = 5

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from functorch_core.backends import registry
+from functorch_core.ir import primitives as P
 from graph_builder import Builder
 
-from backends import registry
 from functorch_core.testing import ulp_distance
-from ir import primitives as P
 
 mp = pytest.importorskip("mpmath")
 CPU = registry.get("cpu")

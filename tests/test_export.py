@@ -10,11 +10,11 @@ import textwrap
 
 import numpy as np
 import pytest
+from functorch_core.ir import serialize
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
 from functorch_core.deploy.dynamic import DynamicError
-from ir import serialize
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RNG = np.random.default_rng(0)

@@ -4,14 +4,14 @@ transpose identity, vmap against loop-and-stack, and the errors."""
 
 import numpy as np
 import pytest
+from functorch_core.ir import Lit
+from functorch_core.ir import primitives as P
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
 from functorch_core.testing import check_grads
-from ir import Lit
-from ir import primitives as P
 
 C2C = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn"]
 R2C = ["rfft", "ihfft", "rfft2", "rfftn"]

@@ -11,16 +11,16 @@ from __future__ import annotations
 import math
 import warnings
 
+import functorch_core.ir as ir
 import numpy as np
 import pytest
+from functorch_core.ir import dtypes
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
-import ir
-from ir import dtypes
 
 DTYPES = tuple(np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8,
                                      np.float16, np.float32, np.float64, np.complex64,

@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from functorch_core.backends.interpreter import run_graph
+from functorch_core.ir import TracerError, check_graph
+from functorch_core.ir import primitives as P
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
-from backends.interpreter import run_graph
 from functorch_core.numpy._methods import METHODS
-from ir import TracerError, check_graph
-from ir import primitives as P
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 

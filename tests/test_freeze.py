@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from functorch_core.backends.interpreter import run_graph
+from functorch_core.ir import check_graph, passes
+from functorch_core.ir.freezing import fold_affine_into_products, pretranspose_constants
 from hypothesis import given
 from hypothesis import strategies as st
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
-from backends.interpreter import run_graph
 from functorch_core import nn
-from ir import check_graph, passes
-from ir.freezing import fold_affine_into_products, pretranspose_constants
 
 RNG = np.random.default_rng(0)
 

@@ -7,17 +7,17 @@ vmap. A hypothesis test draws random programs of views and in-place writes.
 
 import numpy as np
 import pytest
+from functorch_core.backends.interpreter import run_graph
+from functorch_core.ir import check_graph
+from functorch_core.ir import primitives as P
 from hypothesis import given
 from hypothesis import strategies as st
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
-from backends.interpreter import run_graph
 from functorch_core import functionalize, grad, jit, make_graph, vmap
 from functorch_core.transforms._alias import reshape_strides
 from functorch_core.transforms.functionalize import functionalize_graph
-from ir import check_graph
-from ir import primitives as P
 
 
 def mutation_free(graph):

@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from functorch_core.backends import registry
+from functorch_core.backends.interpreter import run_graph
+from functorch_core.ir import AbstractArray, Eqn, Graph, Lit, Var, check_graph
+from functorch_core.ir import primitives as P
+from functorch_core.ir.algebra import simplify_products
 from hypothesis import given
 from hypothesis import strategies as st
 
 import functorch_core as fc
-from backends import registry
-from backends.interpreter import run_graph
 from functorch_core.testing import check_grads
-from ir import AbstractArray, Eqn, Graph, Lit, Var, check_graph
-from ir import primitives as P
-from ir.algebra import simplify_products
 
 
 def _lse_quadratic(q):
@@ -159,7 +159,7 @@ def _product_graph(lhs, rhs, dn):
 
 
 def _rewritten(graph):
-    from ir import passes
+    from functorch_core.ir import passes
     return check_graph(passes.dce(simplify_products(graph)))
 
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.special as ss
+from functorch_core.ir import primitives as P
 from relative_error import worst_relative
 
 import functorch_core as fc
 from functorch_core.scipy import special as S
 from functorch_core.testing import check_grads
-from ir import primitives as P
 
 A = np.geomspace(1e-3, 1e3, 13)
 X = np.geomspace(1e-3, 3e3, 15)

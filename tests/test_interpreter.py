@@ -1,9 +1,8 @@
 """The reference interpreter's corner cases that the op tables do not reach."""
 
 import numpy as np
-
-from backends.interpreter import IMPLS
-from ir import primitives as P
+from functorch_core.backends.interpreter import IMPLS
+from functorch_core.ir import primitives as P
 
 
 def test_gather_with_no_indexed_axis_broadcasts_over_the_index_batch():
@@ -33,7 +32,7 @@ def test_gather_clamps_out_of_range_indices():
 
 
 def test_setitem_through_an_empty_reversed_slice_writes_nothing():
-    from ir.indexing import normalize
+    from functorch_core.ir.indexing import normalize
     x = np.zeros((1, 2))
     index = (slice(-2, None, -1),)           # empty on an axis of length 1
     indexer, _ = normalize(x.shape, index, lambda e: False)

@@ -8,11 +8,21 @@ import textwrap
 
 import numpy as np
 import pytest
+from functorch_core.backends.interpreter import run_graph
+from functorch_core.ir import (
+    AbstractArray,
+    Eqn,
+    Graph,
+    GraphError,
+    Lit,
+    Var,
+    check_graph,
+    dtypes,
+    passes,
+)
+from functorch_core.ir import primitives as P
 
 import functorch_core as fc
-from backends.interpreter import run_graph
-from ir import AbstractArray, Eqn, Graph, GraphError, Lit, Var, check_graph, dtypes, passes
-from ir import primitives as P
 
 F32 = np.float32
 

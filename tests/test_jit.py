@@ -10,10 +10,10 @@ from collections import namedtuple
 
 import numpy as np
 import pytest
+from functorch_core.ir import primitives as P
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
-from ir import primitives as P
 
 F32 = np.float32
 Pair = namedtuple("Pair", ["first", "second"])

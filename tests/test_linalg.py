@@ -4,13 +4,13 @@ complex too), vmap against loop-and-stack for every primitive, and NumPy's error
 
 import numpy as np
 import pytest
+from functorch_core.ir import primitives as P
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
 from functorch_core.testing import check_grads
-from ir import primitives as P
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 

@@ -8,12 +8,12 @@ import itertools
 import numpy as np
 import pytest
 import scipy.linalg as sl
+from functorch_core.ir import primitives as P
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import functorch_core as fc
 from functorch_core.testing import check_grads
-from ir import primitives as P
 
 
 def _rand(rng, shape, dtype=np.complex128):
@@ -145,7 +145,7 @@ def test_sqrtm_derivatives_take_one_schur_form_per_sylvester(monkeypatch):
     """sqrtm's jvp and its transpose solve ``X y + y X = c``: the native sylvester step
     takes one Schur form of ``X`` for both sides (zgees twice in all, sqrtm's included),
     with the values of two."""
-    from backends.llvm import lapack_schur
+    from functorch_core.backends.llvm import lapack_schur
     calls, inner = [], lapack_schur._schur
     monkeypatch.setattr(lapack_schur, "_schur",
                         lambda *args: calls.append(args[0]) or inner(*args))

@@ -12,18 +12,18 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+from functorch_core.backends import registry
+from functorch_core.backends.interpreter import run_graph
+from functorch_core.backends.llvm import lowering
+from functorch_core.backends.planning import partition as part
+from functorch_core.ir import primitives as P
+from functorch_core.ir.core import AbstractArray, Lit
 from graph_builder import Builder
 from hypothesis import given
 from hypothesis import strategies as st
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
-from backends import registry
-from backends.interpreter import run_graph
-from backends.llvm import lowering
-from backends.planning import partition as part
-from ir import primitives as P
-from ir.core import AbstractArray, Lit
 
 CPU = registry.get("cpu")
 REALS = [np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8,
@@ -575,7 +575,7 @@ def test_scatter_add_with_duplicates_and_updates(dtype):
 
 
 def test_big_kernels_split_their_outer_loop_over_threads(monkeypatch):
-    from backends.llvm import runtime
+    from functorch_core.backends.llvm import runtime
     monkeypatch.setattr(runtime, "PARALLEL_MIN_POINTS", 1)
     monkeypatch.setattr(runtime, "_WORKERS", 3)
     submitted = []

@@ -19,7 +19,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = """
 import json, sys
 import numpy as np
-from backends.llvm import blas
+from functorch_core.backends.llvm import blas
 if {force_scipy}:
     blas._numpy_lib[:] = [None]
 import functorch_core as fc
@@ -55,7 +55,7 @@ def run(force_scipy):
 
 
 def test_products_call_numpys_own_openblas_without_loading_scipy():
-    from backends.llvm import blas
+    from functorch_core.backends.llvm import blas
     if blas._numpy_openblas() is None:
         pytest.skip("this NumPy does not bundle an ILP64 OpenBLAS")
     out = run(force_scipy=False)

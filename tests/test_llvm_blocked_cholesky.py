@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from functorch_core.backends import registry
+from functorch_core.backends.llvm import blas, blocked_cholesky, lapack, runtime
+from functorch_core.ir import primitives as P
 from graph_builder import Builder
-
-from backends import registry
-from backends.llvm import blas, blocked_cholesky, lapack, runtime
-from ir import primitives as P
 
 CPU = registry.get("cpu")
 DTYPES = [np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128)]

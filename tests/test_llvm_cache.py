@@ -12,10 +12,10 @@ import uuid
 
 import numpy as np
 import pytest
+from functorch_core.backends.llvm import cache, runtime
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
-from backends.llvm import cache, runtime
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -27,7 +27,7 @@ import json, sys
 import numpy as np
 import functorch_core as fc
 import functorch_core.numpy as fnp
-from backends.llvm import cache
+from functorch_core.backends.llvm import cache
 
 x = np.linspace(-2, 2, 3000, dtype=np.float32).reshape(30, 100)
 fns = [(lambda a: a * 2.0 + 1.0, lambda a: a * np.float32(2) + np.float32(1)),

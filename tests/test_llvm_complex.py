@@ -10,19 +10,24 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from functorch_core.backends import registry
+from functorch_core.backends.interpreter import run_graph
+from functorch_core.backends.llvm import lowering
+from functorch_core.backends.llvm.complex_ops import (
+    COMPLEX_GAPS,
+    LIBM_COMPLEX,
+    complex_gap,
+    host_is_x86_64,
+)
+from functorch_core.backends.planning.plan import Fallback, Kernel
+from functorch_core.ir import primitives as P
+from functorch_core.ir.core import AbstractArray, Lit
 from graph_builder import Builder
 from hypothesis import given
 from hypothesis import strategies as st
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
-from backends import registry
-from backends.interpreter import run_graph
-from backends.llvm import lowering
-from backends.llvm.complex_ops import COMPLEX_GAPS, LIBM_COMPLEX, complex_gap, host_is_x86_64
-from backends.planning.plan import Fallback, Kernel
-from ir import primitives as P
-from ir.core import AbstractArray, Lit
 
 CPU = registry.get("cpu")
 COMPLEX = [np.dtype(np.complex64), np.dtype(np.complex128)]

@@ -11,11 +11,11 @@ import math
 import numpy as np
 import pytest
 import scipy.fft
+from functorch_core.backends.llvm import fft as F
 from hypothesis import given
 from hypothesis import strategies as st
 
 import functorch_core as fc
-from backends.llvm import fft as F
 
 KINDS = ["fft", "ifft", "rfft", "irfft"]
 REAL = {np.complex64: np.float32, np.complex128: np.float64}

@@ -9,17 +9,17 @@ import sys
 
 import numpy as np
 import pytest
+from functorch_core.backends import registry
+from functorch_core.backends.interpreter import run_graph
+from functorch_core.backends.llvm import runtime
+from functorch_core.backends.llvm.blas import gemm_layout
+from functorch_core.ir import primitives as P
 from graph_builder import Builder
 from hypothesis import given
 from hypothesis import strategies as st
 from test_products import dot_problems
 
 import functorch_core as fc
-from backends import registry
-from backends.interpreter import run_graph
-from backends.llvm import runtime
-from backends.llvm.blas import gemm_layout
-from ir import primitives as P
 
 CPU = registry.get("cpu")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

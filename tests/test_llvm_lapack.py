@@ -14,16 +14,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from bitwise import assert_bitwise
+from functorch_core.backends import registry
+from functorch_core.backends.interpreter import run_graph
+from functorch_core.backends.llvm import lapack, lowering
+from functorch_core.ir import primitives as P
 from graph_builder import Builder
 from hypothesis import given
 from hypothesis import strategies as st
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
-from backends import registry
-from backends.interpreter import run_graph
-from backends.llvm import lapack, lowering
-from ir import primitives as P
 
 CPU = registry.get("cpu")
 DTYPES = [np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128)]
@@ -303,7 +303,7 @@ def test_empty_and_integer_operands_stay_in_the_interpreter():
 def test_scipys_32_bit_lapack_when_numpy_has_none(monkeypatch):
     """Without NumPy's ILP64 OpenBLAS every routine comes from SciPy's capsules, with
     32-bit integers (another OpenBLAS build: NumPy's values within rounding)."""
-    from backends.llvm import runtime
+    from functorch_core.backends.llvm import runtime
     monkeypatch.setattr(lapack, "_routines", {"numpy": None})
     runtime.clear_cache()
     try:
@@ -340,7 +340,7 @@ def test_solve_matches_numpy_for_any_batch(batch, n, k, dtype, seed):
 
 
 def test_compile_library_refuses_a_lapack_step(tmp_path):
-    from backends.llvm.aot import NotNativeError
+    from functorch_core.backends.llvm.aot import NotNativeError
     exported = fc.export(np.linalg.cholesky, np.eye(3))
     with pytest.raises(NotNativeError, match="cholesky runs as Python-driven LAPACK calls"):
         exported.compile_library(tmp_path / "c.so", "c")

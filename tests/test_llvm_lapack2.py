@@ -9,17 +9,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from bitwise import assert_bitwise
+from functorch_core.backends import registry
+from functorch_core.backends.interpreter import run_graph
+from functorch_core.backends.llvm import lapack, lapack_eig
+from functorch_core.backends.llvm import lowering as part
+from functorch_core.ir import primitives as P
 from graph_builder import Builder
 from hypothesis import given
 from hypothesis import strategies as st
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
-from backends import registry
-from backends.interpreter import run_graph
-from backends.llvm import lapack, lapack_eig
-from backends.llvm import lowering as part
-from ir import primitives as P
 
 CPU = registry.get("cpu")
 DTYPES = [np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128)]
@@ -159,7 +159,7 @@ def test_any_batch_and_shape_is_numpys_to_the_bit(name, batch, m, n, dtype, seed
 
 
 def test_workspace_is_queried_once_per_shape_and_is_per_thread():
-    from backends.llvm import runtime
+    from functorch_core.backends.llvm import runtime
     lapack_eig._query.cache_clear()
     f64 = np.dtype(np.float64)
     spec = lapack_eig._spec(P.eigh, (32, 10, 10), f64, {"lower": True})
@@ -184,7 +184,7 @@ def test_big_real_svd_runs_gesdds_phases_with_one_threads_bits(dtype, lead, m, n
     """Real matrices past SPLIT_MAX_N rows on gesdd's path without a QR run its calls
     themselves, the two ?ormbr at once: NumPy's bits with OpenBLAS on one thread, on one
     runtime thread or two (OpenBLAS's threaded gesdd gives other bits for some of these)."""
-    from backends.llvm import blas, runtime
+    from functorch_core.backends.llvm import blas, runtime
     jobz = "A" if full_matrices else "S"
     wide = np.dtype(np.float64)
     lwork = lapack_eig._svd_sizes(wide, m, n, full_matrices, True)[4]
@@ -225,7 +225,7 @@ def test_scipys_32_bit_lapack_when_numpy_has_none(monkeypatch):
     """Without NumPy's ILP64 OpenBLAS the routines come from SciPy's capsules (another
     OpenBLAS build: NumPy's values within rounding, the vectors' signs compared through
     products that do not depend on them)."""
-    from backends.llvm import runtime
+    from functorch_core.backends.llvm import runtime
     monkeypatch.setattr(lapack, "_routines", {"numpy": None})
     runtime.clear_cache()
     try:

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from functorch_core.backends.llvm import codegen
+from functorch_core.backends.planning.plan import Kernel
 from hypothesis import given
 from hypothesis import strategies as st
 
 import functorch_core as fc
-from backends.llvm import codegen
-from backends.planning.plan import Kernel
 
 REDUCTIONS = {"sum": np.sum, "max": np.max, "min": np.min, "prod": np.prod}
 

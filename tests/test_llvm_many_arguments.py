@@ -7,12 +7,12 @@ import copy
 
 import numpy as np
 import pytest
+from functorch_core.backends import registry
+from functorch_core.backends.llvm import runtime
+from functorch_core.backends.planning import partition as part
+from functorch_core.backends.planning.plan import Kernel
 
 import functorch_core as fc
-from backends import registry
-from backends.llvm import runtime
-from backends.planning import partition as part
-from backends.planning.plan import Kernel
 
 CPU = registry.get("cpu")
 N = 1100

@@ -3,9 +3,9 @@ are) runs as one broadcast multiply instead of ?gemm's k = 1 path: the same valu
 
 import numpy as np
 import pytest
+from functorch_core.backends.llvm.blas import DotGeneral
 
 import functorch_core as fc
-from backends.llvm.blas import DotGeneral
 
 CASES = [  # lhs shape, rhs shape, ((lhs contract, rhs contract), (lhs batch, rhs batch))
     ((7, 1), (1, 5), (((1,), (0,)), ((), ()))),

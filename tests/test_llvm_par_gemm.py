@@ -10,11 +10,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+from functorch_core.backends.llvm import blas, par_gemm, runtime
 from hypothesis import given
 from hypothesis import strategies as st
 
 import functorch_core as fc
-from backends.llvm import blas, par_gemm, runtime
 
 DTYPES = [np.float32, np.float64, np.complex64, np.complex128]
 

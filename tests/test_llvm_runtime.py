@@ -16,19 +16,19 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+from functorch_core.backends import registry
+from functorch_core.backends.interpreter import run_graph
+from functorch_core.backends.llvm import runtime
+from functorch_core.backends.planning import buffers
+from functorch_core.backends.planning.plan import Fallback, Sort
+from functorch_core.ir import primitives as P
+from functorch_core.ir.pytree import tree_flatten
 from graph_builder import Builder
 from hypothesis import given
 from hypothesis import strategies as st
 
 import functorch_core as fc
-from backends import registry
-from backends.interpreter import run_graph
-from backends.llvm import runtime
-from backends.planning import buffers
-from backends.planning.plan import Fallback, Sort
 from functorch_core.api import _fast_key
-from ir import primitives as P
-from ir.pytree import tree_flatten
 
 CPU = registry.get("cpu")
 Pair = namedtuple("Pair", "a b")

@@ -10,16 +10,16 @@ import numpy as np
 import pytest
 import scipy.special as ss
 from bitwise import assert_bitwise
+from functorch_core.backends import registry
+from functorch_core.backends.llvm import lowering, runtime, scipy_calls
+from functorch_core.backends.planning.partition import Fallback
+from functorch_core.ir import primitives as P
 from graph_builder import Builder
 
 import functorch_core as fc
 import functorch_core.scipy.special as S
-from backends import registry
-from backends.llvm import lowering, runtime, scipy_calls
-from backends.planning.partition import Fallback
 from functorch_core.profiler import profile
 from functorch_core.testing import check_grads
-from ir import primitives as P
 
 CPU, INTERP = registry.get("cpu"), registry.get("interpreter")
 EDGES = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-300, 5e-324, -1e-300, 0.5, 1.0, -1.0,
@@ -168,7 +168,7 @@ def test_signature_checks_reject_other_functions():
 def test_aot_export_refuses_calls_into_scipy(tmp_path):
     import shutil
 
-    from backends.llvm.aot import NotNativeError
+    from functorch_core.backends.llvm.aot import NotNativeError
     if shutil.which("cc") is None:
         pytest.skip("no C compiler (cc)")
     exp = fc.export(lambda a, x: S.gammainc(a, x) * 2, np.ones(3), np.ones(3))
@@ -190,7 +190,7 @@ CACHED_SCRIPT = """
 import json
 import numpy as np, scipy.special as ss
 import functorch_core as fc, functorch_core.scipy.special as S
-from backends.llvm import cache
+from functorch_core.backends.llvm import cache
 a, x = np.linspace(0.1, 30, 5000), np.linspace(30, 0.2, 5000)
 got = fc.jit(lambda a, x: S.gammainc(a, x) * S.gamma(a / 4) + S.jv(a, x))(a, x)
 np.testing.assert_array_equal(got, ss.gammainc(a, x) * ss.gamma(a / 4) + ss.jv(a, x))

@@ -10,20 +10,20 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+from functorch_core.backends import registry
+from functorch_core.backends.interpreter import run_graph
+from functorch_core.backends.llvm import lowering, runtime
+from functorch_core.backends.planning import buffers
+from functorch_core.backends.planning import partition as part
+from functorch_core.backends.planning.plan import Fallback, Sort
+from functorch_core.ir import primitives as P
+from functorch_core.ir.core import AbstractArray, Eqn, Lit, Var
 from graph_builder import Builder
 from hypothesis import given
 from hypothesis import strategies as st
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
-from backends import registry
-from backends.interpreter import run_graph
-from backends.llvm import lowering, runtime
-from backends.planning import buffers
-from backends.planning import partition as part
-from backends.planning.plan import Fallback, Sort
-from ir import primitives as P
-from ir.core import AbstractArray, Eqn, Lit, Var
 
 CPU = registry.get("cpu")
 REALS = [np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8,

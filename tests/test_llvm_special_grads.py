@@ -18,18 +18,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.special as ss
+from functorch_core.backends.betainc_grad import betainc_grad
+from functorch_core.backends.igamma_grad import igamma_grad_a
+from functorch_core.backends.llvm import lowering
+from functorch_core.backends.planning.partition import Fallback
+from functorch_core.ir import primitives as P
 from graph_builder import Builder
 from hypothesis import given
 from hypothesis import strategies as st
 
 import functorch_core as fc
-from backends.betainc_grad import betainc_grad
-from backends.igamma_grad import igamma_grad_a
-from backends.llvm import lowering
-from backends.planning.partition import Fallback
 from functorch_core.scipy import special as S
 from functorch_core.testing import ulp_distance
-from ir import primitives as P
 
 EPS = np.finfo(np.float64).eps
 N = 48

@@ -8,16 +8,16 @@ import itertools
 import numpy as np
 import pytest
 import scipy.special as ss
+from functorch_core.backends.llvm import lowering
+from functorch_core.backends.planning.partition import Fallback
+from functorch_core.ir import primitives as P
 from graph_builder import Builder
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import functorch_core as fc
 import functorch_core.scipy.special as S
-from backends.llvm import lowering
-from backends.planning.partition import Fallback
 from functorch_core.testing import check_grads, ulp_distance
-from ir import primitives as P
 
 INF, NAN = np.inf, np.nan
 zeta_jit = fc.jit(S.zeta)

@@ -11,12 +11,11 @@ import re
 
 import numpy as np
 import pytest
+from functorch_core.backends import registry
+from functorch_core.ir import primitives as P
 from graph_builder import Builder
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from backends import registry
-from ir import primitives as P
 
 CPU = registry.get("cpu")
 WIDE = {np.dtype(np.float32): np.float64, np.dtype(np.float64): np.longdouble}

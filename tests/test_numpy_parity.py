@@ -17,14 +17,14 @@ import warnings
 
 import numpy as np
 import pytest
+from functorch_core.backends.interpreter import run_graph
+from functorch_core.ir import check_graph, passes
+from functorch_core.ir.pytree import tree_flatten
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
-from backends.interpreter import run_graph
-from ir import check_graph, passes
-from ir.pytree import tree_flatten
 
 sys.path.insert(0, os.path.dirname(__file__))
 from op_table import ALL_DTYPES, BINARY, MODES, OPS, REQUIRED_NAMES, RTOL, UNARY, Case, Op

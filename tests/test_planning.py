@@ -9,20 +9,22 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from functorch_core.backends.llvm import lowering
+from functorch_core.backends.planning import buffers
+from functorch_core.backends.planning import partition as planning
+from functorch_core.backends.planning.plan import Fallback, Kernel
+from functorch_core.ir import primitives as P
 from graph_builder import Builder
-
-from backends.llvm import lowering
-from backends.planning import buffers
-from backends.planning import partition as planning
-from backends.planning.plan import Fallback, Kernel
-from ir import primitives as P
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _imports(path: Path) -> set[str]:
     """Absolute names of the modules ``path`` imports (relative imports resolved)."""
-    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    parts = path.relative_to(ROOT).with_suffix("").parts[:-1]
+    if parts[0] in ("ir", "backends"):  # installed as functorch_core.ir, functorch_core.backends
+        parts = ("functorch_core", *parts)
+    package = ".".join(parts)
     names = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
@@ -52,9 +54,9 @@ def _offending(imports: dict, prefixes) -> list:
 def test_import_parser_sees_relative_and_absolute_imports(tmp_path):
     """The layering checks below would pass vacuously if the parser missed imports."""
     found = _imports(ROOT / "backends" / "llvm" / "lowering.py")
-    assert {"backends.planning.partition", "backends.llvm.ops", "backends.llvm.lapack",
-            "ir.primitives"} <= found
-    assert _offending({"x": found}, ["backends.llvm"])
+    assert {"functorch_core.backends.planning.partition", "functorch_core.backends.llvm.ops",
+            "functorch_core.backends.llvm.lapack", "functorch_core.ir.primitives"} <= found
+    assert _offending({"x": found}, ["functorch_core.backends.llvm"])
     assert _offending(_package_imports("backends/llvm"), ["llvmlite"])
 
 
@@ -64,20 +66,23 @@ def test_planning_and_cuda_never_import_llvmlite():
 
 
 def test_cuda_imports_nothing_from_the_cpu_backend():
-    assert _offending(_package_imports("backends/cuda"), ["backends.llvm"]) == []
+    assert _offending(_package_imports("backends/cuda"), ["functorch_core.backends.llvm"]) == []
 
 
 def test_planning_imports_no_backend():
     imports = _package_imports("backends/planning")
-    assert _offending(imports, ["backends.llvm", "backends.cuda", "backends.interpreter",
-                                "numba", "cupy"]) == []
+    assert _offending(imports, [f"functorch_core.backends.{b}" for b in
+                                ("llvm", "cuda", "interpreter")] + ["numba", "cupy"]) == []
 
 
 def test_importing_planning_and_cuda_loads_no_llvmlite():
     """Transitively too: nothing they import pulls in llvmlite or the CPU backend."""
-    code = ("import sys; import backends.planning.partition, backends.cuda.runtime; "
-            "bad = [m for m in sys.modules if m.split('.')[0] == 'llvmlite' "
-            "or m.startswith('backends.llvm')]; print(bad); sys.exit(1 if bad else 0)")
+    code = ("import sys, functorch_core; before = set(sys.modules); "
+            "import functorch_core.backends.planning.partition, "
+            "functorch_core.backends.cuda.runtime; "
+            "bad = [m for m in set(sys.modules) - before if m.split('.')[0] == 'llvmlite' "
+            "or m.startswith('functorch_core.backends.llvm')]; "
+            "print(bad); sys.exit(1 if bad else 0)")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                           text=True, env={"PYTHONPATH": str(ROOT), "PATH": ""})
     assert done.returncode == 0, done.stdout + done.stderr
@@ -142,7 +147,7 @@ def _chain(n=4, shape=(6, 5)):
 
 
 def test_the_cpu_arena_is_the_shared_buffer_plan():
-    from backends.llvm import runtime
+    from functorch_core.backends.llvm import runtime
     graph = _chain()
     exe = runtime.compile_graph(graph)
     assert exe.arena_offsets

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
+from functorch_core.backends.interpreter import run_graph
+from functorch_core.ir import AbstractArray, Eqn, Graph, Var, check_graph, passes
+from functorch_core.ir import primitives as P
+from functorch_core.ir.products import rewrite_products
 from hypothesis import given
 from hypothesis import strategies as st
 
 import functorch_core as fc
-from backends.interpreter import run_graph
-from ir import AbstractArray, Eqn, Graph, Var, check_graph, passes
-from ir import primitives as P
-from ir.products import rewrite_products
 
 DTYPES = [np.float32, np.float64, np.int32, np.bool_, np.complex64, np.float16]
 

@@ -5,10 +5,10 @@ import json
 
 import numpy as np
 import pytest
+from functorch_core.backends import profiling
+from functorch_core.backends.llvm import runtime
 
 import functorch_core as fc
-from backends import profiling
-from backends.llvm import runtime
 from functorch_core.profiler import profile, record_function
 
 BIG = (1024, 512)       # 2**19 points: above PARALLEL_MIN_POINTS, split over threads

@@ -6,9 +6,7 @@ from collections import namedtuple
 
 import numpy as np
 import pytest
-
-import functorch_core as fc
-from ir.pytree import (
+from functorch_core.ir.pytree import (
     pytree_dataclass,
     register_pytree_node,
     tree_flatten,
@@ -17,6 +15,8 @@ from ir.pytree import (
     tree_structure,
     tree_unflatten,
 )
+
+import functorch_core as fc
 
 Point = namedtuple("Point", ["x", "y"])
 

@@ -9,15 +9,15 @@ native backend against the interpreter at several thread counts; vmap's ``random
 
 import numpy as np
 import pytest
+from functorch_core.backends.interpreter import run_graph
+from functorch_core.ir import primitives as P
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from scipy import stats
 
 import functorch_core as fc
-from backends.interpreter import run_graph
 from functorch_core import random as R
-from ir import primitives as P
 
 U32 = np.uint32
 
@@ -88,7 +88,7 @@ def test_threefry_shape_rule_errors():
 
 
 def test_threefry_native_kernel_is_vectorized():
-    from backends import registry
+    from functorch_core.backends import registry
     graph = fc.make_graph(lambda a, b: P.threefry2x32.bind(U32(1), U32(2), a, b))(
         np.zeros(4096, U32), np.zeros(4096, U32))
     ir_text = str(registry.get("cpu").compile(graph).ir)
@@ -233,7 +233,7 @@ def test_fold_in_of_traced_data_and_key_of_traced_seed():
 
 @pytest.mark.parametrize("workers", [1, 2, 3, 5])
 def test_native_bits_do_not_depend_on_the_thread_count(monkeypatch, workers):
-    from backends.llvm import runtime
+    from functorch_core.backends.llvm import runtime
     monkeypatch.setattr(runtime, "PARALLEL_MIN_POINTS", 1)
     monkeypatch.setattr(runtime, "_WORKERS", workers)
     graph = fc.make_graph(lambda k: R.uniform(k, (257, 129), np.float32))(K42)

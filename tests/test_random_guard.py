@@ -4,9 +4,9 @@ import threading
 
 import numpy as np
 import pytest
+from functorch_core.ir import TracerError
 
 from functorch_core import grad, jit, vmap
-from ir import TracerError
 
 RNG = np.random.default_rng(0)
 

@@ -6,17 +6,17 @@ import warnings
 
 import numpy as np
 import pytest
+from functorch_core.backends import registry
+from functorch_core.backends.interpreter import run_graph
+from functorch_core.backends.planning.plan import Fallback
+from functorch_core.ir import primitives as P
 from graph_builder import Builder
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import functorch_core as fc
-from backends import registry
-from backends.interpreter import run_graph
-from backends.planning.plan import Fallback
 from functorch_core import lax
 from functorch_core.testing import check_grads
-from ir import primitives as P
 
 IDENTITY = {"add": 0, "max": -np.inf, "min": np.inf}
 REDUCE = {"add": np.sum, "max": np.max, "min": np.min}

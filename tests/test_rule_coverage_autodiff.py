@@ -2,12 +2,12 @@
 
 import numpy as np
 import pytest
+from functorch_core.ir import AbstractArray, Primitive
+from functorch_core.ir import primitives as P
 
 import functorch_core as fc
 from functorch_core.transforms.jvp import JVP, MissingRuleError
 from functorch_core.transforms.transpose import TRANSPOSE
-from ir import AbstractArray, Primitive
-from ir import primitives as P
 
 NO_JVP = {
     P.call: "call equations are inlined (passes.inline) before any transform sees the graph",

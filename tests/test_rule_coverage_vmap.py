@@ -2,11 +2,11 @@
 
 import numpy as np
 import pytest
+from functorch_core.ir import Primitive
+from functorch_core.ir import primitives as P
 
 import functorch_core as fc
 from functorch_core.transforms.batching import NOT_BATCHED, RULES, batch_graph
-from ir import Primitive
-from ir import primitives as P
 
 # Exceptions, with the reason a rule is not needed (NOT_BATCHED holds the same text).
 EXPECTED_EXCEPTIONS = {

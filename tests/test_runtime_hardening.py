@@ -20,11 +20,11 @@ import weakref
 
 import numpy as np
 import pytest
+from functorch_core.backends.llvm import cache, runtime
+from functorch_core.ir.once import Once
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
-from backends.llvm import cache, runtime
-from ir.once import Once
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -15,12 +15,13 @@ try:
 except ImportError:     # not on Windows
     resource = None
 
+from functorch_core.ir import passes
+from functorch_core.ir import primitives as P
+from functorch_core.ir.scan_outputs import forward_scan_outputs
+
 import functorch_core as fc
 from functorch_core import lax
 from functorch_core.testing import check_grads
-from ir import passes
-from ir import primitives as P
-from ir.scan_outputs import forward_scan_outputs
 
 
 def _f(c, xs):

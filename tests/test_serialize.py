@@ -9,15 +9,15 @@ import warnings
 
 import numpy as np
 import pytest
+from functorch_core.backends.interpreter import run_graph
+from functorch_core.ir import passes, serialize
+from functorch_core.ir.core import Eqn, Graph
+from functorch_core.ir.pytree import tree_flatten
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
-from backends.interpreter import run_graph
-from ir import passes, serialize
-from ir.core import Eqn, Graph
-from ir.pytree import tree_flatten
 
 sys.path.insert(0, os.path.dirname(__file__))
 from op_table import OPS
@@ -143,8 +143,9 @@ def test_every_structural_primitive_round_trips():
     indexing and scans, saved and loaded: the same bits, and together with the elementwise
     and reduction families of the op table they hold every primitive of the catalogue but
     NOT_SAVED."""
+    from functorch_core.ir.primitives import ALL
+
     from functorch_core.nn import functional as F
-    from ir.primitives import ALL
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((2, 3, 6, 6)).astype(np.float32)
@@ -208,7 +209,7 @@ def _linalg_fft_special(a):
 
 
 def _prims(graph) -> set:
-    from ir.control_flow import subgraphs
+    from functorch_core.ir.control_flow import subgraphs
     out, stack = set(), [graph]
     while stack:
         g = stack.pop()

@@ -10,15 +10,15 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import scipy.special as ss
+from functorch_core.backends import registry
+from functorch_core.backends.planning.plan import Fallback
+from functorch_core.ir import passes
 from hypothesis import given
 from hypothesis import strategies as st
 
 import functorch_core as fc
 import functorch_core.scipy.special as S
-from backends import registry
-from backends.planning.plan import Fallback
 from functorch_core.testing import check_grads, ulp_distance
-from ir import passes
 
 CPU = registry.get("cpu")
 

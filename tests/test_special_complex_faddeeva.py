@@ -8,6 +8,10 @@ import numpy as np
 import pytest
 import scipy.special as ss
 from bitwise import assert_bitwise
+from functorch_core.backends.llvm import lowering, scipy_calls
+from functorch_core.backends.planning.partition import Fallback
+from functorch_core.ir import AbstractArray
+from functorch_core.ir import primitives as P
 from graph_builder import Builder
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,11 +19,7 @@ from hypothesis import strategies as st
 import functorch_core as fc
 import functorch_core.numpy as fnp
 import functorch_core.scipy.special as S
-from backends.llvm import lowering, scipy_calls
-from backends.planning.partition import Fallback
 from functorch_core.testing import check_grads
-from ir import AbstractArray
-from ir import primitives as P
 
 _PARTS = [0.0, -0.0, 0.5, -1.0, 3.0, 6.5, -7.0, 27.0, -40.0, 1e300, np.inf, -np.inf, np.nan]
 EDGES = np.array([complex(a, b) for a in _PARTS for b in _PARTS])
@@ -93,7 +93,7 @@ def test_native_kernels_call_scipys_complex_functions():
 def test_aot_export_refuses_complex_calls_into_scipy(tmp_path):
     import shutil
 
-    from backends.llvm.aot import NotNativeError
+    from functorch_core.backends.llvm.aot import NotNativeError
     if shutil.which("cc") is None:
         pytest.skip("no C compiler (cc)")
     exp = fc.export(lambda z: S.erf(z) * 2, np.ones(3, np.complex128))

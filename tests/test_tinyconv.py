@@ -2,13 +2,13 @@
 against the interpreter, gradients, the size and dtype limits, fixed bits."""
 
 import numpy as np
+from functorch_core.backends.llvm import runtime, tinyconv
+from functorch_core.backends.planning.plan import Conv
 from hypothesis import given
 from hypothesis import strategies as st
 from test_conv import _call, _draw_operands, _layout, conv_problems
 
 import functorch_core as fc
-from backends.llvm import runtime, tinyconv
-from backends.planning.plan import Conv
 from functorch_core import lax
 
 

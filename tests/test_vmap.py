@@ -11,6 +11,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from functorch_core.ir import AbstractArray, check_graph, trace_flat
+from functorch_core.ir import primitives as P
+from functorch_core.ir.pytree import tree_flatten, tree_map
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,9 +21,6 @@ import functorch_core as fc
 import functorch_core.numpy as fnp
 from functorch_core import vmap
 from functorch_core.transforms.batching import batch_graph
-from ir import AbstractArray, check_graph, trace_flat
-from ir import primitives as P
-from ir.pytree import tree_flatten, tree_map
 
 sys.path.insert(0, os.path.dirname(__file__))
 from op_table import OPS, RTOL

@@ -21,8 +21,7 @@ import functools
 import importlib
 
 import numpy as np
-
-from ir import primitives as P
+from functorch_core.ir import primitives as P
 
 from ..interpreter_linalg import LinAlgError
 from .indexing import permutation

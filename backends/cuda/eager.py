@@ -15,9 +15,8 @@ from __future__ import annotations
 from collections import OrderedDict
 
 import numpy as np
-
-from ir import primitives as P
-from ir.core import Eqn, Graph, Var, on_device
+from functorch_core.ir import primitives as P
+from functorch_core.ir.core import Eqn, Graph, Var, on_device
 
 CACHE_SIZE = 512
 _CACHE: OrderedDict = OrderedDict()     # (prim, input avals, params) -> compiled run

@@ -25,9 +25,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-
-from ir import dtypes
-from ir import primitives as P
+from functorch_core.ir import dtypes
+from functorch_core.ir import primitives as P
 
 from ..planning.plan import c_strides
 from . import scalar

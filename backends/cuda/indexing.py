@@ -24,10 +24,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-
-from ir import dtypes
-from ir import primitives as P
-from ir.core import Eqn, Var
+from functorch_core.ir import dtypes
+from functorch_core.ir import primitives as P
+from functorch_core.ir.core import Eqn, Var
 
 from .. import determinism
 from ..planning.plan import c_strides

@@ -1,8 +1,8 @@
 """Compile rendered kernels for real GPUs without one: ``numba.cuda.compile_ptx`` (libnvvm)
 then ``ptxas`` (both from NVIDIA's ``nvidia-cuda-nvcc-cu12`` wheel; numba-cuda also needs
 ``nvidia-cuda-nvrtc-cu12``). Must run where the simulator is off, so the test suite calls
-``python -m backends.cuda.ptx sources.json`` in a subprocess; it prints one JSON record per
-(kernel, target): registers per thread and spill bytes from ``ptxas -v``.
+``python -m functorch_core.backends.cuda.ptx sources.json`` in a subprocess; it prints one JSON
+record per (kernel, target): registers per thread and spill bytes from ``ptxas -v``.
 """
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ def assemble(ptx, cc, ptxas):
 def compile_elsewhere(sources, timeout=900) -> list[dict]:
     """Compile ``sources`` (objects with ``text`` and ``arg_dtypes``, as ``emit.Source``)
     for every target in a fresh interpreter with the simulator off (``python -m
-    backends.cuda.ptx``): one record per (kernel, target), kernels in the given order.
+    functorch_core.backends.cuda.ptx``): one record per (kernel, target), kernels in the given
+    order.
     Raises ``RuntimeError`` with the end of its stderr when that process fails."""
     root = str(Path(__file__).resolve().parents[2])
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
@@ -74,8 +75,9 @@ def compile_elsewhere(sources, timeout=900) -> list[dict]:
         path = Path(d) / "sources.json"
         path.write_text(json.dumps([{"text": s.text, "arg_dtypes": [str(t) for t in s.arg_dtypes]}
                                     for s in sources]))
-        out = subprocess.run([sys.executable, "-m", "backends.cuda.ptx", str(path)], env=env,
-                             cwd=root, capture_output=True, text=True, timeout=timeout)
+        out = subprocess.run([sys.executable, "-m", "functorch_core.backends.cuda.ptx",
+                              str(path)], env=env, cwd=root, capture_output=True, text=True,
+                             timeout=timeout)
     if out.returncode:
         raise RuntimeError(f"backends.cuda.ptx failed:\n{out.stderr[-3000:]}")
     return [json.loads(line) for line in out.stdout.splitlines()]

@@ -15,9 +15,8 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-
-from ir import primitives as P
-from ir.core import Eqn, Graph, Var
+from functorch_core.ir import primitives as P
+from functorch_core.ir.core import Eqn, Graph, Var
 
 from ..interpreter import IMPLS
 from ..planning import buffers

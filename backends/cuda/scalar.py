@@ -16,9 +16,8 @@ import cmath
 import math
 
 import numpy as np
-
-from ir import dtypes
-from ir import primitives as P
+from functorch_core.ir import dtypes
+from functorch_core.ir import primitives as P
 
 DTYPES = tuple(dtypes.SUPPORTED)
 F16, F32, F64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))

@@ -147,7 +147,7 @@ def _signature_tables(module, name, kind, avals):
 def build_module(graph, name: str):
     """(LLVM IR text of the library, {"inputs": [(shape, dtype)], "outputs": [...],
     "blas": path or None, "arena_bytes": n})."""
-    import backends.interpreter  # noqa: F401  (primitive impls for the partitioner)
+    import functorch_core.backends.interpreter  # noqa: F401  (primitive impls for the partitioner)
     plan = partition(graph)
     _check_native(plan)
     n_in = plan.n_inputs

@@ -277,7 +277,7 @@ def clear() -> int:
 
     Example::
 
-        >>> from backends.llvm import cache
+        >>> from functorch_core.backends.llvm import cache
         >>> cache.clear()
         3
     """

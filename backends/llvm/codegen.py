@@ -15,9 +15,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from functorch_core.ir import primitives as P
 from llvmlite import ir
-
-from ir import primitives as P
 
 from ..planning.partition import SCANS
 from ..planning.plan import Kernel, NativeLoop, c_strides

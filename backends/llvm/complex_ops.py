@@ -24,10 +24,9 @@ from __future__ import annotations
 import functools
 
 import numpy as np
+from functorch_core.ir import primitives as P
 from llvmlite import binding as llvm
 from llvmlite import ir
-
-from ir import primitives as P
 
 F32, F64 = ir.FloatType(), ir.DoubleType()
 

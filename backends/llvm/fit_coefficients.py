@@ -1,6 +1,6 @@
 """Derives the polynomial coefficients of mathfuncs.py.
 
-Run: ``python -m backends.llvm.fit_coefficients``.
+Run: ``python -m functorch_core.backends.llvm.fit_coefficients``.
 
 Each polynomial interpolates its target at Chebyshev nodes (near-minimax), solved exactly in
 60-digit ``decimal`` arithmetic, so the printed coefficients are the double nearest each exact

@@ -30,8 +30,7 @@ import functools
 import math
 
 import numpy as np
-
-from ir import primitives as P
+from functorch_core.ir import primitives as P
 
 from . import blas
 from . import lapack as base

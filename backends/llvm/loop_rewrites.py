@@ -9,9 +9,8 @@
 from __future__ import annotations
 
 import numpy as np
-
-from ir import primitives as P
-from ir.core import AbstractArray, Eqn, Graph, Lit, Var
+from functorch_core.ir import primitives as P
+from functorch_core.ir.core import AbstractArray, Eqn, Graph, Lit, Var
 
 # branches that are cheap enough to run both of, then select: no loop, no product
 _NOT_FLAT = {P.cond, P.while_loop, P.scan, P.dot_general, P.conv_general_dilated}

@@ -26,9 +26,8 @@ from __future__ import annotations
 import contextlib
 
 import numpy as np
-
-from ir import passes
-from ir import primitives as P
+from functorch_core.ir import passes
+from functorch_core.ir import primitives as P
 
 from ..planning.plan import Blas, NativeLoop
 from .blas import busy, one_thread_each

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from ir import primitives as P
+from functorch_core.ir import primitives as P
 
 from ..planning import partition as planning
 from ..planning.partition import NEVER_LOWERED, PLANNED, numpy_gap

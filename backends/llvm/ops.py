@@ -18,10 +18,9 @@ import functools
 import math
 
 import numpy as np
+from functorch_core.ir import primitives as P
 from llvmlite import binding as llvm
 from llvmlite import ir
-
-from ir import primitives as P
 
 from . import bessel as B
 from . import complex_ops as C

@@ -36,11 +36,10 @@ import weakref
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from functorch_core.ir.core import Graph, Lit
+from functorch_core.ir.once import Once
 from llvmlite import binding as llvm
 from llvmlite import ir
-
-from ir.core import Graph, Lit
-from ir.once import Once
 
 from .. import profiling
 from ..planning import buffers
@@ -658,7 +657,7 @@ class Executable:
     """
 
     def __init__(self, graph: Graph, loop_body: bool = False):
-        import backends.interpreter  # noqa: F401  (registers every primitive's impl)
+        import functorch_core.backends.interpreter  # noqa: F401  (registers every primitive's impl)
         with profiling.span("partition", "compile"):
             self.plan = plan = partition(graph)
         with profiling.span("llvm", "compile"):

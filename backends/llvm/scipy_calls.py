@@ -32,10 +32,9 @@ import ctypes
 import functools
 
 import numpy as np
+from functorch_core.ir import primitives as P
 from llvmlite import binding as llvm
 from llvmlite import ir
-
-from ir import primitives as P
 
 F32, F64, I32 = ir.FloatType(), ir.DoubleType(), ir.IntType(32)
 

@@ -22,10 +22,9 @@ import math
 import os
 
 import numpy as np
-
-from ir import dtypes
-from ir import primitives as P
-from ir.core import AbstractArray, Graph, Lit, Var
+from functorch_core.ir import dtypes
+from functorch_core.ir import primitives as P
+from functorch_core.ir.core import AbstractArray, Graph, Lit, Var
 
 from .plan import (
     Blas,

@@ -5,7 +5,7 @@ Each rule is ``rule(view, out_shape, params) -> view``.
 
 from __future__ import annotations
 
-from ir import primitives as P
+from functorch_core.ir import primitives as P
 
 from .plan import View, c_strides
 

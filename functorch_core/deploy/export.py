@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from backends import registry
-from ir import check_graph, passes, serialize
-from ir import primitives as P
-from ir.core import AbstractArray
-from ir.pytree import tree_flatten, tree_unflatten
+from functorch_core.backends import registry
+from functorch_core.ir import check_graph, passes, serialize
+from functorch_core.ir import primitives as P
+from functorch_core.ir.core import AbstractArray
+from functorch_core.ir.pytree import tree_flatten, tree_unflatten
 
 from .._random_scope import Scope
 from .._tracing import (
@@ -310,7 +310,7 @@ class Exported:
 
             >>> exp.compile_library("mlp.so", "mlp")      # writes mlp.so and mlp.h
         """
-        from backends.llvm import aot
+        from functorch_core.backends.llvm import aot
         if self._dims:
             raise ValueError(f"compile_library({self.name}): the export has dynamic "
                              f"dimensions {self.dynamic}; a shared library has fixed shapes "

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from backends import registry
-from ir import check_graph, current_trace, passes
-from ir import primitives as P
-from ir.freezing import fold_affine_into_products, pretranspose_constants
-from ir.pytree import tree_flatten, tree_map, tree_unflatten
+from functorch_core.backends import registry
+from functorch_core.ir import check_graph, current_trace, passes
+from functorch_core.ir import primitives as P
+from functorch_core.ir.freezing import fold_affine_into_products, pretranspose_constants
+from functorch_core.ir.pytree import tree_flatten, tree_map, tree_unflatten
 
 from .._tracing import fn_name, leaf_aval, trace_call
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import collections
 
-from ir.pytree import PyTreeDef, tree_flatten
+from functorch_core.ir.pytree import PyTreeDef, tree_flatten
 
 _LEAF = tree_flatten(0)[1]
 _namedtuples: dict = {}

@@ -13,9 +13,9 @@ import operator
 
 import numpy as np
 
-from ir import Graph, Tracer, eval_graph, passes, trace_flat
-from ir import primitives as P
-from ir.pytree import tree_flatten, tree_unflatten
+from functorch_core.ir import Graph, Tracer, eval_graph, passes, trace_flat
+from functorch_core.ir import primitives as P
+from functorch_core.ir.pytree import tree_flatten, tree_unflatten
 
 from .._tracing import fn_name, leaf_aval
 
@@ -64,7 +64,7 @@ def _functional(graph: Graph, n_args: int, what: str) -> Graph:
 
 def _with_inputs(graph: Graph, captured, union) -> Graph:
     """``graph`` taking every tracer of ``union`` as its captures (unused ones ignored)."""
-    from ir import Var
+    from functorch_core.ir import Var
     n = len(graph.inputs) - len(captured)
     own = {id(t): v for t, v in zip(captured, graph.inputs[n:], strict=True)}
     extra = [own.get(id(t)) or Var(t.aval) for t in union]

@@ -10,9 +10,9 @@ import operator
 
 import numpy as np
 
-from ir import dtypes
-from ir import primitives as P
-from ir.source import user_source
+from functorch_core.ir import dtypes
+from functorch_core.ir import primitives as P
+from functorch_core.ir.source import user_source
 
 from ..numpy._core import aval, cast, to_result
 from ..numpy._creation import array_operand

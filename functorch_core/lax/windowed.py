@@ -12,9 +12,9 @@ import operator
 
 import numpy as np
 
-from ir import dtypes
-from ir import primitives as P
-from ir.source import user_source
+from functorch_core.ir import dtypes
+from functorch_core.ir import primitives as P
+from functorch_core.ir.source import user_source
 
 from .. import numpy as fnp
 from ..numpy._core import aval, to_result

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ir.pytree import register_pytree_node
+from functorch_core.ir.pytree import register_pytree_node
 
 __all__ = ["Module", "Parameter"]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ir import dtypes
-from ir import primitives as P
-from ir.source import user_source
+from functorch_core.ir import dtypes
+from functorch_core.ir import primitives as P
+from functorch_core.ir.source import user_source
 
 from ._core import aval, cast, implements, to_result
 from ._creation import array_operand

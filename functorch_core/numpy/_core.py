@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ir import AbstractArray, Lit, Tracer, dtypes
-from ir import primitives as P
-from ir.core import on_device
+from functorch_core.ir import AbstractArray, Lit, Tracer, dtypes
+from functorch_core.ir import primitives as P
+from functorch_core.ir.core import on_device
 
 _PY_SCALARS = (bool, int, float, complex)
 

@@ -13,8 +13,8 @@ import operator
 
 import numpy as np
 
-from ir import Lit, Tracer, current_trace, dtypes
-from ir import primitives as P
+from functorch_core.ir import Lit, Tracer, current_trace, dtypes
+from functorch_core.ir import primitives as P
 
 from ._core import (
     _walk,

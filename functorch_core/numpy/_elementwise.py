@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ir import primitives as P
+from functorch_core.ir import primitives as P
 
 from ._core import (
     all_weak,

@@ -19,9 +19,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ir import Tracer, TracerError
-from ir import primitives as P
-from ir.indexing import advanced_layout, broadcast_shapes, indexed_shape, normalize
+from functorch_core.ir import Tracer, TracerError
+from functorch_core.ir import primitives as P
+from functorch_core.ir.indexing import advanced_layout, broadcast_shapes, indexed_shape, normalize
 
 from ._core import (
     _walk,

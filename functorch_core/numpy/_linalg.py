@@ -14,9 +14,9 @@ import string
 
 import numpy as np
 
-from ir import dtypes
-from ir import primitives as P
-from ir.source import user_source
+from functorch_core.ir import dtypes
+from functorch_core.ir import primitives as P
+from functorch_core.ir.source import user_source
 
 from ._core import (
     aval,

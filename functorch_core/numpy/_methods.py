@@ -6,7 +6,7 @@ is imported. Names resolve through the ``fnp`` module at call time.
 
 from __future__ import annotations
 
-from ir import Tracer
+from functorch_core.ir import Tracer
 
 from ._core import HANDLED_FUNCTIONS
 

@@ -11,8 +11,8 @@ import math
 
 import numpy as np
 
-from ir import Lit
-from ir import primitives as P
+from functorch_core.ir import Lit
+from functorch_core.ir import primitives as P
 
 from ._core import aval, cast, implements, is_tracer, operand
 

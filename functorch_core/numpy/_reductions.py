@@ -19,8 +19,8 @@ import warnings
 
 import numpy as np
 
-from ir import dtypes
-from ir import primitives as P
+from functorch_core.ir import dtypes
+from functorch_core.ir import primitives as P
 
 from ._core import (
     aval,

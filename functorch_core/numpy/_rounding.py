@@ -12,7 +12,7 @@ import operator
 
 import numpy as np
 
-from ir import primitives as P
+from functorch_core.ir import primitives as P
 
 from ._core import aval, cast, complex_from_parts, implements, operand, to_result
 from ._indexing import UFuncOutputCastingError

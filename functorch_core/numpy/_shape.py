@@ -16,8 +16,8 @@ import operator
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
-from ir import TracerError, dtypes
-from ir import primitives as P
+from functorch_core.ir import TracerError, dtypes
+from functorch_core.ir import primitives as P
 
 from ._core import (
     aval,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ir import primitives as P
+from functorch_core.ir import primitives as P
 
 from ._core import aval, checked_axis, implements, normalize_axis, operand
 from ._shape import ravel

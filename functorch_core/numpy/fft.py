@@ -14,8 +14,8 @@ import operator
 
 import numpy as np
 
-from ir import Lit
-from ir import primitives as P
+from functorch_core.ir import Lit
+from functorch_core.ir import primitives as P
 
 from ._core import aval, cast, implements, normalize_axis, to_result
 from ._creation import array_operand

@@ -17,7 +17,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from ir import primitives as P
+from functorch_core.ir import primitives as P
 
 from ._core import aval, cast, implements, normalize_axis, to_result
 from ._creation import array_operand

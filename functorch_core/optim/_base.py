@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ir.pytree import tree_flatten, tree_unflatten
+from functorch_core.ir.pytree import tree_flatten, tree_unflatten
 
 from .. import numpy as fnp
 

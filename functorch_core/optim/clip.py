@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ir.pytree import tree_flatten, tree_unflatten
+from functorch_core.ir.pytree import tree_flatten, tree_unflatten
 
 from .. import numpy as fnp
 

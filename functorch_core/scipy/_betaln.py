@@ -39,7 +39,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ir import primitives as P
+from functorch_core.ir import primitives as P
 
 from .. import numpy as fnp
 from ..lax import cond

@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-from ir import primitives as P
+from functorch_core.ir import primitives as P
 
 from .. import numpy as fnp
 from ..numpy._core import is_tracer

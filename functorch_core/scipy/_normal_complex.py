@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from ir import primitives as P
+from functorch_core.ir import primitives as P
 
 from .. import numpy as fnp
 from ..numpy._core import complex_from_parts

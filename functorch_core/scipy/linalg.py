@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ir import primitives as P
+from functorch_core.ir import primitives as P
 
 from .. import numpy as fnp
 from ..numpy._core import aval, cast, is_tracer, to_result

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.array_utils import byte_bounds
 
-from ir import Tracer
-from ir import primitives as P
+from functorch_core.ir import Tracer
+from functorch_core.ir import primitives as P
 
 
 @dataclass(frozen=True)

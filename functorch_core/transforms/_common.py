@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from backends import profiling
-from backends.cuda.arrays import maybe_present
-from ir import Graph, current_trace, eval_graph, passes
-from ir.core import on_device
-from ir.pytree import PyTreeDef
+from functorch_core.backends import profiling
+from functorch_core.backends.cuda.arrays import maybe_present
+from functorch_core.ir import Graph, current_trace, eval_graph, passes
+from functorch_core.ir.core import on_device
+from functorch_core.ir.pytree import PyTreeDef
 
 from .._random_scope import FRESH_KEY, Scope, fill
 from .._tracing import Traced, arg_paths, flat_args, fn_name, leaf_aval, trace_call

@@ -13,10 +13,10 @@ import math
 
 import numpy as np
 
-from backends.interpreter import to_numpy_index
-from ir import Lit
-from ir import primitives as P
-from ir.indexing import advanced_layout, broadcast_shapes, indexed_shape
+from functorch_core.backends.interpreter import to_numpy_index
+from functorch_core.ir import Lit
+from functorch_core.ir import primitives as P
+from functorch_core.ir.indexing import advanced_layout, broadcast_shapes, indexed_shape
 
 
 def scalar(value, dtype):

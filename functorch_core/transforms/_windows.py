@@ -6,7 +6,7 @@ moves of a batch axis into the feature/group axes by a transpose and a reshape.
 
 from __future__ import annotations
 
-from ir import primitives as P
+from functorch_core.ir import primitives as P
 
 
 def dilate(d: int, k: int) -> int:

@@ -14,11 +14,11 @@ import math
 
 import numpy as np
 
-from backends.cuda.arrays import to_device
-from ir import Graph, Lit, eval_graph, passes, trace_flat
-from ir import primitives as P
-from ir.core import on_device
-from ir.pytree import tree_flatten, tree_leaves, tree_structure, tree_unflatten
+from functorch_core.backends.cuda.arrays import to_device
+from functorch_core.ir import Graph, Lit, eval_graph, passes, trace_flat
+from functorch_core.ir import primitives as P
+from functorch_core.ir.core import on_device
+from functorch_core.ir.pytree import tree_flatten, tree_leaves, tree_structure, tree_unflatten
 
 from .._random_scope import fill
 from .._tracing import argnums_tuple, fn_name, leaf_aval, normalize_argnums

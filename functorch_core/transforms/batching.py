@@ -19,8 +19,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ir import AbstractArray, Graph, Lit, bind, dtypes, trace_flat
-from ir import primitives as P
+from functorch_core.ir import AbstractArray, Graph, Lit, bind, dtypes, trace_flat
+from functorch_core.ir import primitives as P
 
 from . import _windows as W
 

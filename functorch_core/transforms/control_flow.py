@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ir import Graph, Lit, Var, eval_graph, trace_flat
-from ir import primitives as P
+from functorch_core.ir import Graph, Lit, Var, eval_graph, trace_flat
+from functorch_core.ir import primitives as P
 
 from .batching import RULES as BATCH_RULES
 from .batching import _axis_size, batch_at, batch_eval, batch_graph, moveaxis

@@ -18,9 +18,9 @@ import functools
 
 import numpy as np
 
-from ir import Lit, Tracer
-from ir import primitives as P
-from ir.pytree import tree_flatten, tree_map, tree_structure, tree_unflatten
+from functorch_core.ir import Lit, Tracer
+from functorch_core.ir import primitives as P
+from functorch_core.ir.pytree import tree_flatten, tree_map, tree_structure, tree_unflatten
 
 from .._random_scope import fill
 from .._tracing import fn_name, leaf_aval

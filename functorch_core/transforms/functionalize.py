@@ -36,9 +36,9 @@ import functools
 
 import numpy as np
 
-from ir import Graph, Lit, Tracer, Var, current_trace, passes, trace_flat
-from ir import primitives as P
-from ir.pytree import tree_unflatten
+from functorch_core.ir import Graph, Lit, Tracer, Var, current_trace, passes, trace_flat
+from functorch_core.ir import primitives as P
+from functorch_core.ir.pytree import tree_unflatten
 
 from .._tracing import fn_name
 from ._alias import (

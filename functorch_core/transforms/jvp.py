@@ -26,8 +26,8 @@ import math
 
 import numpy as np
 
-from ir import AbstractArray, Graph, Lit, passes, trace_flat
-from ir import primitives as P
+from functorch_core.ir import AbstractArray, Graph, Lit, passes, trace_flat
+from functorch_core.ir import primitives as P
 
 
 class Zero:

@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ir import Lit
-from ir import primitives as P
+from functorch_core.ir import Lit
+from functorch_core.ir import primitives as P
 
 from .batching import RULES as BATCH_RULES
 from .batching import _axis_size, batch_at, moveaxis

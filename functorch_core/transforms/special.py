@@ -28,8 +28,8 @@ import math
 
 import numpy as np
 
-from ir import Lit
-from ir import primitives as P
+from functorch_core.ir import Lit
+from functorch_core.ir import primitives as P
 
 from .batching import RULES as BATCH_RULES
 from .batching import _elementwise
@@ -113,7 +113,7 @@ def _zeta_ds(s, q):
     for s in (1.001, 61], q in [1e-3, 1e6]: the rounding of exp(-s log(q + n))."""
     # the Euler-Maclaurin sum the cpu backend evaluates zeta(s, q) with: its direct terms
     # and its B_2j / (2j)! (imported here: the module loads llvmlite)
-    from backends.llvm.zeta import BERNOULLI, TERMS
+    from functorch_core.backends.llvm.zeta import BERNOULLI, TERMS
     direct, bernoulli = TERMS[True]
     add, sub, mul, div = P.add.bind, P.sub.bind, P.mul.bind, P.div.bind
 

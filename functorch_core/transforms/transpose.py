@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ir import AbstractArray, Graph, Lit, Var, passes, trace_flat
-from ir import primitives as P
+from functorch_core.ir import AbstractArray, Graph, Lit, Var, passes, trace_flat
+from functorch_core.ir import primitives as P
 
 from . import _windows as W
 from .jvp import MissingRuleError, closed, jvp_graph, zeros

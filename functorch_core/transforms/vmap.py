@@ -8,11 +8,11 @@ import weakref
 
 import numpy as np
 
-from ir import dtypes
-from ir import primitives as P
-from ir.core import Var
-from ir.pytree import tree_flatten, tree_unflatten
-from ir.trace import Tracer
+from functorch_core.ir import dtypes
+from functorch_core.ir import primitives as P
+from functorch_core.ir.core import Var
+from functorch_core.ir.pytree import tree_flatten, tree_unflatten
+from functorch_core.ir.trace import Tracer
 
 from .._random_scope import FRESH_KEY, Scope, current_scope, fill
 from .._tracing import fn_name, leaf_aval
