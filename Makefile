@@ -2,26 +2,39 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+PYTEST := $(BIN)/python -m pytest
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test test-gpu-sim lint bench clean
 
 $(BIN)/python:
 	@$(PYTHON) -m venv $(VENV) || { echo "python3 -m venv failed: install python3-venv (Debian: apt-get install python3-venv)"; exit 1; }
 	$(BIN)/python -m pip install -q --upgrade pip
 
+# numpy, scipy, llvmlite (~120 MB)
 $(VENV)/.installed: $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install -q -e .
 	@touch $@
 
+# + pytest, hypothesis, ruff (~20 MB)
 $(VENV)/.installed-test: $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install -q -e '.[test,cuda-sim]'
+	$(BIN)/python -m pip install -q -e '.[test]'
 	@touch $@ $(VENV)/.installed
+
+# + numba-cuda and NVIDIA's compiler wheels for the CUDA simulator and PTX checks (~420 MB)
+$(VENV)/.installed-gpu-sim: $(VENV)/.installed-test
+	$(BIN)/python -m pip install -q -e '.[test,cuda-sim]'
+	@touch $@
 
 demo: $(VENV)/.installed
 	$(BIN)/python examples/quickstart.py
 
+# everything but the CUDA simulator's tests (~12 min on 2 cores)
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest
+	$(PYTEST) -m "not gpu_sim"
+
+# the CUDA backend under numba-cuda's simulator, and its kernels through PTX + ptxas (~4 min)
+test-gpu-sim: $(VENV)/.installed-gpu-sim
+	NUMBA_ENABLE_CUDASIM=1 $(PYTEST) -m gpu_sim
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .
