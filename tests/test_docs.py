@@ -3,7 +3,8 @@
 Conventions (CONTRIBUTING.md states them for writers):
 
 - A ```` ```python ```` block is executed. The blocks of one file run in order, in one
-  namespace, in a fresh process whose working directory is an empty temporary folder.
+  namespace of their own, in an empty temporary working directory, with the global random
+  generator at its initial state (one process runs every file: the import and LLVM start once).
 - A block whose output is shown is followed by a line ``prints`` (or ``prints:``) and then
   a plain ```` ``` ```` or ```` ```text ```` block: the block's stdout must equal it, up to
   trailing spaces; a line that is exactly ``...`` in the expected text matches any number of
@@ -25,7 +26,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 
 import pytest
@@ -116,16 +116,30 @@ def makefile_targets():
     return set(re.findall(r"^([A-Za-z0-9_.-]+)\s*:(?!=)", read("Makefile"), re.M))
 
 
-def run_file(path, blocks, tmp_path):
-    """Execute a file's python blocks in one fresh process; per block its stdout and error."""
-    payload = [{"name": f"{path}:{b.line}", "code": b.code} for b in blocks]
-    out = tmp_path / "results.json"
+def python_blocks(path):
+    return [b for b in parse_blocks(read(path)) if b.lang == "python" and not is_no_run(b)]
+
+
+def run_files(paths, tmp):
+    """Execute the files' python blocks (tests/_doc_runner.py): per file, its seconds and, per
+    block, its stdout and error."""
+    payload = [{"path": p, "blocks": [{"name": f"{p}:{b.line}", "code": b.code}
+                                      for b in python_blocks(p)]} for p in paths]
+    out = os.path.join(tmp, "results.json")
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH")) if p)
-    proc = subprocess.run([sys.executable, RUNNER, str(out)], input=json.dumps(payload),
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
-    assert proc.returncode == 0, f"{path}: the runner failed:\n{proc.stderr}"
-    return json.loads(out.read_text())
+    proc = subprocess.run([sys.executable, RUNNER, out, os.path.join(tmp, "work")],
+                          input=json.dumps(payload), capture_output=True, text=True,
+                          timeout=600, cwd=tmp, env=env)
+    assert proc.returncode == 0, f"the docs runner failed:\n{proc.stderr}"
+    with open(out) as f:
+        return json.load(f)
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory):
+    """Every file's blocks, run once for the module in one fresh process."""
+    return run_files(FILES, str(tmp_path_factory.mktemp("docs")))
 
 
 # --- the conventions' own checks: the parser and the matcher must be able to fail -----------
@@ -175,20 +189,35 @@ def test_no_run_blocks_are_few():
 
 
 @pytest.mark.parametrize("path", FILES)
-def test_python_blocks_run_and_print_what_they_show(path, tmp_path):
-    blocks = [b for b in parse_blocks(read(path)) if b.lang == "python" and not is_no_run(b)]
-    if not blocks:
-        pytest.skip(f"{path} has no python block")
-    started = time.perf_counter()
-    results = run_file(path, blocks, tmp_path)
-    for block, result in zip(blocks, results):
+def test_python_blocks_run_and_print_what_they_show(path, executed):
+    blocks, report = python_blocks(path), executed[path]
+    for block, result in zip(blocks, report["results"]):
         where = f"{path}:{block.line}"
         assert result["error"] is None, f"{where} raised:\n{result['error']}"
         if block.expected is not None:
             assert output_matches(block.expected, result["stdout"]), (
                 f"{where} printed\n{result['stdout']}\nbut the text shows\n{block.expected}")
-    assert len(results) == len(blocks)
-    assert time.perf_counter() - started < 60, f"{path}'s blocks are too slow for the docs test"
+    assert len(report["results"]) == len(blocks)
+    assert report["seconds"] < 30, (
+        f"{path}'s blocks take {report['seconds']:.0f} s: use smaller shapes")
+
+
+def test_a_file_starts_afresh(tmp_path):
+    """Each file gets its own namespace, working directory and generator state."""
+    first = "```python\nimport functorch_core as fc\nfc.manual_seed(5)\nseen = 1\n"
+    first += "open('f.txt', 'w').close()\n```\n"
+    second = ("```python\nimport os\nfrom functorch_core import random\n"
+              "print('seen' in dir(), os.listdir('.'), random.next_key())\n```\n")
+    for name, text in (("a.md", first), ("b.md", second)):
+        (tmp_path / name).write_text(text)
+    global ROOT
+    saved, ROOT = ROOT, str(tmp_path)
+    try:
+        report = run_files(["a.md", "b.md"], str(tmp_path))
+    finally:
+        ROOT = saved
+    assert report["b.md"]["results"][0] == {"stdout": "False [] [ 928981903 3453687069]\n",
+                                            "error": None}
 
 
 def test_readme_is_a_short_guide_linking_every_docs_page():
@@ -201,7 +230,24 @@ def test_readme_is_a_short_guide_linking_every_docs_page():
 
 REPO_PATH = re.compile(
     r"`((?:benchmarks|examples|tests|docs|ir|backends|functorch_core)/[A-Za-z0-9_./*-]+)`")
-LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+LINK = re.compile(r"\]\(([^)#\s]*)(?:#([^)\s]*))?\)")
+
+
+def anchors(text):
+    """GitHub's anchors for a Markdown text's headings (outside code blocks)."""
+    out, fenced = set(), False
+    for line in text.splitlines():
+        if FENCE.match(line):
+            fenced = not fenced
+        elif not fenced and line.startswith("#"):
+            title = line.lstrip("#").strip().lower()
+            out.add(re.sub(r"[^\w\- ]", "", title).replace(" ", "-"))
+    return out
+
+
+def test_anchor_slugs_follow_github():
+    assert anchors("# Random numbers\n## `jit`, caches & threads\n") == {
+        "random-numbers", "jit-caches--threads"}
 
 
 @pytest.mark.parametrize("path", FILES)
@@ -210,7 +256,11 @@ def test_paths_and_links_exist(path):
     base = os.path.dirname(os.path.join(ROOT, path))
     for ref in REPO_PATH.findall(text):
         assert glob.glob(os.path.join(ROOT, ref.rstrip("/"))), f"{path} names {ref}: not found"
-    for ref in LINK.findall(text):
+    for ref, anchor in LINK.findall(text):
         if "://" in ref:
             continue
-        assert os.path.exists(os.path.join(base, ref)), f"{path} links {ref}: not found"
+        target = os.path.normpath(os.path.join(base, ref)) if ref else os.path.join(ROOT, path)
+        assert os.path.exists(target), f"{path} links {ref}: not found"
+        if anchor:
+            with open(target, encoding="utf-8") as f:
+                assert anchor in anchors(f.read()), f"{path} links {ref}#{anchor}: no such heading"
