@@ -276,6 +276,23 @@ def test_bad_hyperparameters():
         optim.adamw(betas=(1.0, 0.9))
 
 
+@pytest.mark.parametrize("make", [optim.sgd, optim.adam, optim.adamw, optim.rmsprop,
+                                  optim.adagrad, optim.lion])
+def test_functional_optimizers_unpack_as_init_update(make):
+    opt = make(lr=0.05)
+    init, update = opt                       # optax's habit
+    assert init is opt.init and update is opt.update and len(opt) == 2
+    assert opt.name == make.__name__ and opt.hyperparams["lr"] == 0.05
+    assert isinstance(opt.slots, tuple) and repr(opt).startswith(f"{make.__name__}(lr=0.05")
+    params, grads = _problem()
+    want, _ = _run(opt, params, grads)
+    state = init(params)
+    for g in grads:
+        params, state = update(g, state, params)
+    for k in params:
+        np.testing.assert_array_equal(params[k], want[-1][k])
+
+
 # ---- clipping -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("norm_type", [2.0, 1.0, 3.0, math.inf])
@@ -316,6 +333,48 @@ def test_clip_grad_value():
     out = optim.clip_grad_value(g, 1.0)
     np.testing.assert_array_equal(out["a"], [-1.0, 0.2, 1.0])
     np.testing.assert_array_equal(out["b"][0], -0.1)
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, math.inf, "inf"])
+def test_clip_grad_norm__scales_in_place_and_returns_the_norm(norm_type):
+    _, grads = _problem()
+    g = {k: v.copy() for k, v in grads[0].items()}
+    g["b"] = [g["b"]]                          # any pytree: the Module grad returns, lists
+    want, want_total = optim.clip_grad_norm(g, 0.7, norm_type)
+    arrays = [g["w"], g["b"][0]]
+    total = optim.clip_grad_norm_(g, 0.7, norm_type)
+    assert np.ndim(total) == 0
+    np.testing.assert_allclose(total, want_total, rtol=1e-12)
+    assert g["w"] is arrays[0] and g["b"][0] is arrays[1]      # the same arrays, scaled
+    np.testing.assert_allclose(g["w"], want["w"], rtol=1e-12)
+    np.testing.assert_allclose(g["b"][0], want["b"][0], rtol=1e-12)
+    if norm_type == 2.0:
+        np.testing.assert_allclose(np.sqrt(np.sum(g["w"] ** 2) + np.sum(g["b"][0] ** 2)),
+                                   0.7, rtol=1e-5)
+
+
+def test_clip_grad_norm__under_jit_writes_back_and_checks_nonfinite():
+    g = {"a": np.array([3.0, 4.0])}
+    total = fc.jit(lambda g: optim.clip_grad_norm_(g, 1.0))(g)
+    np.testing.assert_allclose(total, 5.0)
+    np.testing.assert_allclose(g["a"], [3.0 / (5 + 1e-6), 4.0 / (5 + 1e-6)], rtol=1e-12)
+    bad = {"a": np.array([np.inf, 1.0])}
+    with pytest.raises(RuntimeError, match=r"norm of order 2.0 .* is inf, so it cannot be clipped"):
+        optim.clip_grad_norm_(bad, 1.0, error_if_nonfinite=True)
+    np.testing.assert_array_equal(bad["a"], [np.inf, 1.0])      # nothing scaled
+    with pytest.raises(RuntimeError, match="cannot be clipped"):
+        optim.clip_grad_norm(bad, 1.0, error_if_nonfinite=True)
+    with pytest.raises(TypeError, match=r"clip_grad_norm_: leaf grads\[0\] is float.*in "
+                                        r"place"):
+        optim.clip_grad_norm_([1.0], 1.0)
+    with pytest.raises(ValueError, match="norm_type must be positive"):
+        optim.clip_grad_norm_([np.ones(2)], 1.0, norm_type=0)
+
+
+def test_clip_grad_value__clamps_in_place():
+    a = np.array([-3.0, 0.2, 5.0])
+    assert optim.clip_grad_value_({"a": a}, 1.0) is None
+    np.testing.assert_array_equal(a, [-1.0, 0.2, 1.0])
 
 
 # ---- schedules ----------------------------------------------------------------------------

@@ -14,13 +14,13 @@ hyper-parameters may change between steps.
 
 from ._base import FunctionalOptimizer
 from ._optimizers import adagrad, adam, adamw, lion, rmsprop, sgd
-from .clip import clip_grad_norm, clip_grad_value
+from .clip import clip_grad_norm, clip_grad_norm_, clip_grad_value, clip_grad_value_
 from .schedules import constant, cosine, join, linear_warmup, one_cycle, step_lr
 from .stateful import SGD, Adagrad, Adam, AdamW, RMSprop
 
 __all__ = [
     "SGD", "Adagrad", "Adam", "AdamW", "FunctionalOptimizer", "RMSprop", "adagrad", "adam",
-    "adamw", "clip_grad_norm",
+    "adamw", "clip_grad_norm", "clip_grad_norm_", "clip_grad_value_",
     "clip_grad_value", "constant", "cosine", "join", "linear_warmup", "lion", "one_cycle",
     "rmsprop", "sgd", "step_lr",
 ]
