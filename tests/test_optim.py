@@ -480,12 +480,81 @@ def test_stateful_list_of_arrays():
                                                    0.9)[-1], rtol=1e-12)
 
 
+def _model_problem():
+    from functorch_core import nn
+    fc.manual_seed(3)
+    model = nn.Sequential(nn.Linear(3, 4, dtype=np.float64), nn.Tanh(),
+                          nn.Linear(4, 2, dtype=np.float64))
+    rng = np.random.default_rng(3)
+    x, y = rng.standard_normal((5, 3)), rng.standard_normal((5, 2))
+    return model, x, y
+
+
+def _model_loss(m, x, y):
+    return ((m(x) - y) ** 2).mean()
+
+
+@pytest.mark.parametrize("given, form", [           # unnamed arrays + a dict: an error, below
+    (g, f) for g in ("parameters", "named_parameters", "dict")
+    for f in ("module", "dict", "list") if (g, f) != ("parameters", "dict")])
+def test_stateful_optimizers_take_module_params_and_step_with_what_grad_returns(given, form):
+    model, x, y = _model_problem()
+    ref = {k: np.array(v) for k, v in model.named_parameters()}
+    params = {"parameters": model.parameters(), "named_parameters": model.named_parameters(),
+              "dict": dict(model.named_parameters())}[given]
+    opt = optim.Adam(params, lr=0.05)
+    fopt = optim.adam(lr=0.05)
+    state = fopt.init(ref)
+    arrays = dict(model.named_parameters())
+    for _ in range(3):
+        g = fc.grad(_model_loss)(model, x, y)
+        assert isinstance(g, type(model))
+        opt.step({"module": g, "dict": dict(g.named_parameters()),
+                  "list": list(g.parameters())}[form])
+        gref = fc.grad(lambda p: _model_loss(lambda t: fc.functional_call(model, p, t), x,
+                                             y))(ref)
+        ref, state = fopt.update(gref, state, ref)
+    for k, v in model.named_parameters():
+        assert v is arrays[k]                              # updated in place
+        np.testing.assert_allclose(v, ref[k], rtol=1e-12, atol=1e-15)
+
+
+def test_stateful_wrong_arguments_say_what_to_pass():
+    model, x, y = _model_problem()
+    with pytest.raises(TypeError, match=r"Adam\(params\): got a Module \(Sequential\); "
+                                        r"pass model\.parameters\(\), "
+                                        r"model\.named_parameters\(\), a dict"):
+        optim.Adam(model, lr=0.1)
+    opt = optim.Adam(model.parameters(), lr=0.1)
+    with pytest.raises(TypeError, match=r"Adam\.step\(grads\): got a value of type int; "
+                                        r"pass what fc\.grad returned for the module \(a "
+                                        r"Module of gradients\)"):
+        opt.step(3)
+    with pytest.raises(ValueError, match=r"got a list of 1 gradients; this optimizer has 4 "
+                                         r"parameters"):
+        opt.step([np.zeros((4, 3))])
+    with pytest.raises(ValueError, match=r"got a dict of named gradients, but this optimizer "
+                                         r"was built from unnamed arrays"):
+        opt.step(dict(fc.grad(_model_loss)(model, x, y).named_parameters()))
+    other = fc.grad(lambda m: (m(x) ** 2).sum())(model[0])
+    with pytest.raises(ValueError, match=r"got a Linear of gradients with parameters "
+                                         r"\{'weight': \(4, 3\), 'bias': \(4,\)\}, which "
+                                         r"do not match"):
+        opt.step(other)
+    sub = optim.SGD(model[2].parameters(), lr=0.1)       # a submodule's: its own grads
+    before = np.array(model[2].weight)
+    g = fc.grad(_model_loss)(model, x, y)
+    sub.step(g[2])
+    np.testing.assert_allclose(model[2].weight, before - 0.1 * g[2].weight, rtol=1e-12)
+
+
 def test_stateful_bad_grads_leave_arrays_untouched():
     params, grads = _problem()
     arrays = {k: v.copy() for k, v in params.items()}
     opt = optim.SGD(arrays, lr=0.1)
-    with pytest.raises(ValueError, match=r"SGD.step: grads must be keyed like the parameters "
-                                         r"\['b', 'w'\], got \['w'\]"):
+    with pytest.raises(ValueError, match=r"SGD.step\(grads\): got a dict with keys \['w'\]; "
+                                         r"grads must be keyed like the parameters "
+                                         r"\['b', 'w'\]"):
         opt.step({"w": grads[0]["w"]})
     with pytest.raises(ValueError, match="shape"):
         opt.step({"w": grads[0]["w"], "b": np.zeros(5)})

@@ -533,34 +533,104 @@ def _freeze(v):
     return (type(v), v)
 
 
-def _module_flatten(m):
-    d = m.__dict__
-    params, bufs, mods = d["_parameters"], d["_buffers"], d["_modules"]
-    names = (tuple(params), tuple(bufs), tuple(mods))
-    frozen = d.get("_frozen", frozenset()) | frozenset(
-        k for k, v in params.items() if getattr(v, "requires_grad", True) is False)
-    attrs = tuple((k, v) for k, v in d.items() if k not in _OWN and k != "_frozen")
-    children = [_plain(v) for v in params.values()] + list(bufs.values()) + list(mods.values())
-    return children, _Static(type(m), names, attrs, frozenset(frozen))
+class _Tree:
+    """The static part of a module hierarchy: one ``(_Static, param slots, buffer slots,
+    child slots)`` per distinct module (a submodule registered twice is one node). A
+    param/buffer slot is the index of its leaf, a child slot the index of its node; -1
+    stands for ``None``. An array registered under several names (tied weights) is one
+    leaf, so transforms see one input and its gradient sums every use."""
+
+    __slots__ = ("hash", "nodes")
+
+    def __init__(self, nodes):
+        self.nodes = nodes
+        self.hash = hash(nodes)
+
+    def __hash__(self):
+        return self.hash
+
+    def __eq__(self, other):
+        return isinstance(other, _Tree) and self.hash == other.hash and self.nodes == other.nodes
 
 
-def _module_unflatten(static, children):
+def _module_flatten(root):
+    leaves, leaf_at, node_at, nodes = [], {}, {}, []
+
+    def leaf(v):
+        if v is None:
+            return -1
+        if isinstance(v, _SCALARS):      # immutable (and interned): never a tie
+            leaves.append(v)
+            return len(leaves) - 1
+        j = leaf_at.get(id(v))
+        if j is None:
+            j = leaf_at[id(v)] = len(leaves)
+            leaves.append(_plain(v))
+        return j
+
+    def visit(m):
+        i = node_at.get(id(m))
+        if i is not None:
+            return i
+        i = node_at[id(m)] = len(nodes)
+        nodes.append(None)
+        d = m.__dict__
+        params, bufs, mods = d["_parameters"], d["_buffers"], d["_modules"]
+        frozen = d.get("_frozen", frozenset()) | frozenset(
+            k for k, v in params.items() if getattr(v, "requires_grad", True) is False)
+        attrs = tuple((k, v) for k, v in d.items() if k not in _OWN and k != "_frozen")
+        static = _Static(type(m), (tuple(params), tuple(bufs), tuple(mods)), attrs,
+                         frozenset(frozen))
+        pslots = tuple(leaf(v) for v in params.values())
+        bslots = tuple(leaf(v) for v in bufs.values())
+        mslots = tuple(-1 if c is None else visit(c) for c in mods.values())
+        nodes[i] = (static, pslots, bslots, mslots)
+        return i
+
+    visit(root)
+    return leaves, _Tree(tuple(nodes))
+
+
+_SCALARS = (bool, int, float, complex, np.generic)
+
+
+def _unaliased(children):
+    """``children`` with a copy of each array that already appeared: distinct leaves are
+    distinct arrays (a compiled call may return one array for two equal outputs), so the
+    module flattens back to the same structure and ties only what was tied."""
+    seen, out = set(), []
+    for v in children:
+        if not isinstance(v, _SCALARS) and id(v) in seen and hasattr(v, "copy"):
+            v = v.copy()
+        seen.add(id(v))
+        out.append(v)
+    return out
+
+
+def _module_unflatten(tree, children):
     from functorch_core.numpy._core import is_tracer
     from functorch_core.transforms import stop_gradient
-    m = static.cls.__new__(static.cls)
-    d = m.__dict__
-    d.update(static.attrs)
-    pn, bn, mn = static.names
-    it = iter(children)
-    d["_parameters"] = OrderedDict((k, next(it)) for k in pn)
-    d["_buffers"] = OrderedDict((k, next(it)) for k in bn)
-    d["_modules"] = OrderedDict((k, next(it)) for k in mn)
-    d["_frozen"] = static.frozen
-    for k in static.frozen:
-        v = d["_parameters"].get(k)
-        if v is not None and is_tracer(v):
-            d["_parameters"][k] = stop_gradient(v)
-    return m
+    leaves = _unaliased(children)
+    built = []
+    for static, *_ in tree.nodes:
+        m = static.cls.__new__(static.cls)
+        m.__dict__.update(static.attrs)
+        built.append(m)
+    for m, (static, pslots, bslots, mslots) in zip(built, tree.nodes, strict=True):
+        pn, bn, mn = static.names
+        d = m.__dict__
+        d["_parameters"] = OrderedDict(
+            (k, None if j < 0 else leaves[j]) for k, j in zip(pn, pslots, strict=True))
+        d["_buffers"] = OrderedDict(
+            (k, None if j < 0 else leaves[j]) for k, j in zip(bn, bslots, strict=True))
+        d["_modules"] = OrderedDict(
+            (k, None if j < 0 else built[j]) for k, j in zip(mn, mslots, strict=True))
+        d["_frozen"] = static.frozen
+        for k in static.frozen:
+            v = d["_parameters"].get(k)
+            if v is not None and is_tracer(v):
+                d["_parameters"][k] = stop_gradient(v)
+    return built[0]
 
 
 register_pytree_node(Module, _module_flatten, _module_unflatten)
