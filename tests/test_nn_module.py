@@ -340,3 +340,69 @@ def test_equal_gradients_of_distinct_parameters_stay_distinct_leaves():
     assert len(list(g.parameters())) == 2
     z = fc.tree_map(lambda v: 0.0, m)         # scalars are never ties
     assert fc.tree_structure(z) == fc.tree_structure(m)
+
+
+# ---- Module.to(device / dtype) --------------------------------------------------------------
+
+def test_to_takes_devices_and_dtypes_as_torch():
+    m = make_net()
+    w = m.fc.weight
+    assert m.to("cpu") is m and m.fc.weight is w            # already there: kept
+    assert m.to(device="cpu") is m and m.cpu() is m and m.fc.weight is w
+    m.to(np.float32)
+    assert m.fc.weight.dtype == np.float32 and isinstance(m.fc.weight, nn.Parameter)
+    m.to("cpu", np.float64)
+    assert m.fc.weight.dtype == np.float64
+    m.to(device="cpu", dtype="float32")
+    assert all(p.dtype == np.float32 for p in m.parameters())
+    bn = nn.BatchNorm1d(3)
+    bn.to(np.float64)
+    assert bn.running_mean.dtype == np.float64 and bn.num_batches_tracked.dtype == np.int64
+
+
+def test_to_keeps_tied_parameters_tied_and_requires_grad():
+    m = TinyLM()
+    m.mid.bias.requires_grad = False
+    m.to(np.float32)
+    assert m.out.weight is m.emb.weight and m.emb.weight.dtype == np.float32
+    assert m.mid.bias.requires_grad is False and m.mid.weight.requires_grad is True
+
+
+def test_to_bad_arguments_and_cuda_without_a_gpu_name_the_call(monkeypatch):
+    from functorch_core.backends.cuda import availability
+    m = make_net()
+    monkeypatch.setattr(availability, "missing", lambda: "no CUDA driver or GPU was found")
+    with pytest.raises(RuntimeError, match=r"Sequential\.to\('cuda'\): no GPU backend is "
+                                           r"available here \(no CUDA driver"):
+        m.to("cuda")
+    with pytest.raises(RuntimeError, match=r"no GPU backend is available"):
+        m.cuda()
+    with pytest.raises(TypeError, match=r"Sequential\.to\('tpu'\): 'tpu' is neither a device "
+                                        r"\('cpu', 'cuda'\) nor a dtype"):
+        m.to("tpu")
+    with pytest.raises(ValueError, match=r"to\(device='gpu'\): the device must be 'cpu' or "
+                                         r"'cuda'"):
+        m.to(device="gpu")
+    assert all(isinstance(p, nn.Parameter) for p in m.parameters())     # nothing moved
+
+
+def test_to_cuda_places_arrays_with_device_put_and_back(monkeypatch):
+    """With the cuda backend available (here numba-cuda's simulator stands in: its
+    SimArray is the device array), to('cuda') places every array, to('cpu') brings back
+    Parameters with their requires_grad."""
+    from functorch_core.backends.cuda import arrays, availability
+    monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "1")
+    monkeypatch.setattr(availability, "missing", lambda: None)
+    m = TinyLM()
+    m.mid.bias.requires_grad = False
+    want = np.array(m.mid.weight)
+    m.to("cuda")
+    assert all(arrays.is_device_array(v) for v in m.state_dict().values())
+    assert m.out.weight is m.emb.weight
+    m.to("cpu")
+    assert all(isinstance(p, nn.Parameter) for p in m.parameters())
+    assert m.mid.bias.requires_grad is False and m.out.weight is m.emb.weight
+    np.testing.assert_array_equal(m.mid.weight, want)
+    m.mid.bias.requires_grad = True          # the flag, not a leftover, decides
+    g = fc.grad(_lm_loss)(m, IDX)
+    assert np.any(g.mid.bias != 0)
