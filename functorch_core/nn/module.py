@@ -108,7 +108,10 @@ class Module:
     ``register_buffer`` registers a buffer. Subclasses define ``forward``.
 
     A module is a pytree (arrays are leaves; class, hyper-parameters, ``training`` and
-    hooks are static). Pass it to a transform as an argument,
+    hooks are static). An array registered under several names (tied weights:
+    ``self.out.weight = self.emb.weight``) and a submodule registered twice are one leaf
+    and one node: ``grad`` returns one gradient for it, the sum over every use, and
+    unflattening ties it again. Pass it to a transform as an argument,
     ``jit(lambda m, x: m(x))(model, x)`` or ``grad(loss)(model, x)``, so its current
     arrays are inputs. ``jit(model)`` closes over the arrays: they become constants
     of the compiled graph, and later updates to the parameters are not seen.
@@ -326,11 +329,27 @@ class Module:
                 yield (f"{mprefix}.{name}" if mprefix else name), v
 
     def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
-        """Yield ``(dotted_name, parameter)``; a parameter shared by two modules once."""
+        """Yield ``(dotted_name, parameter)`` in registration order, depth first.
+
+        Args:
+            prefix (str): prepended to every name. Default ``''``.
+            recurse (bool): include the submodules' parameters. Default ``True``.
+            remove_duplicate (bool): a parameter registered under several names (tied
+                weights) is yielded once, under its first name, as in PyTorch. Default
+                ``True``.
+
+        Example::
+
+            >>> lm.out.weight = lm.emb.weight
+            >>> [k for k, _ in lm.named_parameters()]       # 'out.weight' is not listed
+            ['emb.weight', ...]
+        """
         yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse=True):
-        """Yield the parameters (each shared one once)."""
+        """Yield the parameters (each tied or shared one once), in ``named_parameters()``
+        order: the order of the Module's gradient leaves, and of ``list(g.parameters())``
+        for the Module ``g`` that ``grad`` returns."""
         for _, p in self.named_parameters(recurse=recurse):
             yield p
 

@@ -86,10 +86,11 @@ def functional_call(module, parameters_and_buffers, args=None, kwargs=None, *,
                     tie_weights=True, strict=False):
     """Call ``module`` with its parameters and buffers replaced by the given arrays.
 
-    ``module`` itself is not changed: the call runs on a copy of its module hierarchy
-    holding the given arrays (the others are the module's own), so concurrent calls from
-    several threads each see their own state. Values may be tracers, so this is the way to take
-    ``grad``/``vmap`` with respect to a module's state held in a dict. Writes the forward
+    ``module`` itself is not changed: the call runs on a shallow copy of its module
+    hierarchy holding the given arrays (the others are the module's own arrays; hooks see
+    the copy), so concurrent calls from several threads each see their own state. Values
+    may be tracers, so this is the way to take ``grad``/``vmap`` with respect to a
+    module's state held in a dict. Writes the forward
     makes into a buffer (BatchNorm's running statistics in training mode) go into the
     array passed for it: eagerly and under ``jit`` into the caller's array; under
     ``grad``/``vmap``, which keep writes local, return the buffers dict to get the
