@@ -541,6 +541,22 @@ def test_stateful_wrong_arguments_say_what_to_pass():
                                          r"\{'weight': \(4, 3\), 'bias': \(4,\)\}, which "
                                          r"do not match"):
         opt.step(other)
+    ws = [p for n, p in model.named_parameters() if n.endswith("weight")]
+    bs = [p for n, p in model.named_parameters() if n.endswith("bias")]
+    split = optim.SGD([{"params": ws, "weight_decay": 0.1}, {"params": bs}], lr=0.1)
+    with pytest.raises(ValueError, match=r"param groups hold unnamed arrays, which cannot be "
+                                         r"matched"):
+        split.step(fc.grad(_model_loss)(model, x, y))
+    named = dict(model.named_parameters())              # named groups: matched by name
+    split = optim.SGD([{"params": {k: v for k, v in named.items() if "weight" in k},
+                        "weight_decay": 0.1},
+                       {"params": {k: v for k, v in named.items() if "bias" in k}}], lr=0.1)
+    before = {k: np.array(v) for k, v in named.items()}
+    g = fc.grad(_model_loss)(model, x, y)
+    split.step(g)
+    np.testing.assert_allclose(model[0].weight, before["0.weight"] - 0.1 * (
+        g[0].weight + 0.1 * before["0.weight"]), rtol=1e-12)
+    np.testing.assert_allclose(model[2].bias, before["2.bias"] - 0.1 * g[2].bias, rtol=1e-12)
     sub = optim.SGD(model[2].parameters(), lr=0.1)       # a submodule's: its own grads
     before = np.array(model[2].weight)
     g = fc.grad(_model_loss)(model, x, y)

@@ -144,6 +144,12 @@ class _Stateful:
             named = dict(grads.named_parameters())
             if self._keyed and all(n in named for n in names):
                 return {n: named[n] for n in names}
+            if len(self._groups) > 1 and not self._keyed:
+                raise ValueError(f"{who}: got a {type(grads).__name__} of gradients, but "
+                                 f"this optimizer's {len(self._groups)} param groups hold "
+                                 "unnamed arrays, which cannot be matched to it; build the "
+                                 "groups from model.named_parameters() (or dicts of it), "
+                                 "or pass a list of gradients in the order of the groups")
             if len(named) == len(names) and all(
                     np.shape(g) == np.shape(self.params[n])
                     for g, n in zip(named.values(), names, strict=True)):
