@@ -299,17 +299,23 @@ class SGD(_Stateful):
     """``torch.optim.SGD`` over named arrays, which ``step(grads)`` updates in place.
 
     Args:
-        params: a dict of named arrays (``dict(model.named_parameters())``), an iterable of
-            ``(name, array)`` pairs, a list of arrays, or a list of param groups
-            ``[{"params": ..., "lr": ...}, ...]`` (see :meth:`add_param_group`).
+        params: ``model.parameters()``, ``model.named_parameters()``, a dict of named
+            arrays (``dict(model.named_parameters())``), a list of arrays, or a list of
+            param groups ``[{"params": ..., "lr": ...}, ...]`` (see
+            :meth:`add_param_group`).
         **hyperparams: ``optim.sgd``'s arguments (``lr``, ``momentum``, ``dampening``,
             ``weight_decay``, ``nesterov``, ``maximize``).
 
+    ``step(grads)`` takes the Module of gradients ``fc.grad`` returns for a Module, a dict
+    keyed like the parameters, or a list in parameter order (see :meth:`step`).
+
     Example::
 
-        >>> params = dict(model.named_parameters())
-        >>> opt = optim.SGD(params, lr=0.1, momentum=0.9)
-        >>> opt.step(grad(loss)(params, x, y))      # model's parameters change in place
+        >>> opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        >>> opt.step(fc.grad(loss)(model, x, y))     # model's parameters change in place
+        >>> params = dict(model.named_parameters())  # or the torch.func way, by name
+        >>> opt = optim.SGD(params, lr=0.1)
+        >>> opt.step(fc.grad(lambda p: loss_of(fc.functional_call(model, p, x)))(params))
     """
 
     _factory = staticmethod(sgd)
@@ -319,8 +325,8 @@ class Adam(_Stateful):
     """``torch.optim.Adam`` over named arrays, which ``step(grads)`` updates in place.
 
     Args:
-        params: a dict of named arrays, an iterable of ``(name, array)`` pairs, a list, or a
-            list of param groups.
+        params: ``model.parameters()``, ``model.named_parameters()``, a dict of named
+            arrays, a list of arrays, or a list of param groups.
         **hyperparams: ``optim.adam``'s arguments.
 
     Example::
@@ -335,8 +341,8 @@ class AdamW(_Stateful):
     """``torch.optim.AdamW`` over named arrays, which ``step(grads)`` updates in place.
 
     Args:
-        params: a dict of named arrays, an iterable of ``(name, array)`` pairs, a list, or a
-            list of param groups.
+        params: ``model.parameters()``, ``model.named_parameters()``, a dict of named
+            arrays, a list of arrays, or a list of param groups.
         **hyperparams: ``optim.adamw``'s arguments.
 
     Example::
@@ -351,8 +357,8 @@ class RMSprop(_Stateful):
     """``torch.optim.RMSprop`` over named arrays, which ``step(grads)`` updates in place.
 
     Args:
-        params: a dict of named arrays, an iterable of ``(name, array)`` pairs, a list, or a
-            list of param groups.
+        params: ``model.parameters()``, ``model.named_parameters()``, a dict of named
+            arrays, a list of arrays, or a list of param groups.
         **hyperparams: ``optim.rmsprop``'s arguments (``lr``, ``alpha``, ``eps``,
             ``weight_decay``, ``momentum``, ``centered``, ``maximize``).
 
@@ -368,8 +374,8 @@ class Adagrad(_Stateful):
     """``torch.optim.Adagrad`` over named arrays, which ``step(grads)`` updates in place.
 
     Args:
-        params: a dict of named arrays, an iterable of ``(name, array)`` pairs, a list, or a
-            list of param groups.
+        params: ``model.parameters()``, ``model.named_parameters()``, a dict of named
+            arrays, a list of arrays, or a list of param groups.
         **hyperparams: ``optim.adagrad``'s arguments (``lr``, ``lr_decay``,
             ``weight_decay``, ``initial_accumulator_value``, ``eps``, ``maximize``).
 
