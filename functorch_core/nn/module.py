@@ -559,7 +559,7 @@ def _device_of(x):
 def _to_arguments(module, args, kwargs):
     """``(device or None, dtype or None)`` from ``Module.to``'s torch-style arguments."""
     call = f"{module._get_name()}.to"
-    unknown = set(kwargs) - {"device", "dtype", "non_blocking", "copy"}
+    unknown = set(kwargs) - {"device", "dtype", "non_blocking"}
     if unknown or len(args) > 2:
         raise TypeError(f"{call}() takes to(device), to(dtype), to(device, dtype) or the "
                         f"keywords device=, dtype=; got {len(args)} positional argument(s)"
