@@ -371,6 +371,12 @@ def test_clip_grad_norm__under_jit_writes_back_and_checks_nonfinite():
         optim.clip_grad_norm_([np.ones(2)], 1.0, norm_type=0)
 
 
+def test_clip_grad_norm__is_reachable_under_its_torch_name():
+    from functorch_core import nn
+    assert nn.utils.clip_grad_norm_ is optim.clip_grad_norm_
+    assert nn.utils.clip_grad_value_ is optim.clip_grad_value_
+
+
 def test_clip_grad_value__clamps_in_place():
     a = np.array([-3.0, 0.2, 5.0])
     assert optim.clip_grad_value_({"a": a}, 1.0) is None
