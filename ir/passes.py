@@ -70,16 +70,21 @@ def cse(graph: Graph) -> Graph:
     return Graph(list(graph.inputs), eqns, [_rename(env, o) for o in graph.outputs])
 
 
-def _fold_size_ok(inputs, outputs) -> bool:
+def _fold_size_ok(inputs, outputs, grow=True) -> bool:
     """Small results, or results no bigger than an operand (up to FOLD_MAX_SAME_SIZE): a
-    folded broadcast or outer product would hold memory the graph never needed."""
+    folded broadcast or outer product would hold memory the graph never needed. With
+    ``grow=False`` only the latter (a small broadcast stays an equation too)."""
     largest = max((a.aval.size for a in inputs), default=0)
-    return all(v.aval.size <= FOLD_MAX_ELEMENTS
+    return all((grow and v.aval.size <= FOLD_MAX_ELEMENTS)
                or v.aval.size <= min(largest, FOLD_MAX_SAME_SIZE) for v in outputs)
 
 
-def fold_constants(graph: Graph) -> Graph:
-    """Evaluate equations whose inputs are all literals (see :func:`_fold_size_ok`)."""
+def fold_constants(graph: Graph, *, grow=True) -> Graph:
+    """Evaluate equations whose inputs are all literals (see :func:`_fold_size_ok`).
+
+    ``grow=False`` keeps every equation whose result is bigger than its largest literal
+    operand (a bias broadcast to the batch's shape): then no constant's shape follows an
+    input's, as a graph exported with dynamic dimensions needs."""
     env: dict[int, Var | Lit] = {}
     eqns = []
     for eqn in graph.eqns:
@@ -87,7 +92,7 @@ def fold_constants(graph: Graph) -> Graph:
         foldable = (eqn.prim.impl is not None and not _has_effect(eqn)
                     and eqn.prim.family != "control"     # a loop would run at compile time
                     and all(isinstance(a, Lit) for a in inputs)
-                    and _fold_size_ok(inputs, eqn.outputs))
+                    and _fold_size_ok(inputs, eqn.outputs, grow))
         if foldable:
             with np.errstate(all="ignore"):
                 outs = eqn.prim.impl(*(a.value for a in inputs), **eqn.params)
@@ -162,10 +167,11 @@ class _Bind:
             self.outer[id(v)] = _rename(self.inner, o)
 
 
-def simplify(graph: Graph) -> Graph:
+def simplify(graph: Graph, *, grow=True) -> Graph:
     """inline, rewrite products (``ir.products``), then fold constants, CSE and DCE, forward
     scan outputs that need no loop (``ir.scan_outputs``), and rewrite products once more:
     a transposed product whose other uses CSE merged or DCE dropped folds only then (the
-    symmetrised Hessian of ``hessian``, for one)."""
-    graph = dce(cse(fold_constants(simplify_products(rewrite_products(inline(graph))))))
+    symmetrised Hessian of ``hessian``, for one). ``grow`` as in :func:`fold_constants`."""
+    graph = rewrite_products(inline(graph))
+    graph = dce(cse(fold_constants(simplify_products(graph), grow=grow)))
     return rewrite_products(forward_scan_outputs(graph))

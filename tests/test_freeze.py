@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from functorch_core.backends.interpreter import run_graph
 from functorch_core.ir import check_graph, passes
+from functorch_core.ir.core import Lit
 from functorch_core.ir.freezing import fold_affine_into_products, pretranspose_constants
 from hypothesis import given
 from hypothesis import strategies as st
@@ -139,3 +140,49 @@ def test_repeated_and_non_contiguous_calls_match():
     np.testing.assert_allclose(again["y"], first["y"], rtol=0)
     xt = np.asfortranarray(x)
     np.testing.assert_allclose(frozen(xt)["y"], x @ w, rtol=1e-12)
+
+
+def _mlp():
+    fc.manual_seed(2)
+    return nn.Sequential(_trained_bn(nn.BatchNorm1d(4)), nn.Linear(4, 8),
+                         _trained_bn(nn.BatchNorm1d(8)), nn.GELU(), nn.Dropout(0.3),
+                         nn.Linear(8, 3), nn.Tanh()).eval()
+
+
+@pytest.mark.parametrize("make, shape", [(_mlp, (4,)), (_cnn, (1, 8, 8))])
+def test_frozen_model_exports_with_a_dynamic_batch(make, shape):
+    """The README's deployment snippet: freeze keeps a bias broadcast to the batch as an
+    equation (not a batch-shaped constant), so the export follows any batch size."""
+    model = make()
+    x = RNG.standard_normal((6, *shape)).astype(np.float32)
+    frozen = fc.freeze(model)
+    exp = fc.export(frozen, x, dynamic={0: {0: "batch"}})
+    for batch in (1, 2, 5, 6, 13, 100):
+        xb = RNG.standard_normal((batch, *shape)).astype(np.float32)
+        np.testing.assert_allclose(exp(xb), model(xb), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(frozen(xb), model(xb), rtol=1e-5, atol=1e-5)
+    graph, _ = frozen.graph_for(x)
+    consts = [a.value.shape for e in graph.eqns for a in e.inputs if isinstance(a, Lit)]
+    assert all(s[:1] != (6,) for s in consts), consts
+
+
+class _SquaredBatch(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.lin(x).sum() * fnp.ones((x.shape[0] ** 2,))
+
+
+@pytest.mark.parametrize("freeze", [False, True])
+def test_export_errors_name_the_module_class_not_its_repr(freeze):
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), _SquaredBatch()).eval()
+    func = fc.freeze(model) if freeze else model
+    with pytest.raises(fc.deploy.dynamic.DynamicError) as info:
+        fc.export(func, np.ones((6, 4), np.float32), dynamic={0: {0: "batch"}})
+    msg = str(info.value)
+    assert len(msg) < 250 and "\n" not in msg, msg
+    assert ("export(freeze(Sequential))" if freeze else "export(Sequential)") in msg
+    assert "args[0] dim 0 'batch'" in msg and "broadcast_in_dim" in msg
+    assert "in_features" not in msg and "(25 at 5, 121 at 11)" in msg

@@ -236,3 +236,173 @@ def test_parameter_array_behaviour():
     import copy
     q = copy.deepcopy(nn.Parameter(np.ones(2), requires_grad=False))
     assert isinstance(q, nn.Parameter) and q.requires_grad is False
+
+
+# ---- tied parameters ----------------------------------------------------------------------
+
+class TinyLM(nn.Module):
+    """Embedding, a hidden layer and an output layer; ``tie`` makes ``out.weight`` the very
+    array ``emb.weight`` is (weight tying, as language models do)."""
+
+    def __init__(self, tie=True):
+        super().__init__()
+        fc.manual_seed(5)
+        self.emb = nn.Embedding(6, 4, dtype=np.float64)
+        self.mid = nn.Linear(4, 4, dtype=np.float64)
+        self.out = nn.Linear(4, 6, bias=False, dtype=np.float64)
+        if tie:
+            self.out.weight = self.emb.weight
+
+    def forward(self, idx):
+        return self.out(np.tanh(self.mid(self.emb(idx))))
+
+
+IDX = np.array([0, 3, 5, 3])
+
+
+def _lm_loss(m, idx):
+    return (m(idx) ** 2).sum()
+
+
+def _untied_copy(tied):
+    u = TinyLM(tie=False)
+    for k, v in tied.state_dict().items():
+        u.state_dict()[k][...] = v
+    return u
+
+
+def test_tied_parameter_is_listed_once_under_its_first_name():
+    m = TinyLM()
+    assert [k for k, _ in m.named_parameters()] == ["emb.weight", "mid.weight", "mid.bias"]
+    assert len(list(m.parameters())) == 3
+    assert [k for k, _ in m.named_parameters(remove_duplicate=False)] == [
+        "emb.weight", "mid.weight", "mid.bias", "out.weight"]
+    sd = m.state_dict()                      # torch keeps both keys, one array
+    assert list(sd) == ["emb.weight", "mid.weight", "mid.bias", "out.weight"]
+    assert sd["out.weight"] is sd["emb.weight"]
+    new = {k: np.full(v.shape, 0.5) for k, v in sd.items()}
+    m.load_state_dict(new)
+    assert m.out.weight is m.emb.weight and np.all(m.emb.weight == 0.5)
+
+
+def test_tied_parameter_is_one_pytree_leaf_and_unflatten_reties_it():
+    m = TinyLM()
+    leaves, tree = fc.tree_flatten(m)
+    assert len(leaves) == 3
+    assert tree != fc.tree_structure(TinyLM(tie=False))
+    m2 = fc.tree_unflatten(tree, [np.array(v) for v in leaves])
+    assert m2.out.weight is m2.emb.weight
+    shared = nn.Linear(2, 2)                  # a submodule registered twice: one node
+    seq = nn.Sequential(shared, nn.Tanh(), shared)
+    assert len(fc.tree_leaves(seq)) == 2
+    s2 = fc.tree_map(lambda v: v * 2, seq)
+    assert s2[0] is s2[2]
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_grad_of_a_tied_parameter_sums_every_use(jit):
+    m = TinyLM()
+    grad = fc.grad(_lm_loss)
+    g = (fc.jit(grad) if jit else grad)(m, IDX)
+    assert g.out.weight is g.emb.weight
+    gu = fc.grad(_lm_loss)(_untied_copy(m), IDX)
+    np.testing.assert_allclose(g.emb.weight, gu.emb.weight + gu.out.weight, rtol=1e-12,
+                               atol=1e-14)
+    np.testing.assert_allclose(g.mid.weight, gu.mid.weight, rtol=1e-12, atol=1e-14)
+    assert [k for k, _ in g.named_parameters()] == ["emb.weight", "mid.weight", "mid.bias"]
+
+
+def test_optimizer_from_parameters_applies_the_whole_tied_gradient():
+    m, lr = TinyLM(), 0.1
+    u = _untied_copy(m)
+    opt = fc.optim.SGD(m.parameters(), lr=lr)
+    gu = fc.grad(_lm_loss)(u, IDX)
+    want = np.array(m.emb.weight) - lr * (gu.emb.weight + gu.out.weight)
+    opt.step(fc.grad(_lm_loss)(m, IDX))
+    assert m.out.weight is m.emb.weight
+    np.testing.assert_allclose(m.emb.weight, want, rtol=1e-12, atol=1e-14)
+
+
+def test_equal_gradients_of_distinct_parameters_stay_distinct_leaves():
+    """A compiled call may return one array for two equal outputs; unflatten copies it, so
+    the gradient module keeps the model's structure (nothing is tied that was not)."""
+    class Two(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Parameter(np.ones(3))
+            self.b = nn.Parameter(np.ones(3))
+
+        def forward(self, x):
+            return (x * self.a).sum() + (x * self.b).sum()
+    m = Two()
+    g = fc.jit(fc.grad(lambda m, x: m(x)))(m, np.arange(3.0))
+    assert g.a is not g.b and fc.tree_structure(g) == fc.tree_structure(m)
+    assert len(list(g.parameters())) == 2
+    z = fc.tree_map(lambda v: 0.0, m)         # scalars are never ties
+    assert fc.tree_structure(z) == fc.tree_structure(m)
+
+
+# ---- Module.to(device / dtype) --------------------------------------------------------------
+
+def test_to_takes_devices_and_dtypes_as_torch():
+    m = make_net()
+    w = m.fc.weight
+    assert m.to("cpu") is m and m.fc.weight is w            # already there: kept
+    assert m.to(device="cpu") is m and m.cpu() is m and m.fc.weight is w
+    m.to(np.float32)
+    assert m.fc.weight.dtype == np.float32 and isinstance(m.fc.weight, nn.Parameter)
+    m.to("cpu", np.float64)
+    assert m.fc.weight.dtype == np.float64
+    m.to(device="cpu", dtype="float32")
+    assert all(p.dtype == np.float32 for p in m.parameters())
+    bn = nn.BatchNorm1d(3)
+    bn.to(np.float64)
+    assert bn.running_mean.dtype == np.float64 and bn.num_batches_tracked.dtype == np.int64
+
+
+def test_to_keeps_tied_parameters_tied_and_requires_grad():
+    m = TinyLM()
+    m.mid.bias.requires_grad = False
+    m.to(np.float32)
+    assert m.out.weight is m.emb.weight and m.emb.weight.dtype == np.float32
+    assert m.mid.bias.requires_grad is False and m.mid.weight.requires_grad is True
+
+
+def test_to_bad_arguments_and_cuda_without_a_gpu_name_the_call(monkeypatch):
+    from functorch_core.backends.cuda import availability
+    m = make_net()
+    monkeypatch.setattr(availability, "missing", lambda: "no CUDA driver or GPU was found")
+    with pytest.raises(RuntimeError, match=r"Sequential\.to\('cuda'\): no GPU backend is "
+                                           r"available here \(no CUDA driver"):
+        m.to("cuda")
+    with pytest.raises(RuntimeError, match=r"no GPU backend is available"):
+        m.cuda()
+    with pytest.raises(TypeError, match=r"Sequential\.to\('tpu'\): 'tpu' is neither a device "
+                                        r"\('cpu', 'cuda'\) nor a dtype"):
+        m.to("tpu")
+    with pytest.raises(ValueError, match=r"to\(device='gpu'\): the device must be 'cpu' or "
+                                         r"'cuda'"):
+        m.to(device="gpu")
+    assert all(isinstance(p, nn.Parameter) for p in m.parameters())     # nothing moved
+
+
+def test_to_cuda_places_arrays_with_device_put_and_back(monkeypatch):
+    """With the cuda backend available (here numba-cuda's simulator stands in: its
+    SimArray is the device array), to('cuda') places every array, to('cpu') brings back
+    Parameters with their requires_grad."""
+    from functorch_core.backends.cuda import arrays, availability
+    monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "1")
+    monkeypatch.setattr(availability, "missing", lambda: None)
+    m = TinyLM()
+    m.mid.bias.requires_grad = False
+    want = np.array(m.mid.weight)
+    m.to("cuda")
+    assert all(arrays.is_device_array(v) for v in m.state_dict().values())
+    assert m.out.weight is m.emb.weight
+    m.to("cpu")
+    assert all(isinstance(p, nn.Parameter) for p in m.parameters())
+    assert m.mid.bias.requires_grad is False and m.out.weight is m.emb.weight
+    np.testing.assert_array_equal(m.mid.weight, want)
+    m.mid.bias.requires_grad = True          # the flag, not a leftover, decides
+    g = fc.grad(_lm_loss)(m, IDX)
+    assert np.any(g.mid.bias != 0)

@@ -1,6 +1,9 @@
 """functional_call, stack_module_state, make_functional(+_with_buffers),
 combine_state_for_ensemble, and ensembling under vmap."""
 
+import time
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -254,3 +257,42 @@ def test_replace_all_batch_norm_modules_():
     assert b == {}
     out = fc.vmap(lambda p, x: fc.functional_call(net, p, (x,)))(p, np.stack([X, X]))
     np.testing.assert_allclose(out[1], ref, rtol=1e-10)
+
+
+class _SlowScale(nn.Module):
+    """Reads its weight twice with a thread switch between (as a long forward would)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(np.ones(3))
+
+    def forward(self, x):
+        first = x * self.w
+        time.sleep(0)
+        return first + x * self.w
+
+
+def test_functional_call_from_many_threads_sees_its_own_state():
+    m = _SlowScale()
+    x = np.arange(1.0, 4.0)
+    states = [{"w": np.full(3, float(i))} for i in range(8)]
+
+    def call(i):
+        return i, fc.functional_call(m, states[i % 8], (x,))
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(call, range(400)))
+    for i, out in results:
+        np.testing.assert_array_equal(out, 2 * x * (i % 8))
+    assert np.all(m.w == 1.0) and m.w is m._parameters["w"]
+
+
+def test_functional_call_leaves_the_module_alone_and_ties_by_tie_weights():
+    m = Tied()
+    w, before = np.eye(3) * 3, m.a.weight
+    seen = []
+    h = m.b.register_forward_hook(lambda mod, args, out: seen.append(mod.weight))
+    np.testing.assert_allclose(fc.functional_call(m, {"b.weight": w}, (X,)), X * 9)
+    assert seen[-1] is w and m.a.weight is before and m.b.weight is before
+    untied = fc.functional_call(m, {"b.weight": w}, (X,), tie_weights=False)
+    np.testing.assert_allclose(untied, (X @ before.T) * 3)
+    h.remove()

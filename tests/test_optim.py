@@ -276,6 +276,23 @@ def test_bad_hyperparameters():
         optim.adamw(betas=(1.0, 0.9))
 
 
+@pytest.mark.parametrize("make", [optim.sgd, optim.adam, optim.adamw, optim.rmsprop,
+                                  optim.adagrad, optim.lion])
+def test_functional_optimizers_unpack_as_init_update(make):
+    opt = make(lr=0.05)
+    init, update = opt                       # optax's habit
+    assert init is opt.init and update is opt.update and len(opt) == 2
+    assert opt.name == make.__name__ and opt.hyperparams["lr"] == 0.05
+    assert isinstance(opt.slots, tuple) and repr(opt).startswith(f"{make.__name__}(lr=0.05")
+    params, grads = _problem()
+    want, _ = _run(opt, params, grads)
+    state = init(params)
+    for g in grads:
+        params, state = update(g, state, params)
+    for k in params:
+        np.testing.assert_array_equal(params[k], want[-1][k])
+
+
 # ---- clipping -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("norm_type", [2.0, 1.0, 3.0, math.inf])
@@ -316,6 +333,54 @@ def test_clip_grad_value():
     out = optim.clip_grad_value(g, 1.0)
     np.testing.assert_array_equal(out["a"], [-1.0, 0.2, 1.0])
     np.testing.assert_array_equal(out["b"][0], -0.1)
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, math.inf, "inf"])
+def test_clip_grad_norm__scales_in_place_and_returns_the_norm(norm_type):
+    _, grads = _problem()
+    g = {k: v.copy() for k, v in grads[0].items()}
+    g["b"] = [g["b"]]                          # any pytree: the Module grad returns, lists
+    want, want_total = optim.clip_grad_norm(g, 0.7, norm_type)
+    arrays = [g["w"], g["b"][0]]
+    total = optim.clip_grad_norm_(g, 0.7, norm_type)
+    assert np.ndim(total) == 0
+    np.testing.assert_allclose(total, want_total, rtol=1e-12)
+    assert g["w"] is arrays[0] and g["b"][0] is arrays[1]      # the same arrays, scaled
+    np.testing.assert_allclose(g["w"], want["w"], rtol=1e-12)
+    np.testing.assert_allclose(g["b"][0], want["b"][0], rtol=1e-12)
+    if norm_type == 2.0:
+        np.testing.assert_allclose(np.sqrt(np.sum(g["w"] ** 2) + np.sum(g["b"][0] ** 2)),
+                                   0.7, rtol=1e-5)
+
+
+def test_clip_grad_norm__under_jit_writes_back_and_checks_nonfinite():
+    g = {"a": np.array([3.0, 4.0])}
+    total = fc.jit(lambda g: optim.clip_grad_norm_(g, 1.0))(g)
+    np.testing.assert_allclose(total, 5.0)
+    np.testing.assert_allclose(g["a"], [3.0 / (5 + 1e-6), 4.0 / (5 + 1e-6)], rtol=1e-12)
+    bad = {"a": np.array([np.inf, 1.0])}
+    with pytest.raises(RuntimeError, match=r"norm of order 2.0 .* is inf, so it cannot be clipped"):
+        optim.clip_grad_norm_(bad, 1.0, error_if_nonfinite=True)
+    np.testing.assert_array_equal(bad["a"], [np.inf, 1.0])      # nothing scaled
+    with pytest.raises(RuntimeError, match="cannot be clipped"):
+        optim.clip_grad_norm(bad, 1.0, error_if_nonfinite=True)
+    with pytest.raises(TypeError, match=r"clip_grad_norm_: leaf grads\[0\] is float.*in "
+                                        r"place"):
+        optim.clip_grad_norm_([1.0], 1.0)
+    with pytest.raises(ValueError, match="norm_type must be positive"):
+        optim.clip_grad_norm_([np.ones(2)], 1.0, norm_type=0)
+
+
+def test_clip_grad_norm__is_reachable_under_its_torch_name():
+    from functorch_core import nn
+    assert nn.utils.clip_grad_norm_ is optim.clip_grad_norm_
+    assert nn.utils.clip_grad_value_ is optim.clip_grad_value_
+
+
+def test_clip_grad_value__clamps_in_place():
+    a = np.array([-3.0, 0.2, 5.0])
+    assert optim.clip_grad_value_({"a": a}, 1.0) is None
+    np.testing.assert_array_equal(a, [-1.0, 0.2, 1.0])
 
 
 # ---- schedules ----------------------------------------------------------------------------
@@ -421,12 +486,97 @@ def test_stateful_list_of_arrays():
                                                    0.9)[-1], rtol=1e-12)
 
 
+def _model_problem():
+    from functorch_core import nn
+    fc.manual_seed(3)
+    model = nn.Sequential(nn.Linear(3, 4, dtype=np.float64), nn.Tanh(),
+                          nn.Linear(4, 2, dtype=np.float64))
+    rng = np.random.default_rng(3)
+    x, y = rng.standard_normal((5, 3)), rng.standard_normal((5, 2))
+    return model, x, y
+
+
+def _model_loss(m, x, y):
+    return ((m(x) - y) ** 2).mean()
+
+
+@pytest.mark.parametrize("given, form", [           # unnamed arrays + a dict: an error, below
+    (g, f) for g in ("parameters", "named_parameters", "dict")
+    for f in ("module", "dict", "list") if (g, f) != ("parameters", "dict")])
+def test_stateful_optimizers_take_module_params_and_step_with_what_grad_returns(given, form):
+    model, x, y = _model_problem()
+    ref = {k: np.array(v) for k, v in model.named_parameters()}
+    params = {"parameters": model.parameters(), "named_parameters": model.named_parameters(),
+              "dict": dict(model.named_parameters())}[given]
+    opt = optim.Adam(params, lr=0.05)
+    fopt = optim.adam(lr=0.05)
+    state = fopt.init(ref)
+    arrays = dict(model.named_parameters())
+    for _ in range(3):
+        g = fc.grad(_model_loss)(model, x, y)
+        assert isinstance(g, type(model))
+        opt.step({"module": g, "dict": dict(g.named_parameters()),
+                  "list": list(g.parameters())}[form])
+        gref = fc.grad(lambda p: _model_loss(lambda t: fc.functional_call(model, p, t), x,
+                                             y))(ref)
+        ref, state = fopt.update(gref, state, ref)
+    for k, v in model.named_parameters():
+        assert v is arrays[k]                              # updated in place
+        np.testing.assert_allclose(v, ref[k], rtol=1e-12, atol=1e-15)
+
+
+def test_stateful_wrong_arguments_say_what_to_pass():
+    model, x, y = _model_problem()
+    with pytest.raises(TypeError, match=r"Adam\(params\): got a Module \(Sequential\); "
+                                        r"pass model\.parameters\(\), "
+                                        r"model\.named_parameters\(\), a dict"):
+        optim.Adam(model, lr=0.1)
+    opt = optim.Adam(model.parameters(), lr=0.1)
+    with pytest.raises(TypeError, match=r"Adam\.step\(grads\): got a value of type int; "
+                                        r"pass what fc\.grad returned for the module \(a "
+                                        r"Module of gradients\)"):
+        opt.step(3)
+    with pytest.raises(ValueError, match=r"got a list of 1 gradients; this optimizer has 4 "
+                                         r"parameters"):
+        opt.step([np.zeros((4, 3))])
+    with pytest.raises(ValueError, match=r"got a dict of named gradients, but this optimizer "
+                                         r"was built from unnamed arrays"):
+        opt.step(dict(fc.grad(_model_loss)(model, x, y).named_parameters()))
+    other = fc.grad(lambda m: (m(x) ** 2).sum())(model[0])
+    with pytest.raises(ValueError, match=r"got a Linear of gradients with parameters "
+                                         r"\{'weight': \(4, 3\), 'bias': \(4,\)\}, which "
+                                         r"do not match"):
+        opt.step(other)
+    ws = [p for n, p in model.named_parameters() if n.endswith("weight")]
+    bs = [p for n, p in model.named_parameters() if n.endswith("bias")]
+    split = optim.SGD([{"params": ws, "weight_decay": 0.1}, {"params": bs}], lr=0.1)
+    with pytest.raises(ValueError, match=r"param groups hold unnamed arrays, which cannot be "
+                                         r"matched"):
+        split.step(fc.grad(_model_loss)(model, x, y))
+    named = dict(model.named_parameters())              # named groups: matched by name
+    split = optim.SGD([{"params": {k: v for k, v in named.items() if "weight" in k},
+                        "weight_decay": 0.1},
+                       {"params": {k: v for k, v in named.items() if "bias" in k}}], lr=0.1)
+    before = {k: np.array(v) for k, v in named.items()}
+    g = fc.grad(_model_loss)(model, x, y)
+    split.step(g)
+    np.testing.assert_allclose(model[0].weight, before["0.weight"] - 0.1 * (
+        g[0].weight + 0.1 * before["0.weight"]), rtol=1e-12)
+    np.testing.assert_allclose(model[2].bias, before["2.bias"] - 0.1 * g[2].bias, rtol=1e-12)
+    sub = optim.SGD(model[2].parameters(), lr=0.1)       # a submodule's: its own grads
+    before = np.array(model[2].weight)
+    g = fc.grad(_model_loss)(model, x, y)
+    sub.step(g[2])
+    np.testing.assert_allclose(model[2].weight, before - 0.1 * g[2].weight, rtol=1e-12)
+
+
 def test_stateful_bad_grads_leave_arrays_untouched():
     params, grads = _problem()
     arrays = {k: v.copy() for k, v in params.items()}
     opt = optim.SGD(arrays, lr=0.1)
-    with pytest.raises(ValueError, match=r"SGD.step: grads must be keyed like the parameters "
-                                         r"\['b', 'w'\], got \['w'\]"):
+    with pytest.raises(ValueError, match=r"SGD.step\(grads\): got a dict with keys \['w'\]; "
+                                         r"grads must be keyed like the parameters "
+                                         r"\['b', 'w'\]"):
         opt.step({"w": grads[0]["w"]})
     with pytest.raises(ValueError, match="shape"):
         opt.step({"w": grads[0]["w"], "b": np.zeros(5)})

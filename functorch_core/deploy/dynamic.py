@@ -72,6 +72,10 @@ def _walk(base, variants, check, path, patches, root, what):
                   patches, root, what)
     elif isinstance(base, list):
         if any(len(v) != len(base) for v in (check, *variants.values())):
+            if path == ["eqns"]:
+                raise DynamicError(f"{what}: the graph has {len(base)} equations at size "
+                                   f"{BASE} but {len(check)} at size {CHECK}; the function "
+                                   "must trace to the same equations at every size")
             raise DynamicError(f"{what}: the graph's structure changes with the dynamic "
                                f"sizes at {_where(root, path)}")
         for k in range(len(base)):

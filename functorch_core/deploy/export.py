@@ -14,7 +14,6 @@ from functorch_core.ir.pytree import tree_flatten, tree_unflatten
 from .._random_scope import Scope
 from .._tracing import (
     arg_paths,
-    fn_name,
     leaf_aval,
     merge_static,
     normalize_argnums,
@@ -134,7 +133,7 @@ def export(func, *example_args, static_argnums=(), dynamic=None, backend=None):
         >>> fc.load_exported("model.fcx")(np.ones((5, 3), np.float32), w).shape
         (5, 2)
     """
-    fname = fn_name(func)
+    fname = trees.callable_name(func)
     what = f"export({fname})"
     nums = normalize_argnums(static_argnums, len(example_args), fname)
     graph, in_tree, out_tree = _trace(func, example_args, nums, what)
@@ -167,7 +166,9 @@ def export(func, *example_args, static_argnums=(), dynamic=None, backend=None):
                                        "dynamic sizes")
             return serialize.encode(g)
         symbols = sorted({s for ds in dims.values() for s in ds.values()})
-        body, arrays, patches = dyn.fit(build, symbols, what)
+        spec = ", ".join(f"{names[i]} dim {d} {s!r}" for i, ds in dims.items()
+                         for d, s in ds.items())
+        body, arrays, patches = dyn.fit(build, symbols, f"{what} (dynamic: {spec})")
         header.update(graph=body, patches=patches)
     return Exported(header, [np.ascontiguousarray(a).tobytes() for a in arrays], backend)
 

@@ -10,7 +10,8 @@ from functorch_core.ir import primitives as P
 from functorch_core.ir.freezing import fold_affine_into_products, pretranspose_constants
 from functorch_core.ir.pytree import tree_flatten, tree_map, tree_unflatten
 
-from .._tracing import fn_name, leaf_aval, trace_call
+from .._tracing import leaf_aval, trace_call
+from .trees import callable_name
 
 
 def _constants(tree):
@@ -64,10 +65,13 @@ class Frozen:
             if any(e.prim.mutates for e in graph.eqns) or P.setitem in {
                     e.prim for e in passes.inline(graph).eqns}:
                 raise ValueError(_WRITES.format(self.__name__))
-            graph = passes.lower_custom(passes.simplify(graph))
+            # grow=False: a bias broadcast to the batch stays an equation, so no constant
+            # has the batch's shape and the graph exports with a dynamic batch
+            graph = passes.simplify(passes.inline(graph, (P.call, *passes.CUSTOM_CALLS)),
+                                    grow=False)
             if folded:
                 graph = fold_affine_into_products(graph)
-                graph = pretranspose_constants(passes.simplify(graph))
+                graph = pretranspose_constants(passes.simplify(graph, grow=False))
             hit = self._graphs[key] = (check_graph(graph), traced.out_tree)
         return hit
 
@@ -124,7 +128,7 @@ def freeze(func, params=None, *, backend=None) -> Frozen:
         >>> frozen(x)                                 # same result as model(x), up to rounding
         >>> fc.export(frozen, x).save("model.fcx")
     """
-    name = f"freeze({fn_name(func)})"
+    name = f"freeze({callable_name(func)})"
     if params is None:
         return Frozen(_constants(func), None, backend, name)
     return Frozen(func, _constants(params), backend, name)

@@ -13,6 +13,14 @@ import collections
 from functorch_core.ir.pytree import PyTreeDef, tree_flatten
 
 _LEAF = tree_flatten(0)[1]
+
+
+def callable_name(func) -> str:
+    """``func`` named for messages: a function by its qualified name, a module or other
+    callable object by its class (``Sequential``), never by its repr (a model's repr
+    runs to many lines)."""
+    return (getattr(func, "__qualname__", None) or getattr(func, "__name__", None)
+            or type(func).__name__)
 _namedtuples: dict = {}
 
 

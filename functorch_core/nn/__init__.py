@@ -10,7 +10,7 @@ Example::
     (8, 3)
 """
 
-from . import functional, init  # noqa: F401
+from . import functional, init, utils  # noqa: F401
 from .activation import (  # noqa: F401
     ELU,
     GELU,

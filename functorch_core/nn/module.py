@@ -108,7 +108,10 @@ class Module:
     ``register_buffer`` registers a buffer. Subclasses define ``forward``.
 
     A module is a pytree (arrays are leaves; class, hyper-parameters, ``training`` and
-    hooks are static). Pass it to a transform as an argument,
+    hooks are static). An array registered under several names (tied weights:
+    ``self.out.weight = self.emb.weight``) and a submodule registered twice are one leaf
+    and one node: ``grad`` returns one gradient for it, the sum over every use, and
+    unflattening ties it again. Pass it to a transform as an argument,
     ``jit(lambda m, x: m(x))(model, x)`` or ``grad(loss)(model, x)``, so its current
     arrays are inputs. ``jit(model)`` closes over the arrays: they become constants
     of the compiled graph, and later updates to the parameters are not seen.
@@ -326,11 +329,27 @@ class Module:
                 yield (f"{mprefix}.{name}" if mprefix else name), v
 
     def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
-        """Yield ``(dotted_name, parameter)``; a parameter shared by two modules once."""
+        """Yield ``(dotted_name, parameter)`` in registration order, depth first.
+
+        Args:
+            prefix (str): prepended to every name. Default ``''``.
+            recurse (bool): include the submodules' parameters. Default ``True``.
+            remove_duplicate (bool): a parameter registered under several names (tied
+                weights) is yielded once, under its first name, as in PyTorch. Default
+                ``True``.
+
+        Example::
+
+            >>> lm.out.weight = lm.emb.weight
+            >>> [k for k, _ in lm.named_parameters()]       # 'out.weight' is not listed
+            ['emb.weight', ...]
+        """
         yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse=True):
-        """Yield the parameters (each shared one once)."""
+        """Yield the parameters (each tied or shared one once), in ``named_parameters()``
+        order: the order of the Module's gradient leaves, and of ``list(g.parameters())``
+        for the Module ``g`` that ``grad`` returns."""
         for _, p in self.named_parameters(recurse=recurse):
             yield p
 
@@ -431,18 +450,64 @@ class Module:
             m.__dict__["_frozen"] = frozenset() if requires_grad else frozenset(m._parameters)
         return self
 
-    def to(self, dtype):
-        """Cast floating parameters and buffers to ``dtype`` (new arrays); returns ``self``."""
-        dtype = np.dtype(dtype)
+    def to(self, *args, **kwargs):
+        """Move and/or cast the parameters and buffers, as ``torch.nn.Module.to``; returns
+        ``self`` (modified in place).
+
+        Call it as ``to(device)``, ``to(dtype)``, ``to(device, dtype)`` or with the keywords
+        ``device=`` / ``dtype=`` (``non_blocking`` is accepted and ignored).
+
+        Args:
+            device (str): ``'cpu'`` (NumPy arrays) or ``'cuda'`` (``'cuda:0'``; device
+                arrays, as :func:`functorch_core.device_put` makes them; needs the cuda
+                backend: a GPU with numba-cuda and CuPy, or numba-cuda's simulator). Arrays
+                already there are kept as they are.
+            dtype (dtype): floating and complex arrays are cast to it (new arrays);
+                integer buffers (BatchNorm's ``num_batches_tracked``) keep their dtype.
+
+        A tied array (one array under several names) stays one array. On the GPU a
+        parameter is a device array, not a :class:`Parameter`; ``requires_grad=False``
+        is kept (and restored when it comes back with ``to('cpu')``).
+
+        Example::
+
+            >>> model.to(np.float32)              # cast
+            >>> model.to("cuda")                  # place on the GPU
+            >>> model.to("cpu", np.float64)       # both
+        """
+        device, dtype = _to_arguments(self, args, kwargs)
+        if device == "cuda":
+            _require_gpu(f"{self._get_name()}.to('cuda')")
+        done: dict[int, object] = {}
         for m in self.modules():
+            d = m.__dict__
+            frozen = set(d["_frozen"])
             for own in ("_parameters", "_buffers"):
-                for name, v in m.__dict__[own].items():
-                    if v is not None and np.asarray(v).dtype.kind in "fc":
-                        new = np.asarray(v).astype(dtype)
-                        if isinstance(v, Parameter):
-                            new = Parameter(new, v.requires_grad)
-                        m.__dict__[own][name] = new
+                for name, v in d[own].items():
+                    if v is None:
+                        continue
+                    new = done.get(id(v))
+                    if new is None:
+                        new = done[id(v)] = _moved(v, device, dtype)
+                        if own == "_parameters" and isinstance(new, np.ndarray) and \
+                                not isinstance(new, Parameter):
+                            new = done[id(v)] = Parameter(
+                                new, getattr(v, "requires_grad", name not in frozen))
+                            frozen.discard(name)    # the Parameter carries the flag again
+                    if own == "_parameters" and not isinstance(new, Parameter) and \
+                            getattr(v, "requires_grad", True) is False:
+                        frozen.add(name)           # a device array has no requires_grad
+                    d[own][name] = new
+            d["_frozen"] = frozenset(frozen)
         return self
+
+    def cpu(self):
+        """``to('cpu')``."""
+        return self.to("cpu")
+
+    def cuda(self, device=None):
+        """``to('cuda')`` (``device`` is accepted for PyTorch compatibility: one GPU)."""
+        return self.to("cuda")
 
     def float(self):
         """``to(np.float32)``."""
@@ -478,6 +543,77 @@ class Module:
 
     def __dir__(self):
         return sorted(set(object.__dir__(self)).union(*(self.__dict__[o] for o in _OWN)))
+
+
+_DEVICES = ("cpu", "cuda")
+
+
+def _device_of(x):
+    """``'cpu'``/``'cuda'`` for a device argument of ``Module.to``, else None."""
+    if isinstance(x, str) and (x in _DEVICES or x.startswith("cuda:")):
+        return "cuda" if x.startswith("cuda") else "cpu"
+    kind = getattr(x, "type", None)           # a torch.device-like object
+    return kind if isinstance(kind, str) and kind in _DEVICES else None
+
+
+def _to_arguments(module, args, kwargs):
+    """``(device or None, dtype or None)`` from ``Module.to``'s torch-style arguments."""
+    call = f"{module._get_name()}.to"
+    unknown = set(kwargs) - {"device", "dtype", "non_blocking"}
+    if unknown or len(args) > 2:
+        raise TypeError(f"{call}() takes to(device), to(dtype), to(device, dtype) or the "
+                        f"keywords device=, dtype=; got {len(args)} positional argument(s)"
+                        + (f" and {sorted(unknown)}" if unknown else ""))
+    device, dtype = kwargs.get("device"), kwargs.get("dtype")
+    if device is not None:
+        name = _device_of(device)
+        if name is None:
+            raise ValueError(f"{call}(device={device!r}): the device must be 'cpu' or "
+                             "'cuda'")
+        device = name
+    for a in args:
+        name = _device_of(a)
+        if name is not None:
+            if device is not None:
+                raise TypeError(f"{call}: got two devices, {device!r} and {a!r}")
+            device = name
+            continue
+        try:
+            dt = np.dtype(a)
+        except (TypeError, ValueError):
+            dt = None
+        if dt is None or dtype is not None:
+            raise TypeError(f"{call}({a!r}): {a!r} is neither a device ('cpu', 'cuda') nor "
+                            "a dtype; call to(device), to(dtype) or to(device, dtype)")
+        dtype = dt
+    if dtype is not None:
+        dtype = np.dtype(dtype)
+    return device, dtype
+
+
+def _require_gpu(call):
+    from functorch_core.backends.cuda import availability
+    why = availability.missing()
+    if why is not None:
+        raise RuntimeError(f"{call}: no GPU backend is available here ({why}); keep the "
+                           "model on 'cpu', or install the cuda extra "
+                           f"(`{availability.INSTALL}`) on a machine with an NVIDIA GPU")
+
+
+def _moved(v, device, dtype):
+    """``v`` cast to ``dtype`` (floating/complex only) and placed on ``device``; ``v``
+    itself when nothing changes."""
+    from functorch_core.backends.cuda import arrays
+    on_gpu = arrays.is_device_array(v)
+    x = v
+    if dtype is not None and np.dtype(x.dtype).kind in "fc" and x.dtype != dtype:
+        x = arrays.to_device(arrays.to_host(x).astype(dtype)) if on_gpu else \
+            np.asarray(x).astype(dtype)
+    if device == "cuda" and not arrays.is_device_array(x):
+        x = arrays.to_device(x)
+    elif device == "cpu" and arrays.is_device_array(x):
+        x = arrays.to_host(x)
+    return x
 
 
 def _is_array(x):
@@ -533,34 +669,104 @@ def _freeze(v):
     return (type(v), v)
 
 
-def _module_flatten(m):
-    d = m.__dict__
-    params, bufs, mods = d["_parameters"], d["_buffers"], d["_modules"]
-    names = (tuple(params), tuple(bufs), tuple(mods))
-    frozen = d.get("_frozen", frozenset()) | frozenset(
-        k for k, v in params.items() if getattr(v, "requires_grad", True) is False)
-    attrs = tuple((k, v) for k, v in d.items() if k not in _OWN and k != "_frozen")
-    children = [_plain(v) for v in params.values()] + list(bufs.values()) + list(mods.values())
-    return children, _Static(type(m), names, attrs, frozenset(frozen))
+class _Tree:
+    """The static part of a module hierarchy: one ``(_Static, param slots, buffer slots,
+    child slots)`` per distinct module (a submodule registered twice is one node). A
+    param/buffer slot is the index of its leaf, a child slot the index of its node; -1
+    stands for ``None``. An array registered under several names (tied weights) is one
+    leaf, so transforms see one input and its gradient sums every use."""
+
+    __slots__ = ("hash", "nodes")
+
+    def __init__(self, nodes):
+        self.nodes = nodes
+        self.hash = hash(nodes)
+
+    def __hash__(self):
+        return self.hash
+
+    def __eq__(self, other):
+        return isinstance(other, _Tree) and self.hash == other.hash and self.nodes == other.nodes
 
 
-def _module_unflatten(static, children):
+def _module_flatten(root):
+    leaves, leaf_at, node_at, nodes = [], {}, {}, []
+
+    def leaf(v):
+        if v is None:
+            return -1
+        if isinstance(v, _SCALARS):      # immutable (and interned): never a tie
+            leaves.append(v)
+            return len(leaves) - 1
+        j = leaf_at.get(id(v))
+        if j is None:
+            j = leaf_at[id(v)] = len(leaves)
+            leaves.append(_plain(v))
+        return j
+
+    def visit(m):
+        i = node_at.get(id(m))
+        if i is not None:
+            return i
+        i = node_at[id(m)] = len(nodes)
+        nodes.append(None)
+        d = m.__dict__
+        params, bufs, mods = d["_parameters"], d["_buffers"], d["_modules"]
+        frozen = d.get("_frozen", frozenset()) | frozenset(
+            k for k, v in params.items() if getattr(v, "requires_grad", True) is False)
+        attrs = tuple((k, v) for k, v in d.items() if k not in _OWN and k != "_frozen")
+        static = _Static(type(m), (tuple(params), tuple(bufs), tuple(mods)), attrs,
+                         frozenset(frozen))
+        pslots = tuple(leaf(v) for v in params.values())
+        bslots = tuple(leaf(v) for v in bufs.values())
+        mslots = tuple(-1 if c is None else visit(c) for c in mods.values())
+        nodes[i] = (static, pslots, bslots, mslots)
+        return i
+
+    visit(root)
+    return leaves, _Tree(tuple(nodes))
+
+
+_SCALARS = (bool, int, float, complex, np.generic)
+
+
+def _unaliased(children):
+    """``children`` with a copy of each array that already appeared: distinct leaves are
+    distinct arrays (a compiled call may return one array for two equal outputs), so the
+    module flattens back to the same structure and ties only what was tied."""
+    seen, out = set(), []
+    for v in children:
+        if not isinstance(v, _SCALARS) and id(v) in seen and hasattr(v, "copy"):
+            v = v.copy()
+        seen.add(id(v))
+        out.append(v)
+    return out
+
+
+def _module_unflatten(tree, children):
     from functorch_core.numpy._core import is_tracer
     from functorch_core.transforms import stop_gradient
-    m = static.cls.__new__(static.cls)
-    d = m.__dict__
-    d.update(static.attrs)
-    pn, bn, mn = static.names
-    it = iter(children)
-    d["_parameters"] = OrderedDict((k, next(it)) for k in pn)
-    d["_buffers"] = OrderedDict((k, next(it)) for k in bn)
-    d["_modules"] = OrderedDict((k, next(it)) for k in mn)
-    d["_frozen"] = static.frozen
-    for k in static.frozen:
-        v = d["_parameters"].get(k)
-        if v is not None and is_tracer(v):
-            d["_parameters"][k] = stop_gradient(v)
-    return m
+    leaves = _unaliased(children)
+    built = []
+    for static, *_ in tree.nodes:
+        m = static.cls.__new__(static.cls)
+        m.__dict__.update(static.attrs)
+        built.append(m)
+    for m, (static, pslots, bslots, mslots) in zip(built, tree.nodes, strict=True):
+        pn, bn, mn = static.names
+        d = m.__dict__
+        d["_parameters"] = OrderedDict(
+            (k, None if j < 0 else leaves[j]) for k, j in zip(pn, pslots, strict=True))
+        d["_buffers"] = OrderedDict(
+            (k, None if j < 0 else leaves[j]) for k, j in zip(bn, bslots, strict=True))
+        d["_modules"] = OrderedDict(
+            (k, None if j < 0 else built[j]) for k, j in zip(mn, mslots, strict=True))
+        d["_frozen"] = static.frozen
+        for k in static.frozen:
+            v = d["_parameters"].get(k)
+            if v is not None and is_tracer(v):
+                d["_parameters"][k] = stop_gradient(v)
+    return built[0]
 
 
 register_pytree_node(Module, _module_flatten, _module_unflatten)

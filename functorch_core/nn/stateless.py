@@ -5,6 +5,7 @@ and functorch's ``make_functional`` / ``make_functional_with_buffers`` /
 from __future__ import annotations
 
 import copy
+from collections import OrderedDict
 
 import numpy as np
 
@@ -44,40 +45,52 @@ def _merge(parameters_and_buffers):
     return merged
 
 
-def _swap(module, name, value):
-    """Put ``value`` under dotted ``name``; returns the undo closure."""
-    prefix, _, leaf = name.rpartition(".")
-    try:
-        mod = module.get_submodule(prefix)
-    except AttributeError as e:
-        raise AttributeError(f"functional_call: key {name!r} names no submodule of "
-                             f"{module._get_name()} ({e})") from None
-    d = mod.__dict__
-    for own in ("_parameters", "_buffers"):
-        if leaf in d[own]:
-            old = d[own][leaf]
-            d[own][leaf] = value
+def _with_state(module, values):
+    """A copy of ``module``'s hierarchy with ``values`` under their dotted names.
 
-            def undo(own=own, old=old):
-                d[own][leaf] = old
-            return undo
-    had, old = leaf in d, d.get(leaf)
-    d[leaf] = value
+    Each module is copied once (a submodule registered twice stays shared); the copies
+    hold the original's arrays except where ``values`` replaces one, so ``module`` itself
+    is never changed and concurrent calls cannot see each other's state."""
+    copies: dict[int, object] = {}
 
-    def undo_attr():
-        if had:
-            d[leaf] = old
+    def copy_of(m):
+        c = copies.get(id(m))
+        if c is None:
+            c = copies[id(m)] = type(m).__new__(type(m))
+            d = c.__dict__
+            d.update(m.__dict__)
+            for own in ("_parameters", "_buffers", "_modules"):
+                d[own] = OrderedDict(m.__dict__[own])
+            for k, sub in d["_modules"].items():
+                if sub is not None:
+                    d["_modules"][k] = copy_of(sub)
+        return c
+
+    root = copy_of(module)
+    for name, value in values.items():
+        prefix, _, leaf = name.rpartition(".")
+        try:
+            d = root.get_submodule(prefix).__dict__
+        except AttributeError as e:
+            raise AttributeError(f"functional_call: key {name!r} names no submodule of "
+                                 f"{module._get_name()} ({e})") from None
+        own = next((o for o in ("_parameters", "_buffers") if leaf in d[o]), None)
+        if own is None:
+            d[leaf] = value
         else:
-            d.pop(leaf, None)
-    return undo_attr
+            d[own][leaf] = value
+    return root
 
 
 def functional_call(module, parameters_and_buffers, args=None, kwargs=None, *,
                     tie_weights=True, strict=False):
     """Call ``module`` with its parameters and buffers replaced by the given arrays.
 
-    The module is restored afterwards. Values may be tracers, so this is the way to take
-    ``grad``/``vmap`` with respect to a module's state held in a dict. Writes the forward
+    ``module`` itself is not changed: the call runs on a shallow copy of its module
+    hierarchy holding the given arrays (the others are the module's own arrays; hooks see
+    the copy), so concurrent calls from several threads each see their own state. Values
+    may be tracers, so this is the way to take ``grad``/``vmap`` with respect to a
+    module's state held in a dict. Writes the forward
     makes into a buffer (BatchNorm's running statistics in training mode) go into the
     array passed for it: eagerly and under ``jit`` into the caller's array; under
     ``grad``/``vmap``, which keep writes local, return the buffers dict to get the
@@ -92,8 +105,9 @@ def functional_call(module, parameters_and_buffers, args=None, kwargs=None, *,
         args: positional arguments (a tuple, or one non-tuple argument).
         kwargs (dict, optional): keyword arguments.
         tie_weights (bool): an array registered under several names (tied weights)
-            takes the given value under all of them when only one name is given. Default
-            ``True``.
+            takes the given value under all of them when only one name is given (two
+            different values for tied names are an error). ``False``: each given name is
+            replaced alone, the others keep the module's array. Default ``True``.
         strict (bool): every parameter and buffer must be given, and no other key.
             Default ``False`` (missing ones keep the module's value).
 
@@ -134,16 +148,10 @@ def functional_call(module, parameters_and_buffers, args=None, kwargs=None, *,
             raise RuntimeError(f"Error(s) in reparametrizing for {module._get_name()}:\n\t"
                                + "\n\t".join(errors))
     args = () if args is None else args if isinstance(args, tuple) else (args,)
-    undos = []
     try:
-        for name, v in values.items():
-            undos.append(_swap(module, name, v))
-        return module(*args, **(kwargs or {}))
+        return _with_state(module, values)(*args, **(kwargs or {}))
     except BatchedStatWriteError as err:
         raise _named_write_error(module, values, err) from None
-    finally:
-        for undo in reversed(undos):
-            undo()
 
 
 def _named_write_error(module, values, err):

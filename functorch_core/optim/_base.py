@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -12,19 +12,45 @@ from functorch_core.ir.pytree import tree_flatten, tree_unflatten
 from .. import numpy as fnp
 
 
-class FunctionalOptimizer(NamedTuple):
-    """A pure optimizer: ``state = init(params)``, ``params, state = update(grads, state, params)``.
+class FunctionalOptimizer(tuple):
+    """A pure optimizer, the pair ``(init, update)``: ``state = init(params)``,
+    ``params, state = update(grads, state, params)``.
 
+    It unpacks as that pair (``init, update = optim.adam(lr=1e-3)``, as optax); the
+    rest is reachable as attributes: ``init``, ``update``, ``name`` (``'adam'``),
+    ``hyperparams`` (the constructor arguments, the PyTorch ``param_groups`` entry of the
+    stateful wrappers) and ``slots`` (the names of the per-parameter state entries).
     ``update`` uses only ``functorch_core.numpy`` on the leaves, so it runs eagerly on NumPy
-    arrays and traces under ``jit``/``vmap``/``grad``. ``hyperparams`` records the constructor
-    arguments (the PyTorch ``param_groups`` entry of the stateful wrappers).
+    arrays and traces under ``jit``/``vmap``/``grad``.
+
+    Example::
+
+        >>> init, update = optim.adam(lr=1e-3)
+        >>> opt = optim.adam(lr=1e-3); opt.name, opt.hyperparams["lr"], opt.slots
+        ('adam', 0.001, ('exp_avg', 'exp_avg_sq'))
     """
 
-    init: Callable[[Any], dict]
-    update: Callable[[Any, dict, Any], tuple[Any, dict]]
-    name: str
-    hyperparams: dict
-    slots: tuple[str, ...]
+    def __new__(cls, init: Callable[[Any], dict],
+                update: Callable[[Any, dict, Any], tuple[Any, dict]],
+                name: str, hyperparams: dict, slots: tuple[str, ...]):
+        self = super().__new__(cls, (init, update))
+        self.name, self.hyperparams, self.slots = name, dict(hyperparams), tuple(slots)
+        return self
+
+    @property
+    def init(self) -> Callable[[Any], dict]:
+        return self[0]
+
+    @property
+    def update(self) -> Callable[[Any, dict, Any], tuple[Any, dict]]:
+        return self[1]
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self.hyperparams.items())
+        return f"{self.name}({args})"
+
+    def __reduce__(self):
+        return (FunctionalOptimizer, (*self, self.name, self.hyperparams, self.slots))
 
 
 def lr_at(lr, step):

@@ -13,9 +13,9 @@ _TORCH_ONLY = ("foreach", "capturable", "differentiable", "fused", "decoupled_we
 def _named(who, params, start):
     """``(names, arrays, keyed)`` of one group's params (a dict, ``(name, array)`` pairs, or a
     list of arrays numbered from ``start``)."""
-    if isinstance(params, np.ndarray):
-        raise TypeError(f"{who}: params must be an iterable of arrays or a dict of named "
-                        "arrays, got a single array")
+    if isinstance(params, np.ndarray) or _is_module(params):
+        raise TypeError(f"{who}: the group's params are {_describe(params)}; pass "
+                        f"{_ACCEPTED_PARAMS}")
     if isinstance(params, dict):
         names, arrays = list(params), list(params.values())
     else:
@@ -28,8 +28,30 @@ def _named(who, params, start):
     for n, a in zip(names, arrays, strict=True):
         if not isinstance(a, np.ndarray):
             raise TypeError(f"{who}: parameter {n!r} must be a NumPy array (updated in "
-                            f"place), got {type(a).__name__}")
+                            f"place), got {type(a).__name__}; pass {_ACCEPTED_PARAMS}")
     return names, arrays, bool(names) and isinstance(names[0], str)
+
+
+_ACCEPTED_PARAMS = ("model.parameters(), model.named_parameters(), a dict of named arrays, "
+                    "a list of arrays, or a list of param groups [{'params': ..., "
+                    "'lr': ...}, ...]")
+
+
+def _is_module(x):
+    from ..nn.module import Module
+    return isinstance(x, Module)
+
+
+def _describe(x):
+    if _is_module(x):
+        return f"a Module ({type(x).__name__})"
+    if isinstance(x, np.ndarray):
+        return f"a single array of shape {x.shape}"
+    return f"a value of type {type(x).__name__}"
+
+
+def _shapes(named):
+    return "{" + ", ".join(f"{n!r}: {tuple(np.shape(a))}" for n, a in named.items()) + "}"
 
 
 class _Stateful:
@@ -48,6 +70,10 @@ class _Stateful:
         self.defaults = dict(type(self)._factory(**hyperparams).hyperparams)
         self.param_groups, self.params = [], {}
         self._groups = []            # per group: [names, optimizer, its hyper-parameters, state]
+        if _is_module(params) or isinstance(params, np.ndarray) or not (
+                isinstance(params, dict) or hasattr(params, "__iter__")):
+            raise TypeError(f"{who}(params): got {_describe(params)}; pass "
+                            f"{_ACCEPTED_PARAMS}")
         items = params if isinstance(params, (list, tuple)) else list(
             params.items() if isinstance(params, dict) else params)
         if not items:
@@ -110,19 +136,73 @@ class _Stateful:
             opt = new
         return opt
 
+    def _keyed_grads(self, grads):
+        """``grads`` as a dict keyed like ``self.params``, or a TypeError/ValueError that
+        says what was given and what ``step`` accepts."""
+        who, names = f"{type(self).__name__}.step(grads)", list(self.params)
+        if _is_module(grads):
+            named = dict(grads.named_parameters())
+            if self._keyed and all(n in named for n in names):
+                return {n: named[n] for n in names}
+            if len(self._groups) > 1 and not self._keyed:
+                raise ValueError(f"{who}: got a {type(grads).__name__} of gradients, but "
+                                 f"this optimizer's {len(self._groups)} param groups hold "
+                                 "unnamed arrays, which cannot be matched to it; build the "
+                                 "groups from model.named_parameters() (or dicts of it), "
+                                 "or pass a list of gradients in the order of the groups")
+            if len(named) == len(names) and all(
+                    np.shape(g) == np.shape(self.params[n])
+                    for g, n in zip(named.values(), names, strict=True)):
+                return dict(zip(names, named.values(), strict=True))
+            raise ValueError(f"{who}: got a {type(grads).__name__} of gradients with "
+                             f"parameters {_shapes(named)}, which do not match this "
+                             f"optimizer's {_shapes(self.params)}; pass the gradient of the "
+                             "module whose parameters the optimizer was built from (for "
+                             "optim.SGD(model.head.parameters()), grads.head)")
+        if isinstance(grads, (list, tuple)) and not (
+                grads and isinstance(grads[0], tuple)):
+            if len(grads) != len(names):
+                raise ValueError(f"{who}: got a {type(grads).__name__} of {len(grads)} "
+                                 f"gradients; this optimizer has {len(names)} parameters "
+                                 f"{_shapes(self.params)} (pass one per parameter, in the "
+                                 "order they were given)")
+            return dict(zip(names, grads, strict=True))
+        if isinstance(grads, dict):
+            if set(grads) == set(names):
+                return grads
+            if not self._keyed and all(isinstance(k, str) for k in grads):
+                raise ValueError(f"{who}: got a dict of named gradients, but this optimizer "
+                                 "was built from unnamed arrays (model.parameters()), which "
+                                 "names cannot be matched to; build it from "
+                                 "model.named_parameters() to step with a dict, or pass the "
+                                 "Module of gradients fc.grad returned, or a list in "
+                                 "parameters() order")
+            raise ValueError(f"{who}: got a dict with keys {sorted(map(str, grads))}; grads "
+                             f"must be keyed like the parameters {sorted(map(str, names))} "
+                             "(or pass the Module of gradients fc.grad returned, or a list "
+                             "in parameter order)")
+        got = _describe(grads)
+        raise TypeError(f"{who}: got {got}; pass what fc.grad returned for the module (a "
+                        f"Module of gradients), a dict keyed like the parameters "
+                        f"{sorted(map(str, names))}, or a list of {len(names)} gradient "
+                        "arrays in parameter order")
+
     def step(self, grads):
         """Apply one update with ``grads`` and write the new values into the arrays in place.
 
         Args:
-            grads: gradients keyed like the parameters (a dict by name, as ``grad`` of a
-                ``functional_call`` loss returns them), or a list in parameter order.
+            grads: the gradients, as ``fc.grad`` returns them: for a Module, the Module of
+                gradients (matched to the parameters by name, or by order when the
+                optimizer was built from ``model.parameters()``); a dict keyed like the
+                parameters (``grad`` of a ``functional_call`` loss); or a list in
+                parameter order.
+
+        Example::
+
+            >>> opt = optim.Adam(model.parameters(), lr=1e-3)
+            >>> opt.step(fc.grad(loss)(model, x, y))      # model's arrays change in place
         """
-        if not self._keyed and isinstance(grads, (list, tuple)):
-            grads = dict(enumerate(grads))
-        if not isinstance(grads, dict) or set(grads) != set(self.params):
-            got = sorted(map(str, grads)) if isinstance(grads, dict) else type(grads).__name__
-            raise ValueError(f"{type(self).__name__}.step: grads must be keyed like the "
-                             f"parameters {sorted(map(str, self.params))}, got {got}")
+        grads = self._keyed_grads(grads)
         results = []
         for i, (names, _, _, state) in enumerate(self._groups):
             mine = {n: self.params[n] for n in names}
@@ -219,17 +299,23 @@ class SGD(_Stateful):
     """``torch.optim.SGD`` over named arrays, which ``step(grads)`` updates in place.
 
     Args:
-        params: a dict of named arrays (``dict(model.named_parameters())``), an iterable of
-            ``(name, array)`` pairs, a list of arrays, or a list of param groups
-            ``[{"params": ..., "lr": ...}, ...]`` (see :meth:`add_param_group`).
+        params: ``model.parameters()``, ``model.named_parameters()``, a dict of named
+            arrays (``dict(model.named_parameters())``), a list of arrays, or a list of
+            param groups ``[{"params": ..., "lr": ...}, ...]`` (see
+            :meth:`add_param_group`).
         **hyperparams: ``optim.sgd``'s arguments (``lr``, ``momentum``, ``dampening``,
             ``weight_decay``, ``nesterov``, ``maximize``).
 
+    ``step(grads)`` takes the Module of gradients ``fc.grad`` returns for a Module, a dict
+    keyed like the parameters, or a list in parameter order (see :meth:`step`).
+
     Example::
 
-        >>> params = dict(model.named_parameters())
-        >>> opt = optim.SGD(params, lr=0.1, momentum=0.9)
-        >>> opt.step(grad(loss)(params, x, y))      # model's parameters change in place
+        >>> opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        >>> opt.step(fc.grad(loss)(model, x, y))     # model's parameters change in place
+        >>> params = dict(model.named_parameters())  # or the torch.func way, by name
+        >>> opt = optim.SGD(params, lr=0.1)
+        >>> opt.step(fc.grad(lambda p: loss_of(fc.functional_call(model, p, x)))(params))
     """
 
     _factory = staticmethod(sgd)
@@ -239,8 +325,8 @@ class Adam(_Stateful):
     """``torch.optim.Adam`` over named arrays, which ``step(grads)`` updates in place.
 
     Args:
-        params: a dict of named arrays, an iterable of ``(name, array)`` pairs, a list, or a
-            list of param groups.
+        params: ``model.parameters()``, ``model.named_parameters()``, a dict of named
+            arrays, a list of arrays, or a list of param groups.
         **hyperparams: ``optim.adam``'s arguments.
 
     Example::
@@ -255,8 +341,8 @@ class AdamW(_Stateful):
     """``torch.optim.AdamW`` over named arrays, which ``step(grads)`` updates in place.
 
     Args:
-        params: a dict of named arrays, an iterable of ``(name, array)`` pairs, a list, or a
-            list of param groups.
+        params: ``model.parameters()``, ``model.named_parameters()``, a dict of named
+            arrays, a list of arrays, or a list of param groups.
         **hyperparams: ``optim.adamw``'s arguments.
 
     Example::
@@ -271,8 +357,8 @@ class RMSprop(_Stateful):
     """``torch.optim.RMSprop`` over named arrays, which ``step(grads)`` updates in place.
 
     Args:
-        params: a dict of named arrays, an iterable of ``(name, array)`` pairs, a list, or a
-            list of param groups.
+        params: ``model.parameters()``, ``model.named_parameters()``, a dict of named
+            arrays, a list of arrays, or a list of param groups.
         **hyperparams: ``optim.rmsprop``'s arguments (``lr``, ``alpha``, ``eps``,
             ``weight_decay``, ``momentum``, ``centered``, ``maximize``).
 
@@ -288,8 +374,8 @@ class Adagrad(_Stateful):
     """``torch.optim.Adagrad`` over named arrays, which ``step(grads)`` updates in place.
 
     Args:
-        params: a dict of named arrays, an iterable of ``(name, array)`` pairs, a list, or a
-            list of param groups.
+        params: ``model.parameters()``, ``model.named_parameters()``, a dict of named
+            arrays, a list of arrays, or a list of param groups.
         **hyperparams: ``optim.adagrad``'s arguments (``lr``, ``lr_decay``,
             ``weight_decay``, ``initial_accumulator_value``, ``eps``, ``maximize``).
 
