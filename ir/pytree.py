@@ -125,9 +125,9 @@ class PyTreeDef:
         self.order = order
         self.num_leaves = 1 if node is None else sum(c.num_leaves for c in self.children)
         self._hash = hash(self._key())      # immutable, and hashed on every jit call
-        kids = tuple(c.orders for c in self.children)
-        self.orders = (None if order is None and not any(k is not None for k in kids)
-                       else (order, kids))
+        self.orders = None
+        if order is not None or any(c.orders is not None for c in self.children):
+            self.orders = (order, tuple(c.orders for c in self.children))
 
     def _key(self):
         return (self.node, self.aux, self.children)
