@@ -34,6 +34,12 @@ def _code(filename, lineno) -> str:
     return f" (`{line}`)" if line else ""
 
 
+def code_at(source: str) -> str:
+    """`` (`the source line`)`` of a ``file:line`` string, or ``''``."""
+    filename, _, line = source.rpartition(":")
+    return _code(filename, int(line)) if line.isdigit() else ""
+
+
 def user_code() -> str:
     """`` (`the source line`)`` of the user's frame, or ``''``."""
     f = user_frame()

@@ -143,3 +143,25 @@ def test_write_into_a_closed_over_or_numpy_made_array_names_it():
     with pytest.raises(TracerError, match=r"into out \(float64\[3\]\), an array the function "
                        r"made with NumPy.*fnp\.zeros"):
         fc.jit(numpy_local)(np.ones(3))
+
+
+def _set_first(a, v):
+    a[0] = v
+    return a.sum()
+
+
+_INNER = fc.jit(_set_first)
+
+
+def _passes_global_to_inner(x):
+    return _INNER(BUFFER, x.sum())
+
+
+@pytest.mark.parametrize("transform", [fc.jit, fc.grad, fc.functionalize])
+def test_write_into_a_global_through_an_inner_jit_names_the_array(transform):
+    with pytest.raises(NotImplementedError, match=r"setitem at .*test_trace_errors.py:\d+ "
+                       r"\(`return _INNER\(BUFFER, x.sum\(\)\)`\) writes into a constant of the "
+                       r"graph: a concrete NumPy array \(float64\[3\]\) the function reads as a "
+                       r"global.*Pass the array as an argument"):
+        transform(_passes_global_to_inner)(np.ones(3))
+    np.testing.assert_array_equal(BUFFER, np.zeros(3))
