@@ -243,7 +243,11 @@ def tree_structure(tree, is_leaf=None) -> PyTreeDef:
 
 
 def tree_map(fn, tree, *rest, is_leaf=None):
-    """Apply ``fn`` to the leaves of ``tree`` (and the matching leaves of ``rest``)."""
+    """Apply ``fn`` to the leaves of ``tree`` (and the matching leaves of ``rest``).
+
+    The trees in ``rest`` must have ``tree``'s structure (a dict's key order aside); the
+    result has ``tree``'s, its dicts in ``tree``'s key order.
+    """
     leaves, td = tree_flatten(tree, is_leaf)
     others = []
     for r in rest:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict, defaultdict
 
 import numpy as np
@@ -76,6 +77,21 @@ def test_jit_retraces_for_a_new_key_order_the_function_can_observe():
     assert list(g({"w": W, "b": B})) == ["w", "b"]
     assert list(g({"b": B, "w": W})) == ["b", "w"]
     assert list(g({"w": W, "b": B})) == ["w", "b"]     # each cached signature its own order
+
+
+def test_retrace_log_says_the_key_order_changed(caplog):
+    old = fc.config.log_retraces
+    fc.config.log_retraces = True
+    try:
+        f = fc.jit(lambda d: d["w"].sum() + d["b"].sum())
+        with caplog.at_level(logging.WARNING, logger="functorch_core.jit"):
+            f({"w": W, "b": B})
+            f({"b": B, "w": W})
+    finally:
+        fc.config.log_retraces = old
+    msgs = [r.getMessage() for r in caplog.records if "tracing again" in r.getMessage()]
+    assert len(msgs) == 1 and "a dict's key order changed from (({'w': *, 'b': *},), {}) " \
+        "to (({'b': *, 'w': *},), {})" in msgs[0]
 
 
 def test_grad_cache_keeps_each_calls_order():
