@@ -21,8 +21,10 @@ _NUMPY_WRITE_ERRORS = ("setting an array element with a sequence",
                        "cannot write a traced value into a concrete NumPy array",
                        "np.asarray()/np.array() (conversion to a concrete NumPy array)")
 _NAME = r"[A-Za-z_][\w.]*"
+_OP = r"(?:\*\*|//|>>|<<|[-+*/%@&|^])"
 _WRITE_TARGETS = (                               # where a line names the array it writes
-    re.compile(rf"^\s*({_NAME})\s*(\[|(\*\*|//|>>|<<|[-+*/%@&|^])?=(?!=))"),
+    re.compile(rf"^\s*({_NAME})\s*\[.*\]\s*{_OP}?=(?!=)"),      # buf[i] = v, buf[i] += v
+    re.compile(rf"^\s*({_NAME})\s*{_OP}=(?!=)"),                 # buf += v
     re.compile(rf"copyto\(\s*({_NAME})"),
     re.compile(rf"\bout\s*=\s*\(?\s*({_NAME})"),
     re.compile(rf"({_NAME})\.fill\("),

@@ -165,3 +165,13 @@ def test_write_into_a_global_through_an_inner_jit_names_the_array(transform):
                        r"global.*Pass the array as an argument"):
         transform(_passes_global_to_inner)(np.ones(3))
     np.testing.assert_array_equal(BUFFER, np.zeros(3))
+
+
+def test_rebinding_a_name_is_not_taken_for_a_write():
+    def f(x):
+        buf = np.zeros(3)
+        buf = np.asarray(x)
+        return buf
+    with pytest.raises(TracerError, match=r"^np\.asarray\(\)/np\.array\(\) \(conversion to a "
+                       r"concrete NumPy array\) needs the value"):
+        fc.jit(f)(np.ones(3))
