@@ -134,3 +134,17 @@ def test_export_round_trip_keeps_the_output_key_order(tmp_path):
     out = fc.load_exported(tmp_path / "k.fcx")(x)
     assert list(out) == ["zeta", "alpha"]
     np.testing.assert_allclose(out["alpha"], 2.0 * x)
+
+
+def test_jacobians_hessians_and_scan_keep_the_order():
+    p = {"w": W[:2], "b": B}
+    f = lambda p: (p["w"] ** 2 * p["b"]).sum()     # noqa: E731
+    for out in (fc.jacrev(f)(p), fc.jacfwd(f)(p), fc.value_and_grad(f)(p)[1]):
+        assert list(out) == ["w", "b"]
+    h = fc.hessian(f)(p)
+    assert list(h) == ["w", "b"] and list(h["w"]) == ["w", "b"]
+    np.testing.assert_allclose(h["w"]["b"], np.diag(2 * W[:2]))
+    carry, ys = fc.lax.scan(lambda c, x: ({"z": c["z"] + x, "a": c["a"]}, {"q": x, "c": -x}),
+                            {"z": 0.0, "a": 1.0}, np.arange(3.0))
+    assert list(carry) == ["z", "a"] and list(ys) == ["q", "c"]
+    assert float(carry["z"]) == 3.0
