@@ -2,20 +2,24 @@
 
 ``jit`` compiles, ``make_graph`` shows the traced graph; transforms arrive in
 ``functorch_core.transforms``. ``import functorch_core.numpy as fnp`` is the
-NumPy API that traces.
+NumPy API that traces. Every subpackage is an attribute after a bare
+``import functorch_core as fc``: ``fc.lax``, ``fc.nn``, ``fc.optim``, ``fc.random``,
+``fc.profiler`` are imported with the package, ``fc.scipy`` and ``fc.data`` on first use.
 """
+
+import importlib as _importlib
 
 import functorch_core.backends.interpreter  # noqa: F401  (registers the eager implementations)
 from functorch_core.backends.registry import default_backend
 from functorch_core.ir import Graph, TracerError, check_graph
 from functorch_core.ir.pytree import (
-                       pytree_dataclass,
-                       register_pytree_node,
-                       tree_flatten,
-                       tree_leaves,
-                       tree_map,
-                       tree_structure,
-                       tree_unflatten,
+    pytree_dataclass,
+    register_pytree_node,
+    tree_flatten,
+    tree_leaves,
+    tree_map,
+    tree_structure,
+    tree_unflatten,
 )
 
 from . import lax, numpy, optim, profiler, random
@@ -23,12 +27,16 @@ from .api import clear_caches, jit, make_graph
 from .checkpoint import load, save
 from .config import config
 from .deterministic import (
-                       are_deterministic_algorithms_enabled,
-                       is_deterministic_algorithms_warn_only_enabled,
-                       use_deterministic_algorithms,
+    are_deterministic_algorithms_enabled,
+    is_deterministic_algorithms_warn_only_enabled,
+    use_deterministic_algorithms,
 )
 from .devices import backends_available, device_get, device_put
+
+# ``map`` is lax.map (JAX's name); it is left out of __all__ so that a star import
+# does not hide the builtin
 from .lax import associative_scan, cond, fori_loop, scan, switch, while_loop
+from .lax import map as map
 from .numpy._methods import install as _install_tracer_methods
 from .random import manual_seed
 from .transforms import (
@@ -78,5 +86,18 @@ __all__ = [
     "profiler", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
     "is_deterministic_algorithms_warn_only_enabled",
     "backends_available", "device_get", "device_put",
+    "scipy", "data",
 ]
 __version__ = "0.1.0"
+
+_LAZY = ("data", "scipy")     # imported on first attribute access (PEP 562)
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        return _importlib.import_module(f"{__name__}.{name}")   # binds it in globals()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

@@ -147,7 +147,12 @@ def trace_call(fn, args, kwargs, static_argnums=(), *, name=None) -> Traced:
         # which outer value each input stands for (vmap.is_batched follows them out)
         current_trace().input_sources = leaves
         dyn_args, kw = tree_unflatten(in_tree, tracers)
-        out = fn(*merge_static(dyn_args, static, len(args)), **kw)
+        try:
+            out = fn(*merge_static(dyn_args, static, len(args)), **kw)
+        except (TypeError, AttributeError, ValueError) as e:
+            from ._trace_errors import explain
+            explain(e, fn, fname, args, static_argnums)
+            raise
         out_leaves, out_tree = tree_flatten(out)
         for leaf in out_leaves:
             leaf_aval(leaf, f"an output leaf of {fname}")

@@ -102,14 +102,16 @@ def _signature(leaves, in_tree, static, fname):
                 f"jit({fname}): static argument {i} is a {type(v).__name__}, which is not "
                 "hashable; static arguments key the compilation cache, so pass a hashable "
                 "value (a tuple instead of a list, say) or make the argument dynamic") from None
-    return (in_tree, avals, static)
+    return (in_tree, avals, static, in_tree.orders)    # the function may observe key order
 
 
 def _describe_change(old, new, fn=None) -> str:
     """Why ``new`` missed the cache, the arguments named as ``fn``'s signature names them."""
-    (old_tree, old_avals, old_static), (new_tree, new_avals, new_static) = old, new
+    (old_tree, old_avals, old_static, _), (new_tree, new_avals, new_static, _) = old, new
     if old_tree != new_tree:
         return f"the argument structure changed from {old_tree} to {new_tree}"
+    if old_tree.orders != new_tree.orders:
+        return f"a dict's key order changed from {old_tree} to {new_tree}"
     nums = [i for i, _ in new_static if isinstance(i, int)]
     paths = arg_paths(fn, new_tree, nums, len(new_tree.children[0].children) + len(nums))
     for path, a, b in zip(paths, old_avals[:-1], new_avals[:-1], strict=True):
@@ -187,7 +189,7 @@ def _walk(items, key, leaves):
                 return False
         elif t is dict:
             keys = tuple(dict_keys(a))
-            key.append((dict, keys))
+            key.append((dict, tuple(a)))    # as inserted: the function may observe it
             if not _walk([a[k] for k in keys], key, leaves):
                 return False
         elif a is None:

@@ -20,14 +20,58 @@ include that overhead (a few microseconds per call and per step).
 
 from __future__ import annotations
 
+import enum
 import json
 import os
+import warnings
 
 from functorch_core.backends import profiling
 
 from .api import drop_fast_paths
 
-__all__ = ["EventList", "FunctionEventAvg", "profile", "record_function"]
+__all__ = ["EventList", "FunctionEventAvg", "ProfilerActivity", "profile", "record_function"]
+
+
+class ProfilerActivity(enum.Enum):
+    """What a :class:`profile` records, as ``torch.profiler.ProfilerActivity``.
+
+    ``CPU``: the host-side events (every event functorch_core records). ``CUDA``:
+    accepted for torch code; GPU kernels are not timed on the device, so GPU work shows
+    as the host-side events of the calls that launch it (``jit(f)`` with
+    ``backend='cuda'``). Without a GPU, asking for ``CUDA`` warns and records the CPU
+    activity only, as torch does.
+    """
+
+    CPU = "cpu"
+    CUDA = "cuda"
+
+
+def _check_activities(activities) -> frozenset:
+    """``activities`` as a set of ProfilerActivity, or a clear error."""
+    if activities is None:
+        return frozenset({ProfilerActivity.CPU})
+    try:
+        acts = list(activities)
+    except TypeError:
+        raise TypeError("profile(activities=...): pass a list of ProfilerActivity "
+                        f"(e.g. [ProfilerActivity.CPU]), got {activities!r}") from None
+    for a in acts:
+        if not isinstance(a, ProfilerActivity):
+            raise TypeError(f"profile(activities=...): {a!r} is not a ProfilerActivity; use "
+                            "functorch_core.profiler.ProfilerActivity.CPU or .CUDA")
+    acts = frozenset(acts) or frozenset({ProfilerActivity.CPU})      # [] means the default
+    if ProfilerActivity.CPU not in acts:
+        raise ValueError("profile(activities=[ProfilerActivity.CUDA]): functorch_core records "
+                         "host-side events only (GPU kernels are not timed on the device); "
+                         "include ProfilerActivity.CPU")
+    if ProfilerActivity.CUDA in acts:
+        from .devices import backends_available
+        if "cuda" not in backends_available():
+            warnings.warn("profile(activities=[..., ProfilerActivity.CUDA]): no CUDA device "
+                          "is available (functorch_core.backends_available() has no 'cuda'); "
+                          "recording the CPU activity only", UserWarning, stacklevel=3)
+            acts = acts - {ProfilerActivity.CUDA}
+    return acts
 
 _SORT_KEYS = ("self_cpu_time_total", "cpu_time_total", "cpu_time", "self_cpu_time", "count")
 
@@ -154,6 +198,11 @@ class profile:
     control-flow loop runs inside its ``loop[...]`` event without events of its own.
 
     Args:
+        activities (list of :class:`ProfilerActivity` or None, default ``None``): as
+            torch's; ``None`` (or empty) means ``[ProfilerActivity.CPU]``, which records
+            every event above. ``ProfilerActivity.CUDA`` is accepted next to ``CPU`` (GPU
+            work appears as the host-side events of its calls; without a GPU it warns and
+            is dropped); ``CUDA`` alone is refused, there being no device-side timing.
         record_shapes (bool, default ``False``): record the shapes and dtypes of each
             jit call's arguments and of each kernel's iteration space (see
             ``key_averages(group_by_input_shape=True)``).
@@ -166,9 +215,13 @@ class profile:
         >>> with profile(record_shapes=True) as prof:
         ...     f(x)
         >>> prof.key_averages(group_by_input_shape=True).table(row_limit=5)
+        >>> with profile(activities=[ProfilerActivity.CPU]) as prof:   # torch's spelling
+        ...     f(x)
     """
 
-    def __init__(self, *, record_shapes: bool = False, enabled: bool = True):
+    def __init__(self, *, activities=None, record_shapes: bool = False,
+                 enabled: bool = True):
+        self.activities = _check_activities(activities)
         self.record_shapes, self.enabled = record_shapes, enabled
         self._recorder = None
         self._events: list = []

@@ -1,13 +1,20 @@
 """Pytrees: nested containers of arrays, flattened to leaves and a hashable structure.
 
-Containers: tuple, list, dict (keys sorted), namedtuple, None (no leaves), and
-any class registered with ``register_pytree_node`` or ``pytree_dataclass``.
-Everything else is a leaf.
+Containers: tuple, list, dict, ``collections.OrderedDict``, ``collections.defaultdict``,
+namedtuple, None (no leaves), and any class registered with ``register_pytree_node`` or
+``pytree_dataclass``. Everything else is a leaf.
+
+Key order: a dict's (and a defaultdict's) leaves come in sorted-key order, and two dicts
+with the same keys have the same structure whatever order their keys were inserted in;
+``tree_unflatten`` rebuilds each dict in the key order of the dict that was flattened
+(so ``grad`` of a function of ``{'w': w, 'b': b}`` returns ``{'w': ..., 'b': ...}``). An
+``OrderedDict``'s order is part of its structure, and its leaves follow it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections import OrderedDict, defaultdict
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -53,6 +60,42 @@ def _flatten_dict(d):
 
 
 register_pytree_node(dict, _flatten_dict, lambda keys, c: dict(zip(keys, c, strict=True)))
+register_pytree_node(OrderedDict, lambda d: (list(d.values()), tuple(d)),
+                     lambda keys, c: OrderedDict(zip(keys, c, strict=True)))
+
+
+def _flatten_defaultdict(d):
+    keys = tuple(dict_keys(d))
+    return [d[k] for k in keys], (d.default_factory, keys)
+
+
+register_pytree_node(defaultdict, _flatten_defaultdict,
+                     lambda aux, c: defaultdict(aux[0], zip(aux[1], c, strict=True)))
+
+
+def _sorted_keys(node, aux):
+    """The keys a dict-like node's children follow, or None for other nodes."""
+    if node is dict:
+        return aux
+    if node is defaultdict:
+        return aux[1]
+    return None
+
+
+def _insertion_order(x, node, aux):
+    """``x``'s keys as inserted, when a sorting node's children follow another order."""
+    keys = _sorted_keys(node, aux)
+    if keys is None or len(keys) < 2:
+        return None
+    order = tuple(x)
+    return None if order == keys else order
+
+
+def dict_def(items) -> PyTreeDef:
+    """The structure of a dict given its ``(key, child structure)`` pairs in insertion order."""
+    by_key = dict(items)
+    keys = tuple(dict_keys(by_key))
+    return PyTreeDef(dict, keys, [by_key[k] for k in keys], _insertion_order(by_key, dict, keys))
 
 
 _NAMEDTUPLE = _NodeType(lambda t: (list(t), None), lambda _, c: c)   # rebuilt in _unflatten
@@ -66,14 +109,25 @@ def _node_type(x):
 
 
 class PyTreeDef:
-    """The structure of a pytree: hashable, comparable, printable."""
+    """The structure of a pytree: hashable, comparable, printable.
 
-    __slots__ = ("_hash", "aux", "children", "node", "num_leaves")
+    ``order`` is, for a dict whose keys were not inserted in sorted order, the keys in
+    insertion order (``tree_unflatten`` rebuilds the dict in it); it is not part of the
+    structure (equality and hash ignore it). ``orders`` gathers every node's order, or is
+    None when no dict in the tree has one: caches whose traced function may observe key
+    order (``jit``, the transforms) key on it as well.
+    """
 
-    def __init__(self, node, aux, children):
+    __slots__ = ("_hash", "aux", "children", "node", "num_leaves", "order", "orders")
+
+    def __init__(self, node, aux, children, order=None):
         self.node, self.aux, self.children = node, aux, tuple(children)
+        self.order = order
         self.num_leaves = 1 if node is None else sum(c.num_leaves for c in self.children)
         self._hash = hash(self._key())      # immutable, and hashed on every jit call
+        self.orders = None
+        if order is not None or any(c.orders is not None for c in self.children):
+            self.orders = (order, tuple(c.orders for c in self.children))
 
     def _key(self):
         return (self.node, self.aux, self.children)
@@ -91,10 +145,17 @@ class PyTreeDef:
         if self.node is None:
             return "*"
         inner = ", ".join(map(repr, self.children))
-        if self.node is dict:
+        keys = _sorted_keys(self.node, self.aux)
+        if keys is not None:
+            by_key = dict(zip(keys, self.children, strict=True))
+            inner = ", ".join(f"{k!r}: {by_key[k]!r}" for k in self.order or keys)
+            if self.node is dict:
+                return "{" + inner + "}"
+            return f"defaultdict({self.aux[0]!r}, {{{inner}}})"
+        if self.node is OrderedDict:
             inner = ", ".join(f"{k!r}: {c!r}" for k, c in zip(self.aux, self.children,
                                                                  strict=True))
-            return "{" + inner + "}"
+            return f"OrderedDict({{{inner}}})"
         if self.node is tuple:
             return f"({inner}{',' if len(self.children) == 1 else ''})"
         if self.node is list:
@@ -122,7 +183,9 @@ def _flatten(x, leaves, is_leaf):
         leaves.append(x)
         return _LEAF_DEF
     children, aux = nt.flatten(x)
-    return PyTreeDef(type(x), aux, [_flatten(c, leaves, is_leaf) for c in children])
+    node = type(x)
+    return PyTreeDef(node, aux, [_flatten(c, leaves, is_leaf) for c in children],
+                     _insertion_order(x, node, aux))
 
 
 def tree_unflatten(treedef: PyTreeDef, leaves):
@@ -142,6 +205,10 @@ def _unflatten(td, it):
     nt = _registry.get(td.node)
     if nt is None:     # a namedtuple
         return td.node(*children)
+    if td.order is not None:
+        by_key = dict(zip(_sorted_keys(td.node, td.aux), children, strict=True))
+        items = [(k, by_key[k]) for k in td.order]
+        return dict(items) if td.node is dict else defaultdict(td.aux[0], items)
     return nt.unflatten(td.aux, children)
 
 
@@ -156,8 +223,9 @@ def _paths(td, prefix, out):
     if td.node is _LEAF:
         out.append(prefix)
         return
-    if td.node is dict:
-        steps = [f"[{k!r}]" for k in td.aux]
+    keys = _sorted_keys(td.node, td.aux)
+    if keys is not None or td.node is OrderedDict:
+        steps = [f"[{k!r}]" for k in (td.aux if keys is None else keys)]
     elif hasattr(td.node, "_fields") and len(td.node._fields) == len(td.children):
         steps = [f".{f}" for f in td.node._fields]
     else:
@@ -175,7 +243,11 @@ def tree_structure(tree, is_leaf=None) -> PyTreeDef:
 
 
 def tree_map(fn, tree, *rest, is_leaf=None):
-    """Apply ``fn`` to the leaves of ``tree`` (and the matching leaves of ``rest``)."""
+    """Apply ``fn`` to the leaves of ``tree`` (and the matching leaves of ``rest``).
+
+    The trees in ``rest`` must have ``tree``'s structure (a dict's key order aside); the
+    result has ``tree``'s, its dicts in ``tree``'s key order.
+    """
     leaves, td = tree_flatten(tree, is_leaf)
     others = []
     for r in rest:

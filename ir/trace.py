@@ -13,7 +13,7 @@ import contextvars
 import numpy as np
 
 from .core import AbstractArray, Eqn, Graph, Lit, ShapeTooLargeError, Var, aval_of, on_device
-from .source import user_source
+from .source import user_code, user_source
 
 _current: contextvars.ContextVar[GraphTrace | None] = contextvars.ContextVar(
     "functorch_core_trace", default=None)
@@ -105,8 +105,8 @@ class Tracer:
 
     def _concrete(self, what, hint):
         raise TracerError(
-            f"{what} needs the value of a traced array {self.aval} at {user_source()}, "
-            f"but its value is not known while tracing. {hint}")
+            f"{what} needs the value of a traced array {self.aval} at {user_source()}"
+            f"{user_code()}, but its value is not known while tracing. {hint}")
 
     def __bool__(self):
         self._concrete("bool() (a Python `if`, `while`, `and`/`or` or assert on data)",
@@ -115,28 +115,43 @@ class Tracer:
                        "control flow, or pass the value as a static argument (static_argnums).")
 
     def __int__(self):
-        self._concrete("int()", "Pass the value as a static argument (static_argnums).")
+        self._concrete("int(x)", _SCALAR_HINT)
 
     def __float__(self):
-        self._concrete("float()", "Keep it an array, or pass it as a static argument.")
+        self._concrete("float(x)", _SCALAR_HINT)
 
     def __complex__(self):
-        self._concrete("complex()", "Keep it an array, or pass it as a static argument.")
+        self._concrete("complex(x)", _SCALAR_HINT)
 
     def __index__(self):
-        self._concrete("Using it as a Python index (__index__)",
-                       "Index with the traced array directly (x[i] with i an array), "
-                       "or pass the index as a static argument.")
+        self._concrete("Using it as a Python int (__index__: a shape, a length, a range() "
+                       "bound or an index)", _SHAPE_HINT + " To index, use the traced array "
+                       "directly (x[i] with i an array).")
 
     def __array__(self, dtype=None, copy=None):
         self._concrete("np.asarray()/np.array() (conversion to a concrete NumPy array)",
                        "Use functorch_core.numpy (fnp) functions, or NumPy functions that "
-                       "dispatch on traced arrays, instead of converting to a NumPy array.")
+                       "dispatch on traced arrays, instead of converting to a NumPy array. "
+                       "If it is a length or a shape (np.arange(n), np.zeros(n)), note: "
+                       + _SHAPE_HINT[0].lower() + _SHAPE_HINT[1:])
 
     def tolist(self):
-        self._concrete("tolist()", "Return the array from the traced function instead.")
+        self._concrete("x.tolist()", _SCALAR_HINT)
 
-    item = tolist
+    def item(self, *args):
+        self._concrete("x.item()", _SCALAR_HINT)
+
+
+_SCALAR_HINT = (
+    "The value is traced (an abstract array: jit, grad, vmap... run the function on "
+    "placeholders). Keep it an array and return it from the function (convert the result "
+    "outside), use fnp.where(cond, x, y) or functorch_core.lax.cond (fc.cond) for a "
+    "decision on it, or pass it as a static argument (static_argnums).")
+
+_SHAPE_HINT = (
+    "Shapes and lengths must be concrete Python ints while tracing: under jit, mark the "
+    "argument it comes from static (jit(f, static_argnums=...) or static_argnames=...), "
+    "or take it from an input's shape (x.shape[0] is a Python int while tracing).")
 
 
 def escaped_error(t: Tracer) -> TracerError:

@@ -210,6 +210,58 @@ def test_fori_loop_grads():
     check_grads(lambda x: traced_bounds(x, np.int64(3)), (0.3,), order=2)
 
 
+def _stacked_residuals(graph):
+    """The elements of the per-step values the forward scans of ``graph`` stack."""
+    return sum(int(np.prod(v.aval.shape)) for e in graph.eqns if e.prim is P.scan
+               for v in e.outputs if len(v.aval.shape) >= 1 and v.aval.shape[0] == 6)
+
+
+def test_fori_loop_checkpoint_same_grads_fewer_residuals():
+    w = RNG.standard_normal((3, 3)) * 0.5
+
+    def f(w, checkpoint):
+        body = lambda i, c: np.tanh(np.sin(c @ w) * c + i)    # noqa: E731
+        return lax.fori_loop(0, 6, body, np.ones(3), checkpoint=checkpoint).sum()
+    g_plain = fc.grad(lambda w: f(w, False))(w)
+    g_ckpt = fc.grad(lambda w: f(w, True))(w)
+    np.testing.assert_array_equal(g_ckpt, g_plain)
+    np.testing.assert_array_equal(fc.jit(fc.grad(lambda w: f(w, True)))(w),
+                                  fc.jit(fc.grad(lambda w: f(w, False)))(w))
+    check_grads(lambda w: f(w, True), (w,), order=2)
+    # the forward loop keeps the carry of every step, not the body's intermediates
+    plain = _stacked_residuals(fc.make_graph(fc.grad(lambda w: f(w, False)))(w))
+    ckpt = _stacked_residuals(fc.make_graph(fc.grad(lambda w: f(w, True)))(w))
+    assert ckpt < plain, (ckpt, plain)
+    # traced bounds: a while_loop; checkpoint changes nothing there
+    n = np.int64(6)
+    body = lambda i, c: np.sin(c) * 1.5     # noqa: E731
+    np.testing.assert_array_equal(
+        fc.jit(lambda x, n: lax.fori_loop(0, n, body, x, checkpoint=True))(0.3, n),
+        fc.jit(lambda x, n: lax.fori_loop(0, n, body, x))(0.3, n))
+
+
+@pytest.mark.parametrize("batch_size", [1, 2, 3, 7, 10])
+def test_map_batch_size_matches_the_plain_map(batch_size):
+    xs = RNG.standard_normal((7, 2))
+
+    def f(r):
+        return {"s": (np.sin(r) * r).sum(), "v": r * 2.0}
+    ref = lax.map(f, xs)
+    for out in (lax.map(f, xs, batch_size=batch_size),
+                fc.jit(lambda xs: fc.map(f, xs, batch_size=batch_size))(xs)):
+        assert list(out) == ["s", "v"]
+        _close(out, ref, rtol=1e-15, atol=0)
+    check_grads(lambda xs: lax.map(f, xs, batch_size=batch_size)["s"], (xs,), order=1)
+
+
+def test_map_batch_size_errors():
+    with pytest.raises(ValueError, match=r"map\(.*<lambda>\): batch_size must be a positive int"):
+        lax.map(lambda x: x, np.ones((3, 2)), batch_size=0)
+    with pytest.raises(ValueError, match=r"map\(.*<lambda>\): every leaf of xs needs the same "
+                       r"leading axis"):
+        lax.map(lambda x: x, (np.ones((3, 2)), np.ones(4)), batch_size=2)
+
+
 def test_map_and_associative_scan_grads():
     xs = RNG.standard_normal((3, 2))
     check_grads(lambda xs: lax.map(lambda x: np.sin(x) * x.sum(), xs), (xs,), order=2)

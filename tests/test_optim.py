@@ -248,7 +248,7 @@ def test_structure_mismatch_names_both_structures():
     state = opt.init(params)
     with pytest.raises(ValueError, match=r"adam.update: params/grads have structure "
                        r"\{'v': \*, 'w': \*\} but the optimizer state 'exp_avg' \(from init\) "
-                       r"has structure \{'b': \*, 'w': \*\}"):
+                       r"has structure \{'w': \*, 'b': \*\}"):
         opt.update({"v": grads[0]["w"], "w": grads[0]["w"]}, state,
                    {"v": params["w"], "w": params["w"]})
     with pytest.raises(ValueError, match=r"adam.update: grads and params differ"):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import collections
 
-from functorch_core.ir.pytree import PyTreeDef, tree_flatten
+from functorch_core.ir.pytree import PyTreeDef, dict_def, tree_flatten
 
 _LEAF = tree_flatten(0)[1]
 
@@ -36,13 +36,12 @@ def to_json(td: PyTreeDef, what: str):
     if td.node is type(None):
         return None
     if td.node is dict:
-        keys = []
+        by_key = dict(zip(td.aux, kids, strict=True))
         for k in td.aux:
             if type(k) not in (str, int):
                 raise TypeError(f"{what}: a dict key {k!r} is a {type(k).__name__}; only str "
                                 "and int keys can be saved")
-            keys.append(k)
-        return {"dict": [[k, c] for k, c in zip(keys, kids, strict=True)]}
+        return {"dict": [[k, by_key[k]] for k in td.order or td.aux]}   # as inserted
     if issubclass(td.node, tuple) and hasattr(td.node, "_fields"):
         return {"namedtuple": td.node.__name__, "fields": list(td.node._fields), "of": kids}
     raise TypeError(f"{what}: a {td.node.__name__} cannot be saved; an export's inputs and "
@@ -62,8 +61,7 @@ def from_json(x) -> PyTreeDef:
     if "list" in x:
         return PyTreeDef(list, None, [from_json(c) for c in x["list"]])
     if "dict" in x:
-        return PyTreeDef(dict, tuple(k for k, _ in x["dict"]),
-                         [from_json(c) for _, c in x["dict"]])
+        return dict_def((k, from_json(c)) for k, c in x["dict"])
     key = (x["namedtuple"], tuple(x["fields"]))
     cls = _namedtuples.get(key)
     if cls is None:

@@ -15,7 +15,7 @@ import numpy as np
 
 from functorch_core.ir import Graph, Tracer, eval_graph, passes, trace_flat
 from functorch_core.ir import primitives as P
-from functorch_core.ir.pytree import tree_flatten, tree_unflatten
+from functorch_core.ir.pytree import tree_flatten, tree_map, tree_unflatten
 
 from .._tracing import fn_name, leaf_aval
 
@@ -258,7 +258,7 @@ def _consts_first(body: _Body) -> Graph:
     return Graph(g.inputs[n:] + g.inputs[:n], g.eqns, g.outputs)
 
 
-def fori_loop(lower, upper, body_fun, init_val):
+def fori_loop(lower, upper, body_fun, init_val, *, checkpoint=False):
     """``val = init_val; for i in range(lower, upper): val = body_fun(i, val); return val``.
 
     With Python (or NumPy) integer bounds the loop is a ``scan`` of
@@ -269,6 +269,11 @@ def fori_loop(lower, upper, body_fun, init_val):
         lower, upper (integer scalars): the range of ``i``.
         body_fun: ``(i, val) -> val``.
         init_val: the initial carry (an array or pytree).
+        checkpoint (bool, default ``False``): as ``scan``'s: for reverse mode, store only
+            the carry of every step and recompute ``body_fun`` in the backward pass,
+            instead of storing all of its intermediate values. The values and
+            derivatives are the same. With traced bounds (a ``while_loop``, which
+            reverse mode does not run through) it changes nothing.
 
     Returns:
         The final carry.
@@ -294,7 +299,8 @@ def fori_loop(lower, upper, body_fun, init_val):
             i, val = carry
             return (i + dtype.type(1), body_fun(i, val)), None
 
-        (_, val), _ = scan(step, (dtype.type(lo), init_val), length=max(hi - lo, 0))
+        (_, val), _ = scan(step, (dtype.type(lo), init_val), length=max(hi - lo, 0),
+                           checkpoint=checkpoint)
         return val
 
     def body(carry):
@@ -443,14 +449,19 @@ def _unrolled_body(body, nc, nk, block, reverse):
     return graph
 
 
-def map(f, xs):
-    """Apply ``f`` to each slice of ``xs`` along the leading axis and stack the results.
+def map(f, xs, *, batch_size=None):
+    """Apply ``f`` to each slice of ``xs`` along the leading axis and stack the results:
+    JAX's ``lax.map``.
 
-    A ``scan`` with no carry: the body is traced once and the loop is kept.
+    A ``scan`` with no carry: the body is traced once and the loop is kept. With
+    ``batch_size``, each step applies ``vmap(f)`` to ``batch_size`` slices at once (the
+    ``n % batch_size`` left over go through one more ``vmap(f)``): fewer, wider steps,
+    the same results.
 
     Args:
         f: ``x -> y`` on one slice (pytrees allowed).
         xs: arrays (or a pytree of them) with a common leading axis.
+        batch_size (int or None, default ``None``): slices per step; ``None`` runs one.
 
     Returns:
         The stacked outputs.
@@ -459,8 +470,40 @@ def map(f, xs):
 
         >>> map(lambda x: x @ x, np.ones((3, 2)))
         array([2., 2., 2.])
+        >>> map(lambda x: x.sum(), np.ones((5, 2)), batch_size=2)
+        array([2., 2., 2., 2., 2.])
     """
-    return scan(lambda c, x: ((), f(x)), (), xs)[1]
+    if batch_size is None:
+        return scan(lambda c, x: ((), f(x)), (), xs)[1]
+    return _batched_map(f, xs, batch_size, f"map({fn_name(f)})")
+
+
+def _batched_map(f, xs, batch_size, what):
+    from functorch_core import numpy as fnp
+    from functorch_core.transforms import vmap
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int | np.integer) \
+            or batch_size < 1:
+        raise ValueError(f"{what}: batch_size must be a positive int or None, "
+                         f"got {batch_size!r}")
+    leaves, tree = tree_flatten(xs)
+    avals = _avals(leaves, f"a leaf of the xs of {what}")
+    lengths = {a.shape[0] if a.shape else None for a in avals}
+    if len(lengths) != 1 or None in lengths:
+        raise ValueError(f"{what}: every leaf of xs needs the same leading axis to map "
+                         f"over; got {_describe(tree, avals)}")
+    n, batch_size = lengths.pop(), int(batch_size)
+    main = n - n % batch_size
+    parts = []
+    if main:
+        blocks = [fnp.reshape(x[:main], (main // batch_size, batch_size) + x.shape[1:])
+                  for x in leaves]
+        ys = scan(lambda c, x: ((), vmap(f)(x)), (), tree_unflatten(tree, blocks))[1]
+        parts.append(tree_map(lambda y: fnp.reshape(y, (main,) + y.shape[2:]), ys))
+    if n > main:
+        parts.append(vmap(f)(tree_unflatten(tree, [x[main:] for x in leaves])))
+    if len(parts) == 1:
+        return parts[0]
+    return tree_map(lambda a, b: fnp.concatenate([a, b]), *parts)
 
 
 # --- associative_scan (ordinary ops, no primitive) --------------------------------------

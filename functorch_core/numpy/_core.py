@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from functorch_core.ir import AbstractArray, Lit, Tracer, dtypes
+from functorch_core.ir import AbstractArray, Lit, Tracer, TracerError, dtypes
 from functorch_core.ir import primitives as P
 from functorch_core.ir.core import on_device
+from functorch_core.ir.source import user_code, user_source
 
 _PY_SCALARS = (bool, int, float, complex)
 
@@ -31,6 +32,21 @@ def implements(*np_functions):
 
 def is_tracer(x) -> bool:
     return isinstance(x, Tracer)
+
+
+def check_concrete_shape(shape, call):
+    """Refuse a shape (an int or a sequence of them) holding a traced value, naming ``call``
+    (``'zeros(shape)'``) and pointing to static arguments."""
+    entries = shape if isinstance(shape, tuple | list) else (shape,)
+    for i, d in enumerate(entries):
+        if isinstance(d, Tracer):
+            where = f" (entry {i})" if isinstance(shape, tuple | list) else ""
+            raise TracerError(
+                f"{call}: the shape {shape!r} holds a traced value{where} ({d.aval}) at "
+                f"{user_source()}{user_code()}; an array's shape must be known while "
+                "tracing. Under jit, mark the argument it comes from static "
+                "(jit(f, static_argnums=...) or static_argnames=...), or take it from an "
+                "input's shape (x.shape[0] is a Python int while tracing)")
 
 
 def is_python_scalar(x) -> bool:

@@ -13,14 +13,16 @@ import operator
 
 import numpy as np
 
-from functorch_core.ir import Lit, Tracer, current_trace, dtypes
+from functorch_core.ir import Lit, Tracer, TracerError, current_trace, dtypes
 from functorch_core.ir import primitives as P
+from functorch_core.ir.source import user_code, user_source
 
 from ._core import (
     _walk,
     aval,
     broadcast_to_shape,
     cast,
+    check_concrete_shape,
     implements,
     is_python_scalar,
     is_tracer,
@@ -117,6 +119,7 @@ def _unsafe_const(value, dt):
 
 
 def _shape_tuple(shape, name):
+    check_concrete_shape(shape, f"{name}(shape)")
     try:
         dims = (operator.index(shape),)
     except TypeError:
@@ -311,9 +314,11 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, d
 def _concrete(name, *values):
     for v in values:
         if is_tracer(v):
-            raise TypeError(f"{name}: arguments that decide the length of the result must be "
-                            f"concrete, got a traced {v.aval}; pass them as static arguments "
-                            "(static_argnums)")
+            raise TracerError(f"{name}: arguments that decide the length of the result must "
+                              f"be concrete, got a traced {v.aval} at {user_source()}"
+                              f"{user_code()}; under jit, mark the argument it comes from "
+                              "static (jit(f, static_argnums=...) or static_argnames=...), or "
+                              "take it from an input's shape (x.shape[0] is a Python int)")
 
 
 @implements(np.arange)

@@ -22,6 +22,7 @@ from functorch_core.ir import primitives as P
 from ._core import (
     aval,
     cast,
+    check_concrete_shape,
     checked_axis,
     implements,
     is_tracer,
@@ -59,7 +60,8 @@ def _ints(seq, what):
         raise TypeError(f"{what} must be integers, got {seq!r}") from None
 
 
-def _as_shape(shape):
+def _as_shape(shape, call="reshape(shape)"):
+    check_concrete_shape(shape, call)
     return _ints(shape, "shape entries") if np.iterable(shape) else _ints((shape,), "shape")
 
 
@@ -187,7 +189,7 @@ def squeeze(a, axis=None):
 def broadcast_to(array, shape, subok=False):
     """``numpy.broadcast_to``: a (read-only in NumPy) view of ``array`` with ``shape``."""
     x = operand(array)
-    shape = _as_shape(shape)
+    shape = _as_shape(shape, "broadcast_to(shape)")
     xs = aval(x).shape
     if any(d < 0 for d in shape):
         raise ValueError("all elements of broadcast shape must be non-negative")

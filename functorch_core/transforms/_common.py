@@ -81,7 +81,8 @@ def signature(fn, args, kwargs, what) -> tuple[list, PyTreeDef, tuple]:
         placement(leaves, lambda: arg_paths(fn, in_tree, (), len(args)), what)
     avals = tuple(leaf_aval(x, f"an argument leaf of {what}") for x in leaves)
     # how the arguments overlap in memory decides what writes into them mean
-    return leaves, in_tree, (in_tree, avals, _closure_arrays(fn), input_plan(leaves, what))
+    return leaves, in_tree, (in_tree, in_tree.orders, avals, _closure_arrays(fn),
+                             input_plan(leaves, what))
 
 
 def cached(fn, transform_key, sig_key, build) -> Transformed:

@@ -39,6 +39,7 @@ import numpy as np
 from functorch_core.ir import Graph, Lit, Tracer, Var, current_trace, passes, trace_flat
 from functorch_core.ir import primitives as P
 from functorch_core.ir.pytree import tree_unflatten
+from functorch_core.ir.source import code_at
 
 from .._tracing import fn_name
 from ._alias import (
@@ -118,12 +119,17 @@ class _State:
         k = id(atom)
         if k in self.read_only:
             raise self.read_only[k]()
+        self._know(atom)
         r = self.root[k]
         if r in self.const:
+            av = self.cur[r].aval
             raise NotImplementedError(
-                f"{eqn.prim.name} at {eqn.source} writes into a constant of the graph (an "
-                "array the function closes over, or a view of one); functionalize cannot "
-                "write back into it. Pass the array as an argument instead")
+                f"{eqn.prim.name} at {eqn.source}{code_at(eqn.source)} writes into a "
+                "constant of the graph: a "
+                f"concrete NumPy array ({av.dtype}{list(av.shape)}) the function reads as a "
+                "global or closes over, or a view of one (reaching the write through an "
+                "inner jit call, say); functionalize cannot write back into it. Pass the "
+                "array as an argument of the outermost transformed function instead")
         node, value = atom, new_value
         while id(node) in self.parent:
             parent, step = self.parent[id(node)]
