@@ -4,6 +4,7 @@ pipes, TorchData's ``datapipes`` namespaces, ``decompress().load_from_tar()``, a
 ``collate`` as the function. TorchData is not needed; its behaviour is written down here."""
 
 import bz2
+import doctest
 import gzip
 import hashlib
 import io
@@ -17,6 +18,7 @@ from typing import Tuple, TypeVar  # noqa: UP035 (TorchData code spells it so)
 
 import pytest
 
+import functorch_core.data as D
 from functorch_core.data import (
     DataLoader,
     FileOpener,
@@ -272,6 +274,48 @@ def test_corrupt_archives_on_mode_b_name_the_file(tmp_path):
     with pytest.raises((OSError, zlib.error), match=r"Decompressor: '.*x\.txt\.gz' is not a "
                                                       r"valid gzip file"):
         stream.read()
+
+
+# -- converters and TorchData's namespaces --------------------------------------------------------
+def test_to_map_datapipe_is_a_method_of_iter_pipes():
+    pairs = IterableWrapper([("a", 1), ("b", 2)])
+    m = pairs.to_map_datapipe()
+    assert isinstance(m, D.IterToMapConverter) and isinstance(m, MapDataPipe)
+    assert m["b"] == 2 and len(m) == 2
+    rows = IterableWrapper([("a", 1, 1), ("b", 2, 2)])
+    assert rows.to_map_datapipe(key_value_fn=_label_rest)["b"] == (2, 2)
+    assert "to_map_datapipe" in IterDataPipe._functions
+    assert "to_map_datapipe" not in MapDataPipe._functions
+    assert not hasattr(SequenceWrapper([1]), "to_map_datapipe")
+    # and back again
+    assert list(IterableWrapper([(0, "x"), (1, "y")]).to_map_datapipe().to_iter_datapipe()) == [
+        "x", "y"]
+
+
+def _label_rest(row):
+    return row[0], row[1:]
+
+
+def test_torchdata_namespaces():
+    from functorch_core.data.datapipes import DataChunk, functional_datapipe
+    from functorch_core.data.datapipes.iter import IterDataPipe as I2
+    from functorch_core.data.datapipes.iter import MapToIterConverter
+    from functorch_core.data.datapipes.map import IterToMapConverter
+    from functorch_core.data.datapipes.map import MapDataPipe as M2
+
+    assert functional_datapipe is D.functional_datapipe and DataChunk is D.DataChunk
+    assert MapToIterConverter is D.MapToIterConverter and IterToMapConverter is D.IterToMapConverter
+    assert I2 is IterDataPipe and M2 is MapDataPipe
+    import functorch_core.data.datapipes.iter as di
+    assert "MapToIterConverter" in di.__all__
+    assert list(MapToIterConverter(SequenceWrapper("ab"))) == ["a", "b"]
+
+
+def test_map_util_docstrings_run():
+    import functorch_core.data.map.util as util
+    result = doctest.testmod(util, extraglobs={"IterableWrapper": IterableWrapper,
+                                               "SequenceWrapper": SequenceWrapper})
+    assert result.attempted >= 3 and result.failed == 0
 
 
 # -- archives through decompress -------------------------------------------------------------------
