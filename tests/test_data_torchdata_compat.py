@@ -16,6 +16,7 @@ import zipfile
 import zlib
 from typing import Tuple, TypeVar  # noqa: UP035 (TorchData code spells it so)
 
+import numpy as np
 import pytest
 
 import functorch_core.data as D
@@ -399,3 +400,52 @@ def test_single_file_compressions_through_decompress(tmp_path):
         path.write_bytes(compress(payload))
         (p, s), = FileOpener([str(path)], mode="b").decompress()
         assert p == str(path) and s.read() == payload
+
+
+# -- collate is the function ----------------------------------------------------------------------
+def test_collate_is_the_function():
+    from functorch_core.data import collate
+
+    assert callable(collate) and D.collate is collate
+    out = collate([{"x": np.zeros(2, np.float32), "y": 1}, {"x": np.ones(2, np.float32), "y": 0}])
+    assert out["x"].shape == (2, 2) and out["x"].dtype == np.float32
+    assert out["y"].tolist() == [1, 0] and out["y"].dtype == np.int64
+    ref = D.default_collate([(1, "a"), (2, "b")])
+    got = collate([(1, "a"), (2, "b")])
+    assert got[0].tolist() == ref[0].tolist() and got[1] == ref[1] == ["a", "b"]
+    # the module is still importable under its private name, and does not shadow the function
+    import functorch_core.data._collate as module
+    assert module.collate is collate and D.collate is collate
+    with pytest.raises(ValueError, match=r"collate\(batch\): the batch is empty"):
+        collate([])
+
+
+class Point:
+    def __init__(self, x):
+        self.x = x
+
+
+def _points(batch, *, collate_fn_map=None):
+    return np.array([p.x for p in batch])
+
+
+def test_collate_fn_map_handles_leaf_types_first():
+    from functorch_core.data import collate
+
+    batch = [{"p": Point(1), "s": "a"}, {"p": Point(2), "s": "b"}]
+    out = collate(batch, collate_fn_map={Point: _points})
+    assert out["p"].tolist() == [1, 2] and out["s"] == ["a", "b"]
+    # a tuple of types, and isinstance for subclasses
+    out = collate([(True, 1.5)], collate_fn_map={(bool, float): _as_strings})
+    assert out == (["True"], ["1.5"])
+    with pytest.raises(TypeError, match=r"collate: batch\['p'\] holds a Point; .* or a "
+                                        r"type in collate_fn_map"):
+        collate(batch, collate_fn_map={str: _as_strings})
+    with pytest.raises(TypeError, match=r"default_collate: batch\['p'\] holds a Point"):
+        D.default_collate(batch)
+    with pytest.raises(TypeError, match=r"collate\(collate_fn_map=\.\.\.\): expected a dict"):
+        collate(batch, collate_fn_map=[Point])
+
+
+def _as_strings(batch, *, collate_fn_map=None):
+    return [str(x) for x in batch]
