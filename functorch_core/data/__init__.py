@@ -1,13 +1,13 @@
 """DataPipes: composable, resumable data loading (TorchData's names and semantics).
 
 ``functorch_core.data`` holds the bases, the iterable-style pipes by class name,
-the graph utilities and the collate functions; map-style pipes whose names
-repeat an iter pipe's (``Mapper``, ``Batcher``, ``Shuffler``) live in
-``functorch_core.data.datapipes.map``.
+the graph utilities and the collate functions (``collate``, ``default_collate``);
+map-style pipes whose names repeat an iter pipe's (``Mapper``, ``Batcher``,
+``Shuffler``) live in ``functorch_core.data.datapipes.map``.
 """
 
 from . import iter as _iter
-from .collate import default_collate
+from ._collate import collate, default_collate
 from .datapipe import DataChunk, IterDataPipe, MapDataPipe, functional_datapipe
 from .graph import (
     apply_random_seed,
@@ -24,7 +24,8 @@ from .loader import DataLoader, DataLoaderWorkerError, WorkerInfo, get_worker_in
 from .map import IterToMapConverter, MapToIterConverter, SequenceWrapper
 
 __all__ = ["DataChunk", "IterDataPipe", "MapDataPipe", "functional_datapipe",
-           "default_collate", "apply_random_seed", "apply_sharding", "apply_shuffle_settings",
+           "collate", "default_collate",
+           "apply_random_seed", "apply_sharding", "apply_shuffle_settings",
            "find", "list_datapipes", "render", "replace", "traverse",
            "IterToMapConverter", "MapToIterConverter", "SequenceWrapper",
            "DataLoader", "DataLoaderWorkerError", "WorkerInfo", "get_worker_info",

@@ -5,6 +5,12 @@ Each takes ``(path, stream)`` pairs. Archive members are yielded as
 ``(archive_path/member_name, stream)`` and must be read before the next member
 is requested (the member streams read from the archive's stream). A corrupt
 archive or compressed stream raises an error naming the pipe and the file.
+
+``decompress`` yields a ``tarfile.TarFile`` or ``zipfile.ZipFile`` for an
+archive; ``load_from_tar`` and ``load_from_zip`` take those as they are, so
+``open_files("b").decompress().load_from_tar()`` reads a ``.tar.gz``. A tar
+stream that cannot seek (a decompressed ``.tar.bz2``, an HTTP body) is read in
+``tarfile``'s streaming mode (``"r:*"`` becomes ``"r|*"``), as in TorchData.
 """
 
 from __future__ import annotations
@@ -17,13 +23,15 @@ import os
 import pathlib
 import tarfile
 import zipfile
+import zlib
 
 from ..datapipe import IterDataPipe, functional_datapipe
 
 __all__ = ["Bz2FileLoader", "Decompressor", "TarArchiveLoader", "XzFileLoader",
            "ZipArchiveLoader"]
 
-_CORRUPT = (OSError, EOFError, lzma.LZMAError, zipfile.BadZipFile, tarfile.TarError)
+_CORRUPT = (OSError, EOFError, lzma.LZMAError, zipfile.BadZipFile, tarfile.TarError,
+            zlib.error)
 
 
 class _CheckedStream(io.RawIOBase):
@@ -35,7 +43,8 @@ class _CheckedStream(io.RawIOBase):
         self._inner, self._outer = inner, outer
 
     def _fail(self, e):
-        keep = isinstance(e, (EOFError, lzma.LZMAError, zipfile.BadZipFile, tarfile.TarError))
+        keep = isinstance(e, (EOFError, lzma.LZMAError, zipfile.BadZipFile, tarfile.TarError,
+                              zlib.error))
         return (type(e) if keep else OSError)(
             f"{self._pipe}: {self._path!r} is not a valid {self._what}: {e}")
 
@@ -76,20 +85,59 @@ def _close(stream) -> None:
         close()
 
 
+def _seekable(stream) -> bool:
+    seekable = getattr(stream, "seekable", None)
+    return bool(seekable()) if seekable is not None else hasattr(stream, "seek")
+
+
+class _OwningTarFile(tarfile.TarFile):
+    """A ``TarFile`` (what ``decompress`` yields) that closes its source stream with itself."""
+
+    _source = None
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            _close(self._source)
+
+
+class _OwningZipFile(zipfile.ZipFile):
+    """A ``ZipFile`` (what ``decompress`` yields) that closes its source stream with itself."""
+
+    _source = None
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            _close(self._source)
+
+
+def _open_tar(stream, mode: str, cls=tarfile.TarFile):
+    """``cls.open`` on ``stream``; a stream that cannot seek is read in streaming mode."""
+    if not _seekable(stream):
+        # TorchData's rule ("r:gz" -> "r|gz"); a bare "r" means "r:*"
+        mode = mode.replace(":", "|") if ":" in mode else ("r|*" if mode == "r" else mode)
+    return cls.open(fileobj=stream, mode=mode)
+
+
 @functional_datapipe("load_from_tar")
 class TarArchiveLoader(IterDataPipe):
     """Yield ``(path/member, stream)`` for each regular file in each tar archive
     (functional name: ``load_from_tar``).
 
     Args:
-        datapipe (IterDataPipe): yields ``(path, binary stream)``.
-        mode (str): default ``"r:*"`` (any compression); see ``tarfile.open``,
-            e.g. ``"r|"`` for a stream that cannot seek.
+        datapipe (IterDataPipe): yields ``(path, binary stream)`` or, from
+            ``decompress``, ``(path, tarfile.TarFile)``.
+        mode (str): default ``"r:*"`` (any compression); see ``tarfile.open``.
+            On a stream that cannot seek, ``":"`` becomes ``"|"`` (streaming).
         length (int): default ``-1`` (no ``len()``).
 
     Example::
 
-        >>> dp = FileLister("shards", "*.tar").open_files("rb").load_from_tar()  # doctest: +SKIP
+        >>> dp = FileLister("shards", "*.tar").open_files("b").load_from_tar()  # doctest: +SKIP
+        >>> dp = FileOpener(["x.tar.gz"], mode="b").decompress().load_from_tar()  # doctest: +SKIP
     """
 
     def __init__(self, datapipe, mode: str = "r:*", length: int = -1) -> None:
@@ -103,7 +151,8 @@ class TarArchiveLoader(IterDataPipe):
         for path, stream in self.datapipe:
             try:
                 try:
-                    tar = tarfile.open(fileobj=stream, mode=self.mode)
+                    tar = (stream if isinstance(stream, tarfile.TarFile)
+                           else _open_tar(stream, self.mode))
                 except _CORRUPT as e:
                     raise tarfile.ReadError(f"TarArchiveLoader: {path!r} is not a valid tar "
                                             f"archive (mode {self.mode!r}): {e}") from e
@@ -112,9 +161,10 @@ class TarArchiveLoader(IterDataPipe):
                         try:
                             member = tar.next()
                         except _CORRUPT as e:
+                            where = (f"after its member {tar.members[-1].name!r}"
+                                     if tar.members else "at its first member")
                             raise tarfile.ReadError(f"TarArchiveLoader: {path!r} is corrupt "
-                                                    f"after its member {tar.members[-1].name!r}"
-                                                    f": {e}") from e
+                                                    f"{where}: {e}") from e
                         if member is None:
                             break
                         if not member.isfile():
@@ -140,7 +190,8 @@ class ZipArchiveLoader(IterDataPipe):
     (functional name: ``load_from_zip``). The archive's stream must be seekable.
 
     Args:
-        datapipe (IterDataPipe): yields ``(path, binary stream)``.
+        datapipe (IterDataPipe): yields ``(path, binary stream)`` or, from
+            ``decompress``, ``(path, zipfile.ZipFile)``.
         length (int): default ``-1`` (no ``len()``).
 
     Example::
@@ -155,11 +206,17 @@ class ZipArchiveLoader(IterDataPipe):
     def __iter__(self):
         for path, stream in self.datapipe:
             try:
-                try:
-                    archive = zipfile.ZipFile(stream)
-                except _CORRUPT as e:
-                    raise zipfile.BadZipFile(f"ZipArchiveLoader: {path!r} is not a valid zip "
-                                             f"archive: {e}") from e
+                if isinstance(stream, zipfile.ZipFile):
+                    archive = stream
+                elif not _seekable(stream):
+                    raise ValueError(f"ZipArchiveLoader: the stream of {path!r} cannot seek; a "
+                                     "zip archive is read from its end (open it from a file)")
+                else:
+                    try:
+                        archive = zipfile.ZipFile(stream)
+                    except _CORRUPT as e:
+                        raise zipfile.BadZipFile(f"ZipArchiveLoader: {path!r} is not a valid "
+                                                 f"zip archive: {e}") from e
                 with archive:
                     for info in archive.infolist():
                         if info.is_dir():
@@ -258,11 +315,16 @@ class Decompressor(IterDataPipe):
             (``.tar``, ``.tar.gz``, ``.tar.xz``, ``.gz``, ``.xz``, ``.bz2``, ``.zip``);
             otherwise one of ``"gzip"``, ``"lzma"``, ``"bz2"``, ``"tar"``, ``"zip"``.
 
+    A ``.tar.bz2`` is a bz2 file here (as in TorchData): its stream goes on to
+    ``load_from_tar``, which reads it in streaming mode. An archive closes the
+    source stream when it is closed (``load_from_tar``/``load_from_zip`` do).
+
     Example::
 
-        >>> dp = FileOpener(["a.txt.gz"], mode="rb").decompress()  # doctest: +SKIP
+        >>> dp = FileOpener(["a.txt.gz"], mode="b").decompress()  # doctest: +SKIP
         >>> [(p, s.read()) for p, s in dp]
         [('a.txt.gz', b'...')]
+        >>> dp = FileOpener(["x.tar.gz"], mode="b").decompress().load_from_tar()  # doctest: +SKIP
     """
 
     def __init__(self, source_datapipe, file_type: str | None = None) -> None:
@@ -291,10 +353,13 @@ class Decompressor(IterDataPipe):
         for path, stream in self.source_datapipe:
             kind = self._type_of(path)
             try:
-                if kind == "tar":
-                    yield path, tarfile.open(fileobj=stream, mode="r:*")
-                elif kind == "zip":
-                    yield path, zipfile.ZipFile(stream)
+                if kind in ("tar", "zip"):
+                    if kind == "tar":
+                        archive = _open_tar(stream, "r:*", _OwningTarFile)
+                    else:
+                        archive = _OwningZipFile(stream)
+                    archive._source = stream
+                    yield path, archive
                 else:
                     if kind == "gzip":
                         inner = gzip.GzipFile(fileobj=stream)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import inspect
 
-from ..collate import default_collate
+from .._collate import default_collate
 from ..datapipe import IterDataPipe, functional_datapipe
 
 __all__ = ["Collator", "Mapper"]

@@ -101,7 +101,8 @@ class FileLister(IterDataPipe):
         return f"FileLister(root={root!r}, masks={self.masks!r}, recursive={self.recursive})"
 
 
-_OPEN_MODES = ("r", "rb", "rt")
+# TorchData's accepted set: the one-letter "b" and "t" mean "rb" and "rt"
+_OPEN_MODES = ("r", "rb", "rt", "b", "t")
 
 
 @functional_datapipe("open_files")
@@ -110,8 +111,10 @@ class FileOpener(IterDataPipe):
 
     Args:
         datapipe (IterDataPipe): yields file paths.
-        mode (str): default ``"r"``; one of ``"r"``, ``"rb"``, ``"rt"``.
-        encoding (str or None): default ``None``; for text modes.
+        mode (str): default ``"r"`` (text); one of ``"r"``, ``"rt"``, ``"t"``
+            (text) or ``"rb"``, ``"b"`` (binary), as in TorchData.
+        encoding (str or None): default ``None`` (``open``'s default); for text
+            modes only.
         length (int): default ``-1`` (the source's length, if any).
 
     Example::
@@ -128,7 +131,7 @@ class FileOpener(IterDataPipe):
         if encoding is not None and "b" in mode:
             raise ValueError(f"FileOpener: encoding={encoding!r} needs a text mode, got {mode!r}")
         self.datapipe = datapipe
-        self.mode = mode
+        self.mode = "r" + mode if mode in ("b", "t") else mode
         self.encoding = encoding
         self.length = length
 
@@ -148,6 +151,11 @@ class FileOpener(IterDataPipe):
         return f"FileOpener(mode={self.mode!r}, encoding={self.encoding!r})"
 
 
+def _write_mode(mode: str) -> str:
+    """TorchData's write modes: "b" and "t" (no w or a) mean "wb" and "wt"."""
+    return "w" + mode if mode in ("b", "t") else mode
+
+
 @functional_datapipe("save_to_disk")
 class Saver(IterDataPipe):
     """Write each ``(metadata, data)`` pair to a file and yield its path
@@ -156,7 +164,9 @@ class Saver(IterDataPipe):
     Args:
         source_datapipe (IterDataPipe): yields ``(metadata, data)``; ``data`` is
             ``str`` or ``bytes``.
-        mode (str): default ``"w"``; ``"wb"`` for bytes.
+        mode (str): default ``"w"`` (text); ``"wb"`` for bytes; ``"a"``/``"ab"``
+            append. As in TorchData, a mode without ``w`` or ``a`` is a write
+            mode: ``"b"`` is ``"wb"`` and ``"t"`` is ``"wt"``.
         filepath_fn (callable or None): default ``None`` (the metadata is the
             path); maps metadata to a path. Missing directories are created.
 
@@ -169,6 +179,7 @@ class Saver(IterDataPipe):
     """
 
     def __init__(self, source_datapipe, mode: str = "w", filepath_fn=None) -> None:
+        mode = _write_mode(mode)
         if mode not in ("w", "wb", "wt", "a", "ab", "at"):
             raise ValueError(f"Saver: mode must be a write or append mode, got {mode!r}")
         self.source_datapipe = source_datapipe

@@ -16,6 +16,7 @@ import tempfile
 
 from ..datapipe import IterDataPipe, functional_datapipe
 from ..graph import list_datapipes
+from .fileio import _write_mode
 
 __all__ = ["EndOnDiskCacheHolder", "OnDiskCacheHolder"]
 
@@ -103,11 +104,15 @@ class OnDiskCacheHolder(IterDataPipe):
         return state
 
 
-def _read_all(data, text: bool):
+def _read_all(data, text: bool, path: str, mode: str):
     if isinstance(data, (bytes, bytearray, str)):
         return data
     try:
         return ("" if text else b"").join(data)
+    except TypeError:
+        raise TypeError(f"EndOnDiskCacheHolder: the stream for {path!r} gives "
+                        f"{'bytes' if text else 'str'}, which mode {mode!r} cannot write "
+                        f"(use mode={'b' if text else 't'!r})") from None
     finally:
         close = getattr(data, "close", None)
         if close is not None:
@@ -126,7 +131,8 @@ class EndOnDiskCacheHolder(IterDataPipe):
     Args:
         datapipe (IterDataPipe): yields ``(meta, data)``; ``data`` is bytes/str or
             a stream (read to its end unless ``skip_read``).
-        mode (str): default ``"wb"``; ``"w"``/``"wt"`` for text.
+        mode (str): default ``"wb"`` (bytes); ``"w"``/``"wt"`` for text. As in
+            TorchData, ``"b"`` is ``"wb"`` and ``"t"`` is ``"wt"``.
         filepath_fn (callable or None): default ``None`` (``meta`` is the path).
         same_filepath_fn (bool): default ``False``; use ``on_disk_cache``'s
             ``filepath_fn`` on ``meta`` (exclusive with ``filepath_fn``).
@@ -149,8 +155,10 @@ class EndOnDiskCacheHolder(IterDataPipe):
         if filepath_fn is not None and same_filepath_fn:
             raise ValueError("EndOnDiskCacheHolder: filepath_fn and same_filepath_fn=True "
                              "exclude each other")
+        mode = _write_mode(mode)
         if mode not in ("w", "wb", "wt"):
-            raise ValueError(f"EndOnDiskCacheHolder: mode must be 'w', 'wt' or 'wb', got {mode!r}")
+            raise ValueError("EndOnDiskCacheHolder: mode must be 'w', 'wt', 'wb', 't' or 'b', "
+                             f"got {mode!r}")
         holders = [p for p in list_datapipes(datapipe) if isinstance(p, OnDiskCacheHolder)]
         if not holders:
             raise RuntimeError("EndOnDiskCacheHolder: no on_disk_cache() above "
@@ -194,9 +202,9 @@ class EndOnDiskCacheHolder(IterDataPipe):
         holder = self.cache_holder
         text = "b" not in self.mode
         for meta, data in self.datapipe:
-            if not self.skip_read:
-                data = _read_all(data, text)
             path = self._path(meta)
+            if not self.skip_read:
+                data = _read_all(data, text, path, self.mode)
             if holder.hash_dict is not None:
                 got = _HASHES[holder.hash_type](
                     data.encode() if isinstance(data, str) else data).hexdigest()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from ..datapipe import IterDataPipe, MapDataPipe, functional_datapipe
+from ..datapipe import IterDataPipe, MapDataPipe
 
 __all__ = ["IterToMapConverter", "MapToIterConverter", "SequenceWrapper"]
 
@@ -45,9 +45,9 @@ class SequenceWrapper(MapDataPipe):
         return len(self.sequence)
 
 
-@functional_datapipe("to_map_datapipe")
 class IterToMapConverter(MapDataPipe):
-    """Read ``(key, value)`` pairs into a map (functional name: ``to_map_datapipe``).
+    """Read ``(key, value)`` pairs into a map (functional name on iter pipes:
+    ``to_map_datapipe``).
 
     The source is read in full at the first ``[key]`` or ``len()``.
 
@@ -138,4 +138,6 @@ class MapToIterConverter(IterDataPipe):
         return len(self.indices) if self.indices is not None else len(self.datapipe)
 
 
+# Each converter is a method of the other base, the one its source has (as in TorchData).
+IterDataPipe.register_datapipe_as_function("to_map_datapipe", IterToMapConverter)
 MapDataPipe.register_datapipe_as_function("to_iter_datapipe", MapToIterConverter)
