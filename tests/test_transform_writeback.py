@@ -353,3 +353,27 @@ def test_shared_running_stats_under_vmap_still_refused_and_untouched():
         fc.vmap(fc.grad(lambda p, b, x: fc.functional_call(m, (p, b), (x,)).sum()),
                 in_dims=(None, None, 0))(p, b, xs)
     assert np.all(b["1.running_mean"] == 0) and b["1.num_batches_tracked"] == 0
+
+
+def test_jit_fast_path_of_a_writing_function_writes_and_refuses_read_only():
+    @fc.jit
+    def bump(x):
+        x += 1.0
+        return x.sum()
+
+    @fc.jit
+    def add_into(b, y):
+        b[0] += y.sum()
+        return y * 2
+
+    x, b, y = np.zeros(3), np.zeros(3), np.ones(2)
+    for _ in range(4):
+        bump(x)
+        add_into(b, y)
+    np.testing.assert_array_equal(x, 4.0)
+    np.testing.assert_array_equal(b, [8.0, 0.0, 0.0])
+    assert len(bump._fast) == 1 and len(add_into._fast) == 1
+    x.flags.writeable = False
+    with pytest.raises(ValueError, match=r"read-only \(jit\(.*bump\) writes into argument leaf 0"):
+        bump(x)
+    np.testing.assert_array_equal(x, 4.0)

@@ -210,6 +210,12 @@ def grad(func, argnums=0, has_aux=False, *, holomorphic=False):
         A function with ``func``'s signature returning gradients shaped like the
         differentiated arguments (pytrees included).
 
+    Writes ``func`` makes into its array arguments (a module's buffers: BatchNorm's
+    running statistics in training mode) are applied to the caller's arrays after the
+    call, as an eager call of ``func`` would leave them; the written values are not
+    differentiated, and the gradient is taken at the values passed in. The same holds
+    for every transform here (``vjp``, ``jvp``, ``linearize``, ``jacrev``...).
+
     Example::
 
         >>> grad(lambda x: np.sum(np.sin(x)))(np.array([0.0, 1.0]))

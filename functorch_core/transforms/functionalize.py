@@ -365,13 +365,14 @@ def write_back(targets, mutated, finals):
             np.copyto(t, value, casting="unsafe")
 
 
-def copy_on_device(target, value):
-    """``target[...] = value`` for a device array (CuPy's, or the simulator's SimArray)."""
+def copy_on_device(target, value, index=Ellipsis):
+    """``target[index] = value`` for a device array (CuPy's, or the simulator's SimArray)."""
     from functorch_core.backends.cuda.arrays import SimArray
     if type(target) is SimArray:
-        np.copyto(target._a, value._a if type(value) is SimArray else value, casting="unsafe")
+        np.copyto(target._a[index], value._a if type(value) is SimArray else value,
+                  casting="unsafe")
     else:
-        target[...] = value
+        target[index] = value
 
 
 def _own_outputs(outs, leaves):

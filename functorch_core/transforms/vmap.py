@@ -67,6 +67,13 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None,
             batch at once.
         in_axes, out_axes: keyword aliases of ``in_dims``/``out_dims`` (JAX spelling).
 
+    Writes ``func`` makes into its arguments (``b[0] = x.sum()``, BatchNorm's running
+    statistics) reach the caller's arrays after the call: each example's slice of a
+    batched argument, as a loop over the examples would leave it. A write into an
+    unbatched argument (in_dims ``None``) of a value that is the same for every example
+    is applied once; of a value that differs across the batch it is an error, since the
+    argument is shared by the whole batch.
+
     Returns:
         A function with ``func``'s signature that takes batched arguments and
         returns batched outputs.
@@ -283,7 +290,7 @@ def _write_chunks(targets, dims, pieces, chunk):
             else:
                 index = (slice(None),) * d + (slice(k * chunk, stop),)
                 if on_device(t):
-                    copy_on_device(t[index], value)
+                    copy_on_device(t, value, index)
                 else:
                     np.copyto(t[index], value, casting="unsafe")
 
