@@ -36,8 +36,8 @@ def main(epochs=8, batch=64):
 
     def loss_fn(params, buffers, x, y):
         logits = fc.functional_call(model, (params, buffers), (x,))
-        # Under grad, BatchNorm's writes into the running statistics stay local to the
-        # buffers dict; returning it as aux carries the updated values out.
+        # BatchNorm writes its running statistics into the buffers passed in (grad writes
+        # them back to the caller's arrays); returning them as aux hands them on too.
         return F.cross_entropy(logits, y), buffers
 
     @fc.jit

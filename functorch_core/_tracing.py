@@ -120,6 +120,7 @@ class Traced:
     captured: list            # outer tracers passed as the graph's extra inputs
     in_tree: PyTreeDef
     out_tree: PyTreeDef
+    mutated: tuple = ()       # argument leaves written in place (see trace_for_transform)
 
 
 def split_static(args, static_argnums):

@@ -346,7 +346,7 @@ class Jitted:
         elif current_trace() is not None or entry.captured:
             outs = P.call.bind(*leaves, *keys, *entry.captured, graph=entry.graph, name=fname)
         else:
-            if fkey is not None and not entry.mutated and key[1][-1] is None and not keys:
+            if fkey is not None and key[1][-1] is None and not keys:
                 self._remember_fast(fkey, entry, key)
             check_writable(given, entry.mutated, f"jit({fname})")
             run = _profiled_runner(entry.run, self.backend) if profiled else entry.run
@@ -415,9 +415,12 @@ class Jitted:
         # a backend may offer run.trusted: run without argument checks, for exactly what
         # the fast key guarantees (C-contiguous arrays of the signature's dtypes)
         run = getattr(entry.run, "trusted", entry.run)
+        if entry.mutated:
+            run = _writing(run, entry.mutated, f"jit({fn_name(self.func)})")
         one = None
         if len(key[1]) == 2 and not scalars:     # one leaf, an array: the inline path
-            one = getattr(entry.run, "trusted_one", None) if single else None
+            one = getattr(entry.run, "trusted_one", None) if single and not entry.mutated \
+                else None
             if one is None:
                 out_tree = entry.out_tree
 
@@ -425,6 +428,18 @@ class Jitted:
                     outs = run([a])
                     return outs[0] if single else tree_unflatten(out_tree, outs)
         self._fast[fkey] = (run, scalars, single, entry.out_tree, key, one)
+
+
+def _writing(run, mutated, fname):
+    """``run`` followed by the writes into the arguments: the fast path of a function that
+    writes into its arguments (the fast key guarantees arrays that share no memory)."""
+    def writing(leaves):
+        check_writable(leaves, mutated, fname)
+        outs = run(leaves)
+        n = len(outs) - len(mutated)
+        write_back(leaves, mutated, outs[n:])
+        return outs[:n]
+    return writing
 
 
 def _device_leaf(args, kwargs) -> bool:
@@ -503,7 +518,7 @@ def jit(func=None, *, static_argnums=(), static_argnames=(), backend=None, cache
     the backend and cached. Later calls with the same signature skip tracing
     and compiling; a call whose positional arguments are C-contiguous arrays,
     Python scalars, or tuples, lists and dicts of them (no keyword or static
-    arguments, no two arrays that may share memory, no writes into arguments)
+    arguments, no two arrays that may share memory)
     is looked up by the arguments' structure, shapes and dtypes alone and runs
     the executable directly.
 

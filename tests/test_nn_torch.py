@@ -32,7 +32,7 @@ def _pair(make_ours, make_theirs, x, train=True, rtol=1e-10):
     params = {k: np.array(v) for k, v in ours.named_parameters()}
     buffers = {k: np.array(v) for k, v in ours.named_buffers()}
 
-    def loss(p, x, b):      # buffers passed in: training-mode writes stay inside grad
+    def loss(p, x, b):      # buffers passed in: training-mode writes go into them
         return (fc.functional_call(ours, (p, b), (x,)) ** 2).sum()
     gp, gx = fc.grad(loss, argnums=(0, 1))(params, x, buffers)
     np.testing.assert_allclose(gx, xt.grad.numpy(), rtol=1e-9, atol=1e-11)

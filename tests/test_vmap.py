@@ -516,18 +516,18 @@ def test_error_bad_options():
         vmap(f2, in_dims=1, in_axes=0)
 
 
-def test_in_place_updates_are_batched_and_stay_local():
+def test_in_place_updates_are_batched_and_written_back():
     def f(x, y):
         x[0] = y          # functionalized before batching
         x += 1.0
         return x * 2.0
 
     x, y = np.ones((4, 3)), np.arange(4.0)
-    before = x.copy()
+    looped = x.copy()
+    want = np.stack([f(looped[i], y[i]) for i in range(4)])   # writes into looped's rows
     got = vmap(f)(x, y)
-    want = loop_and_stack(lambda a, b: f(a.copy(), b), (0, 0), [x, y])
     np.testing.assert_array_equal(got, want)
-    np.testing.assert_array_equal(x, before)
+    np.testing.assert_array_equal(x, looped)          # each example's row, as in the loop
 
 
 def test_in_place_update_through_an_aliasing_argument():

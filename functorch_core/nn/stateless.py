@@ -92,10 +92,8 @@ def functional_call(module, parameters_and_buffers, args=None, kwargs=None, *,
     may be tracers, so this is the way to take ``grad``/``vmap`` with respect to a
     module's state held in a dict. Writes the forward
     makes into a buffer (BatchNorm's running statistics in training mode) go into the
-    array passed for it: eagerly and under ``jit`` into the caller's array; under
-    ``grad``/``vmap``, which keep writes local, return the buffers dict to get the
-    updated values (``value_and_grad(loss, has_aux=True)`` with ``loss`` returning
-    ``(value, buffers)``).
+    array passed for it, which ends up in the caller's array eagerly and under every
+    transform (``jit``, ``grad``, ``vmap``...), as an eager call would leave it.
 
     Args:
         module (Module): the module.

@@ -4,6 +4,9 @@ A transform wraps ``func``; each call flattens the arguments, looks up the
 transformed graph for (func, transform, options, input signature), builds it
 on a miss (trace ``func``, rewrite the graph), and replays it on the actual
 leaves with ``ir.eval_graph``: eagerly on arrays, or into an enclosing trace.
+Writes the function makes into its own arguments are carried out of the graph
+as extra outputs and applied to the caller's arrays after the call
+(``run_writing``), as ``jit`` and ``functionalize`` do.
 
 The cache lives beside the function object (weakly), so a training loop that
 writes ``grad(loss)(params, batch)`` every step traces ``loss`` once.
@@ -41,6 +44,8 @@ class Transformed:
     captured: list = field(default_factory=list)   # outer tracers, extra graph inputs
     extra: object = None                           # anything else the transform keeps
     label: str = ""                                # "grad(loss)": its profiler event
+    mutated: tuple = ()     # argument leaves written in place; their final values are the
+    #                         outputs right after the out_tree's leaves
 
 
 def _closure_arrays(fn) -> tuple:
@@ -103,8 +108,11 @@ def cached(fn, transform_key, sig_key, build) -> Transformed:
 def trace_for_transform(fn, args, kwargs, name, scope=None) -> Traced:
     """Trace ``fn`` and prepare the graph for a transform (calls inlined, functionalized).
 
-    Writes into ``fn``'s own arguments stay local to the transformed call: the
-    transforms return values, they do not write back into the caller's arrays.
+    A write into one of ``fn``'s own argument leaves becomes an extra output: the
+    graph returns ``fn``'s outputs, then the final value of every leaf listed in
+    ``traced.mutated`` (in order). A transform keeps those outputs primal (no
+    tangents, no cotangents) and writes them back into the caller's arrays
+    (``run_writing``), so the arguments end up as an eager call leaves them.
     Draws from the global random generator become inputs listed first in
     ``traced.captured`` as ``FRESH_KEY`` (see ``_random_scope``); ``scope`` is vmap's.
     """
@@ -123,8 +131,17 @@ def trace_for_transform(fn, args, kwargs, name, scope=None) -> Traced:
                 f"{name}: the function writes into an array it closes over from the enclosing "
                 "traced function; a transform cannot carry that write out. Pass the array "
                 "as an argument and return its new value")
-        graph.outputs = graph.outputs[:len(graph.outputs) - len(mutated)]
-        traced.graph = passes.dce(graph)
+        traced.graph, traced.mutated = graph, tuple(mutated)
+    return traced
+
+
+def drop_writes(traced: Traced) -> Traced:
+    """``traced`` with the final values of written arguments dropped: the writes stay
+    local to the call (custom_jvp/custom_vjp bodies, whose rules return values only)."""
+    if traced.mutated:
+        graph = traced.graph
+        graph.outputs = graph.outputs[:len(graph.outputs) - len(traced.mutated)]
+        traced.graph, traced.mutated = passes.dce(graph), ()
     return traced
 
 
@@ -139,3 +156,18 @@ def run_transformed(entry: Transformed, inputs):
         return eval_graph(entry.graph, inputs)
     with profiling.span(entry.label, "eager"):
         return eval_graph(entry.graph, inputs)
+
+
+def run_writing(entry: Transformed, leaves, inputs, what):
+    """``run_transformed(entry, inputs)``, then the function's writes into its argument
+    ``leaves`` applied to them (into the enclosing trace when there is one); returns the
+    outputs without the written values. Nothing is written when the call fails."""
+    if not entry.mutated:
+        return run_transformed(entry, inputs)
+    from .functionalize import check_writable, write_back
+    mutated = check_writable(leaves, entry.mutated, what, scalars="rebind")
+    flat = run_transformed(entry, inputs)
+    n, k = entry.out_tree.num_leaves, len(entry.mutated)
+    finals = dict(zip(entry.mutated, flat[n:n + k], strict=True))
+    write_back(leaves, mutated, [finals[i] for i in mutated])
+    return flat[:n] + flat[n + k:]

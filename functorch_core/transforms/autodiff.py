@@ -22,7 +22,7 @@ from functorch_core.ir.pytree import tree_flatten, tree_leaves, tree_structure, 
 
 from .._random_scope import fill
 from .._tracing import argnums_tuple, fn_name, leaf_aval, normalize_argnums
-from ._common import Transformed, cached, run_transformed, signature, trace_for_transform
+from ._common import Transformed, cached, run_writing, signature, trace_for_transform
 from .jvp import closed, differentiable, jvp_graph
 from .transpose import linearize_graph, transpose_graph
 
@@ -176,10 +176,10 @@ def _grad_call(func, args, kwargs, argnums, has_aux, what, holomorphic=False):
             return outs_res[:n_out] + cts
 
         combined = _simplified(body, graph.in_avals, what)
-        return Transformed(combined, traced.out_tree, traced.captured)
+        return Transformed(combined, traced.out_tree, traced.captured, mutated=traced.mutated)
 
     entry = cached(func, ("grad", nums, has_aux, holomorphic), sig, build)
-    flat = run_transformed(entry, list(leaves) + fill(entry.captured))
+    flat = run_writing(entry, leaves, list(leaves) + fill(entry.captured), what)
     n_out = entry.out_tree.num_leaves
     out = tree_unflatten(entry.out_tree, flat[:n_out])
     value, aux = out if has_aux else (out, None)
@@ -209,6 +209,12 @@ def grad(func, argnums=0, has_aux=False, *, holomorphic=False):
     Returns:
         A function with ``func``'s signature returning gradients shaped like the
         differentiated arguments (pytrees included).
+
+    Writes ``func`` makes into its array arguments (a module's buffers: BatchNorm's
+    running statistics in training mode) are applied to the caller's arrays after the
+    call, as an eager call of ``func`` would leave them; the written values are not
+    differentiated, and the gradient is taken at the values passed in. The same holds
+    for every transform here (``vjp``, ``jvp``, ``linearize``, ``jacrev``...).
 
     Example::
 
@@ -297,10 +303,11 @@ def _linearized(func, args, nums, has_aux, what, kind):
         else:
             extra = passes.dce(Graph(lin.linear.inputs, lin.linear.eqns,
                                      lin.linear.outputs[:n_main]))
-        return Transformed(lin.primal, traced.out_tree, traced.captured, extra)
+        return Transformed(lin.primal, traced.out_tree, traced.captured, extra,
+                           mutated=traced.mutated)
 
     entry = cached(func, (kind, nums, has_aux), sig, build)
-    flat = run_transformed(entry, list(leaves) + fill(entry.captured))
+    flat = run_writing(entry, leaves, list(leaves) + fill(entry.captured), what)
     n_out = entry.out_tree.num_leaves
     out = tree_unflatten(entry.out_tree, flat[:n_out])
     return entry, out, flat[n_out:], leaves, mask
@@ -464,11 +471,16 @@ def jvp(func, primals, tangents, *, has_aux=False):
     def build():
         traced, _, n_main, _ = _trace(func, primals, {}, what, has_aux)
         graph = jvp_graph(traced.graph, mask + [False] * len(traced.captured))
-        return Transformed(passes.simplify(graph), traced.out_tree, traced.captured, n_main)
+        # outputs: the primal outputs and written arguments, then their tangents; the
+        # written arguments' tangents are not wanted (a write-back is primal)
+        n_out = traced.out_tree.num_leaves
+        graph.outputs = graph.outputs[:2 * n_out + len(traced.mutated)]
+        return Transformed(passes.simplify(graph), traced.out_tree, traced.captured, n_main,
+                           mutated=traced.mutated)
 
     entry = cached(func, ("jvp", has_aux), sig, build)
     used = [t for t, d in zip(flat_t, mask, strict=True) if d]
-    flat = run_transformed(entry, list(leaves) + fill(entry.captured) + used)
+    flat = run_writing(entry, leaves, list(leaves) + fill(entry.captured) + used, what)
     n_out = entry.out_tree.num_leaves
     out = tree_unflatten(entry.out_tree, flat[:n_out])
     value, aux = out if has_aux else (out, None)

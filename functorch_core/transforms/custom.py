@@ -24,7 +24,7 @@ from functorch_core.ir.pytree import tree_flatten, tree_map, tree_structure, tre
 
 from .._random_scope import fill
 from .._tracing import fn_name, leaf_aval
-from ._common import Transformed, cached, signature, trace_for_transform
+from ._common import Transformed, cached, drop_writes, signature, trace_for_transform
 from .batching import NOT_BATCHED, batch_graph, moveaxis
 from .batching import RULES as BATCH_RULES
 from .jvp import JVP, Zero, differentiable, instantiate, is_zero, tangent_aval
@@ -81,7 +81,7 @@ def _bind_custom(prim, self, args, kind, make_params):
     leaves, _, sig = signature(self.fun, args, {}, what)
 
     def build():
-        traced = trace_for_transform(self.fun, args, {}, what)
+        traced = drop_writes(trace_for_transform(self.fun, args, {}, what))
         params = make_params(tree_structure(args), traced.out_tree, len(leaves))
         return Transformed(traced.graph, traced.out_tree, traced.captured, params)
 

@@ -25,9 +25,13 @@ indexing (``gather``) copies. Known gap: NumPy's ``broadcast_to`` and
 ``diagonal`` return read-only views; here writes into their results are not
 refused (the IR has no read-only marker yet).
 
-``jit`` and ``functionalize`` write the final values of mutated arguments
-back into the caller's arrays; ``grad``/``vjp``/``jvp``/``vmap`` functionalize
-too but keep writes into arguments local to the call.
+Every transform writes the final values of mutated arguments back into the
+caller's arrays after a successful call: ``jit`` and ``functionalize`` here and
+in ``api.py``, ``grad``/``vjp``/``jvp``/``vmap`` and the transforms built on them
+through ``_common.run_writing`` (the written values are primal: no tangent flows
+through a write-back). Under an enclosing trace the write-back is recorded as a
+whole-array ``setitem`` into the enclosing trace's value, which that trace's own
+functionalization carries out in turn.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ import numpy as np
 
 from functorch_core.ir import Graph, Lit, Tracer, Var, current_trace, passes, trace_flat
 from functorch_core.ir import primitives as P
+from functorch_core.ir.core import on_device
 from functorch_core.ir.pytree import tree_unflatten
 from functorch_core.ir.source import code_at
 
@@ -318,29 +323,56 @@ def input_plan(leaves, fname) -> Plan | None:
 
 # --- write-back -----------------------------------------------------------------
 
-def check_writable(targets, mutated, fname):
-    """Refuse before running, so that a failing call writes nothing."""
+def check_writable(targets, mutated, fname, scalars="refuse"):
+    """Refuse before running, so that a failing call writes nothing; returns the entries
+    of ``mutated`` to write back.
+
+    A read-only array is refused. A Python or NumPy scalar cannot change in place:
+    ``scalars='refuse'`` (jit, functionalize) refuses a write into one and into a
+    device array; ``'rebind'`` (grad, vmap...) leaves a scalar out, as eager Python
+    rebinds the name and leaves the caller's value alone, and writes device arrays.
+    """
+    keep = []
     for i in mutated:
         t = targets[i]
-        if isinstance(t, Tracer):
+        if isinstance(t, Tracer) or (scalars == "rebind" and on_device(t)):
+            keep.append(i)
             continue
         if not isinstance(t, np.ndarray):
+            if scalars == "rebind" and isinstance(t, bool | int | float | complex | np.generic):
+                continue
             raise TypeError(f"{fname} writes into argument leaf {i}, a {type(t).__name__}, "
                             "which cannot be changed in place; pass a NumPy array")
         if not t.flags.writeable:
             raise ValueError(f"assignment destination is read-only ({fname} writes into "
                              f"argument leaf {i} of shape {t.shape})")
+        keep.append(i)
+    return keep
 
 
 def write_back(targets, mutated, finals):
-    """Apply the final values of mutated inputs: ``np.copyto`` or a traced whole write."""
+    """Apply the final values of mutated inputs: ``np.copyto``, a copy on the device, or,
+    under a trace, one whole-array ``setitem`` recorded into it (the enclosing transform
+    writes back in turn)."""
     for i, value in zip(mutated, finals, strict=True):
         t = targets[i]
-        if isinstance(t, Tracer):
+        if isinstance(t, Tracer) or isinstance(value, Tracer):
             full = tuple(("slice", 0, d, 1) for d in t.shape)
             P.setitem.bind(t, value, indexer=full)
+        elif on_device(t):
+            copy_on_device(t, value)
         else:
             np.copyto(t, value, casting="unsafe")
+
+
+def copy_on_device(target, value, index=Ellipsis):
+    """``target[index] = value`` for a device array (CuPy's, or the simulator's SimArray)."""
+    from functorch_core.backends.cuda.arrays import SimArray
+    if type(target) is SimArray:
+        np.copyto(target._a[index], value._a if type(value) is SimArray else value,
+                  casting="unsafe")
+    else:
+        target[index] = value
 
 
 def _own_outputs(outs, leaves):

@@ -10,14 +10,15 @@ import numpy as np
 
 from functorch_core.ir import dtypes
 from functorch_core.ir import primitives as P
-from functorch_core.ir.core import Var
+from functorch_core.ir.core import Var, on_device
 from functorch_core.ir.pytree import tree_flatten, tree_unflatten
 from functorch_core.ir.trace import Tracer
 
 from .._random_scope import FRESH_KEY, Scope, current_scope, fill
-from .._tracing import fn_name, leaf_aval
+from .._tracing import flat_args, fn_name, leaf_aval
 from ._common import Transformed, cached, run_transformed, signature, trace_for_transform
 from .batching import BatchedOutputError, batch_graph
+from .functionalize import check_writable, copy_on_device, write_back
 
 _UNSET = object()
 _RANDOMNESS = ("error", "different", "same")
@@ -65,6 +66,13 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None,
             bounds memory (of jacobians, for instance). ``None`` runs the whole
             batch at once.
         in_axes, out_axes: keyword aliases of ``in_dims``/``out_dims`` (JAX spelling).
+
+    Writes ``func`` makes into its arguments (``b[0] = x.sum()``, BatchNorm's running
+    statistics) reach the caller's arrays after the call: each example's slice of a
+    batched argument, as a loop over the examples would leave it. A write into an
+    unbatched argument (in_dims ``None``) of a value that is the same for every example
+    is applied once; of a value that differs across the batch it is an error, since the
+    argument is shared by the whole batch.
 
     Returns:
         A function with ``func``'s signature that takes batched arguments and
@@ -237,7 +245,9 @@ def _call(func, spec, args, kwargs):
     dims, size = _in_dims(spec, args)
     chunk = spec.chunk_size
     if chunk is None or chunk >= size:
-        outs, out_tree, _ = _run(func, spec, args, kwargs, dims, size)
+        outs, out_tree, _, writes = _run(func, spec, args, kwargs, dims, size)
+        if writes:
+            write_back(_targets(args, kwargs), *writes)
         return tree_unflatten(out_tree, outs)
     arg_leaves, arg_tree = tree_flatten(tuple(args))
     pieces = []
@@ -246,12 +256,43 @@ def _call(func, spec, args, kwargs):
         leaves = [x if d is None else _take(x, d, start, stop)
                   for x, (d, _, _) in zip(arg_leaves, dims, strict=True)]
         pieces.append(_run(func, spec, tree_unflatten(arg_tree, leaves), kwargs, dims,
-                           stop - start))
-    _, out_tree, out_dims = pieces[0]
+                           stop - start, _targets(args, kwargs)))
+    _, out_tree, out_dims, _ = pieces[0]
     outs = [pieces[0][0][i] if od is None else
             P.concatenate.bind(*(p[0][i] for p in pieces), dimension=od)
             for i, od in enumerate(out_dims)]
+    if pieces[0][3]:    # every chunk ran: now write each chunk's part of the arguments
+        _write_chunks(_targets(args, kwargs), dims, pieces, chunk)
     return tree_unflatten(out_tree, outs)
+
+
+def _targets(args, kwargs):
+    """The caller's argument leaves, in the order of ``signature``'s leaves."""
+    return flat_args(tuple(args), kwargs, ())[0]
+
+
+def _write_chunks(targets, dims, pieces, chunk):
+    """Write each chunk's final values into its slice of the batched arguments (an
+    unbatched argument takes the last chunk's value: every chunk computed the same)."""
+    for k, (_, _, _, (mutated, finals)) in enumerate(pieces):
+        for i, value in zip(mutated, finals, strict=True):
+            d = dims[i][0] if i < len(dims) else None
+            t = targets[i]
+            if d is None:
+                if k == len(pieces) - 1:
+                    write_back(targets, [i], [value])
+                continue
+            stop = min(k * chunk + chunk, t.shape[d])
+            if isinstance(t, Tracer) or isinstance(value, Tracer):
+                P.setitem.bind(t, value, indexer=tuple(
+                    ("slice", k * chunk, stop, 1) if j == d else ("slice", 0, n, 1)
+                    for j, n in enumerate(t.shape)))
+            else:
+                index = (slice(None),) * d + (slice(k * chunk, stop),)
+                if on_device(t):
+                    copy_on_device(t, value, index)
+                else:
+                    np.copyto(t[index], value, casting="unsafe")
 
 
 def _take(x, d, start, stop):
@@ -261,14 +302,24 @@ def _take(x, d, start, stop):
                         strides=(1,) * len(shape))
 
 
-def _run(func, spec, args, kwargs, dims, size):
-    """Batch ``func`` (cached per signature) and run it: (out leaves, out tree, out dims)."""
+def _run(func, spec, args, kwargs, dims, size, targets=None):
+    """Batch ``func`` (cached per signature) and run it: (out leaves, out tree, out dims,
+    writes). ``writes`` is None, or (argument leaves written, their final values) for the
+    caller to write back into ``targets`` (the leaves; checked writable before running).
+    """
     leaves, _, sig_key = signature(func, args, kwargs, spec.call)
     flat_dims = tuple(d for d, _, _ in dims) + (None,) * (len(leaves) - len(dims))
     entry = cached(spec.owner, ("vmap", flat_dims, spec.out_key, spec.randomness), sig_key,
                    lambda: _build(func, spec, args, kwargs, dims, flat_dims, size))
     captured = fill(entry.captured, lambda: _fresh_key(spec.randomness, size))
-    return run_transformed(entry, list(leaves) + captured), entry.out_tree, entry.extra
+    if not entry.mutated:
+        return run_transformed(entry, list(leaves) + captured), entry.out_tree, entry.extra, None
+    mutated = check_writable(leaves if targets is None else targets, entry.mutated, spec.call,
+                             scalars="rebind")
+    flat = run_transformed(entry, list(leaves) + captured)
+    n, k = entry.out_tree.num_leaves, len(entry.mutated)
+    finals = dict(zip(entry.mutated, flat[n:n + k], strict=True))
+    return flat[:n], entry.out_tree, entry.extra, (mutated, [finals[i] for i in mutated])
 
 
 def _fresh_key(randomness, size):
@@ -294,14 +345,44 @@ def _example(x, d, aval):
     return np.zeros(shape, aval.dtype)
 
 
+def _crossed(leaves, dims) -> dict:
+    """``{i: j}`` for array arguments i and j that may share memory but are batched
+    differently (one not batched, or batch axes of different strides): the examples of one
+    batch overlap in a way the next ones do not, so no single per-example trace says what
+    a read of one after a write into the other sees."""
+    arrays = [(i, x, d) for i, (x, (d, _, _)) in enumerate(zip(leaves, dims, strict=True))
+              if isinstance(x, np.ndarray) and x.size]
+    out = {}
+    for i, x, d in arrays:
+        if d is None:
+            continue
+        for j, y, e in arrays:
+            if j != i and (e is None or y.strides[e] != x.strides[d]) \
+                    and np.may_share_memory(x, y):
+                out.setdefault(i, j)
+                out.setdefault(j, i)
+    return out
+
+
 def _build(func, spec, args, kwargs, dims, flat_dims, size) -> Transformed:
     arg_leaves, arg_tree = tree_flatten(tuple(args))
     examples = [_example(x, d, aval) for x, (d, aval, _) in zip(arg_leaves, dims, strict=True)]
+    crossed = _crossed(arg_leaves, dims)
+    for i in crossed:       # traced as distinct arrays; a write into one is refused below
+        examples[i] = np.array(examples[i])
     scope = Scope(spec.call, spec.randomness)
     scope.in_dims = flat_dims
     traced = trace_for_transform(func, tree_unflatten(arg_tree, examples), kwargs,
                                  spec.fname, scope)
-    out_avals = traced.graph.out_avals
+    written = [i for i in traced.mutated if i in crossed]
+    if written:
+        i, j = written[0], crossed[written[0]]
+        raise NotImplementedError(
+            f"{spec.call}: the function writes into {dims[i][2]}, which shares memory with "
+            f"{dims[j][2]}, and the two are batched differently (in_dims {dims[i][0]} and "
+            f"{dims[j][0]}), so how they overlap differs from one example to the next; pass "
+            "a copy of one of them")
+    out_avals = traced.graph.out_avals[:traced.out_tree.num_leaves]
     matched = _broadcast_prefix(spec.out_dims, tree_unflatten(traced.out_tree, out_avals),
                                 "out_dims", "the outputs", spec.call)
     out_dims = [_normalize(d, av.ndim + 1, spec.call, "out_dims", spec.out_dims,
@@ -309,14 +390,27 @@ def _build(func, spec, args, kwargs, dims, flat_dims, size) -> Transformed:
                 for (d, keys), av in zip(matched, out_avals, strict=True)]
     key_dim = 0 if spec.randomness == "different" else None
     in_dims = list(flat_dims) + [key_dim if c is FRESH_KEY else None for c in traced.captured]
+    # a written argument comes back with its batch axis where it came in (None: unbatched)
+    write_dims = [flat_dims[i] for i in traced.mutated]
     try:
-        graph, captured = batch_graph(traced.graph, in_dims, size, out_dims, name=spec.call)
+        graph, captured = batch_graph(traced.graph, in_dims, size, out_dims + write_dims,
+                                      name=spec.call)
     except BatchedOutputError as err:
+        if err.index >= len(out_dims):
+            i = traced.mutated[err.index - len(out_dims)]
+            where = dims[i][2] if i < len(dims) else f"keyword argument leaf {i - len(dims)}"
+            raise ValueError(
+                f"{spec.call}: the function writes values that differ across the vmapped "
+                f"batch into {where} (shape {dims[i][1].shape if i < len(dims) else ()}), "
+                "which is not batched (in_dims None) and so is shared by the whole batch: "
+                "the write has no per-example meaning. Batch that argument (an int in_dims "
+                "entry, one slice per example), or write into a copy of it") from None
         keys = matched[err.index][1]
         raise ValueError(f"{spec.call}: out_dims={spec.out_dims!r} gives None for "
                          f"{_path('output', keys)} (shape {err.shape} with the batch), but it "
                          "depends on the batched inputs; give it an int out_dim") from None
-    return Transformed(graph, traced.out_tree, traced.captured + captured, extra=out_dims)
+    return Transformed(graph, traced.out_tree, traced.captured + captured, extra=out_dims,
+                       mutated=traced.mutated)
 
 
 def is_batched(x) -> bool:
