@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import operator
 from dataclasses import dataclass
@@ -25,7 +26,14 @@ from . import _random_guard
 
 
 def fn_name(fn) -> str:
-    return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+    """How an error names a user's callable: its qualified name, ``partial(name)``, or the
+    class of a callable object (a Module's repr would print the whole model)."""
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    if isinstance(name, str):
+        return name
+    if isinstance(fn, functools.partial):
+        return f"partial({fn_name(fn.func)})"
+    return type(fn).__name__
 
 
 _ARRAY_AVALS: dict = {}   # (shape, dtype) -> AbstractArray; avals are immutable

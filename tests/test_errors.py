@@ -293,3 +293,16 @@ def test_no_retrace_log_when_disabled(caplog):
         f(np.ones(2))
         f(np.ones(3))
     assert _retrace_messages(caplog) == []
+
+
+def test_errors_name_a_callable_object_by_its_class_not_its_repr():
+    import functools
+
+    from functorch_core import nn
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU())
+    with pytest.raises(ValueError) as info:
+        fc.grad(model)(np.ones((2, 3), np.float32))
+    assert str(info.value).startswith("grad(Sequential): the function must return a scalar")
+    assert "Linear(" not in str(info.value)
+    with pytest.raises(ValueError, match=r"^grad\(partial\(add\)\)"):
+        fc.grad(functools.partial(np.add, np.ones(2)))(np.ones(2))
