@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections import OrderedDict
 
 import numpy as np
 
@@ -15,7 +16,8 @@ _FORMAT = "functorch_core.checkpoint/1"
 def save(obj, path):
     """Save a pytree of arrays (a state dict, an optimizer's ``state_dict()``, ...) to ``path``.
 
-    Containers may be dicts (str or int keys), lists and tuples; leaves may be NumPy arrays
+    Containers may be dicts and ``OrderedDict``s (str or int keys; a Module's
+    ``state_dict()`` is one), lists and tuples; leaves may be NumPy arrays
     (and ``nn.Parameter``s), NumPy scalars, Python ``bool``/``int``/``float``/``complex``/``str``
     and ``None``. The file is an ``.npz`` archive whose arrays are stored as ``.npy`` members
     and whose structure is a JSON document; nothing is pickled, so ``load`` needs neither the
@@ -28,7 +30,7 @@ def save(obj, path):
 
     Example::
 
-        >>> functorch_core.save({"model": dict(model.state_dict()), "step": 10}, "ckpt.npz")
+        >>> functorch_core.save({"model": model.state_dict(), "step": 10}, "ckpt.npz")
     """
     arrays: dict[str, np.ndarray] = {}
     tree = _encode(obj, "obj", arrays)
@@ -85,20 +87,20 @@ def _encode(x, where, arrays):
         name = f"a{len(arrays)}"
         arrays[name] = a
         return {"t": "scalar" if isinstance(x, np.generic) else "array", "k": name}
-    if type(x) is dict:
+    if type(x) in (dict, OrderedDict):
         items = []
         for k, v in x.items():
             if isinstance(k, bool) or not isinstance(k, (str, int)):
                 raise TypeError(f"save: {where} has key {k!r} of type {type(k).__name__}; "
                                 "only str and int keys are supported")
             items.append([k, _encode(v, f"{where}[{k!r}]", arrays)])
-        return {"t": "dict", "items": items}
+        return {"t": "dict" if type(x) is dict else "ordereddict", "items": items}
     if type(x) in (list, tuple):
         return {"t": type(x).__name__,
                 "items": [_encode(v, f"{where}[{i}]", arrays) for i, v in enumerate(x)]}
     raise TypeError(f"save: {where} is a {type(x).__module__}.{type(x).__qualname__}; "
-                    "supported are dict, list, tuple, NumPy arrays and scalars, bool, int, "
-                    "float, complex, str and None")
+                    "supported are dict, OrderedDict, list, tuple, NumPy arrays and scalars, "
+                    "bool, int, float, complex, str and None")
 
 
 def _float(v):
@@ -123,8 +125,9 @@ def _decode(node, data):
         return np.array(data[node["k"]])
     if t == "scalar":
         return data[node["k"]][()]
-    if t == "dict":
-        return {k: _decode(v, data) for k, v in node["items"]}
+    if t in ("dict", "ordereddict"):
+        d = {k: _decode(v, data) for k, v in node["items"]}
+        return d if t == "dict" else OrderedDict(d)
     if t == "list":
         return [_decode(v, data) for v in node["items"]]
     if t == "tuple":

@@ -124,3 +124,19 @@ def test_round_trip_property(tree):
     fc.save(tree, buf)
     buf.seek(0)
     _assert_same(tree, fc.load(buf))
+
+
+def test_a_modules_state_dict_saves_as_torch_users_save_it(tmp_path):
+    """``state_dict()`` is an OrderedDict: it saves as is and loads as one, in its order."""
+    from functorch_core import nn
+    fc.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Linear(4, 2))
+    fc.save({"model": model.state_dict(), "step": 3}, tmp_path / "c.npz")
+    got = fc.load(tmp_path / "c.npz")
+    assert type(got["model"]).__name__ == "OrderedDict"
+    assert list(got["model"]) == list(model.state_dict())
+    for k, v in model.state_dict().items():
+        np.testing.assert_array_equal(got["model"][k], v)
+    fresh = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Linear(4, 2))
+    fresh.load_state_dict(got["model"])
+    np.testing.assert_array_equal(fresh[2].bias, model[2].bias)
