@@ -9,6 +9,17 @@ column-major BLAS as C^T = B^T A^T. An operand stored as (batch, m, k) / (batch,
 or as its transpose, is passed as it is (:func:`gemm_layout`, BLAS's transpose flags);
 any other layout is first copied into one of those with NumPy.
 
+OpenBLAS's thread count is the runtime's to set, per gemm call from its size: a call
+below ONE_THREAD_MACS multiply-adds (and from OPENBLAS_THREADS_MACS, below which OpenBLAS
+stays on one thread by itself) runs with OpenBLAS held at one thread (:func:`one_thread_each`)
+whatever the load, from a Python step, a native graph entry (runtime.py), a loop
+(loops.py) or a conv (conv.py) alike: on a busy machine OpenBLAS's own threads wait on
+each other at barriers inside every call (an MLP step, 784-256-10, batch 64: 40-49 ms on
+its two threads, 1.3 ms on one; benchmarks/blas_under_load.py), and the one-minute load
+average that :func:`busy` reads lags a new load by up to a minute. The setting is
+process-wide: while one of our calls holds it, the user's NumPy products on other threads
+also run on one OpenBLAS thread; afterwards the count is the user's again.
+
 A big product (SPLIT_MACS multiply-adds) splits over the runtime's threads with OpenBLAS
 held at one thread each (:func:`split_parts`): OpenBLAS's own threads meet at barriers
 inside every call, and on a busy machine a preempted one stalls them all (under load,
@@ -366,12 +377,13 @@ SPLIT_MACS = 1 << 25
 # below 2^19, some from 2^19): holding it at one thread would change nothing
 OPENBLAS_THREADS_MACS = 1 << 19
 # a gemm call below ONE_THREAD_MACS multiply-adds runs with OpenBLAS held at one thread
-# whatever the load (benchmarks/blas_under_load.py --sweep, 2 cores, float32): under a
-# load of two busy loops OpenBLAS's 2 threads wait on each other at their barriers (128 x
-# 784 x 256 and 256^3: 26-64 ms against 0.6-1.3 ms on one; 512^3: 84 against 26 ms),
-# while quiet they gain little below 2^28 (512^3: 13 ms on one) and only win from 2^29
-# (1024x1024x512 f32: 38 ms on 2 threads, 60 ms on one). Products this big split over the
-# runtime's own threads (SPLIT_MACS) where they can
+# whatever the load. benchmarks/blas_under_load.py --sweep, float32, 2 cores on a host at
+# a load of ~7, medians of two runs (ms, OpenBLAS's 2 threads / one thread): under two
+# more busy loops its threads wait on each other at their barriers (128x784x256:
+# 0.8-92 / 1.3; 512^3: 68-84 / 26-30; 256x1024x1024: 78 / 50-68), and quiet they gain at
+# most 1.5x below 2^28 (128x784x256: 0.8 / 1.2) and lose as often (512^3: 34 / 13-14);
+# from 2^29 they win (1024x1024x512: quiet 31-38 / 40-60, loaded 71-77 / 100-103).
+# Products this big split over the runtime's own threads (SPLIT_MACS) where they can
 ONE_THREAD_MACS = 1 << 28
 # while the machine is busy, a product from ONE_THREAD_MACS that does not split, and a
 # split one below BUSY_SPLIT_MACS, runs on one OpenBLAS thread
