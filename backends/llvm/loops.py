@@ -136,7 +136,7 @@ class _NativeLoopRunner:
         layout.template[self.TABLE] = np.array(
             [e.entry_address or 0 for e in bodies] + [0] * (2 - len(bodies)), np.int64)
         self.layout, self.bodies = layout, bodies     # bodies: their code stays alive
-        self.gemms = max(_gemm_macs(e) for e in bodies)
+        self.gemm_macs = max(_gemm_macs(e) for e in bodies)
         self.loop = NativeLoop(n_args=len(layout.template), table=self.TABLE,
                                pointers=tuple(layout.pointers), copies=tuple(layout.copies),
                                **fields)
@@ -161,7 +161,7 @@ class _NativeLoopRunner:
             # a view of its first target: only its data pointer moves from then on
             target = a_set[k] if kind == "in" else b_set[k] if kind == "out" else args[k][0, ...]
             args[index] = target.reshape(shape)
-        with _blas_threads(self.gemms):
+        with _blas_threads(self.gemm_macs):
             self.fn(*args)
         return int(steps)
 
@@ -201,12 +201,12 @@ def _scan(eqn):
     graph, products = hoist_products(passes.simplify(p["body"]), nc, nk, length, in_avals) \
         if length else (p["body"], None)
     exe = _compiled(graph)
-    body, gemms = exe.trusted, _gemm_macs(exe)
+    body, gemm_macs = exe.trusted, _gemm_macs(exe)
     y_avals = p["body"].out_avals[nk:]
     order = range(length - 1, -1, -1) if reverse else range(length)
 
     def looped(consts, carry, xs, ys):
-        with _blas_threads(gemms):
+        with _blas_threads(gemm_macs):
             return stepped(consts, carry, xs, ys)
 
     def stepped(consts, carry, xs, ys):
