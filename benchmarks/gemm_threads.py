@@ -7,8 +7,9 @@ For each product (square 256/1024/2048 float32/float64, 64x128 @ 128x9216,
 unless named) it times, in one process, medians of repeats:
 
 - ``jit before``: jit(cpu) with the split turned off (one gemm call, OpenBLAS's threads),
-- ``jit split``: jit(cpu) as it is (split from blas.SPLIT_MACS multiply-adds; while the
-  load average is above the cores, one OpenBLAS thread below blas.BUSY_SPLIT_MACS),
+- ``jit split``: jit(cpu) as it is (split from blas.SPLIT_MACS multiply-adds, one
+  OpenBLAS thread below blas.ONE_THREAD_MACS; while the load average is above the cores,
+  one OpenBLAS thread below blas.BUSY_SPLIT_MACS),
 - ``NumPy @`` with OpenBLAS's threads, and ``NumPy @ 1 thread``,
 
 first quiet, then with a busy-loop subprocess per core running beside it, and checks that
@@ -49,15 +50,15 @@ def _workloads(quick):
 def _compiled(split, a, b):
     """jit(a @ b), compiled as it is (``split``) or as before the split (one gemm call on
     OpenBLAS's threads whatever the load)."""
-    limits = blas.SPLIT_MACS, blas.BUSY_ONE_THREAD_MACS
+    limits = blas.SPLIT_MACS, blas.ONE_THREAD_MACS, blas.OPENBLAS_THREADS_MACS
     if not split:
-        blas.SPLIT_MACS = blas.BUSY_ONE_THREAD_MACS = math.inf
+        blas.SPLIT_MACS = blas.ONE_THREAD_MACS = blas.OPENBLAS_THREADS_MACS = math.inf
     runtime.clear_cache()
     try:
         f = fc.jit(lambda x, y: x @ y)
         f(a, b)
     finally:
-        blas.SPLIT_MACS, blas.BUSY_ONE_THREAD_MACS = limits
+        blas.SPLIT_MACS, blas.ONE_THREAD_MACS, blas.OPENBLAS_THREADS_MACS = limits
     return f
 
 

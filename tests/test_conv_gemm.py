@@ -105,3 +105,26 @@ def test_one_thread_each_puts_the_thread_count_back_after_nested_and_concurrent_
         t.join()
     assert seen == [1, 1, 1, 1]
     assert lib.scipy_openblas_get_num_threads64_() == before
+
+
+@pytest.mark.skipif(blas.blas_int_bits() != 64, reason="NumPy's OpenBLAS is not bound")
+def test_a_conv_too_small_to_split_runs_its_gemms_on_one_openblas_thread(monkeypatch):
+    p = dict(n=16, c=8, o=16, i=8, sizes=[17, 9], kernel=[3, 3], strides=[1, 2],
+             lhs_dil=[1, 1], rhs_dil=[1, 2], pads=[(1, 1), (2, 0)], groups=(1, 1),
+             perms=[(0, 1, 2, 3), (0, 1, 2, 3), (0, 1, 2, 3)])
+    x, w = _draw_operands(p, np.float32, 0)
+    c, want = _conv(p, x, w, np.float32, parallel=lambda: _POOL, workers=1)
+    lib, seen, real = blas._numpy_lib[0], [], c.fn
+    before = lib.scipy_openblas_get_num_threads64_()
+
+    def gemm(*args):
+        seen.append(lib.scipy_openblas_get_num_threads64_())
+        return real(*args)
+    monkeypatch.setattr(c, "fn", gemm)
+    monkeypatch.setattr(blas, "busy", lambda: False)
+    lib.scipy_openblas_set_num_threads64_(2)
+    try:
+        np.testing.assert_allclose(c(x, w), want, rtol=1e-4, atol=1e-4)
+    finally:
+        lib.scipy_openblas_set_num_threads64_(before)
+    assert seen and set(seen) == {1}

@@ -241,12 +241,16 @@ def test_jit_products_split_and_keep_the_bits(threads):
 
 
 @pytest.mark.parametrize("busy", [True, False])
-def test_unsplit_products_run_on_one_openblas_thread_while_busy(pool, monkeypatch, busy):
+@pytest.mark.parametrize("k, small", [(256, True), (2048, False)])
+def test_unsplit_products_run_on_one_openblas_thread_below_the_limit_or_while_busy(
+        pool, monkeypatch, busy, k, small):
     if blas.blas_int_bits() != 64:
         pytest.skip("the BLAS is not NumPy's OpenBLAS")
     lib = blas._numpy_lib[0]
     before = lib.scipy_openblas_get_num_threads64_()
-    lshape, rshape, dn = _problem(1, 64, 2048, 120, False, False)    # too small to split
+    # 64 x 256 x 120 (2^21 multiply-adds) is below the limit, 64 x 2048 x 120 past it
+    monkeypatch.setattr(blas, "ONE_THREAD_MACS", 1 << 22)
+    lshape, rshape, dn = _problem(1, 64, k, 120, False, False)    # too small to split
     dot = blas.DotGeneral(lshape, rshape, np.float32, dn, parallel=lambda: pool, workers=2)
     assert len(dot.parts) == 1
     seen, real = [], dot.fn
@@ -258,11 +262,11 @@ def test_unsplit_products_run_on_one_openblas_thread_while_busy(pool, monkeypatc
     monkeypatch.setattr(blas, "busy", lambda: busy)
     a, b = _operands(np.random.default_rng(4), lshape, rshape, np.float32)
     got, want = dot(a, b), _one_thread(blas.DotGeneral(lshape, rshape, np.float32, dn), a, b)
-    if busy:
+    if busy or small:
         np.testing.assert_array_equal(got, want)
     else:       # OpenBLAS's own threads may round some elements otherwise
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
-    assert seen == [1 if busy else before]
+    assert seen == [1 if busy or small else before]
     assert lib.scipy_openblas_get_num_threads64_() == before
 
 
@@ -291,10 +295,16 @@ def test_while_busy_only_the_biggest_products_split(monkeypatch, m, splits):
 
 
 @pytest.mark.parametrize("busy", [False, True])
-def test_row_blocks_split_only_while_busy_batches_always(pool, monkeypatch, busy):
-    """On a quiet machine a row-split product runs as one gemm on OpenBLAS's own threads
-    (faster than re-packing the right operand per block); a batch split runs either way."""
+@pytest.mark.parametrize("big", [False, True])
+def test_row_blocks_split_while_busy_or_below_the_one_thread_limit_batches_always(
+        pool, monkeypatch, busy, big):
+    """On a quiet machine a row-split product from blas.ONE_THREAD_MACS runs as one gemm
+    on OpenBLAS's own threads (faster than re-packing the right operand per block); below
+    it OpenBLAS stays at one thread, so the rows split over the runtime's threads; a batch
+    split runs either way."""
     monkeypatch.setattr(blas, "ROW_SPLIT_WHEN_QUIET", False)
+    if big:     # the products below (12M and 126M multiply-adds a gemm call) past it
+        monkeypatch.setattr(blas, "ONE_THREAD_MACS", 1 << 20)
     monkeypatch.setattr(blas, "busy", lambda: busy)
     monkeypatch.setattr(blas, "BUSY_SPLIT_MACS", 0)
     rng = np.random.default_rng(5)
@@ -306,7 +316,7 @@ def test_row_blocks_split_only_while_busy_batches_always(pool, monkeypatch, busy
         monkeypatch.setattr(dot, "_split", lambda a, b, c, calls=calls: calls.append(1))
         a, b = _operands(rng, lshape, rshape, np.float32)
         dot(a, b)
-        assert bool(calls) == (busy or batch > 1)
+        assert bool(calls) == (busy or batch > 1 or not big)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -9,6 +9,17 @@ column-major BLAS as C^T = B^T A^T. An operand stored as (batch, m, k) / (batch,
 or as its transpose, is passed as it is (:func:`gemm_layout`, BLAS's transpose flags);
 any other layout is first copied into one of those with NumPy.
 
+OpenBLAS's thread count is the runtime's to set, per gemm call from its size: a call
+below ONE_THREAD_MACS multiply-adds (and from OPENBLAS_THREADS_MACS, below which OpenBLAS
+stays on one thread by itself) runs with OpenBLAS held at one thread (:func:`one_thread_each`)
+whatever the load, from a Python step, a native graph entry (runtime.py), a loop
+(loops.py) or a conv (conv.py) alike: on a busy machine OpenBLAS's own threads wait on
+each other at barriers inside every call (an MLP step, 784-256-10, batch 64: 40-49 ms on
+its two threads, 1.3 ms on one; benchmarks/blas_under_load.py), and the one-minute load
+average that :func:`busy` reads lags a new load by up to a minute. The setting is
+process-wide: while one of our calls holds it, the user's NumPy products on other threads
+also run on one OpenBLAS thread; afterwards the count is the user's again.
+
 A big product (SPLIT_MACS multiply-adds) splits over the runtime's threads with OpenBLAS
 held at one thread each (:func:`split_parts`): OpenBLAS's own threads meet at barriers
 inside every call, and on a busy machine a preempted one stalls them all (under load,
@@ -27,6 +38,7 @@ import importlib
 import importlib.machinery
 import importlib.util
 import itertools
+import math
 import os
 import sys
 import threading
@@ -221,7 +233,10 @@ class DotGeneral:
         self._row_split = len(self.parts) > 1 and self.parts[0].batch_hi == self.batch \
             and not self._col_split
         self._macs = self.batch * self.m * self.n * self.k
-        self._ask_busy = parallel is not None and self._macs >= BUSY_ONE_THREAD_MACS
+        # one gemm call's multiply-adds decide OpenBLAS's thread count (one_thread_always)
+        self._hold = one_thread_always(self.m * self.n * self.k)
+        self._ask_busy = parallel is not None and (
+            len(self.parts) > 1 or self.m * self.n * self.k >= ONE_THREAD_MACS)
         self._matmul = self.layout is None and self.batch > 1 and self._macs <= MATMUL_MAX_MACS \
             and min(self.m, self.n, self.k) > 1
 
@@ -239,9 +254,10 @@ class DotGeneral:
             # not leading): NumPy's matmul takes the strided views to the same ?gemm per
             # batch, without the copies and one ctypes call per batch (a 10-model
             # ensemble's second layer, 10 x 64x128 @ 128x10: 72 -> 24 us)
-            np.matmul(np.transpose(lhs, self.lperm).reshape(self.batch, self.m, self.k),
-                      np.transpose(rhs, self.rperm).reshape(self.batch, self.k, self.n),
-                      out=out.reshape(self.batch, self.m, self.n))
+            with one_thread_each() if self._hold else _NOTHING:
+                np.matmul(np.transpose(lhs, self.lperm).reshape(self.batch, self.m, self.k),
+                          np.transpose(rhs, self.rperm).reshape(self.batch, self.k, self.n),
+                          out=out.reshape(self.batch, self.m, self.n))
             return out
         if self.layout is not None:
             a = np.ascontiguousarray(lhs).reshape(self.batch, -1)
@@ -257,10 +273,12 @@ class DotGeneral:
                                                                       self.n))
             return out
         c = out.reshape(self.batch, -1)
-        # while the machine is busy, a product that does not split (too small, too few
-        # rows) or is below BUSY_SPLIT_MACS runs on this thread alone, as loops do: a
-        # thread it hands a part to may wait out a time slice (64x128 @ 128x9216 f32 under
-        # load: 46 ms on OpenBLAS's 2 threads, 1.7 ms on one)
+        # a product below ONE_THREAD_MACS never runs on OpenBLAS's own threads: it splits
+        # over the runtime's (from SPLIT_MACS) or runs on this thread alone. While the
+        # machine is busy, a product that does not split (too small, too few rows) or is
+        # below BUSY_SPLIT_MACS runs on this thread alone, as loops do: a thread it hands
+        # a part to may wait out a time slice (64x128 @ 128x9216 f32 under load: 46 ms on
+        # OpenBLAS's 2 threads, 1.7 ms on one)
         busy_now = self._ask_busy and busy()
         alone = busy_now and self._macs < BUSY_SPLIT_MACS
         if self._col_split:     # column blocks whatever the load: their bits are the shape's
@@ -273,12 +291,12 @@ class DotGeneral:
                           ldb, a.ctypes.data, lda, beta, c.ctypes.data, ldc, self.n,
                           *self._par_steps)
             return out
-        if len(self.parts) > 1 and (busy_now or ROW_SPLIT_WHEN_QUIET or not self._row_split) \
-                and not alone:
+        if len(self.parts) > 1 and not alone and (
+                busy_now or ROW_SPLIT_WHEN_QUIET or not self._row_split or self._hold):
             self._split(a, b, c)
             return out
         ta, tb, n, m, k, alpha, ldb, lda, beta, ldc = self._refs
-        with one_thread_each() if busy_now else contextlib.nullcontext():
+        with one_thread_each() if busy_now or self._hold else _NOTHING:
             for i in range(self.batch):
                 self.fn(ta, tb, n, m, k, alpha, b[i].ctypes.data, ldb, a[i].ctypes.data, lda,
                         beta, c[i].ctypes.data, ldc)
@@ -354,9 +372,21 @@ MATMUL_MAX_MACS = 1 << 21
 # hand-over costs more than it saves: 256^3 f32, quiet: 0.15 ms on OpenBLAS's 2 threads,
 # 0.28 ms on one, 0.38 ms split)
 SPLIT_MACS = 1 << 25
-# while the machine is busy, a product from BUSY_ONE_THREAD_MACS multiply-adds that does
-# not split, or splits but is below BUSY_SPLIT_MACS, runs on one OpenBLAS thread
-BUSY_ONE_THREAD_MACS = 1 << 20
+# OpenBLAS itself runs a gemm call of fewer multiply-adds on the calling thread (its
+# interface gives each thread at least 4 x 65536; measured: its workers take no CPU time
+# below 2^19, some from 2^19): holding it at one thread would change nothing
+OPENBLAS_THREADS_MACS = 1 << 19
+# a gemm call below ONE_THREAD_MACS multiply-adds runs with OpenBLAS held at one thread
+# whatever the load. benchmarks/blas_under_load.py --sweep, float32, 2 cores on a host at
+# a load of ~7, medians of two runs (ms, OpenBLAS's 2 threads / one thread): under two
+# more busy loops its threads wait on each other at their barriers (128x784x256:
+# 0.8-92 / 1.3; 512^3: 68-84 / 26-30; 256x1024x1024: 78 / 50-68), and quiet they gain at
+# most 1.5x below 2^28 (128x784x256: 0.8 / 1.2) and lose as often (512^3: 34 / 13-14);
+# from 2^29 they win (1024x1024x512: quiet 31-38 / 40-60, loaded 71-77 / 100-103).
+# Products this big split over the runtime's own threads (SPLIT_MACS) where they can
+ONE_THREAD_MACS = 1 << 28
+# while the machine is busy, a product from ONE_THREAD_MACS that does not split, and a
+# split one below BUSY_SPLIT_MACS, runs on one OpenBLAS thread
 BUSY_SPLIT_MACS = 1 << 28
 # row blocks re-pack the right-hand operand per block: on a quiet machine OpenBLAS's own
 # threads are faster for them (an LSTM's weight gradients, 3200x256 @ 256x1024 f32, whole
@@ -446,6 +476,21 @@ def column_blocks(lay: GemmLayout) -> bool:
         lay.n >= 2 * COLUMN_ALIGN and lay.m * lay.n * lay.k >= SPLIT_MACS
 
 
+def one_thread_always(macs) -> bool:
+    """Whether a gemm call of ``macs`` multiply-adds runs with OpenBLAS held at one thread
+    whatever the load: from OPENBLAS_THREADS_MACS (below it OpenBLAS stays on the caller's
+    thread by itself) up to ONE_THREAD_MACS."""
+    return OPENBLAS_THREADS_MACS <= macs < ONE_THREAD_MACS
+
+
+def call_macs(lhs_shape, rhs_shape, dimension_numbers) -> int:
+    """The multiply-adds of one gemm call of a dot_general (one batch: m n k)."""
+    (_, rc), (lb, rb) = dimension_numbers
+    lhs = math.prod(d for i, d in enumerate(lhs_shape) if i not in lb)     # m k
+    rfree = math.prod(d for i, d in enumerate(rhs_shape) if i not in rc and i not in rb)
+    return lhs * rfree
+
+
 def busy() -> bool:
     """Whether the machine is busier than its cores (a one-minute load average above them),
     where OpenBLAS's own threads stall at their barriers."""
@@ -530,26 +575,49 @@ def emit_gemm(b: ir.IRBuilder, call: GemmCall, data):
 
 _threads = {"lock": threading.Lock(), "inside": 0, "saved": None, "hold": threading.Lock(),
             "held": False}
+_NOTHING = contextlib.nullcontext()
 
 
-@contextlib.contextmanager
+class _OneThread:
+    """The context :func:`one_thread_each` returns (a class, not a generator: it wraps
+    every small product, where a generator-based context costs ~6 us a call)."""
+
+    __slots__ = ("lib",)
+
+    def __init__(self, lib):
+        self.lib = lib
+
+    def __enter__(self):
+        _one_thread(self.lib, 1)
+
+    def __exit__(self, *exc):
+        _one_thread(self.lib, -1)
+
+
 def one_thread_each():
-    """Within this block NumPy's OpenBLAS runs each call on the calling thread, for callers
-    that split the work over their own threads: OpenBLAS's own threads meet at barriers
-    inside every gemm, and on a busy machine a preempted one stalls the rest (a 74k x 288
-    x 64 sgemm: 41 ms on its 2 threads, 15 ms as two halves on two of ours, 1 thread each).
-    The setting is the library's (process-wide): nested and concurrent blocks share one
-    count, and the last to leave puts the saved thread count back. A no-op for SciPy's
-    BLAS."""
+    """A context within which NumPy's OpenBLAS runs each call on the calling thread, for
+    callers that run the work on their own threads or on this one alone: OpenBLAS's own
+    threads meet at barriers inside every gemm, and on a busy machine a preempted one
+    stalls the rest (a 74k x 288 x 64 sgemm: 41 ms on its 2 threads, 15 ms as two halves
+    on two of ours, 1 thread each; 128 x 784 x 256: 26-64 ms on its 2 threads, 1.3 ms on
+    one).
+
+    The setting is the library's (process-wide, as ``openblas_set_num_threads`` is):
+    nested and concurrent blocks share one count, and the last to leave puts the thread
+    count back as it was before the first entered (unless someone else changed it in the
+    meantime: then theirs stays). While a block is open, NumPy products that other threads
+    of the process run also get one OpenBLAS thread (slower at worst, never wrong).
+    A no-op for SciPy's BLAS."""
     lib = _numpy_lib[0] if _numpy_lib else None
     if lib is None:
-        yield
-        return
-    _one_thread(lib, 1)
-    try:
-        yield
-    finally:
-        _one_thread(lib, -1)
+        return _NOTHING
+    context = _contexts.get(id(lib))
+    if context is None:
+        context = _contexts[id(lib)] = _OneThread(lib)
+    return context
+
+
+_contexts: dict = {}
 
 
 def _one_thread(lib, delta):
@@ -557,10 +625,21 @@ def _one_thread(lib, delta):
     with _threads["lock"]:
         if _threads["inside"] == 0 and delta > 0:
             _threads["saved"] = lib.scipy_openblas_get_num_threads64_()
-            lib.scipy_openblas_set_num_threads64_(1)
+            if _threads["saved"] != 1:
+                lib.scipy_openblas_set_num_threads64_(1)
         _threads["inside"] += delta
-        if _threads["inside"] == 0:
+        if _threads["inside"] == 0 and _threads["saved"] != 1 and \
+                lib.scipy_openblas_get_num_threads64_() == 1:
             lib.scipy_openblas_set_num_threads64_(_threads["saved"])
+
+
+def _after_fork_in_child():
+    """A forked child has only the forking thread: a lock another thread held stays held."""
+    _threads["lock"], _threads["hold"] = threading.Lock(), threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def hold_one_thread(hold: bool) -> bool:

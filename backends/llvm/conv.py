@@ -44,6 +44,7 @@ from __future__ import annotations
 import ctypes
 import itertools
 import math
+from contextlib import nullcontext
 
 import numpy as np
 
@@ -354,7 +355,10 @@ class Conv:
         else:
             parts_n = min(self.workers, parts) if macs >= SPLIT_MACS else 1
         if parts_n <= 1:
-            return [work(0, parts)]
+            # its gemm calls are at most ``macs``: on one OpenBLAS thread below
+            # blas.ONE_THREAD_MACS, as a product of that size
+            with blas.one_thread_each() if blas.one_thread_always(macs) else nullcontext():
+                return [work(0, parts)]
         bounds = [parts * p // parts_n for p in range(parts_n + 1)]
         with blas.one_thread_each():
             futures = [self.parallel().submit(work, lo, hi)

@@ -13,12 +13,14 @@ a cond with a product or a loop in a branch) the step runs the loop in Python, c
 the body's executable once per iteration on C-contiguous arrays (its trusted entry: no
 per-call argument checks). Bodies are first rewritten (``loop_rewrites.py``).
 
-On a machine busier than its cores, a loop whose body multiplies matrices runs OpenBLAS
-on the calling thread (``blas.one_thread_each``): its threads meet at a barrier inside
-every call, and a preempted one stalls every step (the LSTM of
-``benchmarks/control_flow.py`` at a load of 9 on 2 cores: forward loop 3.1 s on two
-threads, 0.28 s on one). On a quiet machine its threads are worth it (the whole LSTM
-step: 78 ms against 98 ms on one thread).
+A loop whose body multiplies matrices runs OpenBLAS on the calling thread
+(``blas.one_thread_each``) when its biggest gemm call is below ``blas.ONE_THREAD_MACS``,
+and for any size on a machine busier than its cores: OpenBLAS's threads meet at a barrier
+inside every call, and a preempted one stalls every step (the LSTM of
+``benchmarks/control_flow.py``, 32 x 256 x 1024 per step, at a load of 9 on 2 cores:
+forward loop 3.1 s on two threads, 0.28 s on one). The load average that ``busy`` reads
+lags the load by up to a minute, so the size decides for products of that size (on a
+quiet machine two OpenBLAS threads had made the whole LSTM step 78 ms against 98 ms).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from functorch_core.ir import passes
 from functorch_core.ir import primitives as P
 
 from ..planning.plan import Blas, NativeLoop
-from .blas import busy, one_thread_each
+from .blas import busy, call_macs, one_thread_always, one_thread_each
 from .loop_rewrites import conds_as_selects, hoist_products
 
 
@@ -63,14 +65,19 @@ def runs_natively(exe) -> bool:
     return graph_entry_supported() and (exe.entry_address is not None or not exe.plan.steps)
 
 
-def _has_gemms(exe) -> bool:
-    return any(isinstance(s, Blas) for s in exe.plan.steps)
+def _gemm_macs(exe) -> int:
+    """The multiply-adds of the biggest gemm call in ``exe``'s steps (0: none)."""
+    from .runtime import _ref_shape
+    return max((call_macs(_ref_shape(s.lhs), _ref_shape(s.rhs), s.dimension_numbers)
+                for s in exe.plan.steps if isinstance(s, Blas)), default=0)
 
 
-def _blas_threads(gemms: bool):
-    """OpenBLAS on one thread for a loop with gemms while the machine is busy (a
-    one-minute load average above its cores), else as it is."""
-    if gemms and busy():
+def _blas_threads(macs: int):
+    """OpenBLAS on one thread for a loop whose biggest gemm call has ``macs``
+    multiply-adds (0: none) where a product of that size runs on one thread whatever
+    the load (``blas.one_thread_always``), and for any gemm while the machine is busy (a
+    one-minute load average above its cores); else as it is."""
+    if macs and (one_thread_always(macs) or busy()):
         return one_thread_each()
     return contextlib.nullcontext()
 
@@ -129,7 +136,7 @@ class _NativeLoopRunner:
         layout.template[self.TABLE] = np.array(
             [e.entry_address or 0 for e in bodies] + [0] * (2 - len(bodies)), np.int64)
         self.layout, self.bodies = layout, bodies     # bodies: their code stays alive
-        self.gemms = any(_has_gemms(e) for e in bodies)
+        self.gemm_macs = max(_gemm_macs(e) for e in bodies)
         self.loop = NativeLoop(n_args=len(layout.template), table=self.TABLE,
                                pointers=tuple(layout.pointers), copies=tuple(layout.copies),
                                **fields)
@@ -154,7 +161,7 @@ class _NativeLoopRunner:
             # a view of its first target: only its data pointer moves from then on
             target = a_set[k] if kind == "in" else b_set[k] if kind == "out" else args[k][0, ...]
             args[index] = target.reshape(shape)
-        with _blas_threads(self.gemms):
+        with _blas_threads(self.gemm_macs):
             self.fn(*args)
         return int(steps)
 
@@ -194,12 +201,12 @@ def _scan(eqn):
     graph, products = hoist_products(passes.simplify(p["body"]), nc, nk, length, in_avals) \
         if length else (p["body"], None)
     exe = _compiled(graph)
-    body, gemms = exe.trusted, _has_gemms(exe)
+    body, gemm_macs = exe.trusted, _gemm_macs(exe)
     y_avals = p["body"].out_avals[nk:]
     order = range(length - 1, -1, -1) if reverse else range(length)
 
     def looped(consts, carry, xs, ys):
-        with _blas_threads(gemms):
+        with _blas_threads(gemm_macs):
             return stepped(consts, carry, xs, ys)
 
     def stepped(consts, carry, xs, ys):
@@ -223,8 +230,8 @@ def _scan(eqn):
         held = None
         if products is not None:
             held = _take(spare)
-            with _blas_threads(True):
-                held = products(args, held)
+            with one_thread_each() if busy() else contextlib.nullcontext():
+                held = products(args, held)     # each product also holds its own
             xs = xs + held
         ys = [np.empty((length,) + av.shape, av.dtype) if into is None else into
               for av, into in zip(y_avals, ys_into or [None] * len(y_avals), strict=True)]
@@ -291,7 +298,7 @@ def _while(eqn):
 
     def looped(cc, bc, carry):
         steps = 0
-        with _blas_threads(_has_gemms(exe)):
+        with _blas_threads(_gemm_macs(exe)):
             while steps < limit and cond(cc + carry)[0]:
                 carry = body(bc + carry)
                 steps += 1

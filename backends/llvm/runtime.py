@@ -46,7 +46,14 @@ from ..planning import buffers
 from ..planning.buffers import nbytes as _nbytes
 from ..planning.plan import Blas, Conv, Fallback, Kernel, Lapack, Loop, Plan, Sort
 from . import cache, codegen, fft, scipy_calls, sort, tinyconv
-from .blas import DotGeneral, GemmCall, gemm_address, gemm_layout
+from .blas import (
+    DotGeneral,
+    GemmCall,
+    gemm_address,
+    gemm_layout,
+    one_thread_always,
+    one_thread_each,
+)
 from .conv import Conv as ConvGemm
 from .lapack import lapack_step
 from .loops import loop_step
@@ -543,6 +550,17 @@ GEMM_ENTRY_MAX_MACS = 1 << 21   # bigger products run as their own (GIL-releasin
 _gemm_symbols: set = set()
 
 
+def _one_blas_thread(entry):
+    """``entry`` (a native graph entry) run with OpenBLAS held at one thread: its gemms
+    call OpenBLAS from native code, where :class:`DotGeneral` cannot hold it."""
+    hold = one_thread_each()
+
+    def held(*bufs):
+        with hold:
+            return entry(*bufs)
+    return held
+
+
 def _gemm_call(step: Blas, plan: Plan, max_macs=GEMM_ENTRY_MAX_MACS) -> GemmCall | None:
     """``step`` as a call inside the native graph entry, when its operands are slots already
     in a gemm layout and the product has at most ``max_macs`` multiply-adds (the entry holds
@@ -730,6 +748,10 @@ class Executable:
         if calls and len(calls) == len(plan.steps) and graph_entry_supported() and all(
                 isinstance(c, np.ndarray) for c in plan.consts.values()):
             self.entry, self._entry_keep = graph_entry(calls, len(plan.slots))
+            macs = max((c.layout.m * c.layout.n * c.layout.k for c in calls
+                        if isinstance(c, GemmCall)), default=0)
+            if one_thread_always(macs):
+                self.entry = _one_blas_thread(self.entry)
             # gemm results the entry writes: allocated with the kernels' results
             self.fresh = [(s, *plan.slots[s]) for s in sorted(fresh | gemm_results)]
         self.trusted = self._trusted_call()
