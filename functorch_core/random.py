@@ -2,7 +2,7 @@
 
 A key is a ``uint32`` array of shape ``(2,)`` (JAX's raw key representation). Every
 function is a pure function of its key: the same key gives the same numbers on every
-backend, thread count, under ``jit`` or not, in a ``vmap`` or a loop. Draw new keys
+host backend, thread count, under ``jit`` or not, in a ``vmap`` or a loop. Draw new keys
 with :func:`split` or :func:`fold_in`; never reuse a key for two draws.
 
 The bits come from one primitive, ``threefry2x32`` (Threefry-2x32, 20 rounds, the
@@ -10,10 +10,17 @@ generator JAX uses; Philox-4x32-10 is torch's). Threefry was chosen to give JAX'
 numbers: ``key``, ``split``, ``fold_in``, ``bits``, ``uniform``, ``randint`` (32-bit),
 ``bernoulli``, ``exponential``, ``gumbel``, ``permutation``, ``choice`` and
 ``categorical`` follow JAX's constructions (``jax_threefry_partitionable=True``, JAX's
-default) and match its numbers for the same key and dtype, with 64-bit seeds as JAX
-under ``jax_enable_x64``. ``normal`` and ``truncated_normal`` use XLA's ``erfinv``
-polynomials through this project's ``log1p``/``sqrt``, so they agree with JAX to a few
-ulp, not bit for bit.
+default), with 64-bit seeds as JAX under ``jax_enable_x64``: the bits and the integer
+draws match JAX's; where a ``log`` enters (exponential, gumbel, categorical, choice with
+``p``) the floats agree with JAX to about an ulp. ``normal`` and ``truncated_normal`` use
+XLA's ``erfinv`` polynomials, so they agree with JAX to a few ulp, not bit for bit.
+
+Same bits everywhere: every transform from bits to floats is built from correctly
+rounded operations only (``+ - * /``, ``sqrt``, comparisons, ``where``; ``log`` and
+``log1p`` come from ``_portable_log``, not from NumPy's or the backend's own ``log``),
+so a draw gives identical bits eagerly, under ``jit`` (cpu and interpreter backends),
+under ``vmap`` and on every machine. (The cuda backend's compiler may fuse a multiply and
+an add, which rounds once: there a float draw may differ in the last bit.)
 
 Defaults follow NumPy, not JAX: floats are ``float64`` and integers ``int64`` unless a
 ``dtype`` is given (JAX gives float32/int32 with x64 off).
@@ -37,7 +44,7 @@ from functorch_core.ir import Tracer
 from functorch_core.ir import primitives as P
 from functorch_core.ir.trace import current_trace
 
-from . import _random_scope
+from . import _portable_log, _random_scope
 from . import numpy as fnp
 from ._erfinv import erfinv
 
@@ -439,7 +446,7 @@ def gumbel(key, shape=(), dtype=np.float64):
     _check_key("gumbel", key)
     dtype = _float_dtype("gumbel", dtype)
     u = uniform(key, _shape("gumbel", shape), dtype, np.finfo(dtype).tiny, 1.0)
-    return -fnp.log(-fnp.log(u))
+    return -_portable_log.log(-_portable_log.log(u))
 
 
 def exponential(key, shape=(), dtype=np.float64):
@@ -452,7 +459,7 @@ def exponential(key, shape=(), dtype=np.float64):
     """
     _check_key("exponential", key)
     dtype = _float_dtype("exponential", dtype)
-    return -fnp.log1p(-uniform(key, _shape("exponential", shape), dtype))
+    return -_portable_log.log1p(-uniform(key, _shape("exponential", shape), dtype))
 
 
 def categorical(key, logits, axis=-1, shape=None):
@@ -530,7 +537,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0):
             r = cum[-1] * (1 - uniform(key, shape, _aval(cum)[1]))
             ind = fnp.sum(cum < fnp.expand_dims(r, -1), axis=-1)      # searchsorted, left
         else:
-            g = gumbel(key, (n,), _aval(p)[1]) + fnp.log(p)
+            g = gumbel(key, (n,), _aval(p)[1]) + _portable_log.log(p)
             ind = fnp.reshape(fnp.argsort(-g)[:draws], shape)
     if arr is None:
         return ind
