@@ -91,6 +91,9 @@ def leaf_aval(leaf, what: str) -> AbstractArray:
         av = aval_of(leaf)
         dtypes.canonical(av.dtype)
         return av
+    refusal = getattr(type(leaf), "not_a_value", None)    # e.g. x[mask] with a traced mask
+    if refusal is not None:
+        raise refusal(leaf)
     raise TypeError(f"{what} is a {type(leaf).__name__}, not an array, a scalar or a pytree of "
                     "them; mark it static (static_argnums) if it is configuration")
 

@@ -35,6 +35,7 @@ from ._core import (
     operand,
     to_result,
 )
+from ._masked import READ_HINT, MaskedValues, masked_write, traced_mask
 from ._methods import _fnp
 from ._mutation import _concrete_target_error
 from ._shape import broadcast_to, ravel
@@ -50,9 +51,7 @@ class UFuncOutputCastingError(TypeError):
     """
 
 
-_MASK_HINT = ("the result's shape depends on the mask's values, which are not known while "
-              "tracing. Use fnp.where(mask, x, fill) to keep the shape, or pass the mask as a "
-              "static (concrete) argument")
+_MASK_HINT = READ_HINT
 
 
 # --- reading an index --------------------------------------------------------
@@ -299,13 +298,17 @@ def getitem(x, index):
 
     Basic indices (slices of any step, integers, None, Ellipsis) give views;
     integer arrays (lists, ndarrays, tracers) gather, with NumPy's placement
-    of the broadcast index dimensions. Boolean masks must be concrete.
+    of the broadcast index dimensions. A traced boolean mask (alone, over the
+    leading axes) gives :class:`MaskedValues`, which only arithmetic and a write
+    back (``x[mask] += v``) accept; other boolean masks must be concrete.
     Concrete out-of-bounds indices raise IndexError; traced indices are
     wrapped when negative and clamped into range.
     """
     x = operand(x)
     if not is_tracer(x) and not isinstance(x, np.ndarray):
         x = np.asarray(x)
+    if traced_mask(x, index) is not None:       # a read here, or the first half of a write
+        return MaskedValues(x, traced_mask(x, index))
     parsed = parse(aval(x).shape, index)
     out = read_index(x, parsed)
     if is_tracer(out) and not out.ndim and not parsed.has_ellipsis and not parsed.arrays:
@@ -349,13 +352,17 @@ def setitem(x, index, value):
     On a tracer it records ``setitem(x, value, *index_arrays, indexer=...)``
     with ``value`` cast to ``x.dtype`` as NumPy's assignment casts; on a
     concrete array it assigns eagerly. ``value`` must broadcast to the
-    indexed shape.
+    indexed shape. With a traced boolean mask (alone, over the leading axes) it
+    records ``x = where(mask, value, x)`` (see ``_masked``).
     """
     if not is_tracer(x):
         if any(is_tracer(e) for e in _walk([index, value])):
             raise _concrete_target_error("x[index] = value", x)
         x[index] = value
         return
+    mask = traced_mask(x, index)
+    if mask is not None:
+        return masked_write(x, mask, value)
     indexer, arrays, has_ellipsis, front = parse(x.shape, index)
     target = indexed_shape(x.shape, indexer, [aval(a).shape for a in arrays])
     numpy_target, perm = _front_layout(indexer, target, front)
