@@ -20,6 +20,7 @@ from functorch_core.ir.once import Once
 from functorch_core.ir.pytree import dict_keys, tree_leaves, tree_unflatten
 from functorch_core.ir.trace import _current
 
+from . import _donation
 from ._random_scope import Scope
 from ._tracing import (
     arg_paths,
@@ -82,12 +83,13 @@ def make_graph(func, *, static_argnums=()):
 
 
 class _Compiled:
-    __slots__ = ("captured", "graph", "keys", "mutated", "out_tree", "raw", "run")
+    __slots__ = ("captured", "donation", "graph", "keys", "mutated", "out_tree", "raw", "run")
 
     def __init__(self, graph, run, out_tree, captured, raw=None, mutated=(), keys=0):
         self.graph, self.run, self.out_tree, self.captured = graph, run, out_tree, captured
         self.raw, self.mutated = raw, mutated   # the traced graph; inputs written back
         self.keys = keys    # global-generator draws: key inputs after the leaves
+        self.donation = None    # _donation.Donation, on the first call that donates
 
 
 def _signature(leaves, in_tree, static, fname):
@@ -210,8 +212,9 @@ class Jitted:
     """A function compiled per input signature; see :func:`jit`."""
 
     def __init__(self, func, static_argnums, backend, static_argnames=(), named_nums=(),
-                 cache_size=None):
+                 cache_size=None, donate=((), ())):
         functools.update_wrapper(self, func)
+        self.donate_argnums, self.donate_argnames = donate
         self.func = func
         self.static_argnums = static_argnums
         self.static_argnames = static_argnames
@@ -240,7 +243,8 @@ class Jitted:
         if target is self:
             return self.__qualname__
         return (_rebuild_jitted, (self.func, self.static_argnums, self.backend,
-                                  self.static_argnames, self._named_nums, self.cache_size))
+                                  self.static_argnames, self._named_nums, self.cache_size,
+                                  (self.donate_argnums, self.donate_argnames)))
 
     def _compile(self, args, kwargs, nums, key, static_kw=None):
         func = functools.partial(self.func, **static_kw) if static_kw else self.func
@@ -346,12 +350,19 @@ class Jitted:
         elif current_trace() is not None or entry.captured:
             outs = P.call.bind(*leaves, *keys, *entry.captured, graph=entry.graph, name=fname)
         else:
+            donation = None
+            if (self.donate_argnums or self.donate_argnames) and not profiled:
+                donation = _donation.runner(self, entry, args, kwargs, nums, in_tree, given,
+                                            leaves, fname)
             if fkey is not None and key[1][-1] is None and not keys:
-                self._remember_fast(fkey, entry, key)
+                self._remember_fast(fkey, entry, key, donation)
             check_writable(given, entry.mutated, f"jit({fname})")
             run = _profiled_runner(entry.run, self.backend) if profiled else entry.run
-            outs = run([x if isinstance(x, np.ndarray) or on_device(x) else np.asarray(x)
-                        for x in leaves] + keys)
+            run_args = [x if isinstance(x, np.ndarray) or on_device(x) else np.asarray(x)
+                        for x in leaves] + keys
+            if donation is not None:
+                run = _donation.pick(donation, fname, leaves, run_args) or run
+            outs = run(run_args)
             n = len(outs) - len(entry.mutated)
             write_back(given, entry.mutated, outs[n:])
             outs = outs[:n]
@@ -374,7 +385,8 @@ class Jitted:
         if twin is None:
             twin = self._cuda_twin = Jitted(self.func, self.static_argnums, "cuda",
                                             self.static_argnames, self._named_nums,
-                                            self.cache_size)
+                                            self.cache_size,
+                                            (self.donate_argnums, self.donate_argnames))
         return twin._call(args, kwargs, None)
 
     def _store(self, key, entry):
@@ -407,7 +419,7 @@ class Jitted:
         if twin is not None:
             twin.clear_cache()
 
-    def _remember_fast(self, fkey, entry, key):
+    def _remember_fast(self, fkey, entry, key, donation=None):
         if len(self._fast) >= _FAST_ENTRIES:
             self._fast.clear()
         scalars = any(type(k) is type and k in _SCALAR_TYPES for k in fkey)
@@ -415,12 +427,15 @@ class Jitted:
         # a backend may offer run.trusted: run without argument checks, for exactly what
         # the fast key guarantees (C-contiguous arrays of the signature's dtypes)
         run = getattr(entry.run, "trusted", entry.run)
+        if donation is not None and donation.run is not None:
+            run = _donation.fast_runner(donation, fn_name(self.func), run)
         if entry.mutated:
             run = _writing(run, entry.mutated, f"jit({fn_name(self.func)})")
         one = None
         if len(key[1]) == 2 and not scalars:     # one leaf, an array: the inline path
-            one = getattr(entry.run, "trusted_one", None) if single and not entry.mutated \
-                else None
+            # (not when run wraps the backend's: writes into arguments, or donation)
+            one = getattr(entry.run, "trusted_one", None) if single and run is \
+                getattr(entry.run, "trusted", entry.run) else None
             if one is None:
                 out_tree = entry.out_tree
 
@@ -477,8 +492,9 @@ def _shapes(args, kwargs):
 
 
 def _rebuild_jitted(func, static_argnums, backend, static_argnames=(), named_nums=(),
-                    cache_size=None):
-    return Jitted(func, static_argnums, backend, static_argnames, named_nums, cache_size)
+                    cache_size=None, donate=((), ())):
+    return Jitted(func, static_argnums, backend, static_argnames, named_nums, cache_size,
+                  donate)
 
 
 def _static_args(func, static_argnums, static_argnames):
@@ -508,7 +524,8 @@ def _static_args(func, static_argnums, static_argnames):
     return nums, names, named_nums
 
 
-def jit(func=None, *, static_argnums=(), static_argnames=(), backend=None, cache_size=None):
+def jit(func=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
+        donate_argnames=(), backend=None, cache_size=None):
     """Compile ``func`` once per input signature and run the compiled graph.
 
     The function is traced with abstract arguments the first time it sees a
@@ -533,6 +550,24 @@ def jit(func=None, *, static_argnums=(), static_argnames=(), backend=None, cache
             arguments passed by keyword. As in JAX, a parameter named here is
             static when passed by position too, and a parameter of
             ``static_argnums`` is static when passed by name.
+        donate_argnums (int or tuple of ints, default ``()``): positional
+            arguments whose arrays the caller gives up, as in JAX: the compiled call
+            may write its results into their memory instead of allocating new arrays
+            (``params = step(params, grads)`` updates in place). A result takes a
+            donated array when it has the same shape and dtype and the computation
+            no longer reads the argument once it writes the result; a donated
+            argument returned as it is comes back without a copy. The donated
+            array's contents are unspecified after the call (it may be one of the
+            results, the very same object): do not read it again, use the result.
+            Donation is ignored, with a warning, for a buffer no result can take,
+            and for an array that is read-only, not C-contiguous, passed twice, a
+            view sharing memory with another argument or a constant, or one the
+            function writes into (write-back needs it); the interpreter and cuda
+            backends ignore it silently, and so does a call under another
+            transform. The check runs on every call, so donation never changes
+            the results.
+        donate_argnames (str or tuple of str, default ``()``): the same for
+            arguments named here (passed by keyword or by position).
         backend (str, default ``None``): ``'cpu'`` (native code through
             llvmlite: fused loops and BLAS) or ``'interpreter'`` (the NumPy
             reference). ``None`` picks ``fc.default_backend()``, which is
@@ -574,14 +609,16 @@ def jit(func=None, *, static_argnums=(), static_argnames=(), backend=None, cache
     """
     if func is None:
         return functools.partial(jit, static_argnums=static_argnums,
-                                 static_argnames=static_argnames, backend=backend,
+                                 static_argnames=static_argnames, donate_argnums=donate_argnums,
+                                 donate_argnames=donate_argnames, backend=backend,
                                  cache_size=cache_size)
     registry.get(backend)  # reject an unknown backend now, not at the first call
     if cache_size is not None and (type(cache_size) is not int or cache_size < 1):
         raise ValueError(f"jit({fn_name(func)}): cache_size must be a positive int or None, "
                          f"got {cache_size!r}")
     nums, names, named_nums = _static_args(func, static_argnums, static_argnames)
-    return Jitted(func, nums, backend, names, named_nums, cache_size)
+    donate = _donation.check_spec(fn_name(func), donate_argnums, donate_argnames, nums, names)
+    return Jitted(func, nums, backend, names, named_nums, cache_size, donate)
 
 
 def clear_caches():

@@ -671,13 +671,20 @@ class Executable:
     *arena*: one block of memory per concurrent call, laid out by ``planning.buffers``,
     reused across calls so big temporaries do not pay fresh page faults every time.
     A call takes a free arena (or makes one) and gives it back when it returns; results
-    are always fresh arrays, never views of the arena, inputs or constants.
+    are fresh arrays, never views of the arena, inputs or constants, except in the
+    executable :meth:`donating` returns, whose results may live in donated inputs.
     """
 
-    def __init__(self, graph: Graph, loop_body: bool = False):
+    def __init__(self, graph: Graph, loop_body: bool = False, donate: tuple = ()):
         import functorch_core.backends.interpreter  # noqa: F401  (registers every primitive's impl)
         with profiling.span("partition", "compile"):
             self.plan = plan = partition(graph)
+        self.graph, self.loop_body = graph, loop_body
+        # donated inputs: {input: result living in its memory}, inputs returned as they are
+        self.donations, self.passthrough = buffers.donations(plan, donate) if donate else \
+            ({}, set())
+        buffers.read_donated_in_place(plan, self.donations)
+        self.reused = frozenset(self.donations) | frozenset(self.passthrough)
         with profiling.span("llvm", "compile"):
             self.ir, fns = compile_plan(plan)
         self.fallbacks = [s for s in plan.steps if isinstance(s, Fallback)]
@@ -754,6 +761,14 @@ class Executable:
                 self.entry = _one_blas_thread(self.entry)
             # gemm results the entry writes: allocated with the kernels' results
             self.fresh = [(s, *plan.slots[s]) for s in sorted(fresh | gemm_results)]
+        if donate:      # results in donated memory: bound per call, never allocated
+            taken = set(self.donations.values())
+            self.fresh = [f for f in self.fresh if f[0] not in taken]
+            self._donated = [(i, r) for i, r in self.donations.items()]
+            self._consts = [c for c in plan.consts.values() if isinstance(c, np.ndarray)]
+            self.trusted, self.trusted_one = self.__call__, None
+            return
+        self._donated = ()
         self.trusted = self._trusted_call()
 
     @property
@@ -851,11 +866,39 @@ class Executable:
         buffer are copied, so no two results and no result and argument share memory."""
         rules, seen = [], set()
         for ref in refs:
-            copy = ref[0] == "lit" or ref[1] in self.borrowed or ref[1] in seen
+            copy = ref[0] == "lit" or ref[1] in seen or (
+                ref[1] in self.borrowed and ref[1] not in self.passthrough)
             if ref[0] == "slot":
                 seen.add(ref[1])
             rules.append((copy, ref))
         return rules
+
+    def donating(self, inputs) -> Executable:
+        """The executable of this graph that may reuse the memory of the arguments at
+        ``inputs`` (indices of arguments the caller donates) for its results: see
+        ``planning.buffers.donations``. Its ``reused`` says which it does reuse; call it
+        only with arguments that :meth:`accepts_donation`."""
+        inputs = tuple(sorted(set(inputs)))
+        if not inputs:
+            return self
+        key = ("donate", inputs, self.loop_body, graph_key(self.graph))
+        return _COMPILING.get(_CACHE, key, lambda: Executable(self.graph, self.loop_body,
+                                                              inputs))
+
+    def accepts_donation(self, args) -> bool:
+        """Whether the arguments this executable would write into are fit for it: owned
+        by this call alone (C-contiguous, writable arrays of the input dtype that share no
+        memory with another argument or a constant of the graph)."""
+        for i in self.reused:
+            a = args[i]
+            if type(a) is not np.ndarray or a.dtype != self.in_dtypes[i] or \
+                    not a.flags.c_contiguous or not a.flags.writeable:
+                return False
+            if any(j != i and isinstance(b, np.ndarray) and np.may_share_memory(a, b)
+                   for j, b in enumerate(args)) or \
+                    any(np.may_share_memory(a, c) for c in self._consts):
+                return False
+        return True
 
     def new_arena(self) -> list:
         """A buffer list for one call: constants, and the arena's views for intermediates."""
@@ -886,6 +929,8 @@ class Executable:
                     bufs[i] = np.ascontiguousarray(a, dtype=dt)
             for s, shape, dtype in self.fresh:
                 bufs[s] = np.empty(shape, dtype)
+            for i, r in self._donated:
+                bufs[r] = bufs[i]
             if self.entry is not None:
                 self.entry(*bufs)
             else:

@@ -2,16 +2,19 @@
 
 A backend lays every *intermediate* slot (neither a graph input, a constant nor a
 result) at a byte offset of one block, the *arena*, that it allocates once per
-concurrent call and reuses across calls; results are always fresh arrays.
+concurrent call and reuses across calls; results are fresh arrays, except where the
+caller donates an input (:func:`donations`: a result then lives in the input's memory).
 :func:`arena_layout` is the whole plan for a :class:`~backends.planning.plan.Plan`;
 :func:`step_slots`, :func:`lifetimes` and :func:`plan_arena` are its parts.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
-from .plan import Blas, Conv, Kernel, Lapack, Sort
+from .plan import Blas, Conv, Kernel, Lapack, Sort, c_strides
 
 
 def nbytes(shape, dtype) -> int:
@@ -91,3 +94,69 @@ def arena_layout(plan, align: int):
     results = {r[1] for r in plan.outputs if r[0] == "slot"}
     spans = lifetimes(plan.steps, borrowed | results)
     return plan_arena({s: nbytes(*plan.slots[s]) for s in spans}, spans, align)
+
+
+def _pointwise(kernel: Kernel, slot: int) -> bool:
+    """Whether ``kernel`` reads ``slot`` only at the element it stores at (offset 0, the
+    stores' C-order strides), in one elementwise loop nest (no reduction, scan, scatter
+    or gather of it): then a result it stores may take ``slot``'s memory, each element
+    read before it is overwritten."""
+    if kernel.axes is not None or kernel.reduces or kernel.scatters or \
+            any(v.slot == slot for v in kernel.dyn_reads):
+        return False
+    want = c_strides(kernel.shape)
+    return all(v.offset == 0 and all(s == w for s, w, d in zip(v.strides, want, kernel.shape,
+                                                              strict=True) if d != 1)
+               for v in kernel.reads if v.slot == slot)
+
+
+def donations(plan, donated) -> tuple[dict, set]:
+    """Which results may live in the memory of the donated inputs ``donated`` (input
+    slots whose arrays the caller gives up).
+
+    A result slot ``r`` takes input ``i``'s memory when it has ``i``'s shape and dtype,
+    one step writes it, that step is a :class:`Kernel` storing it in place, and nothing
+    reads ``i`` afterwards: every read of ``i`` comes before that step, or in it when the
+    kernel reads ``i`` pointwise (:func:`_pointwise`; the backend then points that
+    kernel's reads of ``i`` at ``r``, so no two pointers of one kernel alias). A result
+    that *is* a donated input is handed back without a copy. Graph results count as
+    reads at the end, so a donated input that is also returned is never overwritten.
+
+    Returns ``({input slot: result slot}, {donated inputs returned as they are})``.
+    """
+    results = [r[1] for r in plan.outputs if r[0] == "slot"]
+    last_read, writers = {}, {}
+    for k, step in enumerate(plan.steps):
+        reads, writes = step_slots(step)
+        for s in reads:
+            last_read[s] = k
+        for s in writes:
+            writers.setdefault(s, []).append(k)
+    for s in results:
+        last_read[s] = len(plan.steps)
+    pairs, returned = {}, set()
+    for i in donated:
+        for r in results:
+            ks = writers.get(r, ())
+            if r < plan.n_inputs or r in plan.consts or r in pairs.values() or len(ks) != 1 \
+                    or plan.slots[r] != plan.slots[i] or not isinstance(plan.steps[ks[0]], Kernel) \
+                    or r not in {s for _, s, _ in plan.steps[ks[0]].stores}:
+                continue
+            k, last = ks[0], last_read.get(i, -1)
+            if last < k or (last == k and _pointwise(plan.steps[k], i)):
+                pairs[i] = r
+                break
+        if i not in pairs and i in results:
+            returned.add(i)
+    return pairs, returned
+
+
+def read_donated_in_place(plan, pairs):
+    """Point the reads of each donated input ``i`` in the kernel that writes its result
+    ``r`` at ``r`` (the same memory at run time), so that kernel has one pointer for
+    it: two pointers to one buffer in one kernel would break its ``noalias``."""
+    for i, r in pairs.items():
+        for step in plan.steps:
+            if isinstance(step, Kernel) and r in {s for _, s, _ in step.stores}:
+                step.reads = [dataclasses.replace(v, slot=r) if v.slot == i else v
+                              for v in step.reads]
