@@ -17,6 +17,7 @@ import functorch_core as fc
 RNG = np.random.default_rng(0)
 W, G = RNG.standard_normal((6, 5)), RNG.standard_normal((6, 5))
 X = RNG.standard_normal((4, 6))
+BIG = RNG.standard_normal((512, 1024))
 
 GRAPHS = {      # name -> (f, args, donated positions)
     "elementwise step": (lambda w, g: w - 0.1 * g, (W, G), (0, 1)),
@@ -29,6 +30,8 @@ GRAPHS = {      # name -> (f, args, donated positions)
     "shifted read": (lambda w, g: np.concatenate([w[1:], w[:1]]) + w, (W, G), (0,)),
     "reversed read": (lambda w, g: w[::-1] * g, (W, G), (0,)),
     "a chain": (lambda w, g: np.maximum(np.exp(w) - g, 0.0) * w, (W, G), (0, 1)),
+    # big enough that the kernels split over threads
+    "threaded": (lambda w, g: (w * 0.5 - g, w[:, ::-1] + g), (BIG, BIG[::-1].copy()), (0,)),
 }
 
 
@@ -72,6 +75,16 @@ def test_an_elementwise_update_writes_into_the_donated_array():
     again = step(out, g)                               # params = step(params, grads)
     assert again is out
     np.testing.assert_array_equal(again, (W - 0.1 * G) - 0.1 * G)
+
+
+def test_the_decorator_form_and_a_threaded_update():
+    @fc.jit(donate_argnums=(0,))
+    def step(w, g):
+        return w - 0.5 * g
+    w = BIG.copy()
+    out = step(w, BIG)
+    assert np.shares_memory(out, w)
+    np.testing.assert_array_equal(out, BIG - 0.5 * BIG)
 
 
 def test_two_results_matching_one_donated_input_take_it_once():
