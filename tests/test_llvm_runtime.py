@@ -188,7 +188,7 @@ def test_retraces_when_the_signature_changes(change):
     assert np.asarray(got).dtype == np.result_type(*new)
 
 
-def test_writes_into_arguments_always_take_the_general_path():
+def test_writes_into_arguments_land_on_every_call_fast_path_or_not():
     def bump(x, y):
         x += y
         return x * 2
@@ -197,7 +197,6 @@ def test_writes_into_arguments_always_take_the_general_path():
     for i in range(1, 4):
         np.testing.assert_array_equal(jf(x, y), np.full(3, 2.0 * i))
         np.testing.assert_array_equal(x, np.full(3, float(i)))
-    assert not jf._fast
     a = np.ones(3)
     jf(a, a)                        # x and y are one array: eager NumPy doubles it
     np.testing.assert_array_equal(a, np.full(3, 2.0))
