@@ -129,8 +129,10 @@ def _load_tree(data):
                        "not the bytes of a JSON document")
     try:
         doc = json.loads(raw.tobytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise _Corrupt(f"has a tree description that is not JSON: {e}") from None
+    except RecursionError:
+        raise _Corrupt("has a tree nested too deeply to load") from None
     if not isinstance(doc, dict):
         raise _Corrupt(f"has a tree description that is a {type(doc).__name__}, not an object")
     if doc.get("format") != _FORMAT:
