@@ -13,6 +13,7 @@ import math
 import os
 import secrets
 import stat
+import struct
 import zipfile
 import zlib
 from collections import OrderedDict
@@ -100,8 +101,9 @@ def load(path):
 
 
 # What a truncated or altered archive makes NumPy and zipfile raise.
-_READ_ERRORS = (zipfile.BadZipFile, EOFError, ValueError, KeyError, zlib.error,
-                NotImplementedError, RecursionError, OverflowError)
+_READ_ERRORS = (zipfile.BadZipFile, EOFError, ValueError, KeyError, zlib.error, struct.error,
+                NotImplementedError, RecursionError, OverflowError,
+                RuntimeError)  # zipfile: "File ... is encrypted"
 
 
 class _Corrupt(Exception):
@@ -191,6 +193,10 @@ def _create_temp(folder, name):
             return os.open(tmp, flags, 0o666), tmp
         except FileExistsError:
             continue
+        except PermissionError as e:
+            e.add_note(f"save: the checkpoint is written to a temporary file in {folder!r} and "
+                       "renamed onto its path, so that folder must be writable")
+            raise
     raise FileExistsError(errno.EEXIST, "save: no unused temporary name", folder)
 
 

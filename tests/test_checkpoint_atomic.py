@@ -221,3 +221,19 @@ def test_saving_through_a_symlink_replaces_the_target_and_keeps_the_link(tmp_pat
     assert os.path.islink(tmp_path / "latest.npz")
     assert fc.load(tmp_path / "real" / "c.npz") == {"a": 2}
     assert _listing(tmp_path / "real") == ["c.npz"]
+
+
+def test_an_unwritable_folder_says_why_the_folder_matters(tmp_path, monkeypatch):
+    fc.save({"a": 1}, tmp_path / "c.npz")
+    real = os.open
+
+    def no_create(path, flags, *args):
+        if flags & os.O_CREAT:
+            raise PermissionError(errno.EACCES, "Permission denied", path)
+        return real(path, flags, *args)
+    monkeypatch.setattr(os, "open", no_create)
+    with pytest.raises(PermissionError) as info:
+        fc.save({"a": 2}, tmp_path / "c.npz")
+    assert "so that folder must be writable" in str(info.value.__notes__)
+    monkeypatch.undo()
+    assert fc.load(tmp_path / "c.npz") == {"a": 1}
