@@ -84,8 +84,15 @@ def load(path):
         >>> model.load_state_dict(ckpt["model"])
     """
     where = _describe(path)
+    if isinstance(path, (str, os.PathLike)):
+        with open(path, "rb") as f:     # errors of opening are the file system's, raised as is
+            return _load_from(f, where)
+    return _load_from(path, where)
+
+
+def _load_from(f, where):
     try:
-        data = np.load(path, allow_pickle=False)
+        data = np.load(f, allow_pickle=False)
         if not isinstance(data, np.lib.npyio.NpzFile):
             raise _Corrupt("is not a functorch_core checkpoint (it holds a single .npy array)")
         with data:
@@ -93,7 +100,7 @@ def load(path):
     except _Corrupt as e:
         raise ValueError(f"load: {where} {e}") from None
     except OSError as e:
-        if e.errno is not None:
+        if e.errno not in (None, errno.EINVAL):     # EINVAL: a seek to a damaged offset
             raise
         raise _unreadable(where, e) from e
     except _READ_ERRORS as e:
