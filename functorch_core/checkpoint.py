@@ -14,11 +14,17 @@ import os
 import secrets
 import stat
 import struct
+import time
 import zipfile
 import zlib
 from collections import OrderedDict
 
 import numpy as np
+
+try:
+    import fcntl
+except ImportError:     # Windows
+    fcntl = None
 
 _TREE_KEY = "__tree__"
 _FORMAT = "functorch_core.checkpoint/1"
@@ -41,12 +47,15 @@ def save(obj, path):
     Saving to a path is atomic: the archive goes to a temporary file
     ``.<name>.<random>.tmp`` next to ``path``, which is flushed (``fsync``), renamed onto
     ``path`` and the folder flushed. A crash or an error (a full disk, ``KeyboardInterrupt``)
-    leaves the previous file at ``path`` as it was and removes the temporary; only a process
-    killed outright (``kill -9``, power loss) can leave a stale ``.<name>.*.tmp`` behind, which
-    ``load`` ignores and which may be deleted by hand. If ``path`` is a symlink, the file it
-    points to is replaced; an existing file's permission bits are kept, and a new file gets
-    the usual ``0o666 & ~umask`` (its owner is the saving user). Saving to a file object
-    writes into it directly, without any of these guarantees.
+    leaves the previous file at ``path`` as it was and removes the temporary. Only a process
+    killed outright (``kill -9``, power loss) leaves its temporary behind; ``load`` ignores it,
+    and the next ``save`` to the same path removes it once it is 10 s old and no process holds
+    it (a save holds a lock on its temporary; on Windows, or on a file system without
+    ``flock``, such leftovers stay and may be deleted by hand). If ``path`` is a symlink, the
+    file it points to is replaced; an existing file's permission bits are kept (not its owner,
+    nor other hard links to it, which keep the old content), and a new file gets the usual
+    ``0o666 & ~umask``. Saving to a file object writes into it directly, without any of these
+    guarantees.
 
     Args:
         obj: the pytree to save.
@@ -166,21 +175,34 @@ def _atomic_write(path, write):
             raise PermissionError(errno.EACCES, "save: the file is read-only; it was left as "
                                   "it is", path)
         old_mode = stat.S_IMODE(old_mode)
+    _remove_dead_temps(folder, name)
     fd, tmp = _create_temp(folder, name)
+    f = None
     try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            if old_mode is not None and hasattr(os, "fchmod"):
-                os.fchmod(f.fileno(), old_mode)
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
+        f = os.fdopen(fd, "wb")
+        _lock(f.fileno())
+        write(f)
+        f.flush()
+        if old_mode is not None and hasattr(os, "fchmod"):
+            os.fchmod(f.fileno(), old_mode)
+        os.fsync(f.fileno())
+        if fcntl is None:       # Windows renames no open file; it has no locks to hold anyway
+            f.close()
+        os.replace(tmp, target)     # still open (and locked): no other save takes it for dead
     except BaseException:
+        if f is None:
+            os.close(fd)
+        else:
+            try:
+                f.close()
+            except OSError:     # the flush of what a full disk refused fails again
+                pass
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
         raise
+    f.close()
     try:
         _fsync_folder(folder)
     except OSError as e:
@@ -205,6 +227,51 @@ def _create_temp(folder, name):
                        "renamed onto its path, so that folder must be writable")
             raise
     raise FileExistsError(errno.EEXIST, "save: no unused temporary name", folder)
+
+
+# A temporary this old that no process holds locked is a killed save's: the next save of the
+# same path removes it. A live save locks its temporary right after creating it and holds the
+# lock until it is renamed; the age covers the moment in between.
+_DEAD_TEMP_AGE_S = 10.0
+
+
+def _lock(fd):
+    if fcntl is not None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:     # a file system without locks: dead temporaries then stay
+            pass
+
+
+def _remove_dead_temps(folder, name):
+    if fcntl is None:
+        return
+    prefix = f".{name[:200]}."
+    try:
+        entries = list(os.scandir(folder or "."))
+    except OSError:
+        return
+    for entry in entries:
+        middle = entry.name[len(prefix):-len(_TEMP_SUFFIX)]
+        if not (entry.name.startswith(prefix) and entry.name.endswith(_TEMP_SUFFIX)
+                and len(middle) == 12 and all(c in "0123456789abcdef" for c in middle)):
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if not stat.S_ISREG(st.st_mode) or time.time() - st.st_mtime < _DEAD_TEMP_AGE_S:
+                continue
+            fd = os.open(entry.path, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0)
+                         | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held: a live save's, left alone
+            if os.fstat(fd).st_ino == st.st_ino:
+                os.unlink(entry.path)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
 
 # fsync on a folder: some file systems and platforms answer these instead of doing it.
