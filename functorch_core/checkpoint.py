@@ -275,7 +275,7 @@ def _remove_dead_temps(folder, name):
 
 
 # fsync on a folder: some file systems and platforms answer these instead of doing it.
-_NO_FOLDER_FSYNC = {errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EBADF}
+_NO_FOLDER_FSYNC = {errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP}
 
 
 def _fsync_folder(folder):
