@@ -20,6 +20,7 @@ from ... import numpy as fnp
 from .. import _double_double as _dd
 from .. import special as S
 from ._base import REQUIRED, Distribution, f64, nan_where, public
+from ._inverse import gammaincinv_pq
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 _LOG_PI = math.log(math.pi)
@@ -297,13 +298,17 @@ def _gamma_logpdf(y, a):
 
 gamma = continuous("gamma", ("a",), (0.0, np.inf), 1.0, lambda a: a > 0, {
     "logpdf": _gamma_logpdf, "cdf": lambda y, a: S.gammainc(a, y),
-    "sf": lambda y, a: S.gammaincc(a, y)})
+    "sf": lambda y, a: S.gammaincc(a, y),
+    "ppf": lambda q, a: gammaincinv_pq(a, q, 1 - q),
+    "isf": lambda q, a: gammaincinv_pq(a, 1 - q, q)})
 
 chi2 = continuous("chi2", ("df",), (0.0, np.inf), 1.0, lambda df: df > 0, {
     "logpdf": lambda y, df: (S.xlogy(df / 2 - 1, y) - y / 2 - S.gammaln(df / 2)
                              - _LOG_2 * df / 2),
     "cdf": lambda y, df: S.gammainc(df / 2, y / 2),
-    "sf": lambda y, df: S.gammaincc(df / 2, y / 2)})
+    "sf": lambda y, df: S.gammaincc(df / 2, y / 2),
+    "ppf": lambda q, df: 2 * gammaincinv_pq(df / 2, q, 1 - q),
+    "isf": lambda q, df: 2 * gammaincinv_pq(df / 2, 1 - q, q)})
 
 def _beta_sf(y, a, b):
     """``1 - I_y(a, b)`` where that is at least 1/2, else ``I_{1-y}(b, a)`` (rounding ``1 - y``
