@@ -20,7 +20,7 @@ from ... import numpy as fnp
 from .. import _double_double as _dd
 from .. import special as S
 from ._base import REQUIRED, Distribution, f64, nan_where, public
-from ._inverse import gammaincinv_pq
+from ._inverse import betaincinv_pq, gammaincinv_pq
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 _LOG_PI = math.log(math.pi)
@@ -285,11 +285,24 @@ def _t_cdf(y, df):
     return fnp.where(y < 0, low, 1.0 - low)
 
 
+def _t_ppf(q, df):
+    """``|t| = sqrt(df y / x)`` from ``(x, y = 1 - x)`` with ``I_x(df/2, 1/2) = 2 min(q, 1 - q)``
+    (each of the pair accurate, :func:`betaincinv_pq`)."""
+    d = _t_finite(df)
+    centre = q == 0.5
+    tail = fnp.where(centre, 0.25, fnp.minimum(q, 1 - q))
+    x, y = betaincinv_pq(d / 2, 0.5 * fnp.ones_like(d), 2 * tail, 1 - 2 * tail)
+    size = fnp.sqrt(d * y / x)
+    value = fnp.where(centre, 0.0, fnp.where(q < 0.5, -size, size))
+    return fnp.where(fnp.isinf(df), S.ndtri(q), value)
+
+
 t = continuous("t", ("df",), (-np.inf, np.inf), 0.0, lambda df: df > 0, {
     "logpdf": _t_logpdf,
     "pdf": lambda y, df: fnp.where(fnp.isinf(df), fnp.exp(-y * y / 2) / math.sqrt(2 * math.pi),
                                    fnp.exp(_t_logpdf(y, df))),
-    "cdf": _t_cdf, "sf": lambda y, df: _t_cdf(-y, df)})
+    "cdf": _t_cdf, "sf": lambda y, df: _t_cdf(-y, df),
+    "ppf": _t_ppf, "isf": lambda q, df: -_t_ppf(q, df)})
 
 
 def _gamma_logpdf(y, a):
@@ -321,4 +334,6 @@ def _beta_sf(y, a, b):
 beta = continuous("beta", ("a", "b"), (0.0, 1.0), 0.5, lambda a, b: fnp.logical_and(a > 0, b > 0), {
     "logpdf": lambda y, a, b: S.xlog1py(b - 1.0, -y) + S.xlogy(a - 1.0, y) - S.betaln(a, b),
     "cdf": lambda y, a, b: S.betainc(a, b, y),
-    "sf": _beta_sf})
+    "sf": _beta_sf,
+    "ppf": lambda q, a, b: betaincinv_pq(a, b, q, 1 - q)[0],
+    "isf": lambda q, a, b: betaincinv_pq(a, b, 1 - q, q)[0]})
