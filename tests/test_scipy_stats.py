@@ -404,3 +404,10 @@ def test_gamma_ppf_and_isf_on_a_wide_grid():
                       (stats.gamma.isf(q, a), _scipy(ss.gamma.isf, q, a))]:
         normal = ref > 1e-290
         _assert_matches(ours[normal], ref[normal], rtol[normal], what="gamma inverse")
+
+
+def test_docstring_examples_give_scipys_values():
+    from functorch_core.scipy.stats._examples import EXAMPLES
+    for (name, fname), (call, value) in EXAMPLES.items():
+        assert f">>> {call}\n        {value}" in getattr(getattr(stats, name), fname).__doc__
+        np.testing.assert_allclose(float(value), eval(call, {"stats": ss}), rtol=1e-13)

@@ -20,6 +20,7 @@ from ... import numpy as fnp
 from .. import _double_double as _dd
 from .. import special as S
 from ._base import REQUIRED, Distribution, f64, nan_where, public
+from ._examples import EXAMPLES
 from ._inverse import betaincinv_pq, gammaincinv_pq
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
@@ -154,15 +155,16 @@ def _doc(name, fname, first, shapes, loc_scale=True):
     loc = ("        loc (default ``0``): the location; ``x`` enters as ``(x - loc) / scale``.\n"
            "        scale (default ``1``): the scale, > 0 (NaN otherwise).\n") if loc_scale \
         else "        loc (default ``0``): the shift of the support.\n"
-    call = ", ".join([first, *shapes])
+    call, value = EXAMPLES[name, fname]
     return (f"``scipy.stats.{name}.{fname}``: {_WHAT.get(fname, fname)}, SciPy's values (its "
             "edge rules: 0 / ``-inf`` outside the support, NaN for invalid parameters), "
-            "differentiable in every argument.\n\n"
+            + ("differentiable in every argument.\n\n" if loc_scale else
+               "differentiable in the parameters (``k`` is an integer).\n\n") +
             f"    Args:\n        {first}: the point(s) (array or scalar); all arguments "
             "broadcast together.\n" + shape_lines + loc +
             "\n    Returns:\n        float64 (as SciPy, float32 and integer inputs too); a NumPy "
             "scalar for scalar inputs.\n\n"
-            f"    Example::\n\n        >>> stats.{name}.{fname}({call}) \n")
+            f"    Example::\n\n        >>> {call}\n        {value}\n")
 
 
 def _log_expit(x):
