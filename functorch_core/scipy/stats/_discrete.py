@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import numpy as fnp
+from ...lax import fori_loop
 from .. import special as S
 from ._base import REQUIRED, Distribution, f64, nan_where, public
 from ._continuous import _and, _doc, _log_of, _or
@@ -78,6 +79,39 @@ def discrete(name, shapes, lo, hi, valid, safe_shapes, fns):
     return Distribution(name, "discrete", out)
 
 
+def _search_ppf(cdf, sf, top):
+    """SciPy's discrete ppf, the smallest integer ``k >= 0`` with ``cdf(k) >= q`` (as
+    ``sf(k) <= 1 - q`` where ``q > 1/2``, ``1 - q`` exact there), found by doubling an
+    upper bound and bisecting (64 steps each: every float64 integer), at the cost of 128
+    cdf evaluations."""
+    def ppf(q, *s):
+        end = top(*s)
+        upper = q > 0.5
+
+        def reached(k):
+            inside = fnp.logical_and(k >= 0, k < end)
+            ks = fnp.where(inside, k, 0.0)
+            test = fnp.where(upper, sf(ks, *s) <= 1 - q, cdf(ks, *s) >= q)
+            return fnp.where(inside, test, k >= end)
+
+        def grow(_, hi):
+            return fnp.where(reached(hi), hi, fnp.minimum(2 * hi + 1, end))
+
+        hi = fori_loop(0, 64, grow, fnp.zeros_like(q))
+
+        def bisect(_, bracket):
+            lo, hi = bracket                         # not reached(lo), reached(hi)
+            mid = fnp.floor((lo + hi) / 2)
+            up = reached(mid)
+            move = hi - lo > 1
+            return (fnp.where(fnp.logical_and(move, fnp.logical_not(up)), mid, lo),
+                    fnp.where(fnp.logical_and(move, up), mid, hi))
+
+        _, hi = fori_loop(0, 64, bisect, (fnp.full_like(q, -1.0), hi))
+        return hi
+    return ppf
+
+
 def _inf(*s):
     return np.inf
 
@@ -90,14 +124,18 @@ def _binom_logpmf(k, n, p):
 poisson = discrete("poisson", ("mu",), 0, _inf, lambda mu: mu >= 0, (1.0,), {
     "logpmf": lambda k, mu: S.xlogy(k, mu) - S.gammaln(k + 1) - mu,
     "cdf": lambda k, mu: S.gammaincc(k + 1, mu),
-    "sf": lambda k, mu: S.gammainc(k + 1, mu)})
+    "sf": lambda k, mu: S.gammainc(k + 1, mu),
+    "ppf": _search_ppf(lambda k, mu: S.gammaincc(k + 1, mu),
+                       lambda k, mu: S.gammainc(k + 1, mu), _inf)})
 
 binom = discrete(
     "binom", ("n", "p"), 0, lambda n, p: n,
     lambda n, p: _and(n >= 0, fnp.floor(n) == n, p >= 0, p <= 1), (1.0, 0.5), {
         "logpmf": _binom_logpmf,
         "cdf": lambda k, n, p: S.betainc(n - k, k + 1, 1 - p),
-        "sf": lambda k, n, p: S.betainc(k + 1, n - k, p)})
+        "sf": lambda k, n, p: S.betainc(k + 1, n - k, p),
+        "ppf": _search_ppf(lambda k, n, p: S.betainc(n - k, k + 1, 1 - p),
+                           lambda k, n, p: S.betainc(k + 1, n - k, p), lambda n, p: n)})
 
 bernoulli = discrete(
     "bernoulli", ("p",), 0, lambda p: 1.0, lambda p: _and(p >= 0, p <= 1), (0.5,), {
@@ -110,7 +148,9 @@ nbinom = discrete(
         "logpmf": lambda k, n, p: (-fnp.log(n + k) - S.betaln(n, k + 1)
                                    + n * fnp.log(p) + S.xlog1py(k, -p)),
         "cdf": lambda k, n, p: S.betainc(n, k + 1, p),
-        "sf": lambda k, n, p: S.betainc(k + 1, n, 1 - p)})
+        "sf": lambda k, n, p: S.betainc(k + 1, n, 1 - p),
+        "ppf": _search_ppf(lambda k, n, p: S.betainc(n, k + 1, p),
+                           lambda k, n, p: S.betainc(k + 1, n, 1 - p), _inf)})
 
 
 def _geom_ppf(q, p):
