@@ -299,6 +299,14 @@ def test_multivariate_derivatives_order_two():
                 (np.array([0.2, 0.3, 0.5]),), order=2)
 
 
+def test_discrete_ppf_derivatives_are_zero():
+    """Integer-valued: 0 (the search's loop was refused by reverse mode before)."""
+    for fn in (lambda mu: stats.poisson.ppf(0.3, mu), lambda p: stats.binom.ppf(0.3, 10, p),
+               lambda p: stats.nbinom.ppf(0.3, 2.0, p), lambda p: stats.geom.ppf(0.3, p)):
+        assert fc.grad(fn)(0.4) == 0.0
+        assert fc.jvp(fn, (0.4,), (1.0,))[1] == 0.0
+
+
 def test_derivatives_outside_the_support_are_zero_not_nan():
     g = fc.grad(lambda x: fnp.sum(stats.beta.logpdf(x, 2.0, 3.0) + stats.beta.pdf(x, 0.5, 3.0)))
     np.testing.assert_array_equal(g(np.array([-1.0, 2.0])), [0.0, 0.0])

@@ -9,6 +9,7 @@ import numpy as np
 
 from ... import numpy as fnp
 from ...lax import fori_loop
+from ...transforms import stop_gradient
 from .. import special as S
 from ._base import REQUIRED, Distribution, f64, nan_where, public
 from ._continuous import _and, _doc, _log_of, _or
@@ -85,6 +86,7 @@ def _search_ppf(cdf, sf, top):
     upper bound and bisecting (64 steps each: every float64 integer), at the cost of 128
     cdf evaluations."""
     def ppf(q, *s):
+        q, s = stop_gradient(q), [stop_gradient(v) for v in s]    # integer-valued: 0
         end = top(*s)
         upper = q > 0.5
 
