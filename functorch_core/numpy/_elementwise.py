@@ -275,6 +275,9 @@ _public("deg2rad", np.deg2rad, lambda x: P.mul.bind(x, constant(math.pi / 180, a
         "radians")
 _public("rad2deg", np.rad2deg, lambda x: P.mul.bind(x, constant(180 / math.pi, aval(x).dtype)),
         "degrees")
+# NumPy's radians/degrees are ufuncs of their own, not deg2rad/rad2deg under other names
+UFUNCS[np.radians], UFUNCS[np.degrees] = UFUNCS[np.deg2rad], UFUNCS[np.rad2deg]
+_public("fabs", np.fabs, _prim(P.abs))
 _public("floor", np.floor, _float_only(P.floor))
 _public("ceil", np.ceil, _float_only(P.ceil))
 _public("trunc", np.trunc, _trunc, "fix")
