@@ -326,3 +326,77 @@ def argpartition(a, kth, axis=-1, kind="introselect", order=None):
     """
     x, ax = _kth("argpartition", operand(a), kth, axis)
     return argsort(x, axis=ax, kind="stable", order=order)
+
+
+class _AxisConcatenator:
+    """``fnp.r_`` and ``fnp.c_``: NumPy's index tricks for tracers.
+
+    NumPy's own ``np.r_``/``np.c_`` convert every entry with ``np.array``, which does not
+    dispatch, so they cannot take traced arrays; these follow the same rules (slices as
+    ``arange``/``linspace`` with static bounds, scalars, arrays, and a leading
+    ``'axis,ndmin,trans1d'`` directive) over traced values. The matrix directives
+    ``'r'``/``'c'`` are not supported.
+    """
+
+    def __init__(self, name, axis=0, ndmin=1, trans1d=-1):
+        self._name, self._axis, self._ndmin, self._trans1d = name, axis, ndmin, trans1d
+
+    def __repr__(self):
+        return f"fnp.{self._name}"
+
+    def __len__(self):
+        return 0
+
+    def __getitem__(self, key):
+        from ._creation import arange, array, linspace
+        from ._info import result_type
+        key = key if isinstance(key, tuple) else (key,)
+        axis, ndmin, trans1d = self._axis, self._ndmin, self._trans1d
+        objs, types = [], []
+        for k, item in enumerate(key):
+            if isinstance(item, str):
+                if k != 0:
+                    raise ValueError(f"{self._name}: special directives must be the first "
+                                     f"entry, got {item!r} at {k}")
+                try:
+                    vec = [int(v) for v in item.split(",")]
+                except ValueError:
+                    raise ValueError(f"{self._name}: unknown special directive {item!r} (the "
+                                     "matrix directives 'r' and 'c' are not supported)") \
+                        from None
+                axis, ndmin, trans1d = (vec + [ndmin, trans1d][len(vec) - 1:])[:3]
+                continue
+            if isinstance(item, slice):
+                start = 0 if item.start is None else item.start
+                step = 1 if item.step is None else item.step
+                if isinstance(step, complex | np.complexfloating):
+                    obj = linspace(start, item.stop, num=int(abs(step)))
+                else:
+                    obj = arange(start, item.stop, step)
+                obj = array(obj, ndmin=ndmin)
+                if ndmin > 1 and trans1d != -1:
+                    obj = obj.swapaxes(-1, trans1d)
+                types.append(aval(operand(obj)).dtype)
+            elif isinstance(item, bool | int | float | complex | np.generic):
+                obj = item
+                types.append(item)
+            else:
+                item_ndim = aval(operand(item)).ndim
+                obj = array(item, copy=None, ndmin=ndmin)
+                if trans1d != -1 and item_ndim < ndmin:
+                    k2, k1 = ndmin - item_ndim, trans1d
+                    if k1 < 0:
+                        k1 += k2 + 1
+                    d = list(range(ndmin))
+                    obj = transpose(obj, d[:k1] + d[k2:] + d[k1:k2])
+                types.append(aval(operand(obj)).dtype)
+            objs.append(obj)
+        if types:
+            dt = result_type(*types)
+            objs = [array(o, copy=None, ndmin=ndmin, dtype=dt) for o in objs]
+        return concatenate(tuple(objs), axis=axis)
+
+
+r_ = _AxisConcatenator("r_")
+c_ = _AxisConcatenator("c_", axis=-1, ndmin=2, trans1d=0)
+__all__ += ["r_", "c_"]
