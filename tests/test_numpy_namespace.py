@@ -61,7 +61,7 @@ def test_partition_contract(kth):
 
 
 def test_real_if_close_refuses_traced_complex_and_passes_real():
-    with pytest.raises(TracerError, match="real_if_close.*depends on the values"):
+    with pytest.raises(TracerError, match=r"real_if_close.*depends on the values"):
         fc.jit(lambda z: np.real_if_close(z))(np.array([1 + 0j]))
     np.testing.assert_array_equal(fc.jit(lambda x: np.real_if_close(x))(np.ones(2)), np.ones(2))
     assert fnp.real_if_close(np.array([2.0 + 1e-15j])).dtype == np.float64

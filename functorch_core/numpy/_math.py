@@ -304,13 +304,16 @@ def select(condlist, choicelist, default=0):
         raise ValueError("select: list of cases must be same length as list of conditions")
     if not condlist:
         raise ValueError("select with an empty condition list is not possible")
-    choices = [array_operand(c) for c in choicelist] + [array_operand(default)]
+    choices = [array_operand(c) for c in choicelist]
     from ._info import result_type
     try:
-        dt = result_type(*choices)
+        # a Python scalar default is weak (NEP 50), as in NumPy's select
+        dt = result_type(result_type(*choices), default if _is_py_number(default)
+                         else array_operand(default))
     except TypeError as err:
         raise TypeError(f"select: choicelist and default have no common dtype: {err}") \
             from None
+    choices.append(array_operand(default))
     conds = [array_operand(c) for c in condlist]
     for i, c in enumerate(conds):
         if aval(c).dtype != np.bool_:

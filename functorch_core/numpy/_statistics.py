@@ -131,6 +131,7 @@ def _quantiles(name, a, q, axis, method, keepdims, nan_aware, np_name):
         raise NotImplementedError(f"{name}: method {method!r} is not supported; use one of "
                                   f"{', '.join(_METHODS)}")
     x = array_operand(a)
+    weak_q = _weak(q)
     qv = array_operand(q)
     if aval(x).dtype.kind == "c":
         raise TypeError(f"{name}: a must be an array of real numbers")
@@ -138,7 +139,7 @@ def _quantiles(name, a, q, axis, method, keepdims, nan_aware, np_name):
         raise ValueError("Quantiles must be in the range [0, 1]")
     nd = aval(x).ndim
     out_dt = _numpy_dtype(np_name, aval(x).dtype,
-                          None if aval(qv).weak_type else aval(qv).dtype, method)
+                          None if weak_q else aval(qv).dtype, method)
     flat, axes = _reduce_last(x, axis)
     s = sort(flat, axis=-1)
     n_static = aval(operand(s)).shape[-1]
@@ -234,8 +235,15 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
     qv = array_operand(q)
     if not is_tracer(qv) and not np.all((np.asarray(qv) >= 0) & (np.asarray(qv) <= 100)):
         raise ValueError("Percentiles must be in the range [0, 100]")
-    return _quantiles("percentile", a, E.true_divide(q, 100), axis, method, keepdims, False,
-                      "percentile")
+    return _quantiles("percentile", a, q / 100 if _weak(q) else E.true_divide(q, 100), axis,
+                      method, keepdims, False, "percentile")
+
+
+def _weak(q):
+    """A Python number (or a tracer of one): weak under NEP 50, as NumPy sees it."""
+    if is_tracer(q):
+        return aval(q).weak_type
+    return isinstance(q, int | float) and not isinstance(q, np.generic)
 
 
 def _refuse(out, weights, interpolation, name):
@@ -460,7 +468,8 @@ def _nanvar(name, a, axis, dtype, out, ddof, keepdims):
     if nan is None:
         return None, x
     cnt = _nan_count(nan, axis, True)
-    avg = E.divide(R.sum(x, axis, dtype, keepdims=True), cnt)
+    tot = R.sum(x, axis, dtype, keepdims=True)
+    avg = asarray(E.divide(tot, cnt), dtype=aval(operand(tot)).dtype)
     d = E.where(nan, np.asarray(0, aval(x).dtype), E.subtract(x, avg))
     sq = E.real(E.multiply(d, E.conjugate(d))) if aval(x).dtype.kind == "c" else \
         E.multiply(d, d)
