@@ -677,6 +677,9 @@ UNARY = {
     "ceil": (REAL, -20, 20, 1), "trunc": (REAL, -20, 20, 1), "rint": (NUMERIC, -20, 20, 1),
     "isnan": (NUMERIC, -20, 20, 1), "isinf": (NUMERIC, -20, 20, 1),
     "isfinite": (NUMERIC, -20, 20, 1), "logical_not": (NUMERIC, -20, 20, 1),
+    "fabs": (REAL, -20, 20, 1), "degrees": (REAL, -20, 20, 1), "radians": (REAL, -20, 20, 1),
+    "rad2deg": (REAL, -20, 20, 1), "deg2rad": (REAL, -20, 20, 1),
+    "sinc": (NUMERIC, -3, 3, TRANSCENDENTAL),
 }
 
 BINARY = {
@@ -730,7 +733,11 @@ for _name, _example in [
         ("trace", Case((np.ones((2, 2), np.uint8),))),
         ("method_sum", Case((np.array([1, 2], np.uint8),))),
         ("method_prod", Case((np.array([1, 2], np.uint8),))),
-        ("method_cumsum", Case((np.array([1, 2], np.uint8),), {"axis": None}))]:
+        ("method_cumsum", Case((np.array([1, 2], np.uint8),), {"axis": None})),
+        ("nansum", Case((np.array([1, 2], np.uint8),))),
+        ("nanprod", Case((np.array([1, 2], np.uint8),))),
+        ("nancumsum", Case((np.array([1, 2], np.uint8),), {"axis": None})),
+        ("nancumprod", Case((np.array([1, 2], np.uint8),), {"axis": None}))]:
     _modes = ("jit", "passes") if _name.startswith("method_") else (*MODES, "passes")
     KNOWN[_name] = (Known(_U8_ACCUMULATION, _example, _modes, (np.dtype(np.uint8),)),)
 
@@ -917,6 +924,298 @@ add("method_dot", lambda m, a, b: a.dot(b), _dot_case, tol=4.0, np_api=False)
 add("method_attributes",
     lambda m, x: m.asarray([x.ndim, x.size, len(x), *x.shape]) + m.zeros((), x.dtype).real,
     unary(min_side=1), np_api=False)
+
+# --- NumPy's main namespace beyond the core (issue 29) ---------------------------------
+
+def _rot90_kwargs(draw, shape):
+    n = len(shape)
+    a0 = draw(st.integers(-n, n - 1))
+    a1 = draw(st.integers(-n, n - 1).filter(lambda a: a % n != a0 % n))
+    return {"k": draw(st.integers(-5, 5)), "axes": (a0, a1)}
+
+
+def _rollaxis_kwargs(draw, shape):
+    n = len(shape)
+    return {"axis": draw(st.integers(-n, n - 1)), "start": draw(st.integers(-n, n))}
+
+
+def _diff_kwargs(draw, shape):
+    n = len(shape)
+    kw = {"n": draw(st.integers(0, 3)), "axis": draw(st.integers(-n, n - 1))}
+    if draw(st.booleans()):
+        kw["prepend"] = draw(st.sampled_from([0, 1.5, True]))
+    if draw(st.booleans()):
+        kw["append"] = draw(st.sampled_from([-2, 0.5]))
+    return kw
+
+
+def _axis_split_kwargs(axis):
+    def make(draw, shape):
+        n = shape[axis] if len(shape) > axis else 0
+        divisors = [d for d in range(1, 5) if n % d == 0] if n else [1, 2]
+        if draw(st.booleans()):
+            return {"sections": draw(st.sampled_from(divisors))}
+        return {"sections": draw(st.lists(st.integers(-n - 1, n + 1), max_size=3))}
+    return make
+
+
+def _kth_kwargs(draw, shape):
+    if not shape or not shape[-1]:
+        return {"kth": 0, "axis": None if not shape else -1}
+    axis = draw(st.integers(-len(shape), len(shape) - 1))
+    return {"kth": draw(st.integers(-shape[axis], shape[axis] - 1)) if shape[axis] else 0,
+            "axis": axis}
+
+
+def _take_kth(m, x, kth, axis, arg):
+    if arg:
+        return m.take_along_axis(x, m.argpartition(x, kth, axis=axis), axis=axis)[
+            (slice(None),) * (axis % x.ndim) + (kth,)]
+    out = m.partition(x, kth, axis=axis)
+    return out[(slice(None),) * (axis % x.ndim) + (kth,)]
+
+
+@st.composite
+def _two_same_shape(draw, dtype, min_dims=1, max_dims=2, mixed=True):
+    shape = draw(shapes(min_dims, max_dims, 1, 4))
+    dt2 = _matrix_dtype(draw, dtype) if mixed else np.dtype(dtype)
+    return Case((draw(array(dtype, shape, lo=-5, hi=5)), draw(array(dt2, shape, lo=-5, hi=5))))
+
+
+@st.composite
+def _kron_case(draw, dtype):
+    a = draw(array(dtype, shapes(0, 2, 0, 3), lo=-5, hi=5))
+    b = draw(array(_matrix_dtype(draw, dtype), shapes(0, 3, 0, 3), lo=-5, hi=5))
+    return Case((a, b))
+
+
+@st.composite
+def _cross_case(draw, dtype):
+    lead = draw(hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=2, max_side=3))
+    na, nb = draw(st.sampled_from([3, 3, 2])), draw(st.sampled_from([3, 3, 2]))
+    a = draw(array(dtype, lead.input_shapes[0] + (na,), lo=-5, hi=5))
+    b = draw(array(_matrix_dtype(draw, dtype), lead.input_shapes[1] + (nb,), lo=-5, hi=5))
+    return Case((a, b), {"axisc": draw(st.sampled_from([-1, 0]))})
+
+
+@st.composite
+def _select_case(draw, dtype):
+    s = draw(hnp.mutually_broadcastable_shapes(num_shapes=3, max_dims=2, max_side=3))
+    c1, c2 = (draw(array(np.bool_, sh)) for sh in s.input_shapes[:2])
+    x = draw(array(dtype, s.input_shapes[2], lo=-5, hi=5))
+    y = draw(array(_matrix_dtype(draw, dtype), s.input_shapes[1], lo=-5, hi=5))
+    return Case((c1, c2, x, y), {"default": draw(st.sampled_from([0, 1.5, -1]))})
+
+
+@st.composite
+def _column_stack_case(draw, dtype):
+    n = draw(st.integers(1, 3))
+    xs = [draw(array(dtype if i == 0 else _matrix_dtype(draw, dtype),
+                     draw(st.sampled_from([(n,), (n, 2), (n, 1)])))) for i in range(2)]
+    return Case(tuple(xs))
+
+
+@st.composite
+def _append_case(draw, dtype):
+    shape = draw(shapes(1, 3, 1, 3))
+    axis = draw(st.one_of(st.none(), st.integers(-len(shape), len(shape) - 1)))
+    other = list(shape)
+    if axis is not None:
+        other[axis] = draw(st.integers(0, 2))
+    y = draw(array(_matrix_dtype(draw, dtype), tuple(other)))
+    return Case((draw(array(dtype, shape)), y), {"axis": axis})
+
+
+@st.composite
+def _isclose_case(draw, dtype):
+    case = draw(binary(lo=-3, hi=3)(dtype))
+    return Case(case.args, {"equal_nan": draw(st.booleans()),
+                            "rtol": draw(st.sampled_from([1e-5, 0.1])),
+                            "atol": draw(st.sampled_from([1e-8, 0.5]))})
+
+
+@st.composite
+def _interp_case(draw, dtype):
+    n = draw(st.integers(1, 5))
+    xp = np.sort(draw(array(np.float64, (n,), lo=-4, hi=4, specials=False)))
+    fp = draw(array(dtype, (n,), lo=-4, hi=4, specials=False))
+    x = draw(array(np.float64, shapes(0, 2, 0, 4), lo=-5, hi=5))
+    return Case((x, xp, fp))
+
+
+@st.composite
+def _searchsorted_case(draw, dtype):
+    dtype = np.float64 if np.dtype(dtype).kind == "c" else dtype
+    a = np.sort(draw(array(dtype, (draw(st.integers(0, 6)),), lo=-4, hi=4)))
+    v = draw(array(draw(st.sampled_from(REAL)), shapes(0, 2, 0, 3), lo=-5, hi=5))
+    return Case((a, v), {"side": draw(st.sampled_from(["left", "right"]))})
+
+
+@st.composite
+def _digitize_case(draw, dtype):
+    bins = np.sort(draw(array(np.float64, (draw(st.integers(1, 5)),), lo=-4, hi=4,
+                              specials=False)))
+    if draw(st.booleans()):
+        bins = bins[::-1].copy()
+    x = draw(array(dtype, shapes(0, 2, 0, 4), lo=-5, hi=5))
+    return Case((x, bins), {"right": draw(st.booleans())})
+
+
+@st.composite
+def _bincount_case(draw, dtype):
+    x = draw(array(dtype, (draw(st.integers(0, 6)),), int_lo=0, int_hi=6, lo=0, hi=6,
+                   specials=False))
+    w = draw(st.one_of(st.none(), array(np.float64, x.shape, lo=-3, hi=3, specials=False)))
+    return Case((x,) if w is None else (x, w), {"length": draw(st.integers(0, 8))})
+
+
+def _bincount(m, x, w=None, *, length):
+    if m is np:     # NumPy has no length=: its minlength and a cut agree
+        out = np.bincount(x, w, minlength=length)
+        return out[:length]
+    return m.bincount(x, w, length=length)
+
+
+@st.composite
+def _cov_case(draw, dtype):
+    x = draw(array(dtype, shapes(1, 2, 1, 4), lo=-5, hi=5))
+    kw = {"rowvar": draw(st.booleans())}
+    if draw(st.booleans()):
+        kw["ddof"] = draw(st.integers(0, 1))
+    elif draw(st.booleans()):
+        kw["bias"] = True
+    if draw(st.booleans()):
+        return Case((x, draw(array(_matrix_dtype(draw, dtype), x.shape, lo=-5, hi=5))), kw)
+    return Case((x,), kw)
+
+
+@st.composite
+def _quantile_case(draw, dtype):
+    x = draw(array(dtype, shapes(1, 3, 1, 4), lo=-5, hi=5))
+    kw = draw(_axis_args(x.ndim))
+    kw["method"] = draw(st.sampled_from(["linear", "linear", "lower", "higher", "midpoint",
+                                         "nearest"]))
+    q = draw(st.one_of(st.sampled_from([0.0, 0.25, 0.5, 0.9, 1.0]),
+                       array(np.float64, shapes(0, 1, 1, 3), lo=0, hi=1, specials=False)))
+    return Case((x, q), kw)
+
+
+@st.composite
+def _average_case(draw, dtype):
+    x = draw(array(dtype, shapes(1, 3, 1, 4), lo=-5, hi=5))
+    kw = draw(_axis_args(x.ndim, tuples=False))
+    w = None
+    if draw(st.booleans()):
+        if kw.get("axis") is not None and draw(st.booleans()):
+            wshape = (x.shape[kw["axis"]],)
+        else:
+            wshape = x.shape
+        w = draw(array(_matrix_dtype(draw, dtype), wshape, lo=0.5, hi=3, int_lo=1, int_hi=3,
+                       specials=False))
+    kw["returned"] = draw(st.booleans())
+    return Case((x,) if w is None else (x, w), kw)
+
+
+@st.composite
+def _nan_reduction_case(draw, dtype):
+    x = draw(array(dtype, shapes(0, 3, 0, 4), lo=-3, hi=3))
+    kw = draw(_axis_args(x.ndim, tuples=False))
+    return Case((x,), kw)
+
+
+@st.composite
+def _meshgrid_case(draw, dtype):
+    n = draw(st.integers(1, 3))
+    xs = tuple(draw(array(dtype if i == 0 else _matrix_dtype(draw, dtype),
+                          shapes(0, 2, 0, 3))) for i in range(n))
+    return Case(xs, {"indexing": draw(st.sampled_from(["xy", "ij"])),
+                     "sparse": draw(st.booleans())})
+
+
+@st.composite
+def _polyval_case(draw, dtype):
+    p = draw(array(dtype, (draw(st.integers(0, 4)),), lo=-3, hi=3))
+    x = draw(st.one_of(array(_matrix_dtype(draw, dtype), shapes(0, 2, 0, 3), lo=-2, hi=2),
+                       st.floats(-2, 2)))
+    return Case((p, x))
+
+
+@st.composite
+def _concatenator_case(draw, dtype):
+    a = draw(array(dtype, (draw(st.integers(0, 3)),)))
+    b = draw(array(_matrix_dtype(draw, dtype), (draw(st.integers(0, 3)),)))
+    return Case((a, b))
+
+
+add("ndim_shape_size", lambda m, x: m.asarray([m.ndim(x), m.size(x), *m.shape(x)]), unary())
+add("result_type", lambda m, x, y: m.zeros((), m.result_type(x, y)), binary())
+add("iscomplexobj", lambda m, x: m.asarray([m.iscomplexobj(x), m.isrealobj(x)]), unary())
+add("iscomplex", _fnp_call("iscomplex"), unary())
+add("isreal", _fnp_call("isreal"), unary())
+add("real_if_close", _fnp_call("real_if_close"), unary(-3, 3), known=(
+    Known("real_if_close of a traced complex array: its result dtype (real or complex) "
+          "depends on the values, so fnp refuses it with a TracerError",
+          Case((np.array([1 + 0j]),)), modes=("jit", "np", "passes"), dtypes=COMPLEX),))
+add("angle", lambda m, x, deg: m.angle(x, deg=deg), unary(deg=st.booleans()), tol=4.0)
+add("nan_to_num", lambda m, x, **kw: m.nan_to_num(x, **kw),
+    unary(nan=st.sampled_from([0.0, -1.5]), posinf=st.sampled_from([None, 7.0]),
+          neginf=st.sampled_from([None, -7.0])))
+add("flipud", _fnp_call("flipud"), unary())
+add("fliplr", _fnp_call("fliplr"), unary())
+add("rot90", lambda m, x, k, axes: m.rot90(x, k, axes), one_array(_rot90_kwargs, min_dims=2))
+add("rollaxis", lambda m, x, axis, start: m.rollaxis(x, axis, start),
+    one_array(_rollaxis_kwargs, min_dims=1))
+add("atleast_3d", _fnp_call("atleast_3d"), unary())
+add("diff", lambda m, x, **kw: m.diff(x, **kw), one_array(_diff_kwargs, min_dims=1, lo=-5,
+                                                          hi=5))
+add("kron", lambda m, a, b: m.kron(a, b), _kron_case)
+add("cross", lambda m, a, b, axisc: m.cross(a, b, axisc=axisc), _cross_case)
+add("partition_kth", lambda m, x, kth, axis: _take_kth(m, x, kth, axis, False),
+    one_array(_kth_kwargs, min_dims=1, min_side=1, max_side=5))
+add("argpartition_kth", lambda m, x, kth, axis: _take_kth(m, x, kth, axis, True),
+    one_array(_kth_kwargs, min_dims=1, min_side=1, max_side=5))
+add("vsplit", lambda m, x, sections: m.vsplit(x, sections),
+    one_array(_axis_split_kwargs(0), max_side=6))
+add("hsplit", lambda m, x, sections: m.hsplit(x, sections),
+    one_array(_axis_split_kwargs(1), max_side=6))
+add("dsplit", lambda m, x, sections: m.dsplit(x, sections),
+    one_array(_axis_split_kwargs(2), max_side=6))
+add("column_stack", lambda m, *xs: m.column_stack(xs), _column_stack_case)
+add("append", lambda m, x, y, axis: m.append(x, y, axis=axis), _append_case)
+add("select", lambda m, c1, c2, x, y, default: m.select([c1, c2], [x, y], default),
+    _select_case)
+add("isclose", lambda m, a, b, **kw: m.isclose(a, b, **kw), _isclose_case)
+add("allclose", lambda m, a, b, **kw: m.logical_and(m.allclose(a, b, **kw), True),
+    _isclose_case)
+add("interp", lambda m, x, xp, fp: m.interp(x, xp, fp), _interp_case, tol=4.0)
+# complex searchsorted (NumPy orders complex lexicographically) is refused by fnp: the
+# row draws real operands only
+add("searchsorted", lambda m, a, v, side: m.searchsorted(a, v, side=side), _searchsorted_case,
+    REAL)
+add("digitize", lambda m, x, bins, right: m.digitize(x, bins, right=right), _digitize_case)
+add("bincount_length", _bincount, _bincount_case, INT_BOOL, np_api=False)
+add("cov", lambda m, *a, **kw: m.cov(*a, **kw), _cov_case, tol=4.0)
+add("corrcoef", lambda m, *a, **kw: m.corrcoef(*a, rowvar=kw.get("rowvar", True)), _cov_case,
+    tol=8.0)
+add("median", lambda m, x, **kw: m.median(x, **kw), reduction(min_side=1, min_dims=1))
+add("quantile", lambda m, x, q, **kw: m.quantile(x, q, **kw), _quantile_case, tol=4.0)
+add("percentile", lambda m, x, q, **kw: m.percentile(x, m.multiply(q, 100), **kw),
+    _quantile_case, tol=4.0)
+add("average", lambda m, x, w=None, **kw: m.average(x, weights=w, **kw), _average_case,
+    tol=4.0)
+add("ptp", lambda m, x, **kw: m.ptp(x, **kw), reduction(min_side=1))
+for _name in ("nansum", "nanprod", "nanmax", "nanmin", "nanmean", "nanvar", "nanstd"):
+    add(_name, _fnp_call(_name), _nan_reduction_case, tol=4.0)
+for _name in ("nancumsum", "nancumprod"):
+    add(_name, _fnp_call(_name), cumulative(), tol=4.0)
+add("meshgrid", lambda m, *xs, **kw: m.meshgrid(*xs, **kw), _meshgrid_case)
+add("tril_indices_from", lambda m, x, k: x[m.tril_indices_from(x, k)],
+    one_array(lambda d, s: {"k": d(st.integers(-2, 2))}, min_dims=2, max_dims=2))
+add("triu_indices_from", lambda m, x, k: x[m.triu_indices_from(x, k)],
+    one_array(lambda d, s: {"k": d(st.integers(-2, 2))}, min_dims=2, max_dims=2))
+add("polyval", lambda m, p, x: m.polyval(p, x), _polyval_case, tol=4.0)
+add("r_", lambda m, a, b: m.r_[a, 2, b], _concatenator_case, np_api=False)
+add("c_", lambda m, a, b: m.c_[a, a], _concatenator_case, np_api=False)
 
 OPS_BY_NAME = {op.name: op for op in OPS}
 assert len(OPS_BY_NAME) == len(OPS), "duplicate row names"

@@ -9,29 +9,37 @@ so that unmodified NumPy code (``np.tanh(x @ w)``) traces.
 import numpy as _np
 
 from . import (
+    _arrangement,
     _convolve,
     _creation,
     _elementwise,
     _indexing,
+    _info,
     _linalg,
+    _math,
     _mutation,
     _reductions,
     _rounding,
     _shape,
     _sorting,
+    _statistics,
     fft,  # noqa: F401  (fnp.fft: the numpy.fft namespace)
     linalg,  # noqa: F401  (fnp.linalg: the numpy.linalg namespace)
 )
+from ._arrangement import *  # noqa: F403
 from ._convolve import *  # noqa: F403
 from ._creation import *  # noqa: F403
 from ._elementwise import *  # noqa: F403
 from ._indexing import *  # noqa: F403
+from ._info import *  # noqa: F403
 from ._linalg import *  # noqa: F403
+from ._math import *  # noqa: F403
 from ._mutation import *  # noqa: F403
 from ._reductions import *  # noqa: F403
 from ._rounding import *  # noqa: F403
 from ._shape import *  # noqa: F403
 from ._sorting import *  # noqa: F403
+from ._statistics import *  # noqa: F403
 
 bool_, int8, int16, int32, int64, uint8 = (_np.bool_, _np.int8, _np.int16, _np.int32,
                                            _np.int64, _np.uint8)
@@ -43,4 +51,5 @@ uint32 = _np.uint32      # random keys and bits (functorch_core.random)
 
 __all__ = [*_elementwise.__all__, *_shape.__all__, *_indexing.__all__, *_sorting.__all__,
            *_reductions.__all__, *_creation.__all__, *_linalg.__all__,
-           *_mutation.__all__, *_rounding.__all__, *_convolve.__all__]
+           *_mutation.__all__, *_rounding.__all__, *_convolve.__all__, *_info.__all__,
+           *_arrangement.__all__, *_math.__all__, *_statistics.__all__]

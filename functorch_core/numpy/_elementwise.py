@@ -173,36 +173,75 @@ def _fmax_fmin(prim):
 
 
 def _hypot(x, y):
-    ax, ay = P.abs.bind(x), P.abs.bind(y)
-    big, small = P.max.bind(ax, ay), P.min.bind(ax, ay)
+    """``s * sqrt((x/s)**2 + (y/s)**2)`` with ``s = max(|x|, |y|)``: no overflow, and for
+    every fixed ``s > 0`` the expression is ``sqrt(x**2 + y**2)``, so its derivative in
+    ``s`` is identically zero and the tie rule of ``max`` (where ``|x| == |y|``) cannot
+    reach any derivative. The origin gives 0 with derivative 0 (no NaN from sqrt at 0)."""
     dt = aval(x).dtype
+    big = P.max.bind(P.abs.bind(x), P.abs.bind(y))
     zero = P.eq.bind(big, constant(0, dt))
-    safe = P.select.bind(zero, constant(1, dt), big)
-    ratio = P.div.bind(small, safe)
-    scaled = P.mul.bind(big, P.sqrt.bind(P.add.bind(constant(1, dt), P.mul.bind(ratio, ratio))))
+    one = constant(1, dt)
+    s = P.select.bind(zero, one, big)
+    rx, ry = P.div.bind(x, s), P.div.bind(y, s)
+    total = P.select.bind(zero, one, P.add.bind(P.mul.bind(rx, rx), P.mul.bind(ry, ry)))
+    scaled = P.select.bind(zero, constant(0, dt), P.mul.bind(s, P.sqrt.bind(total)))
     inf = P.or_.bind(_isinf(x), _isinf(y))
     return P.select.bind(inf, constant(np.inf, dt), scaled)
 
 
-def _logaddexp(log1p_exp, shift):
+def _logaddexp(exp, expm1, log1p_scale, shift):
+    """``m + log(e**(x-m) + e**(y-m))`` (base e or 2) with ``m = max(x, y)``: for every
+    fixed ``m`` this is the function itself, so its derivative in ``m`` is identically
+    zero and every derivative is the softmax weights' (1/2 each on a tie, second
+    derivative 1/4 there), never the tie rule of ``max``. ``e**(t) - 1`` of the larger
+    operand is ``expm1(0) = 0``, keeping log1p's accuracy for far-apart operands.
+    Infinite (and NaN) operands take ``max + log1p(e**-|x-y|)``, as NumPy's values."""
     def build(x, y):
         dt = aval(x).dtype
-        d = P.sub.bind(x, y)
         hi = P.max.bind(x, y)
-        tail = log1p_exp(P.neg.bind(P.abs.bind(d)), dt)
-        # equal infinities, where d is NaN (a finite tie takes the general branch, whose
-        # derivative is right there: 1/2 to each operand)
-        same = P.and_.bind(P.eq.bind(x, y), P.not_.bind(P.is_finite.bind(x)))
-        return P.select.bind(same, P.add.bind(x, constant(shift, dt)), P.add.bind(hi, tail))
+        finite = P.is_finite.bind(hi)
+        zero = constant(0, dt)
+        # the finite branch computes on finite numbers only, so that its (unselected)
+        # derivatives are finite where the other branch is taken
+        xs, ys = P.select.bind(finite, x, zero), P.select.bind(finite, y, zero)
+        m = P.max.bind(xs, ys)
+        a, b = P.sub.bind(xs, m), P.sub.bind(ys, m)
+        x_top = P.ge.bind(xs, ys)
+        inner = P.select.bind(x_top, P.add.bind(expm1(a, dt), exp(b, dt)),
+                              P.add.bind(exp(a, dt), expm1(b, dt)))
+        smooth = P.add.bind(m, log1p_scale(inner, dt))
+        hi_s = P.select.bind(finite, zero, hi)
+        xi, yi = P.select.bind(finite, zero, x), P.select.bind(finite, zero, y)
+        tail = log1p_scale(exp(P.neg.bind(P.abs.bind(P.sub.bind(xi, yi))), dt), dt)
+        # equal infinities, where x - y is NaN
+        same = P.eq.bind(xi, yi)
+        edge = P.select.bind(same, P.add.bind(xi, constant(shift, dt)), P.add.bind(hi_s, tail))
+        return P.select.bind(finite, smooth, edge)
     return build
 
 
-def _log1p_exp(t, dt):
-    return P.log1p.bind(P.exp.bind(t))
+def _exp(t, dt):
+    return P.exp.bind(t)
 
 
-def _log2_1p_exp2(t, dt):
-    return P.mul.bind(P.log1p.bind(P.exp2.bind(t)), constant(1 / math.log(2), dt))
+def _expm1(t, dt):
+    return P.expm1.bind(t)
+
+
+def _log1p(t, dt):
+    return P.log1p.bind(t)
+
+
+def _exp2(t, dt):
+    return P.exp2.bind(t)
+
+
+def _expm1_base2(t, dt):
+    return P.expm1.bind(P.mul.bind(t, constant(math.log(2), dt)))
+
+
+def _log2_1p(t, dt):
+    return P.mul.bind(P.log1p.bind(t), constant(1 / math.log(2), dt))
 
 
 _public("negative", np.negative, _prim(P.neg))
@@ -236,6 +275,9 @@ _public("deg2rad", np.deg2rad, lambda x: P.mul.bind(x, constant(math.pi / 180, a
         "radians")
 _public("rad2deg", np.rad2deg, lambda x: P.mul.bind(x, constant(180 / math.pi, aval(x).dtype)),
         "degrees")
+# NumPy's radians/degrees are ufuncs of their own, not deg2rad/rad2deg under other names
+UFUNCS[np.radians], UFUNCS[np.degrees] = UFUNCS[np.deg2rad], UFUNCS[np.rad2deg]
+_public("fabs", np.fabs, _prim(P.abs))
 _public("floor", np.floor, _float_only(P.floor))
 _public("ceil", np.ceil, _float_only(P.ceil))
 _public("trunc", np.trunc, _trunc, "fix")
@@ -260,8 +302,8 @@ _public("fmax", np.fmax, _fmax_fmin(P.max))
 _public("fmin", np.fmin, _fmax_fmin(P.min))
 _public("arctan2", np.arctan2, _prim(P.atan2), "atan2")
 _public("hypot", np.hypot, _hypot)
-_public("logaddexp", np.logaddexp, _logaddexp(_log1p_exp, math.log(2)))
-_public("logaddexp2", np.logaddexp2, _logaddexp(_log2_1p_exp2, 1.0))
+_public("logaddexp", np.logaddexp, _logaddexp(_exp, _expm1, _log1p, math.log(2)))
+_public("logaddexp2", np.logaddexp2, _logaddexp(_exp2, _expm1_base2, _log2_1p, 1.0))
 _public("copysign", np.copysign, _prim(P.copysign))
 _public("equal", np.equal, _prim(P.eq))
 _public("not_equal", np.not_equal, _prim(P.ne))

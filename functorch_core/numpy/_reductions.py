@@ -242,7 +242,12 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
     return _finish(cast(y, out_dt), axes, keepdims)
 
 
-def _variance(name, a, axis, dtype, out, ddof, keepdims, where, mean, correction):
+def _variance(name, a, axis, dtype, out, ddof, keepdims, where, mean, correction, root=False):
+    """var (or, with ``root``, std) over ``axis``.
+
+    std of one element with ``ddof=0`` is ``|x - mean|`` itself: built as ``abs``, not as
+    ``sqrt`` of a square, so its derivative is 0 (no ``0/0``) where it is identically 0.
+    """
     if _given(correction):
         if ddof != 0:
             raise ValueError(f"{name}: ddof and correction can't be provided simultaneously")
@@ -260,6 +265,8 @@ def _variance(name, a, axis, dtype, out, ddof, keepdims, where, mean, correction
         m = _keep(_divide(P.reduce_sum.bind(cast(x, sum_dt), axes=axes), n), axes, shape)
     d_dt = np.result_type(src, aval(m).dtype)
     d = P.sub.bind(cast(x, d_dt), broadcast_to_shape(cast(m, d_dt), shape))
+    if root and n == 1 and ddof == 0:
+        return cast(P.reduce_sum.bind(P.abs.bind(d), axes=axes), out_dt), axes
     if d_dt.kind == "c":
         re, im = P.real.bind(d), P.imag.bind(d)
         sq = P.add.bind(P.mul.bind(re, re), P.mul.bind(im, im))
@@ -267,7 +274,8 @@ def _variance(name, a, axis, dtype, out, ddof, keepdims, where, mean, correction
         sq = P.mul.bind(d, d)
     s_dt = _result_dtype(np.sum, name, aval(sq).dtype, acc)
     s = P.reduce_sum.bind(cast(sq, s_dt), axes=axes)
-    return cast(_divide(s, builtins.max(n - ddof, 0)), out_dt), axes
+    y = cast(_divide(s, builtins.max(n - ddof, 0)), out_dt)
+    return (_sqrt(y) if root else y), axes
 
 
 @implements(np.var)
@@ -286,8 +294,9 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None,
         correction=None):
     """``numpy.std``: the square root of :func:`var`."""
-    y, axes = _variance("std", a, axis, dtype, out, ddof, keepdims, where, mean, correction)
-    return _finish(_sqrt(y), axes, keepdims)
+    y, axes = _variance("std", a, axis, dtype, out, ddof, keepdims, where, mean, correction,
+                        root=True)
+    return _finish(y, axes, keepdims)
 
 
 # --- argmax, argmin -----------------------------------------------------------------

@@ -15,7 +15,9 @@ Conventions at the non-smooth points:
     elements (so ``reduce_max`` agrees with the last element of ``cummax``).
   - ``abs`` has derivative ``sign(x)`` (0 at 0; for complex ``x``, 0 at 0).
   - ``sqrt``/``cbrt`` at 0 give an infinite derivative, as NumPy's limits do.
-  - ``pow(x, y)``: d/dx is 0 where ``y == 0``; d/dy is 0 where ``x == 0``.
+  - ``pow(x, y)``: d/dx is 0 at ``x == y == 0`` (``y * x**(y-1)`` elsewhere, so the
+    mixed partial at ``y == 0`` is ``1/x``); d/dy is 0 where ``x == 0`` (JAX's convention);
+    the higher derivatives there are 0 too, not NaN.
   - Complex values: tangents are complex and rules are holomorphic where the
     function is; ``real``, ``imag``, ``conj`` and ``abs`` are handled as R-linear maps.
 """
@@ -234,13 +236,20 @@ JVP[P.div] = _div_rule
 
 
 def _pow_dx(x, y, out):
-    full = mul(y, P.pow.bind(x, sub(y, _c(1, y))))
-    return P.select.bind(P.eq.bind(y, _c(0, y)), _c(0, x), full)
+    # 0 at x == y == 0; there the base is replaced by 1, so that the unselected branch (and
+    # every derivative of it) stays finite. Elsewhere y * x**(y-1), whose y-derivative is
+    # right at y == 0 too
+    both0 = P.and_.bind(P.eq.bind(x, _c(0, x)), P.eq.bind(y, _c(0, y)))
+    safe = P.select.bind(both0, _c(1, x), x)
+    full = mul(y, P.pow.bind(safe, sub(y, _c(1, y))))
+    return P.select.bind(both0, _c(0, x), full)
 
 
 def _pow_dy(x, y, out):
-    full = mul(P.log.bind(x), out)
-    return P.select.bind(P.eq.bind(x, _c(0, x)), _c(0, x), full)
+    # log of x == 0 replaced by log(1) = 0, for the same reason
+    is0 = P.eq.bind(x, _c(0, x))
+    full = mul(P.log.bind(P.select.bind(is0, _c(1, x), x)), out)
+    return P.select.bind(is0, _c(0, x), full)
 
 
 def _chooser_coef(mine):
