@@ -90,8 +90,8 @@ def _seekable(stream) -> bool:
     return bool(seekable()) if seekable is not None else hasattr(stream, "seek")
 
 
-class _OwningTarFile(tarfile.TarFile):
-    """A ``TarFile`` (what ``decompress`` yields) that closes its source stream with itself."""
+class _OwnsSource:
+    """An archive (what ``decompress`` yields) that closes its source stream with itself."""
 
     _source = None
 
@@ -102,16 +102,12 @@ class _OwningTarFile(tarfile.TarFile):
             _close(self._source)
 
 
-class _OwningZipFile(zipfile.ZipFile):
-    """A ``ZipFile`` (what ``decompress`` yields) that closes its source stream with itself."""
+class _OwningTarFile(_OwnsSource, tarfile.TarFile):
+    pass
 
-    _source = None
 
-    def close(self) -> None:
-        try:
-            super().close()
-        finally:
-            _close(self._source)
+class _OwningZipFile(_OwnsSource, zipfile.ZipFile):
+    pass
 
 
 def _open_tar(stream, mode: str, cls=tarfile.TarFile):
