@@ -10,17 +10,17 @@ $(BIN)/python:
 	@$(PYTHON) -m venv $(VENV) || { echo "python3 -m venv failed: install python3-venv (Debian: apt-get install python3-venv)"; exit 1; }
 	$(BIN)/python -m pip install -q --upgrade pip
 
-# numpy, scipy, llvmlite (~120 MB)
+# numpy, scipy, llvmlite (~390 MB installed)
 $(VENV)/.installed: $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install -q -e .
 	@touch $@
 
-# + pytest, hypothesis, ruff (~20 MB)
+# + pytest, hypothesis, ruff (~15 MB)
 $(VENV)/.installed-test: $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test]'
 	@touch $@ $(VENV)/.installed
 
-# + numba-cuda and NVIDIA's compiler wheels for the CUDA simulator and PTX checks (~420 MB)
+# + numba-cuda and NVIDIA's compiler wheels for the CUDA simulator and PTX checks (~420 MB of wheels)
 $(VENV)/.installed-gpu-sim: $(VENV)/.installed-test
 	$(BIN)/python -m pip install -q -e '.[test,cuda-sim]'
 	@touch $@
@@ -28,11 +28,11 @@ $(VENV)/.installed-gpu-sim: $(VENV)/.installed-test
 demo: $(VENV)/.installed
 	$(BIN)/python examples/quickstart.py
 
-# everything but the CUDA simulator's tests (~12 min on 2 cores)
+# everything but the CUDA simulator's tests (~16 min on 2 cores)
 test: $(VENV)/.installed-test
 	$(PYTEST) -m "not gpu_sim"
 
-# the CUDA backend under numba-cuda's simulator, and its kernels through PTX + ptxas (~4 min)
+# the CUDA backend under numba-cuda's simulator, and its kernels through PTX + ptxas (5-10 min)
 test-gpu-sim: $(VENV)/.installed-gpu-sim
 	NUMBA_ENABLE_CUDASIM=1 $(PYTEST) -m gpu_sim
 
