@@ -84,7 +84,7 @@ def sinc(x):
     small = E.less(E.absolute(y), 1e-2)
     safe = E.where(small, 1.0, y)
     return to_result(E.where(small, _sinc_series(E.where(small, y, 0.0)),
-                             E.divide(E.sin(safe), safe)))
+                             E.divide(E.sin(safe), safe)), scalar=True)
 
 
 @implements(np.nan_to_num)

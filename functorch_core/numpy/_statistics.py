@@ -171,7 +171,9 @@ def _quantiles(name, a, q, axis, method, keepdims, nan_aware, np_name):
     else:
         t = asarray(gamma if method == "linear" else E.where(E.equal(gamma, 0.0), 0.0, 0.5),
                     dtype=out_dt)
-        lo_c, hi_c = asarray(lo_v, dtype=out_dt), asarray(hi_v, dtype=out_dt)
+        # NumPy interpolates towards the next element even where t is 0 (inf * 0 is NaN)
+        nxt = _take_last(sb, asarray(E.minimum(E.add(below, 1.0), hi_index), dtype=np.int64))
+        lo_c, hi_c = asarray(lo_v, dtype=out_dt), asarray(nxt, dtype=out_dt)
         d = E.subtract(hi_c, lo_c)
         res = E.where(E.greater_equal(t, 0.5), E.subtract(hi_c, E.multiply(d, E.subtract(1, t))),
                       E.add(lo_c, E.multiply(d, t)))
