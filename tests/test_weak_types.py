@@ -49,6 +49,17 @@ def test_ufunc_of_one_weak_value_is_strong_as_in_numpy():
     assert jit(lambda w, s: w * np.sin(s))(w, 3).dtype == (w * np.sin(3)).dtype
 
 
+@given(op=st.sampled_from(["add", "multiply", "true_divide", "power"]),
+       a=st.sampled_from(sorted(SCALARS)), b=st.sampled_from(["int", "float"]))
+def test_ufunc_of_two_python_scalars_is_strong_as_in_numpy(op, a, b):
+    # np.multiply(0.5, 2) is a strong np.float64, where 0.5 * 2 is a weak Python float
+    w = np.ones(3, np.float16)
+    x, y = SCALARS[a], SCALARS[b]
+    want = (w * getattr(np, op)(x, y)).dtype
+    assert jit(lambda w, x, y: w * getattr(np, op)(x, y))(w, x, y).dtype == want
+    assert jit(lambda w: w * getattr(np, op)(x, y))(w).dtype == want
+
+
 COMPARISONS = {"lt": operator.lt, "le": operator.le, "eq": operator.eq, "ne": operator.ne,
                "ge": operator.ge, "gt": operator.gt}
 

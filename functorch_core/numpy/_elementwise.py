@@ -73,8 +73,16 @@ def _public(name, ufunc, build, *aliases):
         if out is not None:
             from ._mutation import ufunc_out
             return ufunc_out(name, out, apply_ufunc(name, ufunc, build, args, dtype))
-        return apply_ufunc(name, ufunc, build, args, dtype)
+        result = apply_ufunc(name, ufunc, build, args, dtype)
+        if is_tracer(result) and aval(result).weak_type:
+            # np.multiply(0.5, 2) is a float64 scalar: strong, unlike 0.5 * 2
+            result = P.convert.bind(result, new_dtype=aval(result).dtype)
+        return result
+
+    def operator(*args):
+        return apply_ufunc(name, ufunc, build, args)
     fn.__name__ = fn.__qualname__ = name
+    fn.operator = operator
     fn.__doc__ = f"Elementwise ``numpy.{ufunc.__name__}``, traceable; same dtypes and values."
     implements(ufunc)(fn)
     for n in (name, *aliases):

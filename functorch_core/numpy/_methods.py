@@ -16,15 +16,21 @@ def _fnp():
     return fnp
 
 
+def _operator(name):
+    """``fnp.<name>`` as an operator: Python scalars combined stay weak (``0.5 * step``)."""
+    fn = getattr(_fnp(), name)
+    return getattr(fn, "operator", fn)
+
+
 def _binary(name, reflected=False):
     def op(self, other):
-        fn = getattr(_fnp(), name)
+        fn = _operator(name)
         return fn(other, self) if reflected else fn(self, other)
     return op
 
 
 def _unary(name):
-    return lambda self: getattr(_fnp(), name)(self)
+    return lambda self: _operator(name)(self)
 
 
 def _method(name):

@@ -174,7 +174,9 @@ def _quantiles(name, a, q, axis, method, keepdims, nan_aware, np_name):
         # NumPy interpolates towards the next element even where t is 0 (inf * 0 is NaN)
         nxt = _take_last(sb, asarray(E.minimum(E.add(below, 1.0), hi_index), dtype=np.int64))
         lo_c, hi_c = asarray(lo_v, dtype=out_dt), asarray(nxt, dtype=out_dt)
-        d = E.subtract(hi_c, lo_c)
+        # NumPy subtracts floats in their own dtype (integers wrap there: those we widen first)
+        d = asarray(E.subtract(nxt, lo_v), dtype=out_dt) if aval(s).dtype.kind == "f" \
+            else E.subtract(hi_c, lo_c)
         res = E.where(E.greater_equal(t, 0.5), E.subtract(hi_c, E.multiply(d, E.subtract(1, t))),
                       E.add(lo_c, E.multiply(d, t)))
     res = asarray(res, dtype=out_dt)
