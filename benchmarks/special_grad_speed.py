@@ -49,10 +49,12 @@ def _cases(n, dtype):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--n", type=int, default=1 << 20)
+    parser.add_argument("--n", type=int, help="values (default 2**20; --quick: 2**14)")
+    parser.add_argument("--quick", action="store_true")
     parser.add_argument("--dtype", choices=("float64", "float32"), action="append")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
+    args.n = args.n or (1 << (14 if args.quick else 20))
     jax = optional_import("jax")
     js = None
     if jax is not None:
