@@ -1,7 +1,7 @@
 """The cpu backend's native ``igamma_grad_a``, ``igamma_hess_a`` and ``betainc_grad`` (first
 and second derivatives)
-(backends/llvm/special_grads.py) against their NumPy reference (backends/igamma_grad.py,
-backends/betainc_grad.py).
+(backends/llvm/special_grads.py) against their NumPy reference
+(backends/interpreter/igamma_grad.py, backends/interpreter/betainc_grad.py).
 
 The native loops repeat the reference's arithmetic; only the helpers round differently
 (libm's ``lgamma``/``tgamma`` for SciPy's ``gammaln``/``betaln``, the inline ``log``,
@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 import scipy.special as ss
 from budget import share
-from functorch_core.backends.betainc_grad import betainc_grad
-from functorch_core.backends.igamma_grad import igamma_grad_a
+from functorch_core.backends.interpreter.betainc_grad import betainc_grad
+from functorch_core.backends.interpreter.igamma_grad import igamma_grad_a
 from functorch_core.backends.llvm import lowering
 from functorch_core.backends.planning.partition import Fallback
 from functorch_core.ir import primitives as P

@@ -22,8 +22,8 @@ from functorch_core.ir import Lit, Tracer
 from functorch_core.ir import primitives as P
 from functorch_core.ir.pytree import tree_flatten, tree_map, tree_structure, tree_unflatten
 
-from .._random_scope import fill
-from .._tracing import fn_name, leaf_aval
+from .._internal.random_scope import fill
+from .._internal.tracing import fn_name, leaf_aval
 from ._common import Transformed, cached, drop_writes, signature, trace_for_transform
 from .batching import NOT_BATCHED, batch_graph, moveaxis
 from .batching import RULES as BATCH_RULES

@@ -46,7 +46,7 @@ from functorch_core.ir.core import on_device
 from functorch_core.ir.pytree import tree_unflatten
 from functorch_core.ir.source import code_at
 
-from .._tracing import fn_name
+from .._internal.tracing import fn_name
 from ._alias import (
     READ_ONLY,
     VIEWS,
@@ -452,7 +452,7 @@ def functionalize(func, *, remove="mutations"):
 
     @functools.wraps(func)
     def functionalized(*args, **kwargs):
-        from .._tracing import trace_call
+        from .._internal.tracing import trace_call
         leaves, _, key = signature(func, args, kwargs, f"functionalize({name})")
         plan = input_plan(leaves, f"functionalize({name})")
 

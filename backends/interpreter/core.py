@@ -1,4 +1,4 @@
-"""The reference interpreter: a NumPy implementation of every primitive.
+"""The reference interpreter's primitive implementations (``IMPLS``) and ``run_graph``.
 
 This module is the executable specification of the catalogue. Importing it
 registers each implementation as the primitive's eager ``impl``.
@@ -10,6 +10,8 @@ import numpy as np
 from functorch_core.ir import dtypes
 from functorch_core.ir import primitives as P
 from functorch_core.ir.core import Graph, Lit
+
+from .linalg import LINALG_IMPLS
 
 IMPLS: dict = {}
 
@@ -550,8 +552,6 @@ def run_graph(graph: Graph, args):
                 else np.asarray(o, dtype=v.aval.dtype)
     return [read(o) for o in graph.outputs]
 
-
-from .interpreter_linalg import LINALG_IMPLS  # noqa: E402
 
 IMPLS.update(LINALG_IMPLS)
 for _p, _f in IMPLS.items():

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import numpy as fnp
+from .. import numpy as fnp
 
 
 def _coefficients(dtype):

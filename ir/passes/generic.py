@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core import Eqn, Graph, Lit, Var
+from ..primitives import call, custom_jvp_call, custom_vjp_call
 from .algebra import simplify_products
-from .core import Eqn, Graph, Lit, Var
-from .primitives import call, custom_jvp_call, custom_vjp_call
 from .products import rewrite_products
 from .scan_outputs import forward_scan_outputs
 
@@ -168,8 +168,8 @@ class _Bind:
 
 
 def simplify(graph: Graph, *, grow=True) -> Graph:
-    """inline, rewrite products (``ir.products``), then fold constants, CSE and DCE, forward
-    scan outputs that need no loop (``ir.scan_outputs``), and rewrite products once more:
+    """inline, rewrite products (``ir.passes.products``), then fold constants, CSE and DCE, forward
+    scan outputs that need no loop (``ir.passes.scan_outputs``), and rewrite products once more:
     a transposed product whose other uses CSE merged or DCE dropped folds only then (the
     symmetrised Hessian of ``hessian``, for one). ``grow`` as in :func:`fold_constants`."""
     graph = rewrite_products(inline(graph))
