@@ -81,7 +81,7 @@ _PUBLIC = {"JVP_RULES": JVP, "TRANSPOSE_RULES": transpose.TRANSPOSE,
            "BATCH_RULES": batching.RULES, "NOT_BATCHED_REASONS": batching.NOT_BATCHED}
 
 
-def test_the_manifest_includes_every_rule_modules_tables():
+def test_the_manifest_includes_every_rule_modules_tables_each_filled_by_its_module():
     seen = {name: 0 for name in _PUBLIC}
     counted = set()
     for info in pkgutil.iter_modules(transforms.__path__):
@@ -95,5 +95,7 @@ def test_the_manifest_includes_every_rule_modules_tables():
                 assert public.get(prim) is local[prim], (
                     f"{info.name}.{name} has {prim.name}, missing from the manifest's table")
                 assert public.site(prim) == local.site(prim)
+                assert local.site(prim).startswith(module.__file__ + ":"), (
+                    f"{info.name}.{name}[{prim.name}] was registered from another module")
             seen[name] += len(local)
     assert {name: len(public) for name, public in _PUBLIC.items()} == seen
