@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from functorch_core.backends.cuda import arrays, availability, eager
-from functorch_core.ir import trace
+from functorch_core.ir import eager as ir_eager
 from functorch_core.ir.pytree import tree_map
 
-trace.DEVICE_EVAL = eager.evaluate    # eager equations over device arrays run on the device
+ir_eager.register_device(eager.evaluate)   # eager equations over device arrays run there
 
 
 def backends_available() -> list[str]:

@@ -7,7 +7,7 @@ registers each implementation as the primitive's eager ``impl``.
 from __future__ import annotations
 
 import numpy as np
-from functorch_core.ir import dtypes
+from functorch_core.ir import dtypes, eager
 from functorch_core.ir import primitives as P
 from functorch_core.ir.core import Graph, Lit
 
@@ -554,6 +554,5 @@ def run_graph(graph: Graph, args):
 
 
 IMPLS.update(LINALG_IMPLS)
-for _p, _f in IMPLS.items():
-    _p.impl = _f
+eager.register_host(IMPLS)
 MISSING = sorted(p.name for p in P.ALL.values() if p not in IMPLS)

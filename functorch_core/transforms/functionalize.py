@@ -37,14 +37,16 @@ functionalization carries out in turn.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import numpy as np
 
-from functorch_core.ir import Graph, Lit, Tracer, Var, current_trace, passes, trace_flat
+from functorch_core.ir import Graph, Lit, Primitive, Tracer, Var, current_trace, passes, trace_flat
 from functorch_core.ir import primitives as P
 from functorch_core.ir.core import on_device
 from functorch_core.ir.pytree import tree_unflatten
 from functorch_core.ir.source import code_at
+from functorch_core.ir.tables import Table
 
 from .._internal.tracing import fn_name
 from ._alias import (
@@ -163,7 +165,7 @@ def _setitem_rule(st, eqn):
     st.write(x, new, eqn)
 
 
-MUTATION_RULES = {P.setitem: _setitem_rule}
+MUTATION_RULES: Table[Primitive, Callable] = Table("mutations", [(P.setitem, _setitem_rule)])
 
 
 def _view_rule(st, eqn):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import Eqn, Graph, Lit, Var
+from ..eager import host_impl
 from ..primitives import call, custom_jvp_call, custom_vjp_call
 from .algebra import simplify_products
 from .products import rewrite_products
@@ -89,13 +90,14 @@ def fold_constants(graph: Graph, *, grow=True) -> Graph:
     eqns = []
     for eqn in graph.eqns:
         inputs = tuple(_rename(env, a) for a in eqn.inputs)
-        foldable = (eqn.prim.impl is not None and not _has_effect(eqn)
+        impl = host_impl(eqn.prim)
+        foldable = (impl is not None and not _has_effect(eqn)
                     and eqn.prim.family != "control"     # a loop would run at compile time
                     and all(isinstance(a, Lit) for a in inputs)
                     and _fold_size_ok(inputs, eqn.outputs, grow))
         if foldable:
             with np.errstate(all="ignore"):
-                outs = eqn.prim.impl(*(a.value for a in inputs), **eqn.params)
+                outs = impl(*(a.value for a in inputs), **eqn.params)
             outs = outs if eqn.prim.multiple_results else [outs]
             for v, o in zip(eqn.outputs, outs, strict=True):
                 env[id(v)] = Lit(np.asarray(o, dtype=v.aval.dtype), v.aval)
