@@ -1,7 +1,7 @@
 """The reference interpreter's primitive implementations (``IMPLS``) and ``run_graph``.
 
 This module is the executable specification of the catalogue. Importing it
-registers each implementation as the primitive's eager ``impl``.
+registers the implementations as the host's eager dispatch (``ir/eager.py``).
 """
 
 from __future__ import annotations
