@@ -9,6 +9,7 @@ rounds of medians; ratios against NumPy.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -17,6 +18,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from _timing import median_time, report, result
+from functorch_core.backends.llvm import blas
 from lapack import jit_lapack
 
 import functorch_core as fc
@@ -48,7 +50,12 @@ def main():
     rounds, repeats = (2, 3) if quick else (5, 5)
     for title, (fn, args) in _workloads(quick).items():
         before, after = jit_lapack(fn, args, False), jit_lapack(fn, args, True)
-        for g, w in zip(fc.tree_leaves(after(*args)), fc.tree_leaves(fn(*args)), strict=True):
+        # a big svd with vectors runs gesdd's calls with OpenBLAS at one thread each: its bits
+        # are NumPy's on one thread; the others call the routine as NumPy does
+        held = title.startswith("svd") and "values" not in title and args[0].ndim == 2
+        with blas.one_thread_each() if held else contextlib.nullcontext():
+            want = fn(*args)
+        for g, w in zip(fc.tree_leaves(after(*args)), fc.tree_leaves(want), strict=True):
             np.testing.assert_array_equal(g, w)     # NumPy's routine: its bits
         times = {"NumPy": [], "jit, interpreter's call": [], "jit, native LAPACK": []}
         for _ in range(rounds):
