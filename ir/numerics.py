@@ -35,3 +35,17 @@ ZETA_BERNOULLI = (0.08333333333333333, -0.001388888888888889, 3.306878306878307e
                   -2.174868698558062e-16, 5.5090028283602295e-18, -1.3954464685812522e-19)
 # (direct terms N, Bernoulli terms M), keyed by "computed in double" (False: float32)
 ZETA_TERMS = {True: (8, 12), False: (4, 8)}
+
+# The continued fraction of betainc's parameter derivatives, and the series and continued
+# fraction of igamma's (evaluated alike by the interpreter and the cpu backend):
+BETAINC_MAX_TERMS = 3000
+# the stopping test's relative change: the derivatives' convergents drift by a few eps per
+# term once converged (rounding), so a test at eps itself would run every term
+BETAINC_TOL = 8 * 2.0 ** -52
+# the second derivatives' convergents drift by hundreds of eps per term once converged (they
+# cancel), and one may be 0 itself: their test is relative to it plus F, at this tolerance (a
+# test at BETAINC_TOL would run until the convergents underflow)
+BETAINC_TOL_SECOND = 2.0 ** -40
+BETAINC_BIG = 2.0 ** 256        # convergents are rescaled past this
+IGAMMA_MAX_TERMS = 3000
+IGAMMA_BIG = 2.0 ** 256
