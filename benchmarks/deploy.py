@@ -1,8 +1,8 @@
 """Deployment paths: freezing speed-up, inference latency and load time of each artifact.
 
-Run from the repository root: ``python benchmarks/deploy.py`` (JAX and torch rows appear
-when they are installed). Medians over repeats, in one process (load times: fresh
-subprocesses, medians of a few).
+Run from the repository root: ``python benchmarks/deploy.py [--write]`` (JAX and torch rows
+appear when they are installed; ``--write`` rewrites ``benchmarks/results/deploy.md``).
+Medians over repeats, in one process (load times: fresh subprocesses, medians of a few).
 
 (a) ``freeze`` on the ``cnn_digits`` model (Conv2d-BatchNorm2d-ReLU-MaxPool2d-Linear) in
     eval mode, batch 1 and 64: ``jit(lambda m, x: m(x))`` (weights as inputs) against the
@@ -30,6 +30,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import functorch_core as fc
+from benchmarks._results import timing_notes, wants_write, write
 from benchmarks._timing import median_time, optional_import
 from functorch_core import nn
 
@@ -59,6 +60,7 @@ def freezing(rng):
     frozen = fc.freeze(model)
     print("\n(a) freeze: cnn_digits in eval mode (jit: weights as inputs; jit closure: "
           "weights as constants, no folding)")
+    rows = []
     for batch in (1, 64):
         x = rng.standard_normal((batch, 1, 8, 8)).astype(np.float32)
         plain, _ = frozen.graph_for(x, folded=False)
@@ -70,6 +72,12 @@ def freezing(rng):
               f"{1e6 * t_closure:8.1f} us, frozen {1e6 * t_frozen:8.1f} us "
               f"({t_jit / t_frozen:.2f}x / {t_closure / t_frozen:.2f}x), "
               f"{len(plain.eqns)} -> {len(folded.eqns)} equations")
+        rows.append([batch, f"{1e6 * t_jit:.1f}", f"{1e6 * t_closure:.1f}",
+                     f"{1e6 * t_frozen:.1f}", f"{t_jit / t_frozen:.2f}x",
+                     f"{t_closure / t_frozen:.2f}x", f"{len(plain.eqns)} -> {len(folded.eqns)}"])
+    return ("(a) `freeze` on `examples/cnn_digits.py`'s model in eval mode, µs per call",
+            ["batch", "jit (weights as inputs)", "jit closure", "frozen", "jit / frozen",
+             "closure / frozen", "equations"], rows)
 
 
 def mlp_model(rng):
@@ -141,6 +149,7 @@ def latency(rng, d):
     print("\n(b) one inference, digits MLP (Linear-BatchNorm1d-ReLU-Linear)")
     print(f"  {'':>10} {'jit':>9} {'export':>9} {'.so':>9} {'jax.export':>11} "
           f"{'torch.jit':>10} {'torch.export':>13}  (us per call)")
+    rows = []
     for batch in (1, 64):
         x = rng.standard_normal((batch, 64)).astype(np.float32)
         exp = fc.export(frozen, x)
@@ -166,7 +175,12 @@ def latency(rng, d):
             return "n/a" if t is None else f"{1e6 * t:.1f}"
         print(f"  batch {batch:>4} {us(t_jit):>9} {us(t_exp):>9} {us(t_so):>9} "
               f"{us(t_jax):>11} {us(t_trace):>10} {us(t_export):>13}")
-    return path, so, jax_blob, traced, x
+        rows.append([batch] + [us(t) for t in (t_jit, t_exp, t_so, t_jax, t_trace, t_export)])
+    table = ("(b) one inference of the digits MLP (Linear-BatchNorm1d-ReLU-Linear, frozen), "
+             "µs per call", ["batch", "jit", "loaded export", "the `.so` through ctypes",
+                             "`jax.export`", "`torch.jit.trace` + `freeze` (1 thread)",
+                             "`torch.export`"], rows)
+    return (path, so, jax_blob, traced, x), table
 
 
 ENTRY_TIMER = """
@@ -195,7 +209,7 @@ int main(void) {
 def entry_cost(d):
     if shutil.which("cc") is None:
         print("\n(c) .so call cost: skipped (no cc)")
-        return
+        return None
     fc.export(lambda x: x + 1.0, np.ones(4, np.float32)).compile_library(
         os.path.join(d, "libtiny.so"), "tiny", header=os.path.join(d, "tiny.h"))
     with open(os.path.join(d, "timer.c"), "w") as f:
@@ -206,6 +220,8 @@ def entry_cost(d):
                         text=True).stdout.strip()
     print(f"\n(c) .so call from C, x + 1 on f32[4] (entry + one tiny kernel): {ns} ns per call "
           "(best of 15 loops of 100k)")
+    return ("(c) the `.so` called from C: `x + 1` on f32[4] (entry + one tiny kernel), "
+            "best of 15 loops of 100k", ["ns per call"], [[ns]])
 
 
 def _fresh(code, env=None):
@@ -266,15 +282,20 @@ def load_times(d, path, so, jax_blob, traced, x):
     print("\n(d) load time + first call in a fresh process (after imports), batch 64")
     for k, t in rows.items():
         print(f"  {k:<46} {1e3 * t:8.2f} ms")
+    return ("(d) load time + first call in a fresh process (after imports), batch 64, "
+            "median of 5", ["artifact", "ms"], [[k, f"{1e3 * t:.2f}"] for k, t in rows.items()])
 
 
 def main():
     rng = np.random.default_rng(0)
-    freezing(rng)
+    tables = [freezing(rng)]
     with tempfile.TemporaryDirectory() as d:
-        path, so, jax_blob, traced, x = latency(rng, d)
-        entry_cost(d)
-        load_times(d, path, so, jax_blob, traced, x)
+        artifacts, table = latency(rng, d)
+        tables += [table, entry_cost(d), load_times(d, *artifacts)]
+    if wants_write():
+        write("deploy", "deploy.py", [t for t in tables if t is not None],
+              notes=[*timing_notes(), "Medians over repeats in one process; load times in "
+                     "fresh subprocesses. 'n/a': the peer is not installed."])
 
 
 if __name__ == "__main__":

@@ -10,8 +10,9 @@ points where SciPy itself is within 1 ulp of the correctly rounded value (``crit
 same float; NaN against a number: ``inf``).
 
 This is an accuracy report, not a timed test. Run from the repository root:
-``python benchmarks/special_accuracy.py [name ...] [--dtype float64|float32]``. The mpmath
-values are cached in ``$SPECIAL_ACCURACY_CACHE`` (default ``/tmp/special_accuracy.pkl``).
+``python benchmarks/special_accuracy.py [name ...] [--dtype float64|float32] [--write]``;
+``--write`` rewrites ``benchmarks/results/special_accuracy.md``. The mpmath values are
+cached in ``$SPECIAL_ACCURACY_CACHE`` (default ``/tmp/special_accuracy.pkl``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ except ImportError:                      # the dev venv has it; the table needs 
     print("special_accuracy.py: mpmath is not installed, nothing to measure")
     sys.exit(0)
 import scipy.special as ss
+from _results import write
 
 import functorch_core as fc
 import functorch_core.scipy.special as S
@@ -342,13 +344,17 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", default=list(SPECS) + list(REDUCTIONS))
     parser.add_argument("--dtype", action="append", choices=["float64", "float32"])
+    parser.add_argument("--write", action="store_true",
+                        help="rewrite benchmarks/results/special_accuracy.md")
+    parser.add_argument("--quick", action="store_true",
+                        help="accepted for run_all.py: not timed, so no shorter form")
     ns = parser.parse_args(argv)
     dtypes = ns.dtype or ["float64", "float32"]
     head = (f"{'function':<14}{'dtype':<8}{'range':<30}{'mode':<6}{'vs scipy max/med':>17}"
             f"{'vs exact max/med':>17}{'scipy vs exact':>15}{'crit':>7}")
     print(head)
     print("-" * len(head))
-    failed = []
+    failed, table = [], []
     for name, dt, label, jit, ours, sp, exact in rows(ns.names, dtypes):
         d_sp = ulp_distance(ours, sp.astype(ours.dtype))
         d_ex = ulp_distance(ours, exact)
@@ -361,10 +367,21 @@ def main(argv=None):
               f"{_fmt(np.max(d_sp)):>9}/{_fmt(np.median(d_sp)):<7}"
               f"{_fmt(np.max(d_ex)):>9}/{_fmt(np.median(d_ex)):<7}"
               f"{_fmt(np.max(sp_ex)):>15}{_fmt(crit):>7}{flag}", flush=True)
+        table.append([f"`{name}`", dt, label, mode,
+                      f"{_fmt(np.max(d_sp))} / {_fmt(np.median(d_sp))}",
+                      f"{_fmt(np.max(d_ex))} / {_fmt(np.median(d_ex))}",
+                      _fmt(np.max(sp_ex)), _fmt(crit) + flag])
         if flag:
             failed.append(f"{name} {dt} {label} {mode}")
     print(f"\n{len(failed)} rows miss the criterion" + (":\n  " + "\n  ".join(failed)
                                                       if failed else ""))
+    if ns.write:
+        columns = ["function", "dtype", "range", "mode", "vs SciPy max / median",
+                   "vs exact max / median", "SciPy vs exact max", "crit"]
+        write("special_accuracy", "special_accuracy.py", [(None, columns, table)],
+              notes=[__doc__.split("\n\n")[1].replace("\n", " "),
+                     f"{len(failed)} rows miss the criterion. Deterministic: the same "
+                     "numbers on every run on this CPU."], argv=argv)
 
 
 def _fmt(v):

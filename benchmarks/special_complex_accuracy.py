@@ -4,7 +4,8 @@ points log-spaced in magnitude in every direction (and, for ``log_ndtr``, a band
 positive real axis where SciPy's formula cancels), under ``jit`` on the cpu backend.
 
 This is an accuracy report, not a timed test. Run from the repository root:
-``python benchmarks/special_complex_accuracy.py [name ...] [--n N]`` (needs mpmath).
+``python benchmarks/special_complex_accuracy.py [name ...] [--n N] [--write]`` (needs
+mpmath); ``--write`` rewrites ``benchmarks/results/special_complex_accuracy.md``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ except ImportError:                      # the dev venv has it; the table needs 
     print("special_complex_accuracy.py: mpmath is not installed, nothing to measure")
     sys.exit(0)
 import scipy.special as ss
+from _results import write
 
 import functorch_core as fc
 import functorch_core.scipy.special as S
@@ -74,7 +76,12 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("names", nargs="*", default=list(SPECS))
     parser.add_argument("--n", type=int, default=1000)
+    parser.add_argument("--write", action="store_true",
+                        help="rewrite benchmarks/results/special_complex_accuracy.md")
+    parser.add_argument("--quick", action="store_true",
+                        help="accepted for run_all.py: not timed, so no shorter form")
     args = parser.parse_args()
+    rows = []
     print(f"{args.n} points per function, relative error to mpmath at 50 digits")
     print("(max, p99, median over the finite results; 'not': results inf or NaN where the "
           "exact value is a double)")
@@ -93,6 +100,19 @@ def main():
             theirs = errors(np.asarray(scipys(z)), exact)
         print(f"{name:12} {top:9.3g}  " + "  ".join(
             " ".join(f"{v:9.2g}" for v in e[:3]) + f" {e[3]:4d}" for e in (mine, theirs)))
+        rows.append([f"`{name}`", f"{top:.3g}"] + [
+            f"{v:.2g}" for e in (mine, theirs) for v in (*e[:3], e[3])])
+    if args.write:
+        columns = ["function", "abs(z) up to", "ours max", "p99", "median", "not finite",
+                   "SciPy max", "p99", "median", "not finite"]
+        write("special_complex_accuracy", "special_complex_accuracy.py",
+              [(None, columns, rows)],
+              notes=[f"Relative error `|f - exact| / |exact|` to mpmath at 50 digits, {args.n} "
+                     "points per function log-spaced in magnitude from 1e-3 in every "
+                     "direction (`log_ndtr`: a quarter more in SciPy's cancellation band "
+                     "along the positive real axis); ours under `jit` on the cpu backend. "
+                     "Max, 99th percentile and median over the finite results; 'not finite': "
+                     "results inf or NaN where the exact value is a double. Deterministic."])
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
 """The shape-parameter derivatives under ``jit``: ``grad`` of ``sum(gammainc(a, x))`` in ``a``
 and of ``sum(betainc(a, b, x))`` in ``a`` and ``b``, native (cpu backend: the loops of
 backends/llvm/special_grads.py) against the NumPy series and fractions they replace
-(backends/igamma_grad.py, backends/betainc_grad.py, here through the interpreter backend, the
-path these equations took before) and JAX's gammainc gradient when importable (JAX has none
-for betainc in ``a``, ``b``), all in one process.
+(backends/interpreter/igamma_grad.py, backends/interpreter/betainc_grad.py, here through the
+interpreter backend, the path these equations took before) and JAX's gammainc gradient when
+importable (JAX has none for betainc in ``a``, ``b``), all in one process.
 
 Run from the repository root: ``python benchmarks/special_grad_speed.py [--n N]
 [--dtype float64|float32] [--repeats R]``. Medians of repeats (ms; the NumPy path is timed
@@ -49,10 +49,12 @@ def _cases(n, dtype):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--n", type=int, default=1 << 20)
+    parser.add_argument("--n", type=int, help="values (default 2**20; --quick: 2**14)")
+    parser.add_argument("--quick", action="store_true")
     parser.add_argument("--dtype", choices=("float64", "float32"), action="append")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
+    args.n = args.n or (1 << (14 if args.quick else 20))
     jax = optional_import("jax")
     js = None
     if jax is not None:

@@ -77,8 +77,10 @@ def main():
     parser.add_argument("names", nargs="*")
     parser.add_argument("--dtype", choices=("float64", "float32", "complex128", "complex64"),
                         action="append")
-    parser.add_argument("--n", type=int, default=1 << 20)
+    parser.add_argument("--n", type=int, help="values (default 2**20; --quick: 2**16)")
+    parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
+    args.n = args.n or (1 << (16 if args.quick else 20))
     jax, js = _jax_special()
     tables = {"f": _inputs(args.n), "c": _complex_inputs(args.n)}
     print(f"{args.n} values, median of 7 (ms); ratio = ours / other")

@@ -18,7 +18,7 @@ import numpy as np
 
 from functorch_core.ir.pytree import tree_leaves, tree_unflatten
 
-from ._tracing import arg_paths, argnums_tuple, normalize_argnums, positional_names
+from ._internal.tracing import arg_paths, argnums_tuple, normalize_argnums, positional_names
 
 
 def check_spec(fname, donate_argnums, donate_argnames, static_argnums, static_argnames):

@@ -20,8 +20,8 @@ from functorch_core.ir.pytree import dict_keys, tree_leaves, tree_unflatten
 from functorch_core.ir.trace import _current
 
 from . import _donation
-from ._random_scope import Scope
-from ._tracing import (
+from ._internal.random_scope import Scope
+from ._internal.tracing import (
     arg_paths,
     argnums_tuple,
     flat_args,
@@ -249,7 +249,7 @@ class Jitted:
         func = functools.partial(self.func, **static_kw) if static_kw else self.func
         name = f"jit({fn_name(self.func)})"
         with Scope(name, "fresh") as scope, profiling.span("trace", "trace"):
-            # a draw becomes a key input: see _random_scope
+            # a draw becomes a key input: see _internal.random_scope
             traced = trace_call(with_plan(func, key[1][-1]), args, kwargs, nums, name=name)
         graph, mutated = traced.graph, []
         if has_mutation(graph):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from functorch_core.backends import devices as backend
-from functorch_core.ir import trace
+from functorch_core.ir import eager as ir_eager
 from functorch_core.ir.pytree import tree_map
 
-trace.DEVICE_EVAL = backend.evaluate   # eager equations over device arrays run on the device
+ir_eager.register_device(backend.evaluate)   # eager equations over device arrays run there
 
 
 def backends_available() -> list[str]:

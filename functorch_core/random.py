@@ -17,7 +17,7 @@ XLA's ``erfinv`` polynomials, so they agree with JAX to a few ulp, not bit for b
 
 Same bits everywhere: every transform from bits to floats is built from correctly
 rounded operations only (``+ - * /``, ``sqrt``, comparisons, ``where``; ``log`` and
-``log1p`` come from ``_portable_log``, not from NumPy's or the backend's own ``log``),
+``log1p`` come from ``_internal.portable_log``, not from NumPy's or the backend's own ``log``),
 so a draw gives identical bits eagerly, under ``jit`` (cpu and interpreter backends),
 under ``vmap`` and on every machine. (The cuda backend's compiler may fuse a multiply and
 an add, which rounds once: there a float draw may differ in the last bit.)
@@ -44,9 +44,10 @@ from functorch_core.ir import Tracer
 from functorch_core.ir import primitives as P
 from functorch_core.ir.trace import current_trace
 
-from . import _portable_log, _random_scope
 from . import numpy as fnp
-from ._erfinv import erfinv
+from ._internal import portable_log as _portable_log
+from ._internal import random_scope as _random_scope
+from ._internal.erfinv import erfinv
 
 __all__ = ["PRNGKey", "bernoulli", "bits", "categorical", "choice", "dropout_mask",
            "exponential", "fold_in", "gumbel", "key", "manual_seed", "next_key", "normal",

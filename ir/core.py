@@ -157,8 +157,9 @@ class Primitive:
     ``shape_rule(*avals, **params)`` returns the list of output avals and
     raises ``ValueError``/``TypeError`` with a plain message on bad input.
     Rules of transforms and backends live in their own tables keyed by the
-    primitive; only the eager implementation is looked up here, because
-    ``ir`` cannot import the backend that provides it.
+    primitive, the eager implementations of the catalogue's too (the backends
+    register them in ``ir/eager.py``); ``impl`` is the eager implementation of
+    a primitive made outside the catalogue.
     """
 
     name: str

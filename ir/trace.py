@@ -12,6 +12,7 @@ import contextvars
 
 import numpy as np
 
+from . import eager
 from .core import AbstractArray, Eqn, Graph, Lit, ShapeTooLargeError, Var, aval_of, on_device
 from .source import user_code, user_source
 
@@ -195,9 +196,7 @@ def bind(prim, *args, **params):
     return tracers if prim.multiple_results else tracers[0]
 
 
-# Eager evaluation of an equation with a GPU array operand, installed by
-# ``functorch_core.devices``: (prim, args, values, in_avals, out_avals, params) -> results
-DEVICE_EVAL = None
+_host_get = eager.HOST.get
 
 
 def _bind_eager(prim, args, params):
@@ -211,11 +210,12 @@ def _bind_eager(prim, args, params):
         avals = prim.shape_rule(*in_avals, **params)
     except (ValueError, TypeError) as err:
         raise _with_source(err, prim, user_source()) from None
-    if DEVICE_EVAL is not None and any(on_device(v) for v in values):
-        return DEVICE_EVAL(prim, args, values, in_avals, avals, params)
-    if prim.impl is None:
+    if eager.DEVICE is not None and any(on_device(v) for v in values):
+        return eager.DEVICE(prim, args, values, in_avals, avals, params)
+    impl = prim.impl or _host_get(prim)
+    if impl is None:
         raise NotImplementedError(f"primitive {prim.name} has no eager implementation")
-    out = prim.impl(*values, **params)
+    out = impl(*values, **params)
     outs = out if prim.multiple_results else [out]
     fixed = [o if isinstance(o, np.ndarray) and o.dtype == av.dtype and o.shape == av.shape
              else np.asarray(o, dtype=av.dtype).reshape(av.shape)

@@ -1,4 +1,4 @@
-"""functorch_core.freeze and the freezing passes (ir.freezing)."""
+"""functorch_core.freeze and the freezing passes (ir.passes.freezing)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from functorch_core.backends.interpreter import run_graph
 from functorch_core.ir import check_graph, passes
 from functorch_core.ir.core import Lit
-from functorch_core.ir.freezing import fold_affine_into_products, pretranspose_constants
+from functorch_core.ir.passes.freezing import fold_affine_into_products, pretranspose_constants
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -1,5 +1,5 @@
 """Lean Jacobian graphs: jacrev of one output element without a size-1 batch, and
-``ir.algebra.simplify_products`` turning products with identity matrices into layout
+``ir.passes.algebra.simplify_products`` turning products with identity matrices into layout
 changes (values, non-finite inputs, what it must leave alone)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from functorch_core.backends import registry
 from functorch_core.backends.interpreter import run_graph
 from functorch_core.ir import AbstractArray, Eqn, Graph, Lit, Var, check_graph
 from functorch_core.ir import primitives as P
-from functorch_core.ir.algebra import simplify_products
+from functorch_core.ir.passes.algebra import simplify_products
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -17,6 +17,7 @@ import warnings
 
 import numpy as np
 import pytest
+from budget import share
 from functorch_core.backends.interpreter import run_graph
 from functorch_core.ir import check_graph, passes
 from functorch_core.ir.pytree import tree_flatten
@@ -34,11 +35,6 @@ pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning",
 
 PASSES = {"dce": passes.dce, "cse": passes.cse, "fold_constants": passes.fold_constants,
           "inline": passes.inline, "simplify": passes.simplify}
-
-
-def scaled(divisor: int, floor: int = 2) -> int:
-    """A share of the active hypothesis profile's example budget."""
-    return max(floor, settings.default.max_examples // divisor)
 
 
 # --- running one case -------------------------------------------------------------
@@ -135,7 +131,7 @@ def modes_of(op: Op):
 # --- parity over every dtype -------------------------------------------------------
 
 @pytest.mark.parametrize("op", OPS, ids=lambda op: op.name)
-@settings(max_examples=scaled(20, floor=1))
+@settings(max_examples=share(20, floor=1))
 @given(data=st.data())
 def test_parity(op: Op, data):
     """Each example draws one case per dtype and checks it eagerly and under jit; the
@@ -207,7 +203,7 @@ def check_passes(op: Op, case: Case, expected):
 
 
 @pytest.mark.parametrize("op", OPS, ids=lambda op: op.name)
-@settings(max_examples=scaled(20, floor=1))
+@settings(max_examples=share(20, floor=1))
 @given(data=st.data())
 def test_passes(op: Op, data):
     dtypes = [d for d in op.dtypes if not any(k.when is None for k in op.knowns("passes", d))]

@@ -1,4 +1,4 @@
-"""ir.products: transposed and outer products are rewritten without changing any value."""
+"""ir.passes.products: transposed and outer products are rewritten without changing any value."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 from functorch_core.backends.interpreter import run_graph
 from functorch_core.ir import AbstractArray, Eqn, Graph, Var, check_graph, passes
 from functorch_core.ir import primitives as P
-from functorch_core.ir.products import rewrite_products
+from functorch_core.ir.passes.products import rewrite_products
 from hypothesis import given
 from hypothesis import strategies as st
 

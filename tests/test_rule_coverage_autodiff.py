@@ -70,10 +70,10 @@ def test_missing_rule_names_the_primitive_and_the_transform():
 def test_missing_transpose_rule_names_the_primitive():
     fake = Primitive("fake_linear", lambda x: [AbstractArray(x.shape, x.dtype)],
                      impl=lambda x: np.asarray(x) * 2)
-    JVP[fake] = lambda primals, tangents: (fake.bind(*primals), fake.bind(*tangents))
+    JVP.register(fake, lambda primals, tangents: (fake.bind(*primals), fake.bind(*tangents)))
     try:
         assert fc.jvp(lambda x: fake.bind(x), (1.0,), (1.0,))[1] == 2.0
         with pytest.raises(MissingRuleError, match="vjp: primitive 'fake_linear'"):
             fc.grad(lambda x: fake.bind(x))(1.0)
     finally:
-        del JVP[fake]
+        JVP.unregister(fake)

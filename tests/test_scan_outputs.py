@@ -1,4 +1,4 @@
-"""ir.scan_outputs: stacked scan outputs that are an xs operand or an earlier output are
+"""ir.passes.scan_outputs: stacked scan outputs that are an xs operand or an earlier output are
 read from there, with the values of the loop that built them; and the cpu backend's
 scans write their stacked outputs into reused memory."""
 
@@ -17,7 +17,7 @@ except ImportError:     # not on Windows
 
 from functorch_core.ir import passes
 from functorch_core.ir import primitives as P
-from functorch_core.ir.scan_outputs import forward_scan_outputs
+from functorch_core.ir.passes.scan_outputs import forward_scan_outputs
 
 import functorch_core as fc
 from functorch_core import lax

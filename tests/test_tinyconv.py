@@ -2,9 +2,10 @@
 against the interpreter, gradients, the size and dtype limits, fixed bits."""
 
 import numpy as np
+from budget import share
 from functorch_core.backends.llvm import runtime, tinyconv
 from functorch_core.backends.planning.plan import Conv
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_conv import _call, _draw_operands, _layout, conv_problems
 
@@ -41,6 +42,7 @@ def test_small_convs_run_natively_and_match_the_interpreter(p, dtype, seed):
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
 
 
+@settings(max_examples=share(3))     # each example compiles three new convs (~2 s)
 @given(conv_problems(max_spatial=2), st.integers(0, 2 ** 32 - 1))
 def test_the_gradient_convs_run_natively_and_match_the_interpreter(p, seed):
     x, w = _draw_operands(p, np.float64, seed)

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from budget import share
 from functorch_core.ir import AbstractArray, check_graph, trace_flat
 from functorch_core.ir import primitives as P
 from functorch_core.ir.pytree import tree_flatten, tree_map
@@ -252,7 +253,7 @@ def _quiet(fn):
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::numpy.exceptions.ComplexWarning")
 @pytest.mark.parametrize("op", OPS, ids=lambda op: op.name)
-@settings(max_examples=max(3, settings.default.max_examples // 10))
+@settings(max_examples=share(10, floor=3))
 @given(data=st.data())
 def test_op_table_against_loop_and_stack(op, data):
     """Every fnp function of the op table, batched over a drawn in_dims combination."""

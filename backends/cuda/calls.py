@@ -23,7 +23,7 @@ import importlib
 import numpy as np
 from functorch_core.ir import primitives as P
 
-from ..interpreter_linalg import LinAlgError
+from ..interpreter.linalg import LinAlgError
 from .indexing import permutation
 
 SPECIAL = {P.erf: "erf", P.erfc: "erfc", P.erfcx: "erfcx", P.lgamma: "gammaln",

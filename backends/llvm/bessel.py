@@ -5,7 +5,7 @@ Chebyshev series run an element at a time).
 For ``a = |x|``: on ``[0, 4]`` and ``[4, 8]``, ``i0e(a)`` and ``i1e(a) / a`` are polynomials
 in ``a`` mapped onto ``[-1, 1]``; from 8 on, ``sqrt(a) i0e(a)`` and ``sqrt(a) i1e(a)`` are
 polynomials in ``16 / a - 1`` (tending to ``1 / sqrt(2 pi)``). ``i1e`` is odd, ``i0e`` even.
-The coefficients are fitted by ``fit_coefficients.py`` (Chebyshev interpolation at 60
+The coefficients are fitted by ``tools/fit_coefficients.py`` (Chebyshev interpolation at 60
 digits; lowest degree first). Everything is computed in double (float32: rounded once).
 """
 

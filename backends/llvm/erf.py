@@ -4,7 +4,7 @@ around them vectorizes, and the math around them fuses into the same loop).
 For ``a = |x|``, ``erfcx(a) = g(t) / (1 + 2a)`` with ``g`` one polynomial in
 ``t = (a - K) / (a + K)``, which maps ``[0, inf)`` onto ``[-1, 1)`` (the form of Shepherd and
 Laframboise, Math. Comp. 36 (1981), 249-253; our coefficients are fitted by
-``fit_coefficients.py``); ``erfc(a) = e^-a^2 erfcx(a)``, with ``a^2`` carried exactly as
+``tools/fit_coefficients.py``); ``erfc(a) = e^-a^2 erfcx(a)``, with ``a^2`` carried exactly as
 ``hi + lo`` and the power of two applied once at the end (so the subnormal tail rounds
 once); ``erf(x) = x + x p(2x^2 - 1)`` below 1, ``1 - erfc(a)`` (signed) above; negative
 arguments by ``erfc(-a) = 2 - erfc(a)`` and ``erfcx(-a) = 2 e^a^2 - erfcx(a)``.

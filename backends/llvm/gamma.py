@@ -8,7 +8,7 @@ double nearest the positive root ``x0`` (relative accuracy next to it, as SciPy 
 ``psi(x) = psi(1 - x) - pi cot(pi x)`` below 0, ``cot(pi x)`` from ``x = n/2 + r``
 (polynomials in ``r``, no rounding of ``pi x``). Poles as SciPy: ``-inf`` at +0, ``inf`` at
 -0, NaN at the negative integers and at -inf. The polynomials are fitted by
-``fit_coefficients.py`` (lowest degree first); float32 is computed in double and rounded.
+``tools/fit_coefficients.py`` (lowest degree first); float32 is computed in double and rounded.
 """
 
 from __future__ import annotations

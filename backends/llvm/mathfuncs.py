@@ -4,7 +4,7 @@ Each is straight-line arithmetic (range reduction, a polynomial by ``llvm.fma``,
 exponent bits, selects for the special cases), so the loop vectorizer turns a loop over them
 into ``<16 x float>`` / ``<8 x double>`` code; a call into libm would keep the loop scalar.
 float16 values arrive here as float (ops.py rounds the result). The coefficients come from
-``fit_coefficients.py`` (Chebyshev interpolation in 60-digit decimal arithmetic).
+``tools/fit_coefficients.py`` (Chebyshev interpolation in 60-digit decimal arithmetic).
 
 Accuracy (dense sweeps in tests/test_mathfuncs.py): within 1 ulp of the exact value, inf, NaN,
 -0.0, overflow to inf and gradual underflow through the subnormals as NumPy gives them.

@@ -37,6 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from functorch_core.ir.core import Graph, Lit
+from functorch_core.ir.eager import host_impl
 from functorch_core.ir.once import Once
 from llvmlite import binding as llvm
 from llvmlite import ir
@@ -498,7 +499,7 @@ def _fetch(ref, bufs):
 def _fallback_step(step: Fallback, arena: set):
     """One equation through the interpreter; a result lands in the arena when it is an
     intermediate, else in a fresh array (it may be a view of an argument)."""
-    eqn, impl = step.eqn, step.eqn.prim.impl
+    eqn, impl = step.eqn, host_impl(step.eqn.prim)
     dtypes = [v.aval.dtype for v in eqn.outputs]
 
     def run(bufs):

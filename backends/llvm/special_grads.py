@@ -1,10 +1,10 @@
 """``igamma_grad_a`` (``dP(a, x)/da``), ``igamma_hess_a`` (``d^2P/da^2``) and ``betainc_grad``
 (``dI_x(a, b)/da``, ``/db``) as native code: the series and continued fractions of
-``backends/igamma_grad.py`` and ``backends/betainc_grad.py``, operation for operation (same
-order, same stopping tests, same :data:`MAX_TERMS`), so the results are the NumPy
-reference's up to the rounding of the helpers (``lgamma``/``tgamma`` from libm for SciPy's
-``gammaln``/``betaln``, the inline ``log``, ``log1p``, ``exp``, ``digamma`` and
-``polygamma``).
+``backends/interpreter/igamma_grad.py`` and ``backends/interpreter/betainc_grad.py``,
+operation for operation (same order, same stopping tests, same :data:`MAX_TERMS`), so the
+results are the NumPy reference's up to the rounding of the helpers (``lgamma``/``tgamma``
+from libm for SciPy's ``gammaln``/``betaln``, the inline ``log``, ``log1p``, ``exp``,
+``digamma`` and ``polygamma``).
 
 The trip counts depend on the data, so each is an internal function defined once per module
 (loops with phis) that the kernel calls per element. float32 (and float16) operands are
@@ -212,7 +212,7 @@ def _igamma_body(order):
 def _igamma(order):
     def rule(e, dt, a, x):
         """``dP(a, x)/da`` (``order`` 1) or ``d^2P/da^2`` (2), as
-        ``backends/igamma_grad.py``, for float or double operands."""
+        ``backends/interpreter/igamma_grad.py``, for float or double operands."""
         name = "fc_igamma_grad_a" if order == 1 else "fc_igamma_hess_a"
         fn = _define(e, name, F64, [F64, F64], _igamma_body(order))
         wide = [v if v.type == F64 else e.b.fpext(v, F64) for v in (a, x)]
@@ -254,7 +254,7 @@ def _betaln(e, a, b_):
 
 def _beta_fraction(second):
     """``(dI/da, dI/db)`` below the switch point (``second``: ``(I_aa, I_ab, I_bb)``):
-    ``K F`` differentiated term by term, as ``backends/betainc_grad.py``."""
+    ``K F`` differentiated term by term, as ``backends/interpreter/betainc_grad.py``."""
     return lambda e, a, b_, x: _beta_fraction_body(e, a, b_, x, second)
 
 
@@ -431,7 +431,7 @@ _HESS = {(0, 0): 0, (0, 1): 1, (1, 1): 2}
 
 def betainc_grad(e, dt, a, b_, x, *, wrt):
     """``dI_x(a, b)/da`` (``wrt`` 0) or ``/db`` (1), or a second derivative (``wrt`` a pair)
-    (``backends/betainc_grad.py``) for float or double operands."""
+    (``backends/interpreter/betainc_grad.py``) for float or double operands."""
     second = isinstance(wrt, tuple)
     name = "fc_betainc_hess" if second else "fc_betainc_grad"
     fn = _define(e, name, F64, [F64, F64, F64, I32], _betainc_body(second))

@@ -11,8 +11,8 @@ from functorch_core.ir import primitives as P
 from functorch_core.ir.core import AbstractArray
 from functorch_core.ir.pytree import tree_flatten, tree_unflatten
 
-from .._random_scope import Scope
-from .._tracing import (
+from .._internal.random_scope import Scope
+from .._internal.tracing import (
     arg_paths,
     leaf_aval,
     merge_static,

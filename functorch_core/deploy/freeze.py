@@ -7,10 +7,10 @@ import numpy as np
 from functorch_core.backends import registry
 from functorch_core.ir import check_graph, current_trace, passes
 from functorch_core.ir import primitives as P
-from functorch_core.ir.freezing import fold_affine_into_products, pretranspose_constants
+from functorch_core.ir.passes.freezing import fold_affine_into_products, pretranspose_constants
 from functorch_core.ir.pytree import tree_flatten, tree_map, tree_unflatten
 
-from .._tracing import leaf_aval, trace_call
+from .._internal.tracing import leaf_aval, trace_call
 from .trees import callable_name
 
 

@@ -17,7 +17,7 @@ from functorch_core.ir import Graph, Tracer, eval_graph, passes, trace_flat
 from functorch_core.ir import primitives as P
 from functorch_core.ir.pytree import tree_flatten, tree_map, tree_unflatten
 
-from .._tracing import fn_name, leaf_aval
+from .._internal.tracing import fn_name, leaf_aval
 
 __all__ = ["associative_scan", "cond", "fori_loop", "map", "scan", "switch", "while_loop"]
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from functorch_core.ir import dtypes
 from functorch_core.ir import primitives as P
+from functorch_core.ir.eager import host_impl
 from functorch_core.ir.source import user_source
 
 from .. import numpy as fnp
@@ -169,9 +170,9 @@ def avg_pool(x, window_shape, strides=None, padding="VALID", count_include_pad=T
         return total / np.asarray(int(np.prod(window)), dt)
     k = len(window_shape)
     ones = np.ones(aval(x).shape[len(window) - k:], dt)
-    counts = P.reduce_window_sum.impl(ones, window_dimensions=window[-k:],
-                                      window_strides=strides[-k:], padding=pads[-k:],
-                                      base_dilation=(1,) * k, window_dilation=(1,) * k)
+    counts = host_impl(P.reduce_window_sum)(
+        ones, window_dimensions=window[-k:], window_strides=strides[-k:], padding=pads[-k:],
+        base_dilation=(1,) * k, window_dilation=(1,) * k)
     return total / counts
 
 

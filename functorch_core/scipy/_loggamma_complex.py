@@ -28,7 +28,7 @@ import math
 import numpy as np
 
 from .. import numpy as fnp
-from .._horner import horner
+from .._internal.horner import horner
 from ..numpy._core import complex_from_parts
 
 _SMALL = 7.0          # Stirling beyond this real part or imaginary magnitude

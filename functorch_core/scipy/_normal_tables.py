@@ -1,5 +1,5 @@
 """The polynomials of ``_normal.py``'s ndtri and erfinv, from
-``backends/llvm/fit_coefficients.py`` (Chebyshev interpolation at 60 digits; lowest degree
+``tools/fit_coefficients.py`` (Chebyshev interpolation at 60 digits; lowest degree
 first).
 
 Central, ``|d| <= CENTRAL``: ``ndtri(1/2 + d) = d P(u)``, ``u = 2 d^2 / CENTRAL^2 - 1``

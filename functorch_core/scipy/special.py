@@ -26,7 +26,7 @@ from functorch_core.ir import primitives as P
 from functorch_core.ir.numerics import COSPI_F64, SINC_F64
 
 from .. import numpy as fnp
-from .._horner import horner
+from .._internal.horner import horner
 from ..numpy._core import cast, is_tracer, operand, result_type, to_result
 from ..numpy._creation import array_operand
 from ..transforms import custom_jvp, stop_gradient

@@ -14,13 +14,15 @@ cache key.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.lib.array_utils import byte_bounds
 
-from functorch_core.ir import Tracer
+from functorch_core.ir import Primitive, Tracer
 from functorch_core.ir import primitives as P
+from functorch_core.ir.tables import Table
 
 
 @dataclass(frozen=True)
@@ -113,11 +115,11 @@ def _part(which):
 
 # primitive -> (layout of the input, input aval, **params) -> layout of the output view,
 # or None where the primitive copies after all (reshape of an incompatible layout)
-VIEWS = {
-    P.slice: _slice, P.dynamic_slice: _dynamic_slice, P.reshape: _reshape,
-    P.transpose: _transpose, P.squeeze: _squeeze, P.expand_dims: _expand_dims, P.rev: _rev,
-    P.real: _part(0), P.imag: _part(1),
-}
+VIEWS: Table[Primitive, Callable[..., Layout | None]] = Table("views", [
+    (P.slice, _slice), (P.dynamic_slice, _dynamic_slice), (P.reshape, _reshape),
+    (P.transpose, _transpose), (P.squeeze, _squeeze), (P.expand_dims, _expand_dims),
+    (P.rev, _rev), (P.real, _part(0)), (P.imag, _part(1)),
+])
 
 
 def _complex_part_error():
@@ -127,7 +129,8 @@ def _complex_part_error():
 
 
 # views that NumPy makes, but that writes may not go through
-READ_ONLY = {P.real: _complex_part_error, P.imag: _complex_part_error}
+READ_ONLY: Table[Primitive, Callable[[], Exception]] = Table(
+    "read-only views", [(P.real, _complex_part_error), (P.imag, _complex_part_error)])
 
 
 def view_layout(prim, lay: Layout, in_aval, params):

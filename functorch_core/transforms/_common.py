@@ -27,8 +27,8 @@ from functorch_core.ir import Graph, current_trace, eval_graph, passes
 from functorch_core.ir.core import on_device
 from functorch_core.ir.pytree import PyTreeDef
 
-from .._random_scope import FRESH_KEY, Scope, fill
-from .._tracing import Traced, arg_paths, flat_args, fn_name, leaf_aval, trace_call
+from .._internal.random_scope import FRESH_KEY, Scope, fill
+from .._internal.tracing import Traced, arg_paths, flat_args, fn_name, leaf_aval, trace_call
 from ..devices import placement
 
 _CACHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -114,7 +114,7 @@ def trace_for_transform(fn, args, kwargs, name, scope=None) -> Traced:
     tangents, no cotangents) and writes them back into the caller's arrays
     (``run_writing``), so the arguments end up as an eager call leaves them.
     Draws from the global random generator become inputs listed first in
-    ``traced.captured`` as ``FRESH_KEY`` (see ``_random_scope``); ``scope`` is vmap's.
+    ``traced.captured`` as ``FRESH_KEY`` (see ``_internal.random_scope``); ``scope`` is vmap's.
     """
     from .functionalize import functionalize_graph, has_mutation, input_plan, with_plan
     leaves = flat_args(args, kwargs, ())[0]

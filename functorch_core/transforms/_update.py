@@ -10,17 +10,20 @@ integer-array indices go through flat element positions and ``scatter``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
 from functorch_core.ir import Lit
 from functorch_core.ir import primitives as P
+from functorch_core.ir.core import Primitive
 from functorch_core.ir.indexing import (
     advanced_layout,
     broadcast_shapes,
     indexed_shape,
     to_numpy_index,
 )
+from functorch_core.ir.tables import Table
 
 
 def scalar(value, dtype):
@@ -102,11 +105,12 @@ def _ungather(parent, child, positions, *, axes):
     return P.scatter.bind(parent, positions, child, axes=axes)
 
 
-UNVIEW = {
-    P.slice: _unslice, P.dynamic_slice: _undynamic_slice, P.reshape: _unreshape,
-    P.transpose: _untranspose, P.squeeze: _unsqueeze, P.expand_dims: _unexpand,
-    P.rev: _unrev, P.gather: _ungather,
-}
+# view primitive -> (parent, child, *operands, **params) -> the parent with child written in
+UNVIEW: Table[Primitive, Callable] = Table("unview", [
+    (P.slice, _unslice), (P.dynamic_slice, _undynamic_slice), (P.reshape, _unreshape),
+    (P.transpose, _untranspose), (P.squeeze, _unsqueeze), (P.expand_dims, _unexpand),
+    (P.rev, _unrev), (P.gather, _ungather),
+])
 
 
 # --- a write x[indexer] = value as a pure value ------------------------------

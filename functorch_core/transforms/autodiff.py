@@ -20,8 +20,8 @@ from functorch_core.ir import primitives as P
 from functorch_core.ir.core import on_device
 from functorch_core.ir.pytree import tree_flatten, tree_leaves, tree_structure, tree_unflatten
 
-from .._random_scope import fill
-from .._tracing import argnums_tuple, fn_name, leaf_aval, normalize_argnums
+from .._internal.random_scope import fill
+from .._internal.tracing import argnums_tuple, fn_name, leaf_aval, normalize_argnums
 from ._common import Transformed, cached, run_writing, signature, trace_for_transform
 from .jvp import closed, differentiable, jvp_graph
 from .transpose import linearize_graph, transpose_graph

@@ -19,20 +19,27 @@ from collections.abc import Callable
 
 import numpy as np
 
-from functorch_core.ir import AbstractArray, Graph, Lit, bind, dtypes, trace_flat
+from functorch_core.ir import AbstractArray, Graph, Lit, Primitive, bind, dtypes, trace_flat
 from functorch_core.ir import primitives as P
+from functorch_core.ir.tables import Table
 
 from . import _windows as W
 
 BatchRule = Callable[..., tuple[list, list]]
-RULES: dict = {}
-
+# The pass reads RULES and NOT_BATCHED; transforms/rules.py assembles them from every rule
+# module's tables.
+RULES: Table[Primitive, BatchRule] = Table("batching")
 # Primitives the pass never sees batched, and why (the coverage test reads this).
-NOT_BATCHED = {
-    P.iota: "iota has no operands, so its equation is never batched and is replayed as is",
-    P.call: "call equations are inlined (passes.inline) before any transform runs",
-    P.setitem: "setitem is rewritten into pure updates by functionalize before any transform",
-}
+NOT_BATCHED: Table[Primitive, str] = Table("not batched")
+
+BATCH_RULES: Table[Primitive, BatchRule] = Table("batching.py: batching")
+NOT_BATCHED_REASONS: Table[Primitive, str] = Table("batching.py: not batched")
+NOT_BATCHED_REASONS.register(
+    P.iota, "iota has no operands, so its equation is never batched and is replayed as is")
+NOT_BATCHED_REASONS.register(
+    P.call, "call equations are inlined (passes.inline) before any transform runs")
+NOT_BATCHED_REASONS.register(
+    P.setitem, "setitem is rewritten into pure updates by functionalize before any transform")
 
 
 class BatchedOutputError(ValueError):
@@ -446,16 +453,19 @@ def _windowed(prim):
 _FAMILIES = {"unary": _elementwise, "binary": _elementwise, "select": _elementwise,
              "convert": _elementwise, "reduction": _reduction,
              "arg_reduction": _arg_reduction, "cumulative": _cumulative, "window": _windowed}
-RULES.update({p: _FAMILIES[p.family](p) for p in P.ALL.values() if p.family in _FAMILIES})
-RULES.update({
-    P.broadcast_in_dim: _broadcast_in_dim, P.reshape: _reshape, P.transpose: _transpose,
-    P.squeeze: _squeeze, P.expand_dims: _expand_dims, P.rev: _rev, P.slice: _slice,
-    P.concatenate: _concatenate, P.pad: _pad, P.dynamic_slice: _dynamic_slice,
-    P.dynamic_update_slice: _dynamic_update_slice, P.gather: _gather,
-    P.scatter: _scatter(P.scatter), P.scatter_add: _scatter(P.scatter_add),
-    P.dot_general: _dot_general, P.sort: _sort, P.threefry2x32: _threefry2x32,
-    P.conv_general_dilated: _conv, P.fft: _fft,
-})
+for _p in P.ALL.values():
+    if _p.family in _FAMILIES:
+        BATCH_RULES.register(_p, _FAMILIES[_p.family](_p))
+for _p, _rule in (
+    (P.broadcast_in_dim, _broadcast_in_dim), (P.reshape, _reshape), (P.transpose, _transpose),
+    (P.squeeze, _squeeze), (P.expand_dims, _expand_dims), (P.rev, _rev), (P.slice, _slice),
+    (P.concatenate, _concatenate), (P.pad, _pad), (P.dynamic_slice, _dynamic_slice),
+    (P.dynamic_update_slice, _dynamic_update_slice), (P.gather, _gather),
+    (P.scatter, _scatter(P.scatter)), (P.scatter_add, _scatter(P.scatter_add)),
+    (P.dot_general, _dot_general), (P.sort, _sort), (P.threefry2x32, _threefry2x32),
+    (P.conv_general_dilated, _conv), (P.fft, _fft),
+):
+    BATCH_RULES.register(_p, _rule)
 
 
 # --- the pass -----------------------------------------------------------------------

@@ -16,13 +16,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from functorch_core.ir import Graph, Lit, Var, eval_graph, trace_flat
+from functorch_core.ir import Graph, Lit, Primitive, Var, eval_graph, trace_flat
 from functorch_core.ir import primitives as P
+from functorch_core.ir.tables import Table
 
-from .batching import RULES as BATCH_RULES
-from .batching import _axis_size, batch_at, batch_eval, batch_graph, moveaxis
-from .jvp import JVP, Zero, differentiable, instantiate, is_zero, jvp_eval, jvp_graph, zeros
-from .transpose import TRANSPOSE, is_linear, linearize_graph, split_linear, transpose_graph
+from .batching import BatchRule, _axis_size, batch_at, batch_eval, batch_graph, moveaxis
+from .jvp import JvpRule, Zero, differentiable, instantiate, is_zero, jvp_eval, jvp_graph, zeros
+from .transpose import TransposeRule, is_linear, linearize_graph, split_linear, transpose_graph
+
+JVP_RULES: Table[Primitive, JvpRule] = Table("control_flow.py: jvp")
+TRANSPOSE_RULES: Table[Primitive, TransposeRule] = Table("control_flow.py: transpose")
+BATCH_RULES: Table[Primitive, BatchRule] = Table("control_flow.py: batching")
 
 
 def depends(graph: Graph, mask) -> list[bool]:
@@ -490,12 +494,12 @@ def _while_batch(args, dims, *, cond_graph, body_graph, n_cond_consts, n_body_co
     return list(outs), [0] * len(carry)
 
 
-JVP[P.scan] = _scan_jvp
-JVP[P.cond] = _cond_jvp
-JVP[P.while_loop] = _while_jvp
-TRANSPOSE[P.scan] = _scan_transpose
-TRANSPOSE[P.cond] = _cond_transpose
-TRANSPOSE[P.while_loop] = _while_transpose
-BATCH_RULES[P.scan] = _scan_batch
-BATCH_RULES[P.cond] = _cond_batch
-BATCH_RULES[P.while_loop] = _while_batch
+JVP_RULES.register(P.scan, _scan_jvp)
+JVP_RULES.register(P.cond, _cond_jvp)
+JVP_RULES.register(P.while_loop, _while_jvp)
+TRANSPOSE_RULES.register(P.scan, _scan_transpose)
+TRANSPOSE_RULES.register(P.cond, _cond_transpose)
+TRANSPOSE_RULES.register(P.while_loop, _while_transpose)
+BATCH_RULES.register(P.scan, _scan_batch)
+BATCH_RULES.register(P.cond, _cond_batch)
+BATCH_RULES.register(P.while_loop, _while_batch)

@@ -18,17 +18,22 @@ import functools
 
 import numpy as np
 
-from functorch_core.ir import Lit, Tracer
+from functorch_core.ir import Lit, Primitive, Tracer
 from functorch_core.ir import primitives as P
 from functorch_core.ir.pytree import tree_flatten, tree_map, tree_structure, tree_unflatten
+from functorch_core.ir.tables import Table
 
-from .._random_scope import fill
-from .._tracing import fn_name, leaf_aval
+from .._internal.random_scope import fill
+from .._internal.tracing import fn_name, leaf_aval
 from ._common import Transformed, cached, drop_writes, signature, trace_for_transform
-from .batching import NOT_BATCHED, batch_graph, moveaxis
-from .batching import RULES as BATCH_RULES
-from .jvp import JVP, Zero, differentiable, instantiate, is_zero, tangent_aval
-from .transpose import TRANSPOSE, is_linear
+from .batching import BatchRule, batch_graph, moveaxis
+from .jvp import JvpRule, Zero, differentiable, instantiate, is_zero, tangent_aval
+from .transpose import TransposeRule, is_linear
+
+JVP_RULES: Table[Primitive, JvpRule] = Table("custom.py: jvp")
+TRANSPOSE_RULES: Table[Primitive, TransposeRule] = Table("custom.py: transpose")
+BATCH_RULES: Table[Primitive, BatchRule] = Table("custom.py: batching")
+NOT_BATCHED_REASONS: Table[Primitive, str] = Table("custom.py: not batched")
 
 
 class _Rule:
@@ -279,10 +284,10 @@ def _custom_lin_transpose(cts, *operands, n_res, bwd, out_avals):
     return [None] * n_res + out
 
 
-JVP[P.custom_jvp_call] = _custom_jvp_call_jvp
-JVP[P.custom_vjp_call] = _custom_vjp_call_jvp
-JVP[P.custom_lin] = _custom_lin_jvp
-TRANSPOSE[P.custom_lin] = _custom_lin_transpose
+JVP_RULES.register(P.custom_jvp_call, _custom_jvp_call_jvp)
+JVP_RULES.register(P.custom_vjp_call, _custom_vjp_call_jvp)
+JVP_RULES.register(P.custom_lin, _custom_lin_jvp)
+TRANSPOSE_RULES.register(P.custom_lin, _custom_lin_transpose)
 
 
 # --- batching rules: batch the body, run the user's rules under vmap -----------------------
@@ -348,8 +353,9 @@ def _custom_vjp_call_batch(args, dims, *, graph, fwd, bwd, name):
     return outs, [0] * len(outs)
 
 
-BATCH_RULES[P.custom_jvp_call] = _custom_jvp_call_batch
-BATCH_RULES[P.custom_vjp_call] = _custom_vjp_call_batch
-NOT_BATCHED[P.custom_lin] = ("custom_lin (the tangent of a custom_vjp function) is only "
-                             "evaluated by forward-mode differentiation, which custom_vjp "
-                             "functions do not support")
+BATCH_RULES.register(P.custom_jvp_call, _custom_jvp_call_batch)
+BATCH_RULES.register(P.custom_vjp_call, _custom_vjp_call_batch)
+NOT_BATCHED_REASONS.register(P.custom_lin, (
+    "custom_lin (the tangent of a custom_vjp function) is only "
+    "evaluated by forward-mode differentiation, which custom_vjp "
+    "functions do not support"))

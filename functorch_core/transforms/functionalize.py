@@ -37,17 +37,19 @@ functionalization carries out in turn.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import numpy as np
 
 from functorch_core.backends import devices
-from functorch_core.ir import Graph, Lit, Tracer, Var, current_trace, passes, trace_flat
+from functorch_core.ir import Graph, Lit, Primitive, Tracer, Var, current_trace, passes, trace_flat
 from functorch_core.ir import primitives as P
 from functorch_core.ir.core import on_device
 from functorch_core.ir.pytree import tree_unflatten
 from functorch_core.ir.source import code_at
+from functorch_core.ir.tables import Table
 
-from .._tracing import fn_name
+from .._internal.tracing import fn_name
 from ._alias import (
     READ_ONLY,
     VIEWS,
@@ -164,7 +166,7 @@ def _setitem_rule(st, eqn):
     st.write(x, new, eqn)
 
 
-MUTATION_RULES = {P.setitem: _setitem_rule}
+MUTATION_RULES: Table[Primitive, Callable] = Table("mutations", [(P.setitem, _setitem_rule)])
 
 
 def _view_rule(st, eqn):
@@ -443,7 +445,7 @@ def functionalize(func, *, remove="mutations"):
 
     @functools.wraps(func)
     def functionalized(*args, **kwargs):
-        from .._tracing import trace_call
+        from .._internal.tracing import trace_call
         leaves, _, key = signature(func, args, kwargs, f"functionalize({name})")
         plan = input_plan(leaves, f"functionalize({name})")
 

@@ -25,11 +25,13 @@ Conventions at the non-smooth points:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
-from functorch_core.ir import AbstractArray, Graph, Lit, passes, trace_flat
+from functorch_core.ir import AbstractArray, Graph, Lit, Primitive, passes, trace_flat
 from functorch_core.ir import primitives as P
+from functorch_core.ir.tables import Table, caller_site
 
 
 class Zero:
@@ -68,7 +70,7 @@ def instantiate(t):
     return zeros(t.aval) if is_zero(t) else t
 
 
-def _c(value, like):
+def const(value, like):
     """A rank-0 constant of ``like``'s dtype."""
     return Lit(np.asarray(value, dtype=like.aval.dtype))
 
@@ -101,18 +103,22 @@ def add_tangents(a, b):
     return add(a, b)
 
 
-JVP: dict = {}
+JvpRule = Callable[..., tuple]
+# The jvp pass reads JVP; transforms/rules.py assembles it from every rule module's table.
+JVP: Table[Primitive, JvpRule] = Table("jvp")
+JVP_RULES: Table[Primitive, JvpRule] = Table("jvp.py: jvp")
 
 
 # --- families -----------------------------------------------------------------
 
-def _zero_rule(prim):
+def zero_rule(prim):
+    """A primitive whose outputs have zero tangents (integer valued or piecewise constant)."""
     def rule(primals, tangents, **params):
         out = prim.bind(*primals, **params)
         outs = out if prim.multiple_results else [out]
         touts = [Zero(tangent_aval(_av(o))) for o in outs]
         return out, touts if prim.multiple_results else touts[0]
-    JVP[prim] = rule
+    return rule
 
 
 def _linear(prim, positions=None):
@@ -121,70 +127,94 @@ def _linear(prim, positions=None):
         pos = range(len(primals)) if positions is None else positions
         targs = [instantiate(tangents[i]) if i in pos else p for i, p in enumerate(primals)]
         return prim.bind(*primals, **params), prim.bind(*targs, **params)
-    JVP[prim] = rule
+    return rule
 
 
-def _unary(prim, tangent):
-    """``tangent(t, x, y)``: the output tangent given the input tangent, input, output."""
-    def rule(primals, tangents):
+def defjvp_unary(prim, dydx=None, *, dxdy=None):
+    """The rule of ``y = prim(x, **params)`` from ``dydx(x, y, **params)``, the derivative
+    (the tangent is ``t * dydx``), or from ``dxdy(x, y, **params)``, its reciprocal (the
+    tangent is ``t / dxdy``, one rounding where ``t * (1 / dxdy)`` has two)."""
+    if (dydx is None) == (dxdy is None):
+        raise TypeError("defjvp_unary: give exactly one of dydx and dxdy")
+
+    def rule(primals, tangents, **params):
         (x,), (t,) = primals, tangents
-        y = prim.bind(x)
-        return y, tangent(t, x, y)
-    JVP[prim] = rule
+        y = prim.bind(x, **params)
+        if is_zero(t):
+            return y, Zero(tangent_aval(_av(y)))
+        if dydx is not None:
+            return y, mul(t, dydx(x, y, **params))
+        return y, div(t, dxdy(x, y, **params))
+    return rule
 
 
 def _sq(x):
     return mul(x, x)
 
 
+def _abs_rule(primals, tangents):
+    """R-linear for a complex ``x``: the real part of ``t`` times ``conj(x) / |x|``."""
+    (x,), (t,) = primals, tangents
+    y = P.abs.bind(x)
+    return y, _abs_tangent(t, x, y)
+
+
 def _abs_tangent(t, x, y):
     if _av(x).dtype.kind != "c":
         return mul(t, P.sign.bind(x))
     unit = div(P.conj.bind(x), P.convert.bind(y, new_dtype=_av(x).dtype))
-    unit = P.select.bind(P.eq.bind(y, _c(0, y)), _c(0, x), unit)
+    unit = P.select.bind(P.eq.bind(y, const(0, y)), const(0, x), unit)
     return P.real.bind(mul(t, unit))
 
 
 for _p in (P.sign, P.floor, P.ceil, P.round, P.is_finite, P.not_, P.iota, P.argmax, P.argmin,
            *P.COMPARISONS, P.floor_div, P.and_, P.or_, P.xor, P.threefry2x32):
-    _zero_rule(_p)
+    JVP_RULES.register(_p, zero_rule(_p))
 for _p in (P.neg, P.real, P.imag, P.conj, P.convert, P.broadcast_in_dim, P.reshape,
            P.transpose, P.squeeze, P.expand_dims, P.rev, P.slice, P.reduce_sum, P.cumsum,
            P.concatenate, P.pad):
-    _linear(_p)
-_linear(P.select, (1, 2))
-_linear(P.dynamic_slice, (0,))
-_linear(P.dynamic_update_slice, (0, 1))
-_linear(P.gather, (0,))
-_linear(P.scatter_add, (0, 2))
-_linear(P.scatter, (0, 2))      # for fixed indices, overwriting is linear in (x, updates)
+    JVP_RULES.register(_p, _linear(_p))
+JVP_RULES.register(P.select, _linear(P.select, (1, 2)))
+JVP_RULES.register(P.dynamic_slice, _linear(P.dynamic_slice, (0,)))
+JVP_RULES.register(P.dynamic_update_slice, _linear(P.dynamic_update_slice, (0, 1)))
+JVP_RULES.register(P.gather, _linear(P.gather, (0,)))
+JVP_RULES.register(P.scatter_add, _linear(P.scatter_add, (0, 2)))
+# for fixed indices, overwriting is linear in (x, updates)
+JVP_RULES.register(P.scatter, _linear(P.scatter, (0, 2)))
 
-_unary(P.abs, _abs_tangent)
-_unary(P.exp, lambda t, x, y: mul(t, y))
-_unary(P.exp2, lambda t, x, y: mul(t, mul(y, _c(math.log(2), y))))
-_unary(P.expm1, lambda t, x, y: mul(t, add(y, _c(1, y))))
-_unary(P.log, lambda t, x, y: div(t, x))
-_unary(P.log1p, lambda t, x, y: div(t, add(x, _c(1, x))))
-_unary(P.sqrt, lambda t, x, y: mul(t, div(_c(0.5, y), y)))
-_unary(P.cbrt, lambda t, x, y: mul(t, div(_c(1 / 3, y), _sq(y))))
-_unary(P.tanh, lambda t, x, y: mul(t, sub(_c(1, y), _sq(y))))
-_unary(P.logistic, lambda t, x, y: mul(t, mul(y, sub(_c(1, y), y))))
-_unary(P.sin, lambda t, x, y: mul(t, P.cos.bind(x)))
-_unary(P.cos, lambda t, x, y: P.neg.bind(mul(t, P.sin.bind(x))))
-_unary(P.tan, lambda t, x, y: mul(t, add(_c(1, y), _sq(y))))
-_unary(P.asin, lambda t, x, y: div(t, P.sqrt.bind(sub(_c(1, x), _sq(x)))))
-_unary(P.acos, lambda t, x, y: P.neg.bind(div(t, P.sqrt.bind(sub(_c(1, x), _sq(x))))))
-_unary(P.atan, lambda t, x, y: div(t, add(_c(1, x), _sq(x))))
-_unary(P.sinh, lambda t, x, y: mul(t, P.cosh.bind(x)))
-_unary(P.cosh, lambda t, x, y: mul(t, P.sinh.bind(x)))
-_unary(P.asinh, lambda t, x, y: div(t, P.sqrt.bind(add(_sq(x), _c(1, x)))))
-_unary(P.acosh, lambda t, x, y: div(t, mul(P.sqrt.bind(sub(x, _c(1, x))),
-                                           P.sqrt.bind(add(x, _c(1, x))))))
-_unary(P.atanh, lambda t, x, y: div(t, sub(_c(1, x), _sq(x))))
+
+def _unary(prim, dydx=None, *, dxdy=None):
+    """Register ``defjvp_unary(prim, ...)``, reported from the caller's line."""
+    JVP_RULES.register(prim, defjvp_unary(prim, dydx, dxdy=dxdy), site=caller_site())
+
+
+JVP_RULES.register(P.abs, _abs_rule)
+_unary(P.exp, lambda x, y: y)
+_unary(P.exp2, lambda x, y: mul(y, const(math.log(2), y)))
+_unary(P.expm1, lambda x, y: add(y, const(1, y)))
+_unary(P.log, dxdy=lambda x, y: x)
+_unary(P.log1p, dxdy=lambda x, y: add(x, const(1, x)))
+_unary(P.sqrt, lambda x, y: div(const(0.5, y), y))
+_unary(P.cbrt, lambda x, y: div(const(1 / 3, y), _sq(y)))
+_unary(P.tanh, lambda x, y: sub(const(1, y), _sq(y)))
+_unary(P.logistic, lambda x, y: mul(y, sub(const(1, y), y)))
+_unary(P.sin, lambda x, y: P.cos.bind(x))
+_unary(P.cos, lambda x, y: P.neg.bind(P.sin.bind(x)))
+_unary(P.tan, lambda x, y: add(const(1, y), _sq(y)))
+_unary(P.asin, dxdy=lambda x, y: P.sqrt.bind(sub(const(1, x), _sq(x))))
+_unary(P.acos, dxdy=lambda x, y: P.neg.bind(P.sqrt.bind(sub(const(1, x), _sq(x)))))
+_unary(P.atan, dxdy=lambda x, y: add(const(1, x), _sq(x)))
+_unary(P.sinh, lambda x, y: P.cosh.bind(x))
+_unary(P.cosh, lambda x, y: P.sinh.bind(x))
+_unary(P.asinh, dxdy=lambda x, y: P.sqrt.bind(add(_sq(x), const(1, x))))
+_unary(P.acosh, dxdy=lambda x, y: mul(P.sqrt.bind(sub(x, const(1, x))),
+                                      P.sqrt.bind(add(x, const(1, x)))))
+_unary(P.atanh, dxdy=lambda x, y: sub(const(1, x), _sq(x)))
 
 
 def _binary(prim, dx, dy):
-    """``dx(x, y, out)``/``dy(...)``: the partial derivatives (``None``: not differentiable)."""
+    """Register the rule of ``prim`` from ``dx(x, y, out)``/``dy(...)``, the partial
+    derivatives (``None``: not differentiable)."""
     def rule(primals, tangents):
         (x, y), (tx, ty) = primals, tangents
         out = prim.bind(x, y)
@@ -193,7 +223,7 @@ def _binary(prim, dx, dy):
             if not is_zero(t) and d is not None:
                 tout = add_tangents(tout, mul(t, d(x, y, out)))
         return out, tout
-    JVP[prim] = rule
+    JVP_RULES.register(prim, rule, site=caller_site())
 
 
 def _add_sub_rule(prim):
@@ -202,12 +232,12 @@ def _add_sub_rule(prim):
         if not is_zero(ty) and prim is P.sub:
             ty = P.neg.bind(ty)
         return prim.bind(*primals), add_tangents(tx, ty)
-    JVP[prim] = rule
+    return rule
 
 
-_add_sub_rule(P.add)
-_add_sub_rule(P.sub)
-_linear(P.complex)
+JVP_RULES.register(P.add, _add_sub_rule(P.add))
+JVP_RULES.register(P.sub, _add_sub_rule(P.sub))
+JVP_RULES.register(P.complex, _linear(P.complex))
 
 
 def _mul_rule(primals, tangents):
@@ -231,33 +261,33 @@ def _div_rule(primals, tangents):
     return out, tout
 
 
-JVP[P.mul] = _mul_rule
-JVP[P.div] = _div_rule
+JVP_RULES.register(P.mul, _mul_rule)
+JVP_RULES.register(P.div, _div_rule)
 
 
 def _pow_dx(x, y, out):
     # 0 at x == y == 0; there the base is replaced by 1, so that the unselected branch (and
     # every derivative of it) stays finite. Elsewhere y * x**(y-1), whose y-derivative is
     # right at y == 0 too
-    both0 = P.and_.bind(P.eq.bind(x, _c(0, x)), P.eq.bind(y, _c(0, y)))
-    safe = P.select.bind(both0, _c(1, x), x)
-    full = mul(y, P.pow.bind(safe, sub(y, _c(1, y))))
-    return P.select.bind(both0, _c(0, x), full)
+    both0 = P.and_.bind(P.eq.bind(x, const(0, x)), P.eq.bind(y, const(0, y)))
+    safe = P.select.bind(both0, const(1, x), x)
+    full = mul(y, P.pow.bind(safe, sub(y, const(1, y))))
+    return P.select.bind(both0, const(0, x), full)
 
 
 def _pow_dy(x, y, out):
     # log of x == 0 replaced by log(1) = 0, for the same reason
-    is0 = P.eq.bind(x, _c(0, x))
-    full = mul(P.log.bind(P.select.bind(is0, _c(1, x), x)), out)
-    return P.select.bind(is0, _c(0, x), full)
+    is0 = P.eq.bind(x, const(0, x))
+    full = mul(P.log.bind(P.select.bind(is0, const(1, x), x)), out)
+    return P.select.bind(is0, const(0, x), full)
 
 
 def _chooser_coef(mine):
     """max/min: 1 where the operand was chosen, 1/2 on ties, 0 elsewhere."""
     def coef(x, y, out):
         tie = P.eq.bind(x, y)
-        chosen = P.select.bind(P.eq.bind(out, mine(x, y)), _c(1, out), _c(0, out))
-        return P.select.bind(tie, _c(0.5, out), chosen)
+        chosen = P.select.bind(P.eq.bind(out, mine(x, y)), const(1, out), const(0, out))
+        return P.select.bind(tie, const(0.5, out), chosen)
     return coef
 
 
@@ -268,12 +298,12 @@ def _atan2_denom(x, y):
 _binary(P.pow, _pow_dx, _pow_dy)
 _binary(P.max, _chooser_coef(lambda x, y: x), _chooser_coef(lambda x, y: y))
 _binary(P.min, _chooser_coef(lambda x, y: x), _chooser_coef(lambda x, y: y))
-_binary(P.rem, lambda x, y, out: _c(1, out),
+_binary(P.rem, lambda x, y, out: const(1, out),
         lambda x, y, out: P.neg.bind(P.floor_div.bind(x, y)))
 _binary(P.atan2, lambda x, y, out: div(y, _atan2_denom(x, y)),
         lambda x, y, out: P.neg.bind(div(x, _atan2_denom(x, y))))
-_binary(P.copysign, lambda x, y, out: mul(P.copysign.bind(_c(1, x), x),
-                                          P.copysign.bind(_c(1, y), y)), None)
+_binary(P.copysign, lambda x, y, out: mul(P.copysign.bind(const(1, x), x),
+                                          P.copysign.bind(const(1, y), y)), None)
 
 
 # --- contraction ----------------------------------------------------------------
@@ -290,7 +320,7 @@ def _dot_general_rule(primals, tangents, *, dimension_numbers):
     return out, tout
 
 
-JVP[P.dot_general] = _dot_general_rule
+JVP_RULES.register(P.dot_general, _dot_general_rule)
 
 
 def _conv_rule(primals, tangents, **params):
@@ -304,7 +334,7 @@ def _conv_rule(primals, tangents, **params):
     return out, tout
 
 
-JVP[P.conv_general_dilated] = _conv_rule
+JVP_RULES.register(P.conv_general_dilated, _conv_rule)
 
 
 # --- windowed reductions --------------------------------------------------------------
@@ -317,16 +347,16 @@ def _window_chooser_rule(prim, select):
         if is_zero(t):
             return out, Zero(tangent_aval(_av(out)))
         return out, P.select_and_gather_add.bind(t, x, select=select, **window)
-    JVP[prim] = rule
+    return rule
 
 
-_linear(P.reduce_window_sum)
-_linear(P.fft)
-_window_chooser_rule(P.reduce_window_max, "max")
-_window_chooser_rule(P.reduce_window_min, "min")
+JVP_RULES.register(P.reduce_window_sum, _linear(P.reduce_window_sum))
+JVP_RULES.register(P.fft, _linear(P.fft))
+JVP_RULES.register(P.reduce_window_max, _window_chooser_rule(P.reduce_window_max, "max"))
+JVP_RULES.register(P.reduce_window_min, _window_chooser_rule(P.reduce_window_min, "min"))
 # linear in the tangent/cotangent; piecewise constant in the operand that selects
-_linear(P.select_and_gather_add, positions=(0,))
-_linear(P.select_and_scatter_add, positions=(0,))
+JVP_RULES.register(P.select_and_gather_add, _linear(P.select_and_gather_add, positions=(0,)))
+JVP_RULES.register(P.select_and_scatter_add, _linear(P.select_and_scatter_add, positions=(0,)))
 
 
 # --- reductions ---------------------------------------------------------------------
@@ -349,11 +379,11 @@ def _reduce_chooser_rule(prim):
         out_b = P.broadcast_in_dim.bind(out, shape=_av(x).shape,
                                         broadcast_dimensions=_kept(_av(x).ndim, axes))
         return out, _tie_split(t, x, out_b, axes)
-    JVP[prim] = rule
+    return rule
 
 
-_reduce_chooser_rule(P.reduce_max)
-_reduce_chooser_rule(P.reduce_min)
+JVP_RULES.register(P.reduce_max, _reduce_chooser_rule(P.reduce_max))
+JVP_RULES.register(P.reduce_min, _reduce_chooser_rule(P.reduce_min))
 
 
 def _to_last(x, axes):
@@ -370,7 +400,7 @@ def _exclusive_cumprod(x, reverse):
     nd = _av(x).ndim
     c = P.cumprod.bind(x, axis=nd - 1, reverse=reverse)
     shift = (-1, 1, 0) if reverse else (1, -1, 0)
-    return P.pad.bind(c, _c(1, x), padding_config=((0, 0, 0),) * (nd - 1) + (shift,))
+    return P.pad.bind(c, const(1, x), padding_config=((0, 0, 0),) * (nd - 1) + (shift,))
 
 
 def _reduce_prod_rule(primals, tangents, *, axes):
@@ -382,29 +412,27 @@ def _reduce_prod_rule(primals, tangents, *, axes):
     return out, P.reduce_sum.bind(mul(tf, others), axes=(_av(xf).ndim - 1,))
 
 
-JVP[P.reduce_prod] = _reduce_prod_rule
+JVP_RULES.register(P.reduce_prod, _reduce_prod_rule)
 
 
 # --- cumulative ---------------------------------------------------------------------
 
-def _scan_layout(prim):
+def _scan_layout(prim, core):
     """Wrap ``core(x, t, out)`` (scan along the last axis, forward) into a cumulative rule."""
-    def wrap(core):
-        def rule(primals, tangents, *, axis, reverse):
-            (x,), (t,) = primals, tangents
-            out = prim.bind(x, axis=axis, reverse=reverse)
-            nd = _av(x).ndim
-            perm = tuple(i for i in range(nd) if i != axis) + (axis,)
-            inv = tuple(int(i) for i in np.argsort(perm))
-            xs, ts, os = (P.transpose.bind(v, permutation=perm) for v in (x, t, out))
-            if reverse:
-                xs, ts, os = (P.rev.bind(v, dimensions=(nd - 1,)) for v in (xs, ts, os))
-            tout = core(xs, ts, os)
-            if reverse:
-                tout = P.rev.bind(tout, dimensions=(nd - 1,))
-            return out, P.transpose.bind(tout, permutation=inv)
-        JVP[prim] = rule
-    return wrap
+    def rule(primals, tangents, *, axis, reverse):
+        (x,), (t,) = primals, tangents
+        out = prim.bind(x, axis=axis, reverse=reverse)
+        nd = _av(x).ndim
+        perm = tuple(i for i in range(nd) if i != axis) + (axis,)
+        inv = tuple(int(i) for i in np.argsort(perm))
+        xs, ts, os = (P.transpose.bind(v, permutation=perm) for v in (x, t, out))
+        if reverse:
+            xs, ts, os = (P.rev.bind(v, dimensions=(nd - 1,)) for v in (xs, ts, os))
+        tout = core(xs, ts, os)
+        if reverse:
+            tout = P.rev.bind(tout, dimensions=(nd - 1,))
+        return out, P.transpose.bind(tout, permutation=inv)
+    return rule
 
 
 def _pairs(x, which):
@@ -425,12 +453,11 @@ def _index_grid(shape, test):
                                    broadcast_dimensions=(nd - 2, nd - 1))
 
 
-@_scan_layout(P.cumprod)
 def _cumprod_core(x, t, out):
     # out_k = prod_{j<=k} x_j, so d out_k / d x_i = prod_{j<i} x_j * prod_{i<j<=k} x_j (i <= k).
     # Built as an (n, n) matrix per row: exact with zeros, O(n^2) memory along the axis.
     shape = _av(x).shape
-    one, zero = _c(1, x), _c(0, x)
+    one, zero = const(1, x), const(0, x)
     after = P.select.bind(_index_grid(shape, lambda i, k: P.gt.bind(k, i)), _pairs(x, 1),
                           one)
     span = P.cumprod.bind(after, axis=len(shape), reverse=False)
@@ -447,8 +474,9 @@ def _cum_chooser_core(x, t, out):
     return div(P.reduce_sum.bind(mul(_pairs(t, 0), mask), axes=(len(shape) - 1,)), count)
 
 
-_scan_layout(P.cummax)(_cum_chooser_core)
-_scan_layout(P.cummin)(_cum_chooser_core)
+JVP_RULES.register(P.cumprod, _scan_layout(P.cumprod, _cumprod_core))
+JVP_RULES.register(P.cummax, _scan_layout(P.cummax, _cum_chooser_core))
+JVP_RULES.register(P.cummin, _scan_layout(P.cummin, _cum_chooser_core))
 
 
 # --- sort -----------------------------------------------------------------------------
@@ -467,7 +495,7 @@ def _sort_rule(primals, tangents, *, dimension, num_keys):
     return outs, touts
 
 
-JVP[P.sort] = _sort_rule
+JVP_RULES.register(P.sort, _sort_rule)
 
 
 # --- the pass -------------------------------------------------------------------------

@@ -33,13 +33,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from functorch_core.ir import Lit
+from functorch_core.ir import Lit, Primitive
 from functorch_core.ir import primitives as P
+from functorch_core.ir.tables import Table
 
-from .batching import RULES as BATCH_RULES
-from .batching import _axis_size, batch_at, moveaxis
-from .jvp import JVP, Zero, _zero_rule, instantiate, is_zero, tangent_aval
-from .transpose import TRANSPOSE, is_linear
+from .batching import BatchRule, _axis_size, batch_at, moveaxis
+from .jvp import JvpRule, Zero, instantiate, is_zero, tangent_aval, zero_rule
+from .jvp import const as _c
+from .transpose import TransposeRule, is_linear
+
+JVP_RULES: Table[Primitive, JvpRule] = Table("linalg.py: jvp")
+TRANSPOSE_RULES: Table[Primitive, TransposeRule] = Table("linalg.py: transpose")
+BATCH_RULES: Table[Primitive, BatchRule] = Table("linalg.py: batching")
 
 # --- helpers over the trailing two axes ---------------------------------------------
 
@@ -105,10 +110,6 @@ def _cols(v, n):
 
 def _as(x, dtype):
     return x if x.aval.dtype == dtype else P.convert.bind(x, new_dtype=np.dtype(dtype))
-
-
-def _c(value, like):
-    return Lit(np.asarray(value, like.aval.dtype))
 
 
 def _reciprocal_gaps(w, like_dtype):
@@ -359,12 +360,14 @@ def _sylvester_jvp(primals, tangents):
     return y, P.sylvester.bind(a, b, rhs)
 
 
-JVP.update({P.sqrtm: _sqrtm_jvp, P.sylvester: _sylvester_jvp})
-JVP.update({P.solve: _solve_jvp, P.triangular_solve: _triangular_solve_jvp, P.det: _det_jvp,
-            P.slogdet: _slogdet_jvp, P.cholesky: _cholesky_jvp, P.eigh: _eigh_jvp,
-            P.svd: _svd_jvp, P.qr: _qr_jvp, P.eig: _eig_jvp, P.lu: _lu_jvp,
-            P.slogdet_inv_t: _slogdet_inv_t_jvp})
-_zero_rule(P.lu_pivots_to_permutation)
+for _p, _rule in (
+    (P.sqrtm, _sqrtm_jvp), (P.sylvester, _sylvester_jvp), (P.solve, _solve_jvp),
+    (P.triangular_solve, _triangular_solve_jvp), (P.det, _det_jvp), (P.slogdet, _slogdet_jvp),
+    (P.cholesky, _cholesky_jvp), (P.eigh, _eigh_jvp), (P.svd, _svd_jvp), (P.qr, _qr_jvp),
+    (P.eig, _eig_jvp), (P.lu, _lu_jvp), (P.slogdet_inv_t, _slogdet_inv_t_jvp),
+):
+    JVP_RULES.register(_p, _rule)
+JVP_RULES.register(P.lu_pivots_to_permutation, zero_rule(P.lu_pivots_to_permutation))
 
 
 # --- transposes: linear in b ------------------------------------------------------------
@@ -388,9 +391,9 @@ def _sylvester_t(ct, a, b, c):
     return [None, None, P.sylvester.bind(_T(a), _T(b), ct)]
 
 
-TRANSPOSE[P.solve] = _solve_t
-TRANSPOSE[P.sylvester] = _sylvester_t
-TRANSPOSE[P.triangular_solve] = _triangular_solve_t
+TRANSPOSE_RULES.register(P.solve, _solve_t)
+TRANSPOSE_RULES.register(P.sylvester, _sylvester_t)
+TRANSPOSE_RULES.register(P.triangular_solve, _triangular_solve_t)
 
 
 # --- batching: the batch axis joins the leading axes ---------------------------------------
@@ -428,9 +431,9 @@ def _solve_like_batch(prim):
     return rule
 
 
-BATCH_RULES.update({p: _unary_batch(p) for p in (P.det, P.slogdet, P.cholesky, P.qr, P.svd,
-                                                  P.eigh, P.eig, P.lu, P.slogdet_inv_t,
-                                                  P.sqrtm)})
+for _p in (P.det, P.slogdet, P.cholesky, P.qr, P.svd, P.eigh, P.eig, P.lu, P.slogdet_inv_t,
+           P.sqrtm):
+    BATCH_RULES.register(_p, _unary_batch(_p))
 
 
 def _sylvester_batch(args, dims):
@@ -439,7 +442,7 @@ def _sylvester_batch(args, dims):
                                zip(args, dims, strict=True)))], [0]
 
 
-BATCH_RULES[P.sylvester] = _sylvester_batch
+BATCH_RULES.register(P.sylvester, _sylvester_batch)
 
 
 def _pivots_batch(args, dims, *, permutation_size):
@@ -449,6 +452,6 @@ def _pivots_batch(args, dims, *, permutation_size):
     return [P.lu_pivots_to_permutation.bind(x, permutation_size=permutation_size)], [d]
 
 
-BATCH_RULES[P.lu_pivots_to_permutation] = _pivots_batch
-BATCH_RULES[P.solve] = _solve_like_batch(P.solve)
-BATCH_RULES[P.triangular_solve] = _solve_like_batch(P.triangular_solve)
+BATCH_RULES.register(P.lu_pivots_to_permutation, _pivots_batch)
+BATCH_RULES.register(P.solve, _solve_like_batch(P.solve))
+BATCH_RULES.register(P.triangular_solve, _solve_like_batch(P.triangular_solve))

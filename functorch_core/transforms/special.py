@@ -28,32 +28,26 @@ import math
 
 import numpy as np
 
-from functorch_core.ir import Lit
+from functorch_core.ir import Primitive
 from functorch_core.ir import primitives as P
 from functorch_core.ir.numerics import ZETA_BERNOULLI, ZETA_TERMS
+from functorch_core.ir.tables import Table, caller_site
 
-from .batching import RULES as BATCH_RULES
-from .batching import _elementwise
-from .jvp import JVP, Zero, instantiate, is_zero, tangent_aval
+from .batching import BatchRule, _elementwise
+from .jvp import JvpRule, Zero, defjvp_unary, instantiate, is_zero, tangent_aval
+from .jvp import const as _c
 
-
-def _c(value, like):
-    return Lit(np.asarray(value, like.aval.dtype))
+JVP_RULES: Table[Primitive, JvpRule] = Table("special.py: jvp")
+BATCH_RULES: Table[Primitive, BatchRule] = Table("special.py: batching")
 
 
 def _mul(a, b):
     return P.mul.bind(a, b)
 
 
-def _unary(prim, derivative):
-    """``derivative(x, y, **params)``: dy/dx, for ``y = prim(x)``."""
-    def rule(primals, tangents, **params):
-        (x,), (t,) = primals, tangents
-        y = prim.bind(x, **params)
-        if is_zero(t):
-            return y, Zero(tangent_aval(y.aval))
-        return y, _mul(t, derivative(x, y, **params))
-    JVP[prim] = rule
+def _unary(prim, dydx):
+    """Register ``defjvp_unary(prim, dydx)``, reported from the caller's line."""
+    JVP_RULES.register(prim, defjvp_unary(prim, dydx), site=caller_site())
 
 
 def _sign(x):
@@ -103,7 +97,7 @@ def _last_only(prim, name, args, derivative):
         if is_zero(t):
             return y, Zero(tangent_aval(y.aval))
         return y, _mul(instantiate(t), derivative(*primals))
-    JVP[prim] = rule
+    JVP_RULES.register(prim, rule, site=caller_site())
 
 
 def _zeta_ds(s, q):
@@ -171,7 +165,7 @@ def _zeta_rule(primals, tangents):
     return y, term if is_zero(tq) else P.add.bind(out, term)
 
 
-JVP[P.zeta] = _zeta_rule
+JVP_RULES.register(P.zeta, _zeta_rule)
 
 
 def _incomplete_gamma_density(a, x):
@@ -194,7 +188,7 @@ def _incomplete_gamma(prim, sign):
         if out is None:
             return y, Zero(tangent_aval(y.aval))
         return y, out if sign > 0 else P.neg.bind(out)
-    JVP[prim] = rule
+    JVP_RULES.register(prim, rule, site=caller_site())
 
 
 _incomplete_gamma(P.igamma, 1)
@@ -224,7 +218,7 @@ def _partials(prim, name, partials):
             terms.append(_mul(instantiate(t), partial(*primals)))
         y = prim.bind(*primals)
         return y, _sum(terms, y)
-    JVP[prim] = rule
+    JVP_RULES.register(prim, rule, site=caller_site())
 
 
 def _log_x_minus_psi(a, x):
@@ -304,12 +298,12 @@ def _betainc_grad_rule(primals, tangents, *, wrt):
     return y, _sum(terms, y)
 
 
-JVP[P.betainc] = _betainc_rule
-JVP[P.betainc_grad] = _betainc_grad_rule
+JVP_RULES.register(P.betainc, _betainc_rule)
+JVP_RULES.register(P.betainc_grad, _betainc_grad_rule)
 _last_only(P.bessel_jv, "jv", ["v (the order)"],
            lambda v, z: _mul(_c(0.5, z), P.sub.bind(
                P.bessel_jv.bind(P.sub.bind(v, _c(1, v)), z),
                P.bessel_jv.bind(P.add.bind(v, _c(1, v)), z))))
 
-BATCH_RULES[P.betainc] = _elementwise(P.betainc)
-BATCH_RULES[P.betainc_grad] = _elementwise(P.betainc_grad)
+BATCH_RULES.register(P.betainc, _elementwise(P.betainc))
+BATCH_RULES.register(P.betainc_grad, _elementwise(P.betainc_grad))

@@ -16,12 +16,14 @@ direction, as JAX does.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from functorch_core.ir import AbstractArray, Graph, Lit, Var, passes, trace_flat
+from functorch_core.ir import AbstractArray, Graph, Lit, Primitive, Var, passes, trace_flat
 from functorch_core.ir import primitives as P
+from functorch_core.ir.tables import Table, caller_site
 
 from . import _windows as W
 from .jvp import MissingRuleError, closed, jvp_graph, zeros
@@ -140,7 +142,11 @@ def _transpose_eqn(eqn, env, cts, linear_ids):
 
 # --- the rule table ---------------------------------------------------------------
 
-TRANSPOSE: dict = {}
+TransposeRule = Callable[..., object]
+# The transpose pass reads TRANSPOSE; transforms/rules.py assembles it from every rule
+# module's table.
+TRANSPOSE: Table[Primitive, TransposeRule] = Table("transpose")
+TRANSPOSE_RULES: Table[Primitive, TransposeRule] = Table("transpose.py: transpose")
 
 
 def _not_linear(name):
@@ -425,28 +431,30 @@ def _selection_t(other):
 
 
 def _layout(prim, fn):
-    TRANSPOSE[prim] = _each_linear(fn)
+    """Register ``_each_linear(fn)`` for ``prim``, reported from the caller's line."""
+    TRANSPOSE_RULES.register(prim, _each_linear(fn), site=caller_site())
 
 
-TRANSPOSE[P.add] = _add_t
+TRANSPOSE_RULES.register(P.add, _add_t)
 # the adjoint of re + im * 1j under the convention of the real/imag/convert rules
-TRANSPOSE[P.complex] = lambda ct, x, y: [P.real.bind(ct) if is_linear(x) else None,
-                                         P.neg.bind(P.imag.bind(ct)) if is_linear(y) else None]
-TRANSPOSE[P.sub] = _sub_t
-TRANSPOSE[P.mul] = _mul_t
-TRANSPOSE[P.div] = _div_t
-TRANSPOSE[P.select] = _select_t
-TRANSPOSE[P.concatenate] = _concatenate_t
-TRANSPOSE[P.pad] = _pad_t
-TRANSPOSE[P.dynamic_slice] = _dynamic_slice_t
-TRANSPOSE[P.dynamic_update_slice] = _dynamic_update_slice_t
-TRANSPOSE[P.gather] = _gather_t
-TRANSPOSE[P.scatter_add] = _scatter_add_t
-TRANSPOSE[P.scatter] = _scatter_t
-TRANSPOSE[P.dot_general] = _dot_general_t
-TRANSPOSE[P.conv_general_dilated] = _conv_t
-TRANSPOSE[P.select_and_gather_add] = _selection_t(P.select_and_scatter_add)
-TRANSPOSE[P.select_and_scatter_add] = _selection_t(P.select_and_gather_add)
+TRANSPOSE_RULES.register(P.complex, lambda ct, x, y: [
+    P.real.bind(ct) if is_linear(x) else None,
+    P.neg.bind(P.imag.bind(ct)) if is_linear(y) else None])
+TRANSPOSE_RULES.register(P.sub, _sub_t)
+TRANSPOSE_RULES.register(P.mul, _mul_t)
+TRANSPOSE_RULES.register(P.div, _div_t)
+TRANSPOSE_RULES.register(P.select, _select_t)
+TRANSPOSE_RULES.register(P.concatenate, _concatenate_t)
+TRANSPOSE_RULES.register(P.pad, _pad_t)
+TRANSPOSE_RULES.register(P.dynamic_slice, _dynamic_slice_t)
+TRANSPOSE_RULES.register(P.dynamic_update_slice, _dynamic_update_slice_t)
+TRANSPOSE_RULES.register(P.gather, _gather_t)
+TRANSPOSE_RULES.register(P.scatter_add, _scatter_add_t)
+TRANSPOSE_RULES.register(P.scatter, _scatter_t)
+TRANSPOSE_RULES.register(P.dot_general, _dot_general_t)
+TRANSPOSE_RULES.register(P.conv_general_dilated, _conv_t)
+TRANSPOSE_RULES.register(P.select_and_gather_add, _selection_t(P.select_and_scatter_add))
+TRANSPOSE_RULES.register(P.select_and_scatter_add, _selection_t(P.select_and_gather_add))
 _layout(P.neg, lambda ct, x: P.neg.bind(ct))
 _layout(P.conj, lambda ct, x: P.conj.bind(ct))
 _layout(P.real, lambda ct, x: _to_complex(ct, x.aval.dtype))

@@ -22,12 +22,10 @@ from . import (
     fileio,
     forking,
     fsspec,
-    grouper,
     httpreader,
     ondiskcache,
     plain_text,
     randomsplitter,
-    transform,
     webdataset,
 )
 from .archive import *  # noqa: F403
@@ -37,15 +35,13 @@ from .counting import *  # noqa: F403
 from .fileio import *  # noqa: F403
 from .forking import *  # noqa: F403
 from .fsspec import *  # noqa: F403
-from .grouper import *  # noqa: F403
 from .httpreader import *  # noqa: F403
 from .ondiskcache import *  # noqa: F403
 from .plain_text import *  # noqa: F403
 from .randomsplitter import *  # noqa: F403
-from .transform import *  # noqa: F403
 from .webdataset import *  # noqa: F403
 
 __all__ += [name for module in (archive, bucketbatcher, combining, counting, fileio, forking,
-                                fsspec, grouper, httpreader, ondiskcache, plain_text,
-                                randomsplitter, transform, webdataset)
+                                fsspec, httpreader, ondiskcache, plain_text, randomsplitter,
+                                webdataset)
             for name in module.__all__]

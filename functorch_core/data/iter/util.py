@@ -1,4 +1,5 @@
-"""Utility iter pipes: IterableWrapper, Prefetcher, FullSync, InMemoryCacheHolder, Progress."""
+"""Utility iter pipes: IterableWrapper, Prefetcher, FullSync, InMemoryCacheHolder, Progress,
+Rows2Columnar."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import numpy as np
 
 from ..datapipe import IterDataPipe, functional_datapipe
 
-__all__ = ["FullSync", "InMemoryCacheHolder", "IterableWrapper", "Prefetcher", "Progress"]
+__all__ = ["FullSync", "InMemoryCacheHolder", "IterableWrapper", "Prefetcher", "Progress",
+           "Rows2Columnar"]
 
 
 class IterableWrapper(IterDataPipe):
@@ -320,3 +322,49 @@ class Progress(IterDataPipe):
 
     def __len__(self) -> int:
         return len(self.source_datapipe)
+
+
+@functional_datapipe("rows2columnar")
+class Rows2Columnar(IterDataPipe):
+    """Turn each batch of rows (dicts or lists) into a dict of columns
+    (functional name: ``rows2columnar``).
+
+    Args:
+        source_datapipe (IterDataPipe): yields lists of rows.
+        column_names (list or None): default ``None``: dict rows keep their keys
+            (list rows need names); with names, dict rows keep only those columns
+            and list rows are named by position.
+
+    Example::
+
+        >>> batch = [{"a": 1, "b": 2}, {"a": 3, "b": 4}]
+        >>> list(IterableWrapper([batch]).rows2columnar())
+        [{'a': [1, 3], 'b': [2, 4]}]
+    """
+
+    def __init__(self, source_datapipe, column_names=None) -> None:
+        self.source_datapipe = source_datapipe
+        self.column_names = [] if column_names is None else list(column_names)
+
+    def __iter__(self):
+        names = self.column_names
+        for b, batch in enumerate(self.source_datapipe):
+            cols: dict = {}
+            for row in batch:
+                if isinstance(row, dict):
+                    pairs = ((n, row[n]) for n in names) if names else row.items()
+                else:
+                    if len(row) > len(names):
+                        raise ValueError(
+                            f"Rows2Columnar: a row of batch {b} has {len(row)} values but "
+                            f"column_names has {len(names)} names")
+                    pairs = zip(names[:len(row)], row, strict=True)
+                for k, v in pairs:
+                    cols.setdefault(k, []).append(v)
+            yield cols
+
+    def __len__(self) -> int:
+        return len(self.source_datapipe)
+
+    def __repr__(self) -> str:
+        return f"Rows2Columnar(column_names={self.column_names or None})"

@@ -4,7 +4,7 @@ the exact ``gelu``. Built from ``exp``, ``where`` and arithmetic, so every trans
 from __future__ import annotations
 
 import functorch_core.numpy as fnp
-from functorch_core._horner import horner
+from functorch_core._internal.horner import horner
 
 _T = (9.60497373987051638749e0, 9.00260197203842689217e1, 2.23200534594684319226e3,
       7.00332514112805075473e3, 5.55923013010394962768e4)

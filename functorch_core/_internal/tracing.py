@@ -22,7 +22,7 @@ from functorch_core.ir import (
 from functorch_core.ir.core import on_device
 from functorch_core.ir.pytree import PyTreeDef, leaf_paths, tree_flatten, tree_unflatten
 
-from . import _random_guard
+from . import random_guard
 
 
 def fn_name(fn) -> str:
@@ -162,7 +162,7 @@ def trace_call(fn, args, kwargs, static_argnums=(), *, name=None) -> Traced:
         try:
             out = fn(*merge_static(dyn_args, static, len(args)), **kw)
         except (TypeError, AttributeError, ValueError) as e:
-            from ._trace_errors import explain
+            from .trace_errors import explain
             explain(e, fn, fname, args, static_argnums)
             raise
         out_leaves, out_tree = tree_flatten(out)
@@ -174,7 +174,7 @@ def trace_call(fn, args, kwargs, static_argnums=(), *, name=None) -> Traced:
     if current_trace() is not None:         # an enclosing trace watches numpy.random
         graph, captured = trace_flat(flat_fn, avals, name=fname)
     else:
-        watch = _random_guard.Watch(fn, [v for _, v in static])
+        watch = random_guard.Watch(fn, [v for _, v in static])
         graph, captured = trace_flat(flat_fn, avals, name=fname)
         if watch.moved():
             out_tree_cell.clear()

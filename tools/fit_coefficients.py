@@ -1,6 +1,8 @@
-"""Derives the polynomial coefficients of mathfuncs.py.
+"""Derives the polynomial coefficients of backends/llvm/ (mathfuncs.py, erf.py, bessel.py,
+gamma.py) and of functorch_core/scipy/_normal_tables.py; a developer script, not package code.
 
-Run: ``python -m functorch_core.backends.llvm.fit_coefficients``.
+Run from the repository root: ``python tools/fit_coefficients.py`` (the erf, ndtri, Bessel
+and digamma fits need mpmath).
 
 Each polynomial interpolates its target at Chebyshev nodes (near-minimax), solved exactly in
 60-digit ``decimal`` arithmetic, so the printed coefficients are the double nearest each exact

@@ -39,8 +39,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import primitives as P
-from .core import AbstractArray, Eqn, Graph, Lit, Var
+from .. import primitives as P
+from ..core import AbstractArray, Eqn, Graph, Lit, Var
 
 INT_KINDS = "iu"
 IDENTITY_KINDS = "iufc"

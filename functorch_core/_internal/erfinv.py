@@ -3,7 +3,7 @@
 The polynomials are Giles' ("Approximating the erfinv function", GPU Computing Gems,
 2011), with the coefficients XLA's ``ErfInv32``/``ErfInv64`` use: float32 (and float16,
 computed in float32) in two pieces of ``w = -log1p(-x*x)``, float64 in three. Built
-from ``log1p`` (``_portable_log``'s), ``sqrt``, ``where`` and arithmetic, so every transform
+from ``log1p`` (``portable_log``'s), ``sqrt``, ``where`` and arithmetic, so every transform
 applies and every backend computes the same bits.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _portable_log
-from . import numpy as fnp
+from .. import numpy as fnp
+from . import portable_log
 
 _F32 = (  # (w below, shift, coefficients from the highest degree), the last piece is sqrt(w)
     (5.0, 2.5, (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
@@ -60,7 +60,7 @@ def erfinv(x):
     dtype = np.dtype(fnp.asarray(x).dtype)
     work = np.dtype(np.float64) if dtype == np.float64 else np.dtype(np.float32)
     x = fnp.asarray(x, dtype=work)
-    out = erfinv_ratio(-_portable_log.log1p(-x * x), work)
+    out = erfinv_ratio(-portable_log.log1p(-x * x), work)
     inf = fnp.where(x < 0, np.asarray(-np.inf, work), np.asarray(np.inf, work))
     out = fnp.where(fnp.abs(x) == 1, inf, out * x)
     return fnp.asarray(out, dtype=dtype)

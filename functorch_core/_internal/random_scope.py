@@ -80,5 +80,5 @@ def fill(captured, make_key=None) -> list:
     if not any(c is FRESH_KEY for c in captured):
         return list(captured)
     if make_key is None:
-        from .random import next_key as make_key
+        from ..random import next_key as make_key
     return [make_key() if c is FRESH_KEY else c for c in captured]

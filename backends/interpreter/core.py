@@ -1,16 +1,18 @@
-"""The reference interpreter: a NumPy implementation of every primitive.
+"""The reference interpreter's primitive implementations (``IMPLS``) and ``run_graph``.
 
 This module is the executable specification of the catalogue. Importing it
-registers each implementation as the primitive's eager ``impl``.
+registers the implementations as the host's eager dispatch (``ir/eager.py``).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from functorch_core.ir import dtypes
+from functorch_core.ir import dtypes, eager
 from functorch_core.ir import primitives as P
 from functorch_core.ir.core import Graph, Lit
 from functorch_core.ir.indexing import to_numpy_index
+
+from .linalg import LINALG_IMPLS
 
 IMPLS: dict = {}
 
@@ -532,9 +534,6 @@ def run_graph(graph: Graph, args):
     return [read(o) for o in graph.outputs]
 
 
-from .interpreter_linalg import LINALG_IMPLS  # noqa: E402
-
 IMPLS.update(LINALG_IMPLS)
-for _p, _f in IMPLS.items():
-    _p.impl = _f
+eager.register_host(IMPLS)
 MISSING = sorted(p.name for p in P.ALL.values() if p not in IMPLS)

@@ -10,8 +10,8 @@ gradient twice: ~20 MB of writes per call for h=256, T=100, batch 32.)
 
 from __future__ import annotations
 
-from .core import Eqn, Graph, Var
-from .primitives import scan
+from ..core import Eqn, Graph, Var
+from ..primitives import scan
 
 
 def forward_scan_outputs(graph: Graph) -> Graph:

@@ -16,8 +16,8 @@
 
 from __future__ import annotations
 
-from .core import Eqn, Graph, Var
-from .primitives import broadcast_in_dim, dot_general, mul, transpose
+from ..core import Eqn, Graph, Var
+from ..primitives import broadcast_in_dim, dot_general, mul, transpose
 
 
 def rewrite_products(graph: Graph) -> Graph:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import primitives as P
-from .core import Eqn, Graph, Lit, Var
+from .. import primitives as P
+from ..core import Eqn, Graph, Lit, Var
 
 _CHAIN = ("add", "sub", "mul", "div")
 

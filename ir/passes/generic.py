@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core import Eqn, Graph, Lit, Var
+from ..eager import host_impl
+from ..primitives import call, custom_jvp_call, custom_vjp_call
 from .algebra import simplify_products
-from .core import Eqn, Graph, Lit, Var
-from .primitives import call, custom_jvp_call, custom_vjp_call
 from .products import rewrite_products
 from .scan_outputs import forward_scan_outputs
 
@@ -89,13 +90,14 @@ def fold_constants(graph: Graph, *, grow=True) -> Graph:
     eqns = []
     for eqn in graph.eqns:
         inputs = tuple(_rename(env, a) for a in eqn.inputs)
-        foldable = (eqn.prim.impl is not None and not _has_effect(eqn)
+        impl = host_impl(eqn.prim)
+        foldable = (impl is not None and not _has_effect(eqn)
                     and eqn.prim.family != "control"     # a loop would run at compile time
                     and all(isinstance(a, Lit) for a in inputs)
                     and _fold_size_ok(inputs, eqn.outputs, grow))
         if foldable:
             with np.errstate(all="ignore"):
-                outs = eqn.prim.impl(*(a.value for a in inputs), **eqn.params)
+                outs = impl(*(a.value for a in inputs), **eqn.params)
             outs = outs if eqn.prim.multiple_results else [outs]
             for v, o in zip(eqn.outputs, outs, strict=True):
                 env[id(v)] = Lit(np.asarray(o, dtype=v.aval.dtype), v.aval)
@@ -168,8 +170,8 @@ class _Bind:
 
 
 def simplify(graph: Graph, *, grow=True) -> Graph:
-    """inline, rewrite products (``ir.products``), then fold constants, CSE and DCE, forward
-    scan outputs that need no loop (``ir.scan_outputs``), and rewrite products once more:
+    """inline, rewrite products (``ir.passes.products``), then fold constants, CSE and DCE, forward
+    scan outputs that need no loop (``ir.passes.scan_outputs``), and rewrite products once more:
     a transposed product whose other uses CSE merged or DCE dropped folds only then (the
     symmetrised Hessian of ``hessian``, for one). ``grow`` as in :func:`fold_constants`."""
     graph = rewrite_products(inline(graph))

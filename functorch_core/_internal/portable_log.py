@@ -20,7 +20,7 @@ import numpy as np
 
 from functorch_core.ir import numerics
 
-from . import numpy as fnp
+from .. import numpy as fnp
 
 
 def _coefficients(dtype):
