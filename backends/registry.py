@@ -1,12 +1,18 @@
-"""The backends by name; ``compile(graph)`` returns ``run(list of arrays) -> list of arrays``."""
+"""The backends by name; ``compile(graph)`` returns ``run(list of arrays) -> list of arrays``.
+
+Importing it loads the interpreter, which registers every primitive's eager implementation;
+:func:`evaluate` applies one primitive to host arrays with it.
+"""
 
 from __future__ import annotations
 
 import os
 
 import numpy as np
+from functorch_core.ir import Lit
 
 from .cuda import CudaBackend
+from .interpreter import IMPLS, run_graph
 from .llvm import CpuBackend
 
 DEFAULT = os.environ.get("FUNCTORCH_CORE_BACKEND", "cpu")
@@ -17,9 +23,6 @@ class InterpreterBackend:
 
     @staticmethod
     def compile(graph):
-        from functorch_core.ir import Lit
-
-        from .interpreter import run_graph
         constant = [isinstance(o, Lit) for o in graph.outputs]
 
         def run(args):
@@ -52,6 +55,12 @@ def get(name=None):
     if check is not None:       # a backend that needs hardware says what is missing now
         check()
     return backend
+
+
+def evaluate(prim, *args, **params):
+    """``prim`` applied to host arrays by the reference interpreter, eagerly: no trace, no
+    device dispatch (for a value the API layer needs concretely, as a fresh random key)."""
+    return IMPLS[prim](*args, **params)
 
 
 def clear_caches():

@@ -9,8 +9,7 @@ NumPy API that traces. Every subpackage is an attribute after a bare
 
 import importlib as _importlib
 
-import functorch_core.backends.interpreter  # noqa: F401  (registers the eager implementations)
-from functorch_core.backends.registry import default_backend
+from functorch_core.backends.registry import default_backend  # loads the eager implementations
 from functorch_core.ir import Graph, TracerError, check_graph
 from functorch_core.ir.pytree import (
     pytree_dataclass,

@@ -11,8 +11,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from functorch_core.backends import profiling, registry
-from functorch_core.backends.cuda import arrays
+from functorch_core.backends import devices, profiling, registry
 from functorch_core.ir import Graph, check_graph, current_trace, eval_graph, passes
 from functorch_core.ir import primitives as P
 from functorch_core.ir.core import on_device
@@ -296,7 +295,7 @@ class Jitted:
         as one event, through the backend's instrumented runner, never remembered for the
         fast path."""
         fname = fn_name(self.func)
-        if self.backend != "cuda" and arrays.maybe_present() and _device_leaf(args, kwargs):
+        if self.backend != "cuda" and devices.maybe_present() and _device_leaf(args, kwargs):
             return self._on_device(args, kwargs, fname)
         if not profiled and profiling.recorder is not None:
             shapes = _shapes(args, kwargs) if profiling.recorder.record_shapes else None

@@ -68,8 +68,7 @@ def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None
     if not isinstance(warn_only, bool):
         raise TypeError(f"use_deterministic_algorithms: warn_only must be a bool, got "
                         f"{type(warn_only).__name__}")
-    from functorch_core.backends.llvm import blas
-    held = blas.hold_one_thread(mode)
+    held = determinism.hold_blas_threads(mode)
     if mode and not held:
         message = (f"use_deterministic_algorithms(True): {' and '.join(_UNHELD)} have no "
                    "deterministic implementation here: they call a BLAS that is not NumPy's "

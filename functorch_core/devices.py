@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from functorch_core.backends.cuda import arrays, availability, eager
+from functorch_core.backends import devices as backend
 from functorch_core.ir import eager as ir_eager
 from functorch_core.ir.pytree import tree_map
 
-ir_eager.register_device(eager.evaluate)   # eager equations over device arrays run there
+ir_eager.register_device(backend.evaluate)   # eager equations over device arrays run there
 
 
 def backends_available() -> list[str]:
@@ -24,7 +24,7 @@ def backends_available() -> list[str]:
         ['cpu', 'interpreter']
     """
     names = ["cpu", "interpreter"]
-    if availability.missing() is None:
+    if backend.missing() is None:
         names.append("cuda")
     return names
 
@@ -50,8 +50,8 @@ def device_put(x, device="cuda"):
         return device_get(x)
     if device != "cuda":
         raise ValueError(f"device_put(x, device={device!r}): device must be 'cuda' or 'cpu'")
-    availability.require("device_put(x, device='cuda')")
-    return tree_map(arrays.to_device, x)
+    backend.require("device_put(x, device='cuda')")
+    return tree_map(backend.to_device, x)
 
 
 def device_get(x):
@@ -65,7 +65,7 @@ def device_get(x):
         >>> fc.device_get(fc.device_put(np.arange(3.0)))
         array([0., 1., 2.])
     """
-    return tree_map(arrays.to_host, x)
+    return tree_map(backend.to_host, x)
 
 
 def placement(leaves, paths, what) -> str | None:
@@ -77,7 +77,7 @@ def placement(leaves, paths, what) -> str | None:
     """
     dev = host = None
     for i, x in enumerate(leaves):
-        if arrays.is_device_array(x):
+        if backend.is_device_array(x):
             dev = i if dev is None else dev
         elif isinstance(x, np.ndarray) and host is None:
             host = i

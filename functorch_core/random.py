@@ -39,7 +39,7 @@ import threading
 
 import numpy as np
 
-from functorch_core.backends.interpreter import IMPLS
+from functorch_core.backends import registry
 from functorch_core.ir import Tracer
 from functorch_core.ir import primitives as P
 from functorch_core.ir.trace import current_trace
@@ -573,8 +573,8 @@ def _draw():
     """A fresh concrete key from the global generator (its state advances)."""
     with _Global.lock:
         k = _Global.key
-        y0, y1 = IMPLS[P.threefry2x32](k[0], k[1], np.zeros(2, _U32),
-                                       np.arange(2, dtype=_U32))
+        y0, y1 = registry.evaluate(P.threefry2x32, k[0], k[1], np.zeros(2, _U32),
+                                   np.arange(2, dtype=_U32))
         _Global.key = np.array([y0[0], y1[0]], np.uint32)
         return np.array([y0[1], y1[1]], np.uint32)
 

@@ -18,8 +18,9 @@ explicit operands (the ``consts``), as for ``call``.
 from __future__ import annotations
 
 from . import dtypes
+from .catalogue import fail as _fail
+from .catalogue import register as _register
 from .core import AbstractArray, Graph
-from .primitives import _fail, _register
 
 
 def _same_types(a, b) -> bool:

@@ -106,3 +106,23 @@ def indexed_shape(shape, indexer, array_shapes):
     if front:
         out = list(bshape) + out
     return tuple(out)
+
+
+def to_numpy_index(indexer, arrays):
+    """Turn a normalized indexer back into a NumPy index tuple."""
+    out = []
+    for e in indexer:
+        kind = e[0]
+        if kind == "slice":
+            start, stop, step = e[1:]
+            if not len(range(start, stop, step)):
+                out.append(slice(0, 0))      # (-1, -1, -1) is empty, not "all, reversed"
+            else:
+                out.append(slice(start, None if stop < 0 else stop, step))
+        elif kind == "int":
+            out.append(e[1])
+        elif kind == "newaxis":
+            out.append(None)
+        else:
+            out.append(np.asarray(arrays[e[1]]))
+    return tuple(out)

@@ -27,8 +27,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from .catalogue import complex_of
+from .catalogue import fail as _fail
+from .catalogue import kinds_check as _kinds_check
+from .catalogue import real_of as _real_of
+from .catalogue import register as _register
 from .core import AbstractArray
-from .primitives import _fail, _kinds_check, _real_of, _register, complex_of
 
 
 def _matrix(name, a, square=True):

@@ -12,25 +12,31 @@ import builtins
 import numpy as np
 
 from . import dtypes
-from .core import AbstractArray, Primitive
-
-ALL: dict[str, Primitive] = {}
-
-
-def _register(name, rule, family, **kw) -> Primitive:
-    prim = Primitive(name, rule, family=family, **kw)
-    ALL[name] = prim
-    return prim
-
-
-def _fail(msg):
-    raise ValueError(msg)
-
-
-def _kinds_check(name, avals, kinds):
-    for a in avals:
-        if a.dtype.kind not in kinds:
-            raise TypeError(f"{name} does not accept dtype {a.dtype}")
+from .catalogue import ALL, complex_of
+from .catalogue import fail as _fail
+from .catalogue import kinds_check as _kinds_check
+from .catalogue import real_of as _real_of
+from .catalogue import register as _register
+from .control_flow import CONTROL_FLOW, cond, scan, while_loop  # noqa: F401
+from .core import AbstractArray
+from .indexing import indexed_shape
+from .linalg import (  # noqa: F401
+    LINALG,
+    cholesky,
+    det,
+    eig,
+    eigh,
+    lu,
+    lu_pivots_to_permutation,
+    qr,
+    slogdet,
+    slogdet_inv_t,
+    solve,
+    sqrtm,
+    svd,
+    sylvester,
+    triangular_solve,
+)
 
 
 def _elementwise_shape(name, avals):
@@ -72,10 +78,6 @@ def _binary(name, kinds, out_dtype=None):
         out = out_dtype(dt) if out_dtype else dt
         return [AbstractArray(shape, out, x.weak_type and y.weak_type and out == dt)]
     return _register(name, rule, "binary")
-
-
-def _real_of(dt):
-    return np.dtype(np.finfo(dt).dtype) if dt.kind == "c" else dt
 
 
 def _to_bool(_):
@@ -656,11 +658,6 @@ SPECIAL = [erf, erfc, erfcx, lgamma, tgamma, digamma, bessel_i0e, bessel_i1e, sp
 FFT_TYPES = ("fft", "ifft", "rfft", "irfft")
 
 
-def complex_of(dt) -> np.dtype:
-    """The complex dtype of a real dtype's precision (float32 -> complex64)."""
-    return np.result_type(dt, np.complex64)
-
-
 def _fft_rule(x, *, fft_type, fft_lengths):
     """fft(x): the ``len(fft_lengths)``-dimensional DFT over the trailing axes of ``x``.
     ``ifft`` and ``irfft`` carry NumPy's default 1/n scaling; ``rfft`` keeps the
@@ -697,7 +694,6 @@ fft = _register("fft", _fft_rule, "fft")
 # --- mutation (present only before functionalize) --------------------------
 
 def _setitem_rule(x, value, *index_operands, indexer):
-    from .indexing import indexed_shape
     target = indexed_shape(x.shape, indexer, [a.shape for a in index_operands])
     if not _broadcastable(value.shape, target):
         _fail(f"setitem: could not broadcast value of shape {value.shape} into "
@@ -750,25 +746,3 @@ custom_vjp_call = _register("custom_vjp_call", _custom_call_rule, "custom",
 # custom_lin(*residuals, *tangents, n_res, bwd, out_avals): the tangent of a custom_vjp
 # function; only its transpose (the user's bwd) is defined.
 custom_lin = _register("custom_lin", _custom_lin_rule, "custom", multiple_results=True)
-
-
-# --- structured control flow: graph-valued primitives (ir/control_flow.py) ---------
-
-from .control_flow import CONTROL_FLOW, cond, scan, while_loop  # noqa: E402, F401
-from .linalg import (  # noqa: E402, F401
-    LINALG,
-    cholesky,
-    det,
-    eig,
-    eigh,
-    lu,
-    lu_pivots_to_permutation,
-    qr,
-    slogdet,
-    slogdet_inv_t,
-    solve,
-    sqrtm,
-    svd,
-    sylvester,
-    triangular_solve,
-)

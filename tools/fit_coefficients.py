@@ -1,5 +1,6 @@
 """Derives the polynomial coefficients of backends/llvm/ (mathfuncs.py, erf.py, bessel.py,
-gamma.py) and of functorch_core/scipy/_normal_tables.py; a developer script, not package code.
+gamma.py), of ir/numerics.py (LOG_*, SINC_F64, COSPI_F64: shared with the API layer) and of
+functorch_core/scipy/_normal_tables.py; a developer script, not package code.
 
 Run from the repository root: ``python tools/fit_coefficients.py`` (the erf, ndtri, Bessel
 and digamma fits need mpmath).

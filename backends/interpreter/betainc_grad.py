@@ -28,16 +28,10 @@ The fraction stops when the value and both derivatives have stopped changing (re
 from __future__ import annotations
 
 import numpy as np
-
-MAX_TERMS = 3000
-# the stopping test's relative change: the derivatives' convergents drift by a few eps per
-# term once converged (rounding), so a test at eps itself would run every term
-_TOL = 8 * np.finfo(np.float64).eps
-_BIG = 2.0 ** 256
-# the second derivatives' convergents drift by hundreds of eps per term once converged (they
-# cancel), and one may be 0 itself: their test is relative to it plus F, at this tolerance (a
-# test at _TOL would run until the convergents underflow)
-_TOL_SECOND = 2.0 ** -40
+from functorch_core.ir.numerics import BETAINC_BIG as _BIG
+from functorch_core.ir.numerics import BETAINC_MAX_TERMS as MAX_TERMS
+from functorch_core.ir.numerics import BETAINC_TOL as _TOL
+from functorch_core.ir.numerics import BETAINC_TOL_SECOND as _TOL_SECOND
 
 
 def _fraction(a, b, x, second=False):

@@ -10,6 +10,7 @@ import numpy as np
 from functorch_core.ir import dtypes, eager
 from functorch_core.ir import primitives as P
 from functorch_core.ir.core import Graph, Lit
+from functorch_core.ir.indexing import to_numpy_index
 
 from .linalg import LINALG_IMPLS
 
@@ -466,26 +467,6 @@ IMPLS[P.threefry2x32] = _quiet(_threefry2x32)
 def _setitem(x, value, *index_arrays, indexer):
     x[to_numpy_index(indexer, index_arrays)] = value
     return []
-
-
-def to_numpy_index(indexer, arrays):
-    """Turn a normalized indexer back into a NumPy index tuple."""
-    out = []
-    for e in indexer:
-        kind = e[0]
-        if kind == "slice":
-            start, stop, step = e[1:]
-            if not len(range(start, stop, step)):
-                out.append(slice(0, 0))      # (-1, -1, -1) is empty, not "all, reversed"
-            else:
-                out.append(slice(start, None if stop < 0 else stop, step))
-        elif kind == "int":
-            out.append(e[1])
-        elif kind == "newaxis":
-            out.append(None)
-        else:
-            out.append(np.asarray(arrays[e[1]]))
-    return tuple(out)
 
 
 @_impl(P.call)

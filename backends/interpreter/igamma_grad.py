@@ -26,10 +26,10 @@ NaN gives NaN.
 from __future__ import annotations
 
 import numpy as np
+from functorch_core.ir.numerics import IGAMMA_BIG as _BIG
+from functorch_core.ir.numerics import IGAMMA_MAX_TERMS as MAX_TERMS
 
-MAX_TERMS = 3000
 _EPS = np.finfo(np.float64).eps
-_BIG = 2.0 ** 256
 
 
 def _series(a, x, order):

@@ -13,6 +13,8 @@ double nearest the positive root ``x0`` (relative accuracy next to it, as SciPy 
 
 from __future__ import annotations
 
+from functorch_core.ir.numerics import COSPI_F64, SINC_F64
+
 from . import mathfuncs as M
 from .erf import _narrow
 from .mathfuncs import F64, _c, _fma, _horner
@@ -75,8 +77,8 @@ def _pi_cot_pi(e, x):
     n = e.intrinsic("roundeven", b.fmul(x, _c(F64, 2.0)))
     r = _fma(e, n, _c(F64, -0.5), x)
     rr = b.fmul(r, r)
-    sin_over = _horner(e, rr, M.SINC_F64)               # sin(pi r) / (pi r)
-    cos = _horner(e, rr, M.COSPI_F64)
+    sin_over = _horner(e, rr, SINC_F64)               # sin(pi r) / (pi r)
+    cos = _horner(e, rr, COSPI_F64)
     half = b.fmul(n, _c(F64, 0.5))
     even = b.fcmp_ordered("==", half, e.intrinsic("floor", half))
     # n even: cot(pi x) = cot(pi r); n odd: -tan(pi r)

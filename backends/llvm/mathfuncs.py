@@ -12,6 +12,7 @@ Accuracy (dense sweeps in tests/test_mathfuncs.py): within 1 ulp of the exact va
 
 from __future__ import annotations
 
+from functorch_core.ir.numerics import LN2_F32, LN2_F64, LOG_F32, LOG_F64
 from llvmlite import ir
 
 F32, F64 = ir.FloatType(), ir.DoubleType()
@@ -33,24 +34,10 @@ TANH_F64 = (-0.3333333333333333, 0.13333333333333042, -0.05396825396789699,
             9.257116129556769e-05, -3.12011014257974e-05, 6.485163482793113e-06)
 TANH_SMALL = 0.625
 TANH_ONE = {F32: 9.5, F64: 19.5}        # tanh rounds to 1 above these (2 e^-2x < ulp(1) / 2)
-# log(1 + f) = f - f^2/2 + s (f^2/2 + s^2 q(s^2)), s = f / (2 + f), for 1 + f in
-# [sqrt(1/2), sqrt(2)); q's coefficients (q(0) = 2/3), lowest degree first.
-LOG_F32 = (0.6666668503957586, 0.3998878056602198, 0.2957994939197279)
-LOG_F64 = (0.666666666666667, 0.39999999999899505, 0.28571428625975487, 0.2222221113479508,
-           0.18182889125261723, 0.15331721600556042, 0.14616449685043406)
-# sin(pi r) / (pi r) and cos(pi r) as polynomials in r^2 on |r| <= 1/4 (for sinc and
-# digamma's reflection; scipy/special.py's sinc uses them too)
-SINC_F64 = (1.0, -1.6449340668482264, 0.8117424252833524, -0.1907518241219269,
-            0.02614784780776427, -0.002346080697728499, 0.00014842240256046724,
-            -6.9128635678705135e-06)
-COSPI_F64 = (1.0, -4.934802200544679, 4.0587121264167685, -1.3352627688545866,
-             0.23533063035866447, -0.025806891379438902, 0.0019295740221589252,
-             -0.00010463355639212206, 4.26420091972793e-06)
-
 LOG2E = 1.4426950408889634
 # ln 2 = HI + LO, HI with trailing zero bits so k * HI is exact for every k in range
-LN2 = {F32: (0.693145751953125, 1.428606765330187e-06),
-       F64: (0.6931471803691238, 1.9082149292705877e-10)}
+# (log's tables are shared with the API layer: functorch_core.ir.numerics)
+LN2 = {F32: LN2_F32, F64: LN2_F64}
 # exp's argument is clamped to [lo, hi]: below lo the result rounds to +0, above hi to inf
 EXP_CLAMP = {F32: (-104.0, 89.0), F64: (-746.0, 710.0)}
 # ln 2 rounded to the type, and the rest

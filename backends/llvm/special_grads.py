@@ -14,10 +14,9 @@ computed in double and rounded once, as the NumPy versions do.
 from __future__ import annotations
 
 import numpy as np
+from functorch_core.ir import numerics as N
 from llvmlite import ir
 
-from ..interpreter import betainc_grad as _NB
-from ..interpreter import igamma_grad as _NI
 from . import gamma as G
 from . import mathfuncs as M
 from . import zeta as Z
@@ -115,7 +114,7 @@ def _igamma_series(e, a, x, order):
             live = b.or_(live, _gt(b, _fabs(e, d2c), b.fmul(eps, _fabs(e, d2s))))
         i = b.add(i, ir.Constant(I32, 1))
         return [c, dc, d2c, s, ds, d2s, r, i], \
-            b.and_(live, b.icmp_signed("<", i, _c(I32, _NI.MAX_TERMS)))
+            b.and_(live, b.icmp_signed("<", i, _c(I32, N.IGAMMA_MAX_TERMS)))
 
     start = [one, zero, zero, one, zero, zero, a, _c(I32, 0)]
     _, _, _, s, ds, d2s, _, _ = _Loop(e, "series").run(start, step)
@@ -130,7 +129,7 @@ def _igamma_fraction(e, a, x, order):
     and ``x > a``)."""
     b = e.b
     one, two, zero = _c(F64, 1.0), _c(F64, 2.0), _c(F64, 0.0)
-    eps, big, small = _c(F64, _EPS), _c(F64, _NI._BIG), _c(F64, 1 / _NI._BIG)
+    eps, big, small = _c(F64, _EPS), _c(F64, N.IGAMMA_BIG), _c(F64, 1 / N.IGAMMA_BIG)
     logx = M.log(e, x)
     pre = M.exp(e, b.fsub(b.fsub(b.fmul(a, logx), x), _lgamma(e, a)))
     g = b.fsub(logx, G.digamma(e, a))
@@ -171,7 +170,7 @@ def _igamma_fraction(e, a, x, order):
         carried = [b.fmul(v, scale) for v in (p1, q1, p, q, dp1, dq1, dp, dq, d2p1, d2q1, d2p,
                                               d2q)]
         live = b.or_(moved, b.fcmp_ordered("==", q, zero))
-        go_on = b.and_(live, b.icmp_signed("<", k, _c(I32, _NI.MAX_TERMS)))
+        go_on = b.and_(live, b.icmp_signed("<", k, _c(I32, N.IGAMMA_MAX_TERMS)))
         return [y, z, *carried, f, df, d2f, b.add(k, _c(I32, 1))], go_on
 
     start = [y, z, one, x, p1, q1, zero, zero, zero, dq1, zero, zero, zero, zero, f, df, d2f,
@@ -262,8 +261,8 @@ def _beta_fraction(second):
 def _beta_fraction_body(e, a, b_, x, second):
     b = e.b
     one, zero = _c(F64, 1.0), _c(F64, 0.0)
-    tol, big, small = _c(F64, _NB._TOL), _c(F64, _NB._BIG), _c(F64, 1 / _NB._BIG)
-    tol2 = _c(F64, _NB._TOL_SECOND)
+    tol, big, small = _c(F64, N.BETAINC_TOL), _c(F64, N.BETAINC_BIG), _c(F64, 1 / N.BETAINC_BIG)
+    tol2 = _c(F64, N.BETAINC_TOL_SECOND)
     logx, log1mx = M.log(e, x), M.log1p(e, b.fneg(x))
     k = M.exp(e, b.fsub(b.fsub(b.fadd(b.fmul(a, logx), b.fmul(b_, log1mx)), M.log(e, a)),
                         _betaln(e, a, b_)))
@@ -370,7 +369,7 @@ def _beta_fraction_body(e, a, b_, x, second):
         hessians = [b.fmul(v, scale) for h in (h_a2, h_b2, h_a1, h_b1) for v in h] + h_f \
             if second else []
         live = b.or_(moved, b.fcmp_ordered("==", b1, zero))
-        go_on = b.and_(live, b.icmp_signed("<", n, _c(I32, _NB.MAX_TERMS)))
+        go_on = b.and_(live, b.icmp_signed("<", n, _c(I32, N.BETAINC_MAX_TERMS)))
         return [*carried, f, fa, fb, b.add(n, _c(I32, 1)), *hessians], go_on
 
     start = [zero, zero, zero, one, zero, zero, one, zero, zero, one, zero, zero,

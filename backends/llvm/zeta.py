@@ -22,18 +22,14 @@ from __future__ import annotations
 
 import math
 
+from functorch_core.ir.numerics import ZETA_BERNOULLI as BERNOULLI
+from functorch_core.ir.numerics import ZETA_TERMS as TERMS
+
 from . import mathfuncs as M
 from .erf import _narrow
 from .gamma import digamma
 from .mathfuncs import F64, _c, _fma, _horner
 
-# B_2j / (2j)!, j = 1, 2, ...
-BERNOULLI = (0.08333333333333333, -0.001388888888888889, 3.306878306878307e-05,
-             -8.267195767195768e-07, 2.08767569878681e-08, -5.284190138687493e-10,
-             1.3382536530684679e-11, -3.3896802963225827e-13, 8.586062056277845e-15,
-             -2.174868698558062e-16, 5.5090028283602295e-18, -1.3954464685812522e-19)
-# (direct terms N, Bernoulli terms M) for double and for float32
-TERMS = {True: (8, 12), False: (4, 8)}
 # log(1 + f) = 2 atanh(s), s = f / (2 + f): 2s + 2s^3/3 + 2 s^5 sum_j s^2j / (2j + 5)
 ATANH_TAIL = tuple(1 / (2 * j + 5) for j in range(11))
 TWO_THIRDS = (0.6666666666666666, 3.700743415417188e-17)

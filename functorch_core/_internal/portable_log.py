@@ -7,9 +7,9 @@ the next). These are built from ``+ - * /``, comparisons and ``where`` alone, ea
 correctly rounded by IEEE 754 in NumPy and in LLVM alike (no fused multiply-add: the
 backends do not contract), so every backend computes the same bits.
 
-The method is the cpu backend's (``backends/llvm/mathfuncs.py``, whose coefficients it
-takes): ``x = 2^k (1 + f)`` with ``1 + f`` in ``[sqrt(1/2), sqrt(2))``, the exponent
-found by comparisons and exact scalings by powers of two, then the odd series in
+The method is the cpu backend's (``backends/llvm/mathfuncs.py``; both take the coefficients
+from ``ir/numerics.py``): ``x = 2^k (1 + f)`` with ``1 + f`` in ``[sqrt(1/2), sqrt(2))``, the
+exponent found by comparisons and exact scalings by powers of two, then the odd series in
 ``s = f / (2 + f)``. Within 1 ulp of the exact value (tests/test_random.py sweeps it).
 float16 is computed in float32 and rounded once.
 """
@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from functorch_core.ir import numerics
+
 from .. import numpy as fnp
 
 
 def _coefficients(dtype):
-    from functorch_core.backends.llvm import mathfuncs as mf
-    ty = mf.F64 if dtype == np.float64 else mf.F32
-    return (mf.LOG_F64 if dtype == np.float64 else mf.LOG_F32), mf.LN2[ty]
+    if dtype == np.float64:
+        return numerics.LOG_F64, numerics.LN2_F64
+    return numerics.LOG_F32, numerics.LN2_F32
 
 
 def _work(x):

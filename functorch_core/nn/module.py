@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from functorch_core.backends import devices
 from functorch_core.ir.pytree import register_pytree_node
 
 __all__ = ["Module", "Parameter"]
@@ -592,27 +593,25 @@ def _to_arguments(module, args, kwargs):
 
 
 def _require_gpu(call):
-    from functorch_core.backends.cuda import availability
-    why = availability.missing()
+    why = devices.missing()
     if why is not None:
         raise RuntimeError(f"{call}: no GPU backend is available here ({why}); keep the "
                            "model on 'cpu', or install the cuda extra "
-                           f"(`{availability.INSTALL}`) on a machine with an NVIDIA GPU")
+                           f"(`{devices.INSTALL}`) on a machine with an NVIDIA GPU")
 
 
 def _moved(v, device, dtype):
     """``v`` cast to ``dtype`` (floating/complex only) and placed on ``device``; ``v``
     itself when nothing changes."""
-    from functorch_core.backends.cuda import arrays
-    on_gpu = arrays.is_device_array(v)
+    on_gpu = devices.is_device_array(v)
     x = v
     if dtype is not None and np.dtype(x.dtype).kind in "fc" and x.dtype != dtype:
-        x = arrays.to_device(arrays.to_host(x).astype(dtype)) if on_gpu else \
+        x = devices.to_device(devices.to_host(x).astype(dtype)) if on_gpu else \
             np.asarray(x).astype(dtype)
-    if device == "cuda" and not arrays.is_device_array(x):
-        x = arrays.to_device(x)
-    elif device == "cpu" and arrays.is_device_array(x):
-        x = arrays.to_host(x)
+    if device == "cuda" and not devices.is_device_array(x):
+        x = devices.to_device(x)
+    elif device == "cpu" and devices.is_device_array(x):
+        x = devices.to_host(x)
     return x
 
 

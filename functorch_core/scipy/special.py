@@ -22,8 +22,8 @@ import math
 
 import numpy as np
 
-from functorch_core.backends.llvm.mathfuncs import COSPI_F64, SINC_F64
 from functorch_core.ir import primitives as P
+from functorch_core.ir.numerics import COSPI_F64, SINC_F64
 
 from .. import numpy as fnp
 from .._internal.horner import horner

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from functorch_core.backends import profiling
-from functorch_core.backends.cuda.arrays import maybe_present
+from functorch_core.backends.devices import maybe_present
 from functorch_core.ir import Graph, current_trace, eval_graph, passes
 from functorch_core.ir.core import on_device
 from functorch_core.ir.pytree import PyTreeDef

@@ -14,11 +14,15 @@ from collections.abc import Callable
 
 import numpy as np
 
-from functorch_core.backends.interpreter import to_numpy_index
 from functorch_core.ir import Lit
 from functorch_core.ir import primitives as P
 from functorch_core.ir.core import Primitive
-from functorch_core.ir.indexing import advanced_layout, broadcast_shapes, indexed_shape
+from functorch_core.ir.indexing import (
+    advanced_layout,
+    broadcast_shapes,
+    indexed_shape,
+    to_numpy_index,
+)
 from functorch_core.ir.tables import Table
 
 

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from functorch_core.backends.cuda.arrays import to_device
+from functorch_core.backends.devices import to_device
 from functorch_core.ir import Graph, Lit, eval_graph, passes, trace_flat
 from functorch_core.ir import primitives as P
 from functorch_core.ir.core import on_device

@@ -41,6 +41,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from functorch_core.backends import devices
 from functorch_core.ir import Graph, Lit, Primitive, Tracer, Var, current_trace, passes, trace_flat
 from functorch_core.ir import primitives as P
 from functorch_core.ir.core import on_device
@@ -362,19 +363,9 @@ def write_back(targets, mutated, finals):
             full = tuple(("slice", 0, d, 1) for d in t.shape)
             P.setitem.bind(t, value, indexer=full)
         elif on_device(t):
-            copy_on_device(t, value)
+            devices.copy_into(t, value)
         else:
             np.copyto(t, value, casting="unsafe")
-
-
-def copy_on_device(target, value, index=Ellipsis):
-    """``target[index] = value`` for a device array (CuPy's, or the simulator's SimArray)."""
-    from functorch_core.backends.cuda.arrays import SimArray
-    if type(target) is SimArray:
-        np.copyto(target._a[index], value._a if type(value) is SimArray else value,
-                  casting="unsafe")
-    else:
-        target[index] = value
 
 
 def _own_outputs(outs, leaves):

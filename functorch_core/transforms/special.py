@@ -30,6 +30,7 @@ import numpy as np
 
 from functorch_core.ir import Primitive
 from functorch_core.ir import primitives as P
+from functorch_core.ir.numerics import ZETA_BERNOULLI, ZETA_TERMS
 from functorch_core.ir.tables import Table, caller_site
 
 from .batching import BatchRule, _elementwise
@@ -106,9 +107,8 @@ def _zeta_ds(s, q):
     rising factorials' derivatives carried along. Within 6.5e-14 of mpmath (250 digits)
     for s in (1.001, 61], q in [1e-3, 1e6]: the rounding of exp(-s log(q + n))."""
     # the Euler-Maclaurin sum the cpu backend evaluates zeta(s, q) with: its direct terms
-    # and its B_2j / (2j)! (imported here: the module loads llvmlite)
-    from functorch_core.backends.llvm.zeta import BERNOULLI, TERMS
-    direct, bernoulli = TERMS[True]
+    # and its B_2j / (2j)!
+    direct, bernoulli = ZETA_TERMS[True]
     add, sub, mul, div = P.add.bind, P.sub.bind, P.mul.bind, P.div.bind
 
     def c(v):
@@ -125,7 +125,7 @@ def _zeta_ds(s, q):
     rising, slope = s, c(1.0)          # (s)_{2j-1} and its derivative in s
     inverse_w2 = div(c(1.0), mul(w, w))
     scale = inverse_w2
-    for j, b in enumerate(BERNOULLI[:bernoulli]):
+    for j, b in enumerate(ZETA_BERNOULLI[:bernoulli]):
         bracket = add(bracket, mul(mul(c(b), scale), sub(slope, mul(log, rising))))
         lo, hi = add(s, c(2 * j + 1)), add(s, c(2 * j + 2))
         slope = add(mul(slope, mul(lo, hi)), mul(rising, add(lo, hi)))

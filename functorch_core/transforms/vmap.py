@@ -8,6 +8,7 @@ import weakref
 
 import numpy as np
 
+from functorch_core.backends import devices
 from functorch_core.ir import dtypes
 from functorch_core.ir import primitives as P
 from functorch_core.ir.core import Var, on_device
@@ -18,7 +19,7 @@ from .._internal.random_scope import FRESH_KEY, Scope, current_scope, fill
 from .._internal.tracing import flat_args, fn_name, leaf_aval
 from ._common import Transformed, cached, run_transformed, signature, trace_for_transform
 from .batching import BatchedOutputError, batch_graph
-from .functionalize import check_writable, copy_on_device, write_back
+from .functionalize import check_writable, write_back
 
 _UNSET = object()
 _RANDOMNESS = ("error", "different", "same")
@@ -290,7 +291,7 @@ def _write_chunks(targets, dims, pieces, chunk):
             else:
                 index = (slice(None),) * d + (slice(k * chunk, stop),)
                 if on_device(t):
-                    copy_on_device(t, value, index)
+                    devices.copy_into(t, value, index)
                 else:
                     np.copyto(t[index], value, casting="unsafe")
 
