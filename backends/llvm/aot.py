@@ -44,7 +44,6 @@ from llvmlite import binding as llvm
 from llvmlite import ir
 
 from ..planning import buffers
-from ..planning.buffers import nbytes
 from ..planning.plan import Blas, Conv, Fallback, Kernel, Lapack, Loop, Sort
 from . import codegen, engine, scipy_calls, sort
 from .blas import GemmCall, _numpy_openblas, blas_int_bits, emit_gemm, gemm_layout
@@ -155,7 +154,7 @@ def build_module(graph, name: str):
     borrowed = set(range(n_in)) | set(plan.consts)
     results = {r[1] for r in plan.outputs if r[0] == "slot"} - borrowed
     lifetimes = buffers.lifetimes(plan.steps, borrowed | results)
-    nbytes = {s: nbytes(*plan.slots[s]) for s in lifetimes}
+    nbytes = {s: buffers.nbytes(*plan.slots[s]) for s in lifetimes}
     offsets, arena_bytes = buffers.plan_arena(nbytes, lifetimes, ALIGN)
 
     module = ir.Module(name=name)
@@ -240,7 +239,7 @@ def build_module(graph, name: str):
         ptrs[s] = b.gep(base, [ir.Constant(I64, off)], source_etype=I8)
     copies = []     # (output index, source pointer, nbytes) after the steps
     for j, ref in enumerate(plan.outputs):
-        n = nbytes(*out_avals[j])
+        n = buffers.nbytes(*out_avals[j])
         if ref[0] == "lit":
             g = _const_bytes(module, f"{name}__lit_out_{j}", np.asarray(ref[1]))
             copies.append((j, g, n))

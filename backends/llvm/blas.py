@@ -12,7 +12,7 @@ any other layout is first copied into one of those with NumPy.
 OpenBLAS's thread count is the runtime's to set, per gemm call from its size: a call
 below ONE_THREAD_MACS multiply-adds (and from OPENBLAS_THREADS_MACS, below which OpenBLAS
 stays on one thread by itself) runs with OpenBLAS held at one thread (:func:`one_thread_each`)
-whatever the load, from a Python step, a native graph entry (runtime.py), a loop
+whatever the load, from a Python step, a native graph entry (entries.py), a loop
 (loops.py) or a conv (conv.py) alike: on a busy machine OpenBLAS's own threads wait on
 each other at barriers inside every call (an MLP step, 784-256-10, batch 64: 40-49 ms on
 its two threads, 1.3 ms on one; benchmarks/blas_under_load.py), and the one-minute load

@@ -176,33 +176,33 @@ def _spec(prim, shape, dtype, params) -> dict:
     m, n = shape[-2:]
     batch, wide, real, ints = math.prod(shape[:-2]), base._wide(dtype), np.dtype(np.float64), \
         _ints()
-    threads = _threads(max(m, n), batch)
+    n_threads = _threads(max(m, n), batch)
     if prim is P.qr:
         mn, mc, _, lw_f, lw_q = _qr_sizes(wide, m, n, params["full_matrices"])
         return {"a": ((batch, n, m), wide), "q": ((batch, mc, m), wide),
                 "tau": ((batch, mn), wide), "info": ((batch,), ints),
-                "work": ((threads, max(lw_f, lw_q)), wide)}
+                "work": ((n_threads, max(lw_f, lw_q)), wide)}
     if prim is P.svd:
         mn, jobz, ucol, vrow, lwork, lrwork = _svd_sizes(wide, m, n, **params)
         vectors = jobz != "N"
         return {"a": ((batch, n, m), wide), "s": ((batch, mn), real),
                 "u": ((batch, ucol, m) if vectors else (batch, 1), wide),
                 "vt": ((batch, n, vrow) if vectors else (batch, 1), wide),
-                "info": ((batch,), ints), "work": ((threads, lwork), wide),
-                "iwork": ((threads, 8 * mn), ints),
-                "rwork": ((threads, lrwork if wide.kind == "c" else 1), real)}
+                "info": ((batch,), ints), "work": ((n_threads, lwork), wide),
+                "iwork": ((n_threads, 8 * mn), ints),
+                "rwork": ((n_threads, lrwork if wide.kind == "c" else 1), real)}
     if prim is P.eigh:
         _, lwork, liwork, lrwork = _eigh_sizes(wide, n, params["lower"])
         return {"a": ((batch, n, n), wide), "w": ((batch, n), real), "info": ((batch,), ints),
-                "work": ((threads, lwork), wide), "iwork": ((threads, liwork), ints),
-                "rwork": ((threads, lrwork if wide.kind == "c" else 1), real)}
+                "work": ((n_threads, lwork), wide), "iwork": ((n_threads, liwork), ints),
+                "rwork": ((n_threads, lrwork if wide.kind == "c" else 1), real)}
     jobvr, lwork = _eig_sizes(wide, n, params["compute_v"])
     complex_ = wide.kind == "c"
     return {"a": ((batch, n, n), wide), "wr": ((batch, n), wide),
             "wi": ((batch, 1 if complex_ else n), real),
             "vl": ((batch, 1), wide), "vr": ((batch, n, n) if jobvr == "V" else (batch, 1), wide),
-            "info": ((batch,), ints), "work": ((threads, lwork), wide),
-            "rwork": ((threads, 2 * n if complex_ else 1), real)}
+            "info": ((batch,), ints), "work": ((n_threads, lwork), wide),
+            "rwork": ((n_threads, 2 * n if complex_ else 1), real)}
 
 
 def _scratch(prim, a, params, arrays) -> dict:
