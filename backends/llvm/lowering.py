@@ -12,6 +12,7 @@ from functorch_core.ir import primitives as P
 
 from ..planning import partition as planning
 from ..planning.partition import NEVER_LOWERED, PLANNED, numpy_gap
+from ..planning.products import BLAS_DTYPES
 from . import lapack_steps, scipy_calls
 from .ops import RULES, unsupported
 
@@ -46,7 +47,7 @@ def lowering_gap(eqn) -> str | None:
     reason = unsupported(eqn)
     if reason is not None:
         return reason
-    if prim is P.conv_general_dilated and eqn.inputs[0].aval.dtype not in planning.BLAS_DTYPES:
+    if prim is P.conv_general_dilated and eqn.inputs[0].aval.dtype not in BLAS_DTYPES:
         return "conv_general_dilated: BLAS has no integer or float16 gemm (interpreter)"
     if prim is P.conv_general_dilated and eqn.inputs[0].aval.ndim == 2:
         return "conv_general_dilated without spatial dimensions (a matmul; interpreter)"
