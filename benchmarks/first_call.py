@@ -61,7 +61,7 @@ def _timed(phases, owner, name, label):
 
 
 def child_functorch_core(t_start):
-    from functorch_core.backends.llvm import cache, runtime
+    from functorch_core.backends.llvm import cache, engine, kernels, runtime
     from functorch_core.ir import passes
     from transforms import mlp_loss
 
@@ -74,9 +74,9 @@ def child_functorch_core(t_start):
     _timed(phases, api, "trace_call", "trace + vmap/grad")
     _timed(phases, passes, "simplify", "simplify")
     _timed(phases, runtime, "partition", "partition")
-    _timed(phases, runtime, "build_module", "emit IR")
-    _timed(phases, runtime, "optimize", "LLVM optimize")
-    _timed(phases, runtime, "_add_module", "LLVM optimize + codegen/load")
+    _timed(phases, kernels, "build_module", "emit IR")
+    _timed(phases, engine, "optimize", "LLVM optimize")
+    _timed(phases, engine, "add_module", "LLVM optimize + codegen/load")
     _timed(phases, runtime, "Executable", "backend compile")
     params, xs, ys = inputs(np.random.default_rng(0))
     f = fc.jit(fc.vmap(fc.grad(mlp_loss), in_dims=(None, 0, 0)), backend="cpu")

@@ -83,11 +83,11 @@ def main():
     print(f"  jit interpreter {t_int * 1e3:8.2f} ms   ({t_int / t_np:.2f}x numpy)")
     print(f"  jit cpu         {t_cpu * 1e3:8.2f} ms   ({t_cpu / t_np:.2f}x numpy, "
           f"{t_int / t_cpu:.2f}x faster than interpreter)")
-    from functorch_core.backends.llvm import runtime
-    workers, runtime._WORKERS = runtime._WORKERS, 1     # same kernel, one thread
+    from functorch_core.backends.llvm import runtime, threads
+    workers, threads.workers = threads.workers, 1     # same kernel, one thread
     runtime._CACHE.clear()
     t_one = median_time(fc.jit(chain, backend="cpu"), x, 7)
-    runtime._WORKERS = workers
+    threads.workers = workers
     print(f"  jit cpu 1 thread {t_one * 1e3:8.2f} ms   ({t_one / t_np:.2f}x numpy; "
           f"{workers} workers above)")
     print(f"  cpu first call (trace+compile+run) {compile_s * 1e3:.1f} ms, "

@@ -30,7 +30,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import _timing
-from functorch_core.backends.llvm import blas, runtime
+from functorch_core.backends.llvm import blas, runtime, threads
 
 import functorch_core as fc
 
@@ -100,7 +100,7 @@ def _measure(workloads, repeats):
         a, b = rng.standard_normal(ls).astype(dt), rng.standard_normal(rs).astype(dt)
         before, after = _compiled(False, a, b), _compiled(True, a, b)
         dn = (((2,), (1,)), ((0,), (0,))) if len(ls) == 3 else (((1,), (0,)), ((), ()))
-        parts = blas.DotGeneral(ls, rs, dt, dn, parallel=runtime._pool,
+        parts = blas.DotGeneral(ls, rs, dt, dn, parallel=threads.pool,
                                 workers=runtime.get_num_threads()).parts
         if parts[0].cols is not None:
             want, of = _on_one_runtime_thread(a, b), "the same column blocks on one thread"

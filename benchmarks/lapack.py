@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import scipy.linalg
 from _timing import median_time, report, result
-from functorch_core.backends.llvm import lapack, runtime
+from functorch_core.backends.llvm import lapack_steps, runtime
 
 import functorch_core as fc
 import functorch_core.scipy.linalg as fsl
@@ -56,15 +56,15 @@ def _workloads(quick):
 
 def jit_lapack(fn, args, native):
     """``fn`` jitted with its LAPACK equations lowered (``native``) or interpreted."""
-    real = lapack.lowering_gap
+    real = lapack_steps.lowering_gap
     if not native:
-        lapack.lowering_gap = lambda eqn: "benchmark: the interpreter's LAPACK call"
+        lapack_steps.lowering_gap = lambda eqn: "benchmark: the interpreter's LAPACK call"
     try:
         runtime.clear_cache()
         f = fc.jit(fn)
         f(*args)
     finally:
-        lapack.lowering_gap = real
+        lapack_steps.lowering_gap = real
         runtime.clear_cache()
     return f
 

@@ -1,6 +1,6 @@
 """DESIGN.md's layer table, made executable: the import graph is read from the source
 (tools/importgraph.py) and checked for imports from a lower layer to a higher one, for the
-API layer reading backend internals, and for new import cycles."""
+API layer reading backend internals, and for import cycles."""
 
 import sys
 from pathlib import Path
@@ -12,13 +12,6 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import arch_metrics  # noqa: E402
 import importgraph as ig  # noqa: E402
-
-# A ratchet: the modules that sit in an import cycle today. This set may only shrink. A module
-# that joins a cycle fails the test; so does one listed here that is no longer in a cycle
-# (strike it out when a cycle is broken, so that it cannot come back unnoticed).
-KNOWN_CYCLE_MODULES = frozenset(f"functorch_core.{m}" for m in (
-    "backends.llvm.lapack", "backends.llvm.lapack_eig", "backends.llvm.lapack_schur",
-))
 
 
 @pytest.fixture(scope="module")
@@ -56,11 +49,8 @@ def test_the_backend_interface_names_real_modules(graph):
     assert ig.API_BACKEND_INTERFACE <= set(graph.modules)
 
 
-def test_no_new_import_cycles(graph):
-    in_cycles = {m for cycle in ig.cycles(graph) for m in cycle}
-    assert sorted(in_cycles - KNOWN_CYCLE_MODULES) == [], "new import cycle"
-    assert sorted(KNOWN_CYCLE_MODULES - in_cycles) == [], \
-        "no longer in a cycle: strike it from KNOWN_CYCLE_MODULES"
+def test_no_import_cycles(graph):
+    assert [sorted(cycle) for cycle in ig.cycles(graph)] == []
 
 
 def _write(root, files):

@@ -15,7 +15,7 @@ import functorch_core as fc
 from functorch_core import lax
 
 pytestmark = pytest.mark.skipif(
-    not __import__("functorch_core.backends.llvm.runtime", fromlist=["x"]).graph_entry_supported(),
+    not __import__("functorch_core.backends.llvm.entries", fromlist=["x"]).graph_entry_supported(),
     reason="native graph entries need a release CPython with the GIL")
 
 

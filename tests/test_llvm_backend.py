@@ -575,16 +575,16 @@ def test_scatter_add_with_duplicates_and_updates(dtype):
 
 
 def test_big_kernels_split_their_outer_loop_over_threads(monkeypatch):
-    from functorch_core.backends.llvm import runtime
-    monkeypatch.setattr(runtime, "PARALLEL_MIN_POINTS", 1)
-    monkeypatch.setattr(runtime, "_WORKERS", 3)
+    from functorch_core.backends.llvm import steps, threads
+    monkeypatch.setattr(steps, "PARALLEL_MIN_POINTS", 1)
+    monkeypatch.setattr(threads, "workers", 3)
     submitted = []
 
     class CountingPool:
         def submit(self, fn, *args):
             submitted.append(args[-2:])
-            return runtime._state.setdefault("test_pool", ThreadPoolExecutor(2)).submit(fn, *args)
-    monkeypatch.setattr(runtime, "_pool", CountingPool)
+            return threads._state.setdefault("test_pool", ThreadPoolExecutor(2)).submit(fn, *args)
+    monkeypatch.setattr(threads, "pool", CountingPool)
     b = Builder()
     x = b.input((7, 5, 3), np.float64)
     y = b(P.mul, x, x)

@@ -115,7 +115,7 @@ def test_openblas_is_held_from_the_size_it_would_thread_at(two_threads, monkeypa
 _ENTRY_CHECK = textwrap.dedent("""
     import ctypes, json, sys
     import numpy as np
-    from functorch_core.backends.llvm import blas, runtime
+    from functorch_core.backends.llvm import blas, entries as native_entries, runtime
     import functorch_core as fc
     lib = blas._numpy_lib[0] if blas.blas_int_bits() == 64 else None
     lib.scipy_openblas_set_num_threads64_(2)
@@ -125,7 +125,7 @@ _ENTRY_CHECK = textwrap.dedent("""
     def hook(*args):
         seen.append(lib.scipy_openblas_get_num_threads64_())
         real(*args)
-    runtime.gemm_address = lambda dtype: ctypes.cast(hook, ctypes.c_void_p).value
+    native_entries.gemm_address = lambda dtype: ctypes.cast(hook, ctypes.c_void_p).value
     rng = np.random.default_rng(0)
     x = rng.standard_normal((64, 128)).astype(np.float32)
     w = rng.standard_normal((128, 128)).astype(np.float32)

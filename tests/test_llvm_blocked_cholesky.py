@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from functorch_core.backends import registry
-from functorch_core.backends.llvm import blas, blocked_cholesky, lapack, runtime
+from functorch_core.backends.llvm import blas, blocked_cholesky, lapack, threads
 from functorch_core.ir import primitives as P
 from graph_builder import Builder
 
@@ -99,7 +99,7 @@ def test_bits_do_not_depend_on_the_thread_count(small_blocks, monkeypatch, dtype
     exe = _cholesky_exe(a, upper)
     results = []
     for workers in (1, 2, 3, 7):
-        monkeypatch.setattr(runtime, "_WORKERS", workers)
+        monkeypatch.setattr(threads, "workers", workers)
         results.append(exe([a])[0])
     with blas.one_thread_each():
         results.append(exe([a])[0])

@@ -12,7 +12,7 @@ import uuid
 
 import numpy as np
 import pytest
-from functorch_core.backends.llvm import cache, runtime
+from functorch_core.backends.llvm import cache, kernels, runtime
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
@@ -200,7 +200,7 @@ def test_one_process_compiles_a_module_once(folder):
 
 def test_small_and_big_kernels_are_two_entries(folder):
     c = np.float32(uuid.uuid4().int % 1000 + 0.75)
-    big = np.arange(2 * runtime.SMALL_KERNEL_POINTS, dtype=np.float32)
+    big = np.arange(2 * kernels.SMALL_KERNEL_POINTS, dtype=np.float32)
     small = np.arange(10, dtype=np.float32)
     writes = cache.stats["writes"]
     got_big, got_small = fc.jit(lambda a, b: (a * c, fnp.exp(b) + c), backend="cpu")(big, small)

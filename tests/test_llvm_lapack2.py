@@ -11,7 +11,7 @@ import pytest
 from bitwise import assert_bitwise
 from functorch_core.backends import registry
 from functorch_core.backends.interpreter import run_graph
-from functorch_core.backends.llvm import lapack, lapack_eig
+from functorch_core.backends.llvm import lapack, lapack_eig, lapack_steps
 from functorch_core.backends.llvm import lowering as part
 from functorch_core.ir import primitives as P
 from graph_builder import Builder
@@ -159,13 +159,13 @@ def test_any_batch_and_shape_is_numpys_to_the_bit(name, batch, m, n, dtype, seed
 
 
 def test_workspace_is_queried_once_per_shape_and_is_per_thread():
-    from functorch_core.backends.llvm import runtime
+    from functorch_core.backends.llvm import threads
     lapack_eig._query.cache_clear()
     f64 = np.dtype(np.float64)
     spec = lapack_eig._spec(P.eigh, (32, 10, 10), f64, {"lower": True})
     lapack_eig._spec(P.eigh, (16, 10, 10), f64, {"lower": True})
     assert lapack_eig._query.cache_info().misses == 1
-    assert spec["work"][0][0] == min(runtime._WORKERS, 32)
+    assert spec["work"][0][0] == min(threads.workers, 32)
     assert lapack_eig._spec(P.eigh, (2, 80, 80), f64, {"lower": True})["work"][0][0] == 1
     a = _rand(np.random.default_rng(6), (32, 10, 10), f64)
     exe, _ = _compiled(P.eigh, a, lower=True)
@@ -184,7 +184,7 @@ def test_big_real_svd_runs_gesdds_phases_with_one_threads_bits(dtype, lead, m, n
     """Real matrices past SPLIT_MAX_N rows on gesdd's path without a QR run its calls
     themselves, the two ?ormbr at once: NumPy's bits with OpenBLAS on one thread, on one
     runtime thread or two (OpenBLAS's threaded gesdd gives other bits for some of these)."""
-    from functorch_core.backends.llvm import blas, runtime
+    from functorch_core.backends.llvm import blas, runtime, threads
     jobz = "A" if full_matrices else "S"
     wide = np.dtype(np.float64)
     lwork = lapack_eig._svd_sizes(wide, m, n, full_matrices, True)[4]
@@ -193,7 +193,7 @@ def test_big_real_svd_runs_gesdds_phases_with_one_threads_bits(dtype, lead, m, n
     with blas.one_thread_each():
         want = run_graph(_compiled(P.svd, a, full_matrices=full_matrices,
                                    compute_uv=True)[1], [a])
-    before = runtime._WORKERS
+    before = threads.workers
     try:
         for workers in (1, 2):
             runtime.set_num_threads(workers)
@@ -256,7 +256,7 @@ def test_scipys_32_bit_lapack_when_numpy_has_none(monkeypatch):
 
 def test_lowered_primitives_leave_the_fallback_table():
     for prim in (P.qr, P.svd, P.eigh, P.eig):
-        assert prim in lapack.LOWERED and prim in part.NATIVE and prim not in part.FALLBACK
+        assert prim in lapack_steps.LOWERED and prim in part.NATIVE and prim not in part.FALLBACK
 
 
 def _jit_grad_matches(f, x):

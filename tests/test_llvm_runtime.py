@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from functorch_core.backends import registry
 from functorch_core.backends.interpreter import run_graph
-from functorch_core.backends.llvm import runtime
+from functorch_core.backends.llvm import engine, entries, runtime
 from functorch_core.backends.planning import buffers
 from functorch_core.backends.planning.plan import Fallback, Sort
 from functorch_core.ir import primitives as P
@@ -318,7 +318,7 @@ def test_intermediates_share_an_arena_and_results_are_fresh():
     graph = chain()
     exe = CPU.compile(graph)
     assert exe.arena_offsets
-    sizes = [runtime._nbytes(*exe.plan.slots[s]) for s in exe.arena_offsets]
+    sizes = [buffers.nbytes(*exe.plan.slots[s]) for s in exe.arena_offsets]
     assert exe.arena_bytes < sum(-(-n // 64) * 64 for n in sizes)     # memory is shared
     x = np.random.default_rng(0).standard_normal((64, 33))
     want = run_graph(graph, [x])
@@ -400,7 +400,7 @@ def test_jit_of_a_big_intermediate_chain_repeats_exactly():
 
 def test_small_kernel_graphs_run_as_one_native_call_and_big_ones_do_not():
     small = CPU.compile(chain(3, (8, 5)))
-    assert small.entry is not None or not runtime.graph_entry_supported()
+    assert small.entry is not None or not entries.graph_entry_supported()
     b = Builder()
     x = b.input((1 << 19,), np.float32)
     big = CPU.compile(b.graph(b(P.reduce_sum, b(P.mul, x, x), axes=(0,))))
@@ -441,7 +441,7 @@ def test_one_array_calls_agree_with_the_general_path_and_never_alias(name):
 
 
 def test_one_array_calls_run_the_native_entry_directly():
-    if not runtime.graph_entry_supported():
+    if not entries.graph_entry_supported():
         pytest.skip("no native graph entry on this build")
     jf = fc.jit(lambda x: np.tanh(x) * 2.0 + x.sum())
     x = np.linspace(-1, 1, 7, dtype=np.float32)
@@ -483,6 +483,6 @@ def test_libm_is_found_without_running_ldconfig(monkeypatch):
     def refuse(name):
         raise AssertionError(f"find_library({name!r}) runs ldconfig in a subprocess")
     monkeypatch.setattr(ctypes.util, "find_library", refuse)
-    libm = runtime._libm()
+    libm = engine.libm()
     libm.exp.restype, libm.exp.argtypes = ctypes.c_double, [ctypes.c_double]
     assert libm.exp(1.0) == np.exp(1.0)

@@ -11,7 +11,7 @@ import pytest
 import scipy.special as ss
 from bitwise import assert_bitwise
 from functorch_core.backends import registry
-from functorch_core.backends.llvm import lowering, runtime, scipy_calls
+from functorch_core.backends.llvm import lowering, scipy_calls, steps
 from functorch_core.backends.planning.partition import Fallback
 from functorch_core.ir import primitives as P
 from graph_builder import Builder
@@ -138,7 +138,7 @@ def test_many_threads_at_once_give_the_same_bits():
     rng = np.random.default_rng(5)
     f = fc.jit(lambda a, x, u: S.gammainc(a, x) * S.betainc(a, x, u) + S.spence(x))
     jobs = []
-    for size in (100, runtime.PARALLEL_MIN_POINTS + 3):
+    for size in (100, steps.PARALLEL_MIN_POINTS + 3):
         for _ in range(3):
             a, x = np.abs(rng.standard_normal((2, size))) * 5
             jobs.append((a, x, rng.uniform(0, 1, size)))
@@ -179,7 +179,7 @@ def test_aot_export_refuses_calls_into_scipy(tmp_path):
 def test_a_kernel_of_calls_releases_the_gil_from_4096_values():
     """Such a kernel counts as POINTS_PER_CALL points per value: it leaves the GIL-holding
     native entry (and splits over threads) well below PARALLEL_MIN_POINTS values."""
-    n = runtime.PARALLEL_MIN_POINTS // scipy_calls.POINTS_PER_CALL
+    n = steps.PARALLEL_MIN_POINTS // scipy_calls.POINTS_PER_CALL
     assert n <= 4096
     for size, in_entry in ((n - 1, True), (n, False)):
         exe = CPU.compile(_graph(P.spence, [np.ones(size)]))
@@ -217,7 +217,7 @@ def test_scipy_seterr_does_not_reach_the_native_calls(mode):
     before = ss.geterr()
     ss.seterr(all=mode)
     try:
-        for n in (10, runtime.PARALLEL_MIN_POINTS):
+        for n in (10, steps.PARALLEL_MIN_POINTS):
             r = f(-np.ones(n), -np.ones(n))
             assert np.isnan(r).all()
     finally:

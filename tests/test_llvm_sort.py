@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from functorch_core.backends import registry
 from functorch_core.backends.interpreter import run_graph
-from functorch_core.backends.llvm import lowering, runtime
+from functorch_core.backends.llvm import entries, lowering
 from functorch_core.backends.planning import buffers
 from functorch_core.backends.planning import partition as part
 from functorch_core.backends.planning.plan import Fallback, Sort
@@ -217,7 +217,7 @@ def test_small_sorts_join_the_single_native_entry_and_big_ones_do_not():
     rng = np.random.default_rng(9)
     graph = sort_graph((4, 30), [np.dtype(np.float32)], 1, 1)
     small = CPU.compile(graph)
-    assert small.entry is not None or not runtime.graph_entry_supported()
+    assert small.entry is not None or not entries.graph_entry_supported()
     x = pool_values(rng, (4, 30), np.float32)
     assert_same_bits(small([x]), run_graph(graph, [x]))
     big = CPU.compile(sort_graph((1 << 18,), [np.dtype(np.float32)], 0, 1))

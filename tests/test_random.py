@@ -316,9 +316,9 @@ def test_fold_in_of_traced_data_and_key_of_traced_seed():
 
 @pytest.mark.parametrize("workers", [1, 2, 3, 5])
 def test_native_bits_do_not_depend_on_the_thread_count(monkeypatch, workers):
-    from functorch_core.backends.llvm import runtime
-    monkeypatch.setattr(runtime, "PARALLEL_MIN_POINTS", 1)
-    monkeypatch.setattr(runtime, "_WORKERS", workers)
+    from functorch_core.backends.llvm import runtime, steps, threads
+    monkeypatch.setattr(steps, "PARALLEL_MIN_POINTS", 1)
+    monkeypatch.setattr(threads, "workers", workers)
     graph = fc.make_graph(lambda k: R.uniform(k, (257, 129), np.float32))(K42)
     got = runtime.Executable(graph)([K42])[0]
     np.testing.assert_array_equal(got, run_graph(graph, [K42])[0])

@@ -20,7 +20,7 @@ import weakref
 
 import numpy as np
 import pytest
-from functorch_core.backends.llvm import cache, runtime
+from functorch_core.backends.llvm import cache, runtime, threads
 from functorch_core.ir.once import Once
 
 import functorch_core as fc
@@ -217,7 +217,7 @@ def _forked_call(_=None):
 @pytest.mark.filterwarnings("ignore:This process.*multi-threaded:DeprecationWarning")
 def test_fork_after_a_threaded_kernel_runs_in_the_child():
     assert _forked_call()           # the parent's pool threads are now running
-    assert runtime._state.get("pool") is not None
+    assert threads._state.get("pool") is not None
     assert _in_child(_forked_call)
     # and a new function compiled in the child
     assert _in_child(lambda: bool(np.allclose(

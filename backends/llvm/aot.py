@@ -45,7 +45,7 @@ from llvmlite import ir
 
 from ..planning import buffers
 from ..planning.plan import Blas, Conv, Fallback, Kernel, Lapack, Loop, Sort
-from . import codegen, runtime, scipy_calls, sort
+from . import codegen, engine, scipy_calls, sort
 from .blas import GemmCall, _numpy_openblas, blas_int_bits, emit_gemm, gemm_layout
 from .lowering import partition
 
@@ -154,7 +154,7 @@ def build_module(graph, name: str):
     borrowed = set(range(n_in)) | set(plan.consts)
     results = {r[1] for r in plan.outputs if r[0] == "slot"} - borrowed
     lifetimes = buffers.lifetimes(plan.steps, borrowed | results)
-    nbytes = {s: runtime._nbytes(*plan.slots[s]) for s in lifetimes}
+    nbytes = {s: buffers.nbytes(*plan.slots[s]) for s in lifetimes}
     offsets, arena_bytes = buffers.plan_arena(nbytes, lifetimes, ALIGN)
 
     module = ir.Module(name=name)
@@ -239,7 +239,7 @@ def build_module(graph, name: str):
         ptrs[s] = b.gep(base, [ir.Constant(I64, off)], source_etype=I8)
     copies = []     # (output index, source pointer, nbytes) after the steps
     for j, ref in enumerate(plan.outputs):
-        n = runtime._nbytes(*out_avals[j])
+        n = buffers.nbytes(*out_avals[j])
         if ref[0] == "lit":
             g = _const_bytes(module, f"{name}__lit_out_{j}", np.asarray(ref[1]))
             copies.append((j, g, n))
@@ -380,15 +380,15 @@ def compile_library(graph, path, name: str, header=None, doc: str = "") -> dict:
     if cc is None:
         raise RuntimeError("compile_library: no C compiler (cc) to link the shared library")
     text, info = build_module(graph, name)
-    with runtime._lock:
-        runtime._engine()
-        cpu, features = runtime._state["cpu"]
+    with engine.lock:
+        engine.target_machine()
+        cpu, features = engine.host_cpu()
         tm = llvm.Target.from_default_triple().create_target_machine(
             cpu=cpu, features=features, opt=3, reloc="pic", codemodel="default")
         llmod = llvm.parse_assembly(text)
         llmod.triple, llmod.data_layout = tm.triple, str(tm.target_data)
         llmod.verify()
-        runtime.optimize(llmod, tm, "full")
+        engine.optimize(llmod, tm, "full")
         obj = tm.emit_object(llmod)
     header = header or os.path.splitext(os.fspath(path))[0] + ".h"
     with tempfile.TemporaryDirectory() as d:

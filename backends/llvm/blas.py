@@ -12,7 +12,7 @@ any other layout is first copied into one of those with NumPy.
 OpenBLAS's thread count is the runtime's to set, per gemm call from its size: a call
 below ONE_THREAD_MACS multiply-adds (and from OPENBLAS_THREADS_MACS, below which OpenBLAS
 stays on one thread by itself) runs with OpenBLAS held at one thread (:func:`one_thread_each`)
-whatever the load, from a Python step, a native graph entry (runtime.py), a loop
+whatever the load, from a Python step, a native graph entry (entries.py), a loop
 (loops.py) or a conv (conv.py) alike: on a busy machine OpenBLAS's own threads wait on
 each other at barriers inside every call (an MLP step, 784-256-10, batch 64: 40-49 ms on
 its two threads, 1.3 ms on one; benchmarks/blas_under_load.py), and the one-minute load
@@ -46,6 +46,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from llvmlite import ir
+
+from . import par_gemm
+from .par_gemm import COLUMN_ALIGN, COLUMN_PARTS
 
 _GEMM_NAMES = {np.dtype(np.float32): "sgemm", np.dtype(np.float64): "dgemm",
                np.dtype(np.complex64): "cgemm", np.dtype(np.complex128): "zgemm"}
@@ -225,8 +228,7 @@ class DotGeneral:
         self._col_split = self.parts[0].cols is not None
         self._par = None
         if self._col_split and self.workers > 1:
-            from . import par_gemm
-            self._par = par_gemm.caller()
+            self._par = par_gemm.caller(blas_int_bits())
             self._par_gemm = gemm_address(self.dtype)
             self._par_steps = ((self.k if lay.trans_rhs else 1) * self.dtype.itemsize,
                                self.dtype.itemsize)
@@ -401,8 +403,6 @@ PARTS_PER_WORKER = 2
 # rows cannot split by rows, and the blocks pack only the small lhs again (a 10-model
 # ensemble's 64x784 @ 784x1280 f32: 1.03 ms whole on one thread, 0.57 ms on two)
 COLUMN_SPLIT_ROWS = 2 * 48
-COLUMN_PARTS = 4
-COLUMN_ALIGN = 64
 # row blocks of a split product start at multiples of this many rows: a multiple of
 # every OpenBLAS kernel's panel width (Haswell's: 12 rows for sgemm, 2 for dgemm, 6 for
 # cgemm and zgemm), so each block packs the same panels as the whole product

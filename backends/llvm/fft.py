@@ -33,6 +33,9 @@ import threading
 import numpy as np
 from llvmlite import ir
 
+from . import engine, threads
+from .steps import fetch
+
 # the complex points of a transform from which the four-step method runs, for complex
 # transforms and for real ones (half their samples): benchmarks/fft_four_step.py
 FOUR_STEP_MIN = 1 << 15
@@ -394,15 +397,11 @@ def kernels(real: np.dtype) -> dict:
     real = np.dtype(real)
     with _lock:
         if real not in _kernels:
-            from . import cache, runtime
             module = ir.Module(name=f"fc_fft_{real.char}")
             for _, emit, _ in _EMITTERS:
                 emit(module, _FT[real])
             text = str(module)
-            with runtime._lock:
-                runtime._engine()
-                digest = cache.key(text, runtime._state["target"])
-                native = runtime._add_module(text, digest, [n for n, *_ in _EMITTERS], "full")
+            native = engine.compile_ir(text, [n for n, *_ in _EMITTERS], "full")
             fns = {}
             for name, _, argtypes in _EMITTERS:
                 proto = ctypes.CFUNCTYPE(None, *argtypes)
@@ -421,11 +420,10 @@ def _split_run(fn, args, count, workers, points, align=1):
     :data:`THREADS_MIN` ``points``) cut at multiples of ``align``: the first on this thread,
     the others on the runtime's pool (ctypes releases the GIL). Each element is computed the
     same way whatever the cuts."""
-    from .runtime import _pool
     units = -(-count // align)
     parts = max(1, min(workers, units)) if points >= THREADS_MIN else 1
     cuts = [min(count, units * i // parts * align) for i in range(parts + 1)]
-    futures = [_pool().submit(fn, *args, lo, hi) for lo, hi in itertools.pairwise(cuts[1:])]
+    futures = [threads.pool().submit(fn, *args, lo, hi) for lo, hi in itertools.pairwise(cuts[1:])]
     fn(*args, cuts[0], cuts[1])
     for f in futures:
         f.result()
@@ -637,13 +635,12 @@ def fft_step(step, arena: set):
     """The runtime's step for an ``fft`` equation (a :class:`Fallback` of the plan): the
     result lands in the arena when it is an intermediate (the four-step method writes it
     there directly), else in a fresh array."""
-    from .runtime import _fetch, get_num_threads
     (slot,) = step.outputs
     params = step.eqn.params
 
     def run(bufs):
         out = bufs[slot] if slot in arena else None
-        y = fft(_fetch(step.inputs[0], bufs), **params, workers=get_num_threads(), out=out)
+        y = fft(fetch(step.inputs[0], bufs), **params, workers=threads.workers, out=out)
         if out is None:
             bufs[slot] = y
     return run

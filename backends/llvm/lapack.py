@@ -43,7 +43,7 @@ import math
 import numpy as np
 from functorch_core.ir import primitives as P
 
-from . import blas, blocked_cholesky
+from . import blas, blocked_cholesky, engine, threads
 
 LinAlgError = np.linalg.LinAlgError
 # batches of matrices of at most this many rows are split over the runtime's threads (OpenBLAS
@@ -116,13 +116,9 @@ def _trampoline(n_args: int, n_hidden: int):
     """The ctypes-callable batch loop for routines of ``n_args`` pointer arguments."""
     key = (n_args, n_hidden)
     if key not in _trampolines:
-        from . import cache, runtime
         name = f"fc_lapack_batch_{n_args}_{n_hidden}"
         text = _trampoline_ir(n_args, n_hidden, name)
-        with runtime._lock:
-            runtime._engine()
-            digest = cache.key(text, runtime._state["target"])
-            native = runtime._add_module(text, digest, [name], "small")
+        native = engine.compile_ir(text, [name], "small")
         proto = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
                                  ctypes.c_void_p, ctypes.c_void_p)
         fn = proto(native.addresses[name])
@@ -159,15 +155,14 @@ class BatchCall:
         if not split or self.batch < SPLIT_MIN_BATCH:
             self.fn(self.address, 0, self.batch, self.bases, self.strides)
             return
-        from . import runtime
-        parts = min(runtime._WORKERS, self.batch)
+        parts = min(threads.workers, self.batch)
         if parts <= 1:
             self.fn(self.address, 0, self.batch, self.bases, self.strides)
             return
         per = -(-self.batch // parts)
         bounds = [(lo, min(lo + per, self.batch)) for lo in range(0, self.batch, per)]
         with blas.one_thread_each():
-            futures = [runtime._pool().submit(self.fn, self.address, lo, hi, self.bases,
+            futures = [threads.pool().submit(self.fn, self.address, lo, hi, self.bases,
                                               self.strides) for lo, hi in bounds[1:]]
             self.fn(self.address, *bounds[0], self.bases, self.strides)
             for f in futures:
@@ -289,7 +284,6 @@ def _cholesky_blocked(a, factors, fa, info, upper):
     blocks of TILE rows split over the runtime's threads (first touches of a fresh result
     too): only the factor's triangle is copied; the factorization never writes the other
     one, which is zeroed with the copy into the result."""
-    from . import runtime
     n = a.shape[-1]
     rows = [(r, min(r + TILE, n)) for r in range(0, n, TILE)]
 
@@ -302,12 +296,12 @@ def _cholesky_blocked(a, factors, fa, info, upper):
                 below = np.tri(r1 - r0, k=-1, dtype=bool)     # the diagonal tile's
                 dst[r0:r1, r0:r1][below if upper else below.T] = 0
         blas.run_in_turn([functools.partial(run, r0, r1) for r0, r1 in rows],
-                         runtime._pool, runtime._WORKERS)
+                         threads.pool, threads.workers)
 
     for i, (m, out) in enumerate(zip(a, factors, strict=True)):
         work = out if fa.size == 0 else fa[i]
         copy(m, work, work is out)
-        info[i] = blocked_cholesky.factor(work, runtime._pool, runtime._WORKERS, upper)
+        info[i] = blocked_cholesky.factor(work, threads.pool, threads.workers, upper)
         if work is not out:
             copy(work, out, True)
 
@@ -489,13 +483,10 @@ GETRI_BLOCK = 64
 
 
 def scratch_shapes(eqn) -> list:
-    """(shape, dtype) of each scratch array ``eqn``'s step takes: the Fortran copies in
+    """(shape, dtype) of each scratch array the step of ``eqn`` (a primitive of this
+    module's :data:`LOWERED`) takes: the Fortran copies in
     double precision, LAPACK's pivots and info codes. They live in the arena (reused
     memory: no page faults on every call)."""
-    if eqn.prim in lapack_eig.LOWERED:
-        return lapack_eig.scratch_shapes(eqn)
-    if eqn.prim in lapack_schur.LOWERED:
-        return lapack_schur.scratch_shapes(eqn)
     a = eqn.inputs[0].aval
     n, batch, wide = a.shape[-1], math.prod(a.shape[:-2]), _wide(a.dtype)
     if eqn.prim is P.triangular_solve:
@@ -522,40 +513,6 @@ def scratch_shapes(eqn) -> list:
         own = a.dtype == wide        # factors in the result itself
         return [((batch, n, n) if not own else (0, n, n), wide), pivots, info, work]
     return [matrix, pivots, info]
+
+
 DTYPES = tuple(_PREFIX)
-
-
-def lowering_gap(eqn) -> str | None:
-    """Why a LOWERED primitive's equation still runs through the interpreter (None: it
-    lowers)."""
-    a = eqn.inputs[0].aval
-    if a.dtype not in DTYPES:
-        return f"{eqn.prim.name}: LAPACK has no {a.dtype} routine (interpreter)"
-    if any(v.aval.size == 0 for v in (*eqn.inputs, *eqn.outputs)):
-        return f"{eqn.prim.name} of an empty operand (interpreter)"
-    return None
-
-
-def lapack_step(step, plan, arena: set):
-    """The runtime step of a plan's :class:`~backends.planning.plan.Lapack` step: results in
-    the arena when they are intermediates, else in fresh arrays."""
-    fn = LOWERED[step.eqn.prim]
-    params = step.eqn.params
-    shapes = [plan.slots[s] for s in step.outputs]
-
-    def run(bufs):
-        args = []
-        for r in step.inputs:
-            arr = np.asarray(r[1]) if r[0] == "lit" else bufs[r[1]]
-            args.append(arr if r[0] == "lit" or arr.shape == r[2] else arr.reshape(r[2]))
-        outs = []
-        for slot, (shape, dtype) in zip(step.outputs, shapes, strict=True):
-            if slot not in arena:
-                bufs[slot] = np.empty(shape, dtype)
-            outs.append(bufs[slot])
-        fn(*args, *outs, [bufs[s] for s in step.scratch], **params)
-    return run
-
-
-# qr, svd, eigh and eig, sqrtm and sylvester (they add themselves to LOWERED)
-from . import lapack_eig, lapack_schur  # noqa: E402

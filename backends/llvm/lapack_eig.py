@@ -32,7 +32,7 @@ import math
 import numpy as np
 from functorch_core.ir import primitives as P
 
-from . import blas
+from . import blas, threads
 from . import lapack as base
 
 LinAlgError = np.linalg.LinAlgError
@@ -56,11 +56,10 @@ def _call(name, ints, args, batch, n, n_hidden=0):
     """``name`` over ``batch`` matrices of ``n`` rows: :class:`lapack.BatchCall`'s
     arguments plus :class:`_Own` per-thread scratch. Batches of small matrices are split over
     the runtime's threads (OpenBLAS at one thread each), one row of each scratch per part."""
-    from . import runtime
     rows = [a.array.shape[0] for a in args if isinstance(a, _Own)]
     parts = 1
     if n <= base.SPLIT_MAX_N and batch >= base.SPLIT_MIN_BATCH:
-        parts = min(runtime._WORKERS, batch, *rows)
+        parts = min(threads.workers, batch, *rows)
     per = -(-batch // parts)
     bounds = [(lo, min(lo + per, batch)) for lo in range(0, batch, per)]
     calls = [base.BatchCall(name, ints, [_fixed(a.array[p], batch) if isinstance(a, _Own)
@@ -70,7 +69,7 @@ def _call(name, ints, args, batch, n, n_hidden=0):
         calls[0].fn(calls[0].address, 0, batch, calls[0].bases, calls[0].strides)
         return
     with blas.one_thread_each():
-        futures = [runtime._pool().submit(c.fn, c.address, lo, hi, c.bases, c.strides)
+        futures = [threads.pool().submit(c.fn, c.address, lo, hi, c.bases, c.strides)
                    for c, (lo, hi) in zip(calls[1:], bounds[1:], strict=True)]
         first = calls[0]
         first.fn(first.address, *bounds[0], first.bases, first.strides)
@@ -137,9 +136,8 @@ def _query(routine_key, name, *dims):
 
 def _threads(n, batch):
     """How many rows of per-thread scratch a step allocates."""
-    from . import runtime
     split = n <= base.SPLIT_MAX_N and batch >= base.SPLIT_MIN_BATCH
-    return max(min(runtime._WORKERS, batch), 1) if split else 1
+    return max(min(threads.workers, batch), 1) if split else 1
 
 
 def _qr_sizes(dtype, m, n, full_matrices):
@@ -178,33 +176,33 @@ def _spec(prim, shape, dtype, params) -> dict:
     m, n = shape[-2:]
     batch, wide, real, ints = math.prod(shape[:-2]), base._wide(dtype), np.dtype(np.float64), \
         _ints()
-    threads = _threads(max(m, n), batch)
+    n_threads = _threads(max(m, n), batch)
     if prim is P.qr:
         mn, mc, _, lw_f, lw_q = _qr_sizes(wide, m, n, params["full_matrices"])
         return {"a": ((batch, n, m), wide), "q": ((batch, mc, m), wide),
                 "tau": ((batch, mn), wide), "info": ((batch,), ints),
-                "work": ((threads, max(lw_f, lw_q)), wide)}
+                "work": ((n_threads, max(lw_f, lw_q)), wide)}
     if prim is P.svd:
         mn, jobz, ucol, vrow, lwork, lrwork = _svd_sizes(wide, m, n, **params)
         vectors = jobz != "N"
         return {"a": ((batch, n, m), wide), "s": ((batch, mn), real),
                 "u": ((batch, ucol, m) if vectors else (batch, 1), wide),
                 "vt": ((batch, n, vrow) if vectors else (batch, 1), wide),
-                "info": ((batch,), ints), "work": ((threads, lwork), wide),
-                "iwork": ((threads, 8 * mn), ints),
-                "rwork": ((threads, lrwork if wide.kind == "c" else 1), real)}
+                "info": ((batch,), ints), "work": ((n_threads, lwork), wide),
+                "iwork": ((n_threads, 8 * mn), ints),
+                "rwork": ((n_threads, lrwork if wide.kind == "c" else 1), real)}
     if prim is P.eigh:
         _, lwork, liwork, lrwork = _eigh_sizes(wide, n, params["lower"])
         return {"a": ((batch, n, n), wide), "w": ((batch, n), real), "info": ((batch,), ints),
-                "work": ((threads, lwork), wide), "iwork": ((threads, liwork), ints),
-                "rwork": ((threads, lrwork if wide.kind == "c" else 1), real)}
+                "work": ((n_threads, lwork), wide), "iwork": ((n_threads, liwork), ints),
+                "rwork": ((n_threads, lrwork if wide.kind == "c" else 1), real)}
     jobvr, lwork = _eig_sizes(wide, n, params["compute_v"])
     complex_ = wide.kind == "c"
     return {"a": ((batch, n, n), wide), "wr": ((batch, n), wide),
             "wi": ((batch, 1 if complex_ else n), real),
             "vl": ((batch, 1), wide), "vr": ((batch, n, n) if jobvr == "V" else (batch, 1), wide),
-            "info": ((batch,), ints), "work": ((threads, lwork), wide),
-            "rwork": ((threads, 2 * n if complex_ else 1), real)}
+            "info": ((batch,), ints), "work": ((n_threads, lwork), wide),
+            "rwork": ((n_threads, 2 * n if complex_ else 1), real)}
 
 
 def _scratch(prim, a, params, arrays) -> dict:
@@ -299,7 +297,6 @@ def _svd_phases(fa, s, u, vt, work, iwork, info, m, n, jobz):
 
 
 def _phases(fa, s, u, vt, work, iwork, info, m, n, jobz):
-    from . import runtime
     ints = info.dtype
     lwork = len(work)
     e, tauq, taup, rest = work[:n], work[n:2 * n], work[2 * n:3 * n], work[3 * n:]
@@ -320,10 +317,10 @@ def _phases(fa, s, u, vt, work, iwork, info, m, n, jobz):
     right = base.BatchCall(name["ormbr"], ints, ["P", "R", "T", n, n, ucol, fa, m, taup, vt,
                                                  n, rest[lq:lq + lp], lp, info[2:]], 1,
                            n_hidden=3)
-    if runtime._WORKERS < 2:
+    if threads.workers < 2:
         left(False), right(False)
         return
-    done = runtime._pool().submit(right, False)
+    done = threads.pool().submit(right, False)
     left(False)
     done.result()
 
@@ -439,4 +436,3 @@ def _conjugate_pairs(vr, wi, out):
 
 
 LOWERED = {P.qr: qr, P.svd: svd, P.eigh: eigh, P.eig: eig}
-base.LOWERED.update(LOWERED)

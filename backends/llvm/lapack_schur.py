@@ -179,4 +179,3 @@ def sylvester(a, b, c, out, scratch):
 
 
 LOWERED = {P.sqrtm: sqrtm, P.sylvester: sylvester}
-base.LOWERED.update(LOWERED)

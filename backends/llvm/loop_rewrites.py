@@ -12,6 +12,9 @@ import numpy as np
 from functorch_core.ir import primitives as P
 from functorch_core.ir.core import AbstractArray, Eqn, Graph, Lit, Var
 
+from . import threads
+from .blas import DotGeneral
+
 # branches that are cheap enough to run both of, then select: no loop, no product
 _NOT_FLAT = {P.cond, P.while_loop, P.scan, P.dot_general, P.conv_general_dilated}
 
@@ -73,8 +76,6 @@ def hoist_products(body, nc, nk, length, in_avals):
 
     Returns (the body taking those products as its last xs inputs, a function
     ``products(operands, into=None)`` returning the stacked products), or (body, None)."""
-    from . import runtime
-    from .blas import DotGeneral
     position = {id(v): i for i, v in enumerate(body.inputs)}
     hoisted = []
     for e in body.eqns:
@@ -91,8 +92,8 @@ def hoist_products(body, nc, nk, length, in_avals):
         out = e.outputs[0]
         stacked = out.aval.update(shape=(length,) + out.aval.shape)
         dot = DotGeneral(in_avals[lhs].shape, in_avals[rhs].shape, out.aval.dtype,
-                         ((tuple(c + 1 for c in lc), rc), ((), ())), parallel=runtime._pool,
-                         workers=runtime._WORKERS)
+                         ((tuple(c + 1 for c in lc), rc), ((), ())), parallel=threads.pool,
+                         workers=threads.workers)
         dots.append((dot, lhs, rhs, stacked))
 
     def products(args, into=None):

@@ -33,11 +33,14 @@ from functorch_core.ir import primitives as P
 
 from ..planning.plan import Blas, NativeLoop
 from .blas import busy, call_macs, one_thread_always, one_thread_each
+from .entries import graph_entry_supported, loop_entry
 from .loop_rewrites import conds_as_selects, hoist_products
+from .steps import fetch, ref_shape
 
 
-def _compiled(graph, loop_body=True):
-    from .runtime import compile_graph
+def _compiled(compile_graph, graph, loop_body=True):
+    """``graph`` simplified (a loop body: conds as selects) and compiled by
+    ``compile_graph`` (the runtime's, passed down: it compiles this loop's graph too)."""
     graph = passes.simplify(graph)
     if loop_body:
         selected = conds_as_selects(graph)
@@ -61,14 +64,12 @@ def _nbytes(shape, dtype) -> int:
 def runs_natively(exe) -> bool:
     """Whether a body can run inside a native loop: its steps are one graph entry, or
     it has none (its results are its inputs or constants)."""
-    from .runtime import graph_entry_supported
     return graph_entry_supported() and (exe.entry_address is not None or not exe.plan.steps)
 
 
 def _gemm_macs(exe) -> int:
     """The multiply-adds of the biggest gemm call in ``exe``'s steps (0: none)."""
-    from .runtime import _ref_shape
-    return max((call_macs(_ref_shape(s.lhs), _ref_shape(s.rhs), s.dimension_numbers)
+    return max((call_macs(ref_shape(s.lhs), ref_shape(s.rhs), s.dimension_numbers)
                 for s in exe.plan.steps if isinstance(s, Blas)), default=0)
 
 
@@ -132,7 +133,6 @@ class _NativeLoopRunner:
     TABLE, STEPS = 0, 1
 
     def __init__(self, layout, bodies, **fields):
-        from .runtime import loop_entry
         layout.template[self.TABLE] = np.array(
             [e.entry_address or 0 for e in bodies] + [0] * (2 - len(bodies)), np.int64)
         self.layout, self.bodies = layout, bodies     # bodies: their code stays alive
@@ -194,13 +194,13 @@ def _scan_native(p, xs_avals, exe):
     return run
 
 
-def _scan(eqn):
+def _scan(eqn, compile_graph):
     p = eqn.params
     nc, nk, length, reverse = p["n_consts"], p["n_carry"], p["length"], p["reverse"]
     in_avals = [a.aval for a in eqn.inputs]
     graph, products = hoist_products(passes.simplify(p["body"]), nc, nk, length, in_avals) \
         if length else (p["body"], None)
-    exe = _compiled(graph)
+    exe = _compiled(compile_graph, graph)
     body, gemm_macs = exe.trusted, _gemm_macs(exe)
     y_avals = p["body"].out_avals[nk:]
     order = range(length - 1, -1, -1) if reverse else range(length)
@@ -287,10 +287,10 @@ def _while_native(eqn, cond, body):
     return run
 
 
-def _while(eqn):
+def _while(eqn, compile_graph):
     p = eqn.params
-    cond_exe = _compiled(p["cond_graph"])
-    exe = _compiled(p["body_graph"])
+    cond_exe = _compiled(compile_graph, p["cond_graph"])
+    exe = _compiled(compile_graph, p["body_graph"])
     cond, body = cond_exe.trusted, exe.trusted
     ncc, nbc, max_steps = p["n_cond_consts"], p["n_body_consts"], p["max_steps"]
     in_avals = [a.aval for a in eqn.inputs]
@@ -314,8 +314,8 @@ def _while(eqn):
     return run
 
 
-def _cond(eqn):
-    branches = [_compiled(g, False).trusted for g in eqn.params["branches"]]
+def _cond(eqn, compile_graph):
+    branches = [_compiled(compile_graph, g, False).trusted for g in eqn.params["branches"]]
     in_avals = [a.aval for a in eqn.inputs[1:]]
     last = len(branches) - 1
 
@@ -328,11 +328,11 @@ def _cond(eqn):
 RUNNERS = {P.scan: _scan, P.while_loop: _while, P.cond: _cond}
 
 
-def loop_step(step, arena: set):
+def loop_step(step, arena: set, compile_graph):
     """The runtime step of a :class:`~.plan.Loop`: results are fresh arrays of the runner,
-    copied only into arena buffers. ``call.native`` tells whether the loop runs natively."""
-    from .runtime import _fetch
-    run = RUNNERS[step.eqn.prim](step.eqn)
+    copied only into arena buffers; its bodies are compiled by ``compile_graph``.
+    ``call.native`` tells whether the loop runs natively."""
+    run = RUNNERS[step.eqn.prim](step.eqn, compile_graph)
     # a scan writes its stacked outputs straight into their arena buffers: fresh arrays
     # of tens of MB cost a page fault per 4 kB on every call, and a copy (an LSTM's
     # grad, h=256 T=100 b=32: 13k faults, 109 -> 87 ms of CPU time)
@@ -342,7 +342,7 @@ def loop_step(step, arena: set):
     direct = set(s for s in into if s is not None)
 
     def call(bufs):
-        ins = [_fetch(r, bufs) for r in step.inputs]
+        ins = [fetch(r, bufs) for r in step.inputs]
         outs = run(*ins, ys_into=[None if s is None else bufs[s] for s in into]) if direct \
             else run(*ins)
         for slot, o in zip(step.outputs, outs, strict=True):

@@ -12,7 +12,8 @@ from functorch_core.ir import primitives as P
 
 from ..planning import partition as planning
 from ..planning.partition import NEVER_LOWERED, PLANNED, numpy_gap
-from . import lapack, scipy_calls
+from ..planning.products import BLAS_DTYPES
+from . import lapack_steps, scipy_calls
 from .ops import RULES, unsupported
 
 # Why a primitive never lowers natively: the explicit fallback table. These run
@@ -21,13 +22,13 @@ FALLBACK = {
     **NEVER_LOWERED,
     **{p: "LAPACK through NumPy/SciPy's linalg routines for the one equation (no native "
           "batched LAPACK call for it yet; backends/llvm/lapack.py has solve, cholesky, "
-          "det, slogdet, lu, triangular_solve)" for p in P.LINALG if p not in lapack.LOWERED},
+          "det, slogdet, lu, triangular_solve)" for p in P.LINALG if p not in lapack_steps.LOWERED},
     P.fft: "the fft step (backends/llvm/fft.py): pocketfft through scipy.fft for the last "
            "axis, split over threads; native radix-4 transforms along power-of-two leading "
            "axes; long 1-d transforms by the four-step method with native twiddles and "
            "transposes (benchmarks/fft_four_step.py, benchmarks/linalg_fft.py)",
 }
-NATIVE = PLANNED | set(RULES) | set(lapack.LOWERED)
+NATIVE = PLANNED | set(RULES) | set(lapack_steps.LOWERED)
 
 
 def lowering_gap(eqn) -> str | None:
@@ -41,12 +42,12 @@ def lowering_gap(eqn) -> str | None:
         return None
     if prim not in NATIVE:
         return FALLBACK.get(prim, "no native lowering and no fallback entry")
-    if prim in lapack.LOWERED:
-        return lapack.lowering_gap(eqn)
+    if prim in lapack_steps.LOWERED:
+        return lapack_steps.lowering_gap(eqn)
     reason = unsupported(eqn)
     if reason is not None:
         return reason
-    if prim is P.conv_general_dilated and eqn.inputs[0].aval.dtype not in planning.BLAS_DTYPES:
+    if prim is P.conv_general_dilated and eqn.inputs[0].aval.dtype not in BLAS_DTYPES:
         return "conv_general_dilated: BLAS has no integer or float16 gemm (interpreter)"
     if prim is P.conv_general_dilated and eqn.inputs[0].aval.ndim == 2:
         return "conv_general_dilated without spatial dimensions (a matmul; interpreter)"
@@ -71,4 +72,4 @@ def isolated(eqn) -> bool:
 
 def partition(graph):
     """The CPU plan of ``graph`` (see :func:`backends.planning.partition.partition`)."""
-    return planning.partition(graph, lowering_gap, lapack.scratch_shapes, isolated)
+    return planning.partition(graph, lowering_gap, lapack_steps.scratch_shapes, isolated)

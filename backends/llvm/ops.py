@@ -30,6 +30,7 @@ from . import mathfuncs as M
 from . import scipy_calls
 from . import special_grads as SG
 from . import zeta as Z
+from .narrowing import f64_to_f16
 
 I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
 F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
@@ -309,7 +310,7 @@ def convert(e, src, dst, x):
         return (b.zext if src.kind in "bu" else b.sext)(x, to)
     if dst.kind == "f":        # float -> float
         if src.itemsize == 8 and dst.itemsize == 2:
-            return _f64_to_f16(e, x)
+            return f64_to_f16(e, x)
         if to == x.type:
             return e.round16(dst, x)
         return b.fpext(x, to) if to == F64 else b.fptrunc(x, to)
@@ -321,19 +322,6 @@ def convert(e, src, dst, x):
     safe = b.select(in_range, x, ir.Constant(x.type, 0.0))
     r = b.select(in_range, b.fptosi(safe, wide), ir.Constant(wide, -(1 << (wide.width - 1))))
     return r if wide == to else b.trunc(r, to)
-
-
-def _f64_to_f16(e, x):
-    """Correctly rounded double -> half: round to odd into float, then to half."""
-    b = e.b
-    t = b.fptrunc(x, F32)
-    back = b.fpext(t, F64)
-    inexact = b.fcmp_ordered("!=", back, x)
-    too_big = b.fcmp_ordered(">", e.intrinsic("fabs", back), e.intrinsic("fabs", x))
-    bits = b.bitcast(t, I32)
-    bits = b.select(b.and_(inexact, too_big), b.sub(bits, ir.Constant(I32, 1)), bits)
-    bits = b.select(inexact, b.or_(bits, ir.Constant(I32, 1)), bits)
-    return b.fpext(b.fptrunc(b.bitcast(bits, F32), F16), F32)
 
 
 def _rotl32(b, x, r):

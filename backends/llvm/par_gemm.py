@@ -28,9 +28,15 @@ import threading
 import time
 
 import numpy as np
+from llvmlite import binding as llvm
 from llvmlite import ir
 
-from .blas import COLUMN_ALIGN, COLUMN_PARTS, blas_int_bits
+from . import engine
+
+# the column blocks of a product (blas.column_cuts): COLUMN_PARTS of them, cut at multiples
+# of COLUMN_ALIGN columns
+COLUMN_PARTS = 4
+COLUMN_ALIGN = 64
 
 SEQ, CLAIM, DONE, STOP, OWNER, HELPED, GEMM, COLS, RHS_STEP, OUT_STEP, ARGS = range(11)
 JOB_WORDS = ARGS + 13
@@ -90,9 +96,9 @@ class _Indirect:
         return self.value.get_reference()
 
 
-def _emit_block(module):
+def _emit_block(module, int_bits):
     """``void fc_pg_block(ptr rec, i64 j)``: block j of the call in record ``rec`` (an
-    empty block calls nothing)."""
+    empty block calls nothing); ``int_bits``: the BLAS's integer width."""
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, I64]), "fc_pg_block")
     fn.linkage = "internal"
     rec, j = fn.args
@@ -107,7 +113,7 @@ def _emit_block(module):
     run, done = fn.append_basic_block("run"), fn.append_basic_block("done")
     b.cbranch(b.icmp_unsigned("<", lo, hi), run, done)
     b.position_at_end(run)
-    int_t = ir.IntType(blas_int_bits())
+    int_t = ir.IntType(int_bits)
     cols = b.alloca(int_t)
     width = b.sub(hi, lo)
     b.store(b.trunc(width, int_t) if int_t is I32 else width, cols)
@@ -259,46 +265,43 @@ def _emit_helper(module, job, block):
     b.ret_void()
 
 
-def _module():
+def _module(int_bits):
     module = ir.Module(name="fc_par_gemm")
     job = ir.GlobalVariable(module, ir.ArrayType(I64, JOB_WORDS), JOB_SYMBOL)
     job.linkage = "external"
     job = job.gep([ir.Constant(I32, 0), ir.Constant(I32, 0)])
-    block = _emit_block(module)
+    block = _emit_block(module, int_bits)
     _emit_caller(module, job, block)
     _emit_helper(module, job, block)
     return module
 
 
-def caller():
+def caller(int_bits: int):
     """``fc_par_gemm`` as a ctypes function (compiled, its helper thread started, on first
-    use): ``(gemm address, ?gemm's 13 argument pointers, columns, rhs bytes per column,
-    result bytes per column)``; None where it cannot start (no ``usleep``,
-    ``sched_yield`` or ``clock_gettime`` in the C library, no threads): products then
-    split over the runtime's pool."""
+    use) for a BLAS of ``int_bits``-bit integers: ``(gemm address, ?gemm's 13 argument
+    pointers, columns, rhs bytes per column, result bytes per column)``; None where it
+    cannot start (no ``usleep``, ``sched_yield`` or ``clock_gettime`` in the C library, no
+    threads): products then split over the runtime's pool."""
     with _lock:
         if "caller" not in _state:
             try:
-                _start()
+                _start(int_bits)
             except Exception:       # any failure: the pool takes the blocks
                 _state["caller"] = None
         return _state["caller"]
 
 
-def _start():
-    from llvmlite import binding as llvm
-
-    from . import runtime
+def _start(int_bits):
     job = np.zeros(JOB_WORDS, np.int64)
     libc = ctypes.CDLL(None)
-    with runtime._lock:
-        runtime._engine()
+    with engine.lock:
+        engine.target_machine()
         llvm.add_symbol(JOB_SYMBOL, job.ctypes.data)
         for name in ("usleep", "sched_yield", "clock_gettime"):
             llvm.add_symbol(name, ctypes.cast(getattr(libc, name), ctypes.c_void_p).value)
-        text = str(_module())
-        digest = runtime.cache.key(text, f"{runtime._state['target']} par_gemm")
-        native = runtime._add_module(text, digest, [SYMBOL, "fc_pg_helper"], "small")
+        text = str(_module(int_bits))
+        native = engine.compile_ir(text, [SYMBOL, "fc_pg_helper"], "small", "par_gemm",
+                                   locked=True)
     helper = ctypes.CFUNCTYPE(None)(native.addresses["fc_pg_helper"])
     thread = threading.Thread(target=helper, name="fc-gemm-helper", daemon=True)
     proto = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 14, *[ctypes.c_int64] * 3)

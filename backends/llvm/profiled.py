@@ -20,6 +20,7 @@ import math
 from .. import profiling
 from ..planning.plan import Blas, Conv, Fallback, Kernel, Loop, Sort
 from . import fft
+from .steps import PARALLEL_MIN_POINTS, native_step, sort_step
 
 _MAX_NAMES = 6
 
@@ -74,15 +75,14 @@ def _wrap(run, name, cat, args):
 
 def _split_step(exe, plan_step, run, name, cat):
     """The step again, with each thread's part timed, when it splits over threads."""
-    from .runtime import PARALLEL_MIN_POINTS, _native_step, _sort_step
     if isinstance(plan_step, Kernel):
         fn, slots, outer = exe._fns[id(plan_step)]
         points = math.prod(plan_step.shape)
         if outer and points >= PARALLEL_MIN_POINTS:
-            return _native_step(profiling.timed(fn, name + " part", cat), slots, outer, points)
+            return native_step(profiling.timed(fn, name + " part", cat), slots, outer, points)
     elif isinstance(plan_step, Sort) and plan_step.rows > plan_step.rows_per_part:
         fn, slots, _ = exe._fns[id(plan_step)]
-        return _sort_step(profiling.timed(fn, name + " part", cat), slots, plan_step)
+        return sort_step(profiling.timed(fn, name + " part", cat), slots, plan_step)
     return run
 
 

@@ -36,6 +36,10 @@ from functorch_core.ir import primitives as P
 from llvmlite import binding as llvm
 from llvmlite import ir
 
+from . import engine
+from .blas import _capsule_pointer
+from .narrowing import f64_to_f16
+
 F32, F64, I32 = ir.FloatType(), ir.DoubleType(), ir.IntType(32)
 
 # primitive -> (scipy.special ufunc, float64 capsule, float32 capsule or None: the float64
@@ -94,12 +98,9 @@ def bind(capsule_name: str, n_args: int):
     symbol = f"fc_sf_{capsule_name.removeprefix('__pyx_')}"
     if symbol not in _bound:
         import scipy.special.cython_special as cs
-
-        from . import runtime
-        from .blas import _capsule_pointer
         signature = _signature(capsule_name)
         address = _capsule_pointer(cs.__pyx_capi__[capsule_name])
-        with runtime._lock:
+        with engine.lock:
             llvm.add_symbol(symbol, address)
         _bound[symbol] = signature
     ret, args = _bound[symbol]
@@ -144,8 +145,7 @@ def emit_call(e, prim, dt, *args):
     if r.type == args[0].type:
         return r
     if dt == np.float16 and in_double:      # rounded once, as the float64 result cast to half
-        from .ops import _f64_to_f16
-        return _f64_to_f16(e, r)
+        return f64_to_f16(e, r)
     return b.fptrunc(r, args[0].type)
 
 

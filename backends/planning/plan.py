@@ -121,7 +121,7 @@ class Loop:
 @dataclass(frozen=True)
 class NativeLoop:
     """The native function that runs a loop whose bodies are native graph entries
-    (``codegen.emit_loop_entry``). Its arguments are array objects; ``*`` below is an
+    (``entry_codegen.emit_loop_entry``). Its arguments are array objects; ``*`` below is an
     argument index. Each iteration ``i`` (at index ``t``: ``i``, or ``length - 1 - i``
     when ``reverse``) points the *proxies* (array objects the bodies read and write) at
     their memory, calls the condition (while) and the body, then copies the results the

@@ -1,0 +1,131 @@
+"""Native entries: one CPython builtin (METH_FASTCALL) that runs a graph's small kernels
+and products in order (:func:`graph_entry`), or a whole native loop (:func:`loop_entry`),
+so a call costs what calling any builtin costs instead of a ctypes call per step."""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+import sysconfig
+
+from llvmlite import binding as llvm
+from llvmlite import ir
+
+from ..planning.plan import Blas, Plan
+from . import cache, engine, entry_codegen
+from .blas import GemmCall, gemm_address, gemm_layout, one_thread_each
+from .kernels import PackedKernel
+
+_gemm_symbols: set = set()
+_METH_FASTCALL = 0x80
+_NONE_SYMBOL = "fcx_py_none"
+_ENTRY = "fc_entry"
+
+
+# a prototype of its own (setting ctypes.pythonapi's argtypes per call races between threads)
+_new_cfunction = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.py_object,
+                                   ctypes.c_void_p)(("PyCFunction_NewEx", ctypes.pythonapi))
+
+
+class _MethodDef(ctypes.Structure):
+    _fields_ = [("ml_name", ctypes.c_char_p), ("ml_meth", ctypes.c_void_p),
+                ("ml_flags", ctypes.c_int), ("ml_doc", ctypes.c_char_p)]
+
+
+def one_blas_thread(entry):
+    """``entry`` (a native graph entry) run with OpenBLAS held at one thread: its gemms
+    call OpenBLAS from native code, where :class:`DotGeneral` cannot hold it."""
+    hold = one_thread_each()
+
+    def held(*bufs):
+        with hold:
+            return entry(*bufs)
+    return held
+
+
+def gemm_call(step: Blas, plan: Plan, max_macs) -> GemmCall | None:
+    """``step`` as a call inside the native graph entry, when its operands are slots already
+    in a gemm layout and the product has at most ``max_macs`` multiply-adds (the entry holds
+    the GIL); else None."""
+    if step.lhs[0] != "slot" or step.rhs[0] != "slot":
+        return None
+    layout = gemm_layout(step.lhs[2], step.rhs[2], step.dimension_numbers)
+    if layout is None or min(layout.batch, layout.m, layout.n, layout.k) == 0 or \
+            layout.batch * layout.m * layout.n * layout.k > max_macs:
+        return None
+    dtype = plan.slots[step.out][1]
+    symbol = f"fc_{dtype.char}gemm"
+    with engine.lock:
+        if symbol not in _gemm_symbols:
+            llvm.add_symbol(symbol, gemm_address(dtype))
+            _gemm_symbols.add(symbol)
+    return GemmCall(symbol, dtype, step.lhs[1], step.rhs[1], step.out, layout)
+
+
+def graph_entry_supported() -> bool:
+    """Whether a native function can be a CPython builtin here: a release CPython with
+    the GIL (plain reference counts) and a known ndarray layout."""
+    return (engine.DATA_OFFSET is not None and sys.implementation.name == "cpython"
+            and not hasattr(sys, "gettotalrefcount")
+            and not sysconfig.get_config_var("Py_GIL_DISABLED"))
+
+
+def graph_entry(calls, n_args):
+    """One native function that runs kernels in order: a builtin whose ``__self__`` keeps
+    its own code, its method definition and the kernels' modules alive.
+
+    ``calls`` holds ``(ctypes kernel, slot indices, lo, hi)`` or a :class:`GemmCall`. The
+    entry is a builtin (METH_FASTCALL) taking one array per slot, so calling it costs what
+    calling any builtin costs instead of a ctypes call per step; it holds the GIL, so it
+    is only for kernels too small to split over threads and for small products.
+    """
+    named, keep = [], []
+    with engine.lock:
+        engine.target_machine()   # the target names the entry's digest
+        for call in calls:
+            if isinstance(call, GemmCall):
+                named.append(call)
+                continue
+            fn, slots, lo, hi = call
+            packed = isinstance(fn, PackedKernel)
+            # the kernel's own (digest-named) symbol makes the entry's IR the same in every
+            # process, so the disk cache keeps its object code and the engine shares it; it
+            # is bound under the lock, to the module this entry keeps alive
+            symbol = f"fcx_{fn.symbol}"
+            llvm.add_symbol(symbol, ctypes.cast(fn.raw if packed else fn, ctypes.c_void_p).value)
+            named.append((symbol, slots, lo, hi, packed))
+            keep.append(fn.native)
+        return _builtin("entry", lambda module: entry_codegen.emit_graph_entry(
+            module, _ENTRY, named, n_args, _NONE_SYMBOL, sys.version_info < (3, 12),
+            engine.DATA_OFFSET), keep)
+
+
+def loop_entry(loop):
+    """The native function running ``loop`` (a :class:`plan.NativeLoop`), as a builtin
+    like :func:`graph_entry`'s: (builtin, what keeps its code alive)."""
+    with engine.lock:
+        engine.target_machine()
+        return _builtin("loop", lambda module: entry_codegen.emit_loop_entry(
+            module, _ENTRY, loop, _NONE_SYMBOL, sys.version_info < (3, 12), engine.DATA_OFFSET))
+
+
+def _builtin(kind, emit, keep=()):
+    """Emit one function with ``emit(module)``, compile it once (disk-cached, named by its
+    digest) and wrap it as a builtin: (builtin, what keeps its code alive). Called under
+    ``engine.lock``."""
+    llvm.add_symbol(_NONE_SYMBOL, id(None))
+    module = ir.Module(name=_ENTRY)
+    emit(module)
+    text = str(module)
+    digest = cache.key(text, f"{engine.target()} {kind}")
+    name = f"fc_{digest[:32]}_{kind}"
+    text = text.replace(f'@"{_ENTRY}"', f'@"{name}"')
+    native = engine.loaded.get(digest)
+    if native is None:
+        # straight-line calls and a loop around them: the backend's own codegen
+        # optimizations suffice, and each optimize() leaks ~70 KB in llvmlite
+        native = engine.loaded[digest] = engine.add_module(text, digest, [name], None)
+        native.kernels = list(keep)       # the code it was linked against
+    method = _MethodDef(name.encode(), native.addresses[name], _METH_FASTCALL, None)
+    owner = (method, native)
+    return _new_cfunction(ctypes.addressof(method), owner, None), owner

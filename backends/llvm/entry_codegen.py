@@ -1,0 +1,184 @@
+"""LLVM IR of the functions Python calls into a graph's native code through: a kernel's
+array entry (:func:`emit_array_entry`), a whole graph as one CPython builtin
+(:func:`emit_graph_entry`) and a native loop (:func:`emit_loop_entry`). ``entries.py``
+compiles and wraps them; the kernels themselves are ``codegen.py``'s."""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ..planning.plan import NativeLoop
+from .blas import GemmCall, emit_gemm
+from .ops import I64
+
+_PTR = ir.PointerType()
+
+
+def emit_array_entry(module: ir.Module, name: str, kernel_name: str, data_offset: int | None,
+                     packed: bool = False):
+    """``name(PyArrayObject*..., lo, hi)``: read each array's data pointer (at
+    ``data_offset`` in the object) and call the kernel, so Python passes arrays without
+    converting them. ``packed``: ``name(PyArrayObject **arrays, int64 *index, lo, hi)``
+    takes its i-th array at ``arrays[index[i]]`` instead (a C call takes at most about a
+    thousand arguments; a graph entry passes its own argument vector and a constant
+    index). With ``data_offset`` None the pointers are the data pointers themselves."""
+    kernel = module.globals[kernel_name]
+    n = len(kernel.args) - 2
+    params = [_PTR, _PTR] if packed else [_PTR] * n
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [*params, I64, I64]), name)
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    if packed:
+        arrays, index = fn.args[:2]
+        objects = []
+        for i in range(n):
+            k = b.load(b.gep(index, [ir.Constant(I64, i)], source_etype=I64), typ=I64)
+            objects.append(b.load(b.gep(arrays, [k], source_etype=_PTR), typ=_PTR))
+    else:
+        objects = fn.args[:n]
+    data = objects if data_offset is None else [
+        b.load(b.gep(a, [ir.Constant(I64, data_offset)], source_etype=ir.IntType(8)),
+               typ=_PTR) for a in objects]
+    b.call(kernel, [*data, *fn.args[-2:]])
+    b.ret_void()
+
+
+def emit_graph_entry(module: ir.Module, name: str, calls, n_args: int, none_symbol: str,
+                     incref_none: bool, data_offset: int = 0):
+    """``name(self, PyObject *const *args, Py_ssize_t nargs)``: a CPython METH_FASTCALL
+    function that runs a whole graph of kernels in one call from Python.
+
+    ``args`` are the graph's array objects, one per slot; ``calls`` lists, in execution
+    order, ``(array-entry symbol, slot indices, lo, hi, packed)`` per kernel (each entry
+    reads its arrays' data pointers itself; a packed one gets ``args`` and a constant
+    table of its slots) or a :class:`blas.GemmCall` (data pointers read here,
+    at ``data_offset`` in the array object). Returns ``None`` (a new reference,
+    so incremented unless this CPython's None is immortal), or NULL for a wrong ``nargs``.
+    ``None`` is the external symbol ``none_symbol``: no address of this process is in the
+    code, so its object code can be cached on disk.
+    """
+    fn = ir.Function(module, ir.FunctionType(_PTR, [_PTR, _PTR, I64]), name)
+    _, args, nargs = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    body, fail = fn.append_basic_block("body"), fn.append_basic_block("fail")
+    b.cbranch(b.icmp_signed("==", nargs, ir.Constant(I64, n_args)), body, fail)
+    b.position_at_end(fail)
+    b.ret(ir.Constant(_PTR, None))
+    b.position_at_end(body)
+    objects = [b.load(b.gep(args, [ir.Constant(I64, i)], source_etype=_PTR), typ=_PTR)
+               for i in range(n_args)]
+    def data(slot):
+        field = b.gep(objects[slot], [ir.Constant(I64, data_offset)], source_etype=ir.IntType(8))
+        return b.load(field, typ=_PTR)
+
+    for call in calls:
+        if isinstance(call, GemmCall):
+            emit_gemm(b, call, data)
+            continue
+        symbol, slots, lo, hi, packed = call
+        bounds = [ir.Constant(I64, lo), ir.Constant(I64, hi)]
+        if packed:
+            kernel = ir.Function(module, ir.FunctionType(
+                ir.VoidType(), [_PTR, _PTR, I64, I64]), symbol)
+            table_type = ir.ArrayType(I64, len(slots))
+            table = ir.GlobalVariable(module, table_type, f"{symbol}_slots")
+            table.initializer = ir.Constant(table_type, [ir.Constant(I64, s) for s in slots])
+            table.global_constant, table.linkage = True, "internal"
+            b.call(kernel, [args, table, *bounds])
+            continue
+        kernel = ir.Function(module, ir.FunctionType(
+            ir.VoidType(), [_PTR] * len(slots) + [I64, I64]), symbol)
+        b.call(kernel, [objects[s] for s in slots] + bounds)
+    none = ir.GlobalVariable(module, I64, none_symbol)     # its reference count
+    if incref_none:
+        b.store(b.add(b.load(none, typ=I64), ir.Constant(I64, 1)), none)
+    b.ret(b.bitcast(none, _PTR))
+
+
+def emit_loop_entry(module: ir.Module, name: str, loop: NativeLoop, none_symbol: str,
+                    incref_none: bool, data_offset: int):
+    """``name(self, PyObject *const *args, Py_ssize_t nargs)``: a METH_FASTCALL function
+    that runs the loop ``loop`` describes (see :class:`plan.NativeLoop`), calling the
+    bodies' graph entries (METH_FASTCALL themselves) through the addresses in its table
+    argument, so its code holds no address of this process and can be cached on disk."""
+    fn = ir.Function(module, ir.FunctionType(_PTR, [_PTR, _PTR, I64]), name)
+    _, args, nargs = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    start, fail = fn.append_basic_block("start"), fn.append_basic_block("fail")
+    b.cbranch(b.icmp_signed("==", nargs, ir.Constant(I64, loop.n_args)), start, fail)
+    b.position_at_end(fail)
+    b.ret(ir.Constant(_PTR, None))
+    b.position_at_end(start)
+    i8 = ir.IntType(8)
+    objects = [b.load(b.gep(args, [ir.Constant(I64, i)], source_etype=_PTR), typ=_PTR)
+               for i in range(loop.n_args)]
+
+    def field(k):
+        return b.gep(objects[k], [ir.Constant(I64, data_offset)], source_etype=i8)
+
+    def data(k):
+        return b.load(field(k), typ=_PTR)
+
+    entry_type = ir.FunctionType(_PTR, [_PTR, _PTR, I64])
+    table = data(loop.table)
+    entries = []
+    for k in range(2):
+        address = b.load(b.gep(table, [ir.Constant(I64, k)], source_etype=I64), typ=I64)
+        # a pointer that knows its function type (it prints as a plain ``ptr``)
+        entries.append(b.inttoptr(address, entry_type.as_pointer()))
+    carry_a = [data(a) for a, _ in loop.carry]
+    carry_b = [data(c) for _, c in loop.carry]
+    bases = {k: data(k) for _, kind, k, _ in loop.pointers if kind == "x"}
+    bases.update({k: data(k) for kind, k, *_ in loop.copies if kind == "x"})
+    limit = ir.Constant(I64, (1 << 62) if loop.length is None else loop.length)
+    memcpy = ir.Function(module, ir.FunctionType(ir.VoidType(), [_PTR, _PTR, I64, ir.IntType(1)]),
+                         "llvm.memcpy.p0.p0.i64")
+
+    def call(which, span):
+        first, count = span
+        result = b.call(entries[which], [ir.Constant(_PTR, None),
+                                         b.gep(args, [ir.Constant(I64, first)], source_etype=_PTR),
+                                         ir.Constant(I64, count)])
+        if incref_none:     # the entry returned None as a new reference: give it back
+            b.store(b.sub(b.load(result, typ=I64), ir.Constant(I64, 1)), result)
+
+    pre = b.block
+    head, step, done = (fn.append_basic_block(x) for x in ("head", "step", "done"))
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.phi(I64)
+    i.add_incoming(ir.Constant(I64, 0), pre)
+    b.cbranch(b.icmp_signed("<", i, limit), step, done)
+    b.position_at_end(step)
+    odd = b.trunc(i, ir.IntType(1))
+    t = b.sub(ir.Constant(I64, loop.length - 1), i) if loop.reverse else i
+
+    def where(kind, k, stride):
+        if kind == "in":
+            return b.select(odd, carry_b[k], carry_a[k])
+        if kind == "out":
+            return b.select(odd, carry_a[k], carry_b[k])
+        return b.gep(bases[k], [b.mul(t, ir.Constant(I64, stride))], source_etype=i8)
+
+    for proxy, kind, k, stride in loop.pointers:
+        b.store(where(kind, k, stride), field(proxy))
+    if loop.cond_result is not None:
+        if loop.cond is not None:
+            call(1, loop.cond)
+        go = fn.append_basic_block("go")
+        pred = b.load(data(loop.cond_result), typ=i8)
+        b.cbranch(b.icmp_unsigned("!=", pred, ir.Constant(i8, 0)), go, done)
+        b.position_at_end(go)
+    if loop.body is not None:
+        call(0, loop.body)
+    for kind, k, stride, source, nbytes in loop.copies:
+        b.call(memcpy, [where(kind, k, stride), data(source), ir.Constant(I64, nbytes),
+                        ir.Constant(ir.IntType(1), 0)])
+    i.add_incoming(b.add(i, ir.Constant(I64, 1)), b.block)
+    b.branch(head)
+    b.position_at_end(done)
+    if loop.steps is not None:
+        b.store(i, data(loop.steps))
+    none = ir.GlobalVariable(module, I64, none_symbol)
+    if incref_none:
+        b.store(b.add(b.load(none, typ=I64), ir.Constant(I64, 1)), none)
+    b.ret(b.bitcast(none, _PTR))

@@ -1,0 +1,65 @@
+"""Planning rules for products and convolutions: BLAS steps, or a loop of gemms when
+an operand is a strided view. Each rule takes the :class:`~.partition.Partitioner`
+and one equation."""
+
+from __future__ import annotations
+
+import numpy as np
+from functorch_core.ir import primitives as P
+
+from .plan import (
+    Blas,
+    Conv,
+    Kernel,
+    Op,
+    Reduce,
+    View,
+)
+
+BLAS_DTYPES = tuple(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
+
+
+def blas(planner, eqn):
+    if eqn.inputs[0].aval.dtype not in BLAS_DTYPES:
+        return contraction_loop(planner, eqn)
+    lhs, rhs = (planner.array(a) for a in eqn.inputs)
+    out = eqn.outputs[0]
+    slot = planner.new_slot(out.aval.shape, out.aval.dtype)
+    planner.steps.append(Blas(lhs, rhs, slot, eqn.params["dimension_numbers"]))
+    planner.loc[id(out)] = planner._buffer_view(slot, out.aval.shape, out.aval.dtype)
+
+
+def contraction_loop(planner, eqn):
+    """Integer/bool/float16 dot_general as a loop nest: the product of two views over
+    the space (batch, lhs free, rhs free, contracted), summed over the contracted
+    dimensions as NumPy's own matmul loop does: integers in the dtype, wrapping;
+    float16 as exact float32 products summed in order in float32, rounded once."""
+    (lhs, rhs), out = eqn.inputs, eqn.outputs[0]
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    lfree = [i for i in range(lhs.aval.ndim) if i not in lc and i not in lb]
+    rfree = [i for i in range(rhs.aval.ndim) if i not in rc and i not in rb]
+    space = out.aval.shape + tuple(lhs.aval.shape[i] for i in lc)
+    vl, vr = planner.external_view(lhs), planner.external_view(rhs)
+    ls = (tuple(vl.strides[i] for i in (*lb, *lfree)) + (0,) * len(rfree)
+          + tuple(vl.strides[i] for i in lc))
+    rs = (tuple(vr.strides[i] for i in rb) + (0,) * len(lfree)
+          + tuple(vr.strides[i] for i in (*rfree, *rc)))
+    dt = out.aval.dtype
+    half = dt == np.float16
+    acc = np.dtype(np.float32) if half else dt
+    k = Kernel(space, axes=tuple(range(out.aval.ndim, len(space))), reverse=False)
+    a = k.read(View(vl.slot, space, dt, vl.offset, ls))
+    b = k.read(View(vr.slot, space, dt, vr.offset, rs))
+    k.ops.append(Op(P.mul, (a, b), {}, acc, acc))
+    slot = planner.new_slot(out.aval.shape, dt)
+    k.reduces.append(Reduce(P.reduce_sum, ("op", 0), slot, dt, acc, ordered=half))
+    planner.seal(k)
+    planner.loc[id(out)] = planner._buffer_view(slot, out.aval.shape, dt)
+
+
+def conv(planner, eqn):
+    lhs, rhs = (planner.array(a) for a in eqn.inputs)
+    out = eqn.outputs[0]
+    slot = planner.new_slot(out.aval.shape, out.aval.dtype)
+    planner.steps.append(Conv(lhs, rhs, slot, dict(eqn.params)))
+    planner.loc[id(out)] = planner._buffer_view(slot, out.aval.shape, out.aval.dtype)
