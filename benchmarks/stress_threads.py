@@ -3,8 +3,9 @@
 Each round makes fresh jitted functions (new lambdas, so nothing is cached in memory) and
 has ``--threads`` threads call them at once with shapes not compiled before in this process;
 every result is compared with NumPy. Prints the number of wrong results and exceptions;
-exits 1 if any. The bounded version runs in CI (tests/test_llvm_runtime.py::test_concurrent_*);
-this one is for longer runs outside it:
+exits 1 if any. The bounded version runs in CI
+(tests/backends/llvm/test_llvm_runtime.py::test_concurrent_*); this one is for longer runs
+outside it:
 
     FUNCTORCH_CORE_CACHE_DIR= python benchmarks/stress_threads.py --rounds 20 --threads 8
 """

@@ -1,4 +1,4 @@
-"""Runs Markdown files' Python blocks for tests/test_docs.py, in one fresh process.
+"""Runs Markdown files' Python blocks for tests/api/test_docs.py, in one fresh process.
 
 Reads ``[{"path": ..., "blocks": [{"name": ..., "code": ...}, ...]}, ...]`` as JSON on stdin.
 Each file's blocks run in order in one namespace of their own (as a reader pasting them into a

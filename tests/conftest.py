@@ -19,7 +19,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 
 def pytest_collection_modifyitems(items):
-    """The CUDA simulator's and PTX tests (tests/test_cuda_*.py) run under ``make
+    """The CUDA simulator's and PTX tests (tests/backends/cuda/test_cuda_*.py) run under ``make
     test-gpu-sim``, which installs numba-cuda and NVIDIA's compiler wheels."""
     for item in items:
         if item.path.name.startswith("test_cuda_"):

@@ -1,6 +1,6 @@
 """The project's import graph, read from the source with `ast` (nothing is imported).
 
-Used by `tools/arch_metrics.py` and `tests/test_architecture.py`.
+Used by `tools/arch_metrics.py` and `tests/ir/test_architecture.py`.
 
 Module names are the installed ones: `ir/x.py` is `functorch_core.ir.x`, `backends/y.py` is
 `functorch_core.backends.y`. An edge goes to the module an import statement names: for

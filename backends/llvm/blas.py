@@ -436,9 +436,9 @@ def split_parts(lay: GemmLayout, workers: int, dtype) -> list[GemmPart]:
     Each element is then summed in the same order as by one unsplit gemm on one OpenBLAS
     thread: the k loop is never split, and row blocks are used
     only when :func:`row_blocks_round_alike` says so for ``dtype`` (column blocks change
-    sgemm's bits on Haswell kernels; tests/test_llvm_gemm_threads.py). The exception is a
-    product of few rows (:func:`column_blocks`): column blocks fixed by its shape, whatever
-    ``workers``."""
+    sgemm's bits on Haswell kernels; tests/backends/llvm/test_llvm_gemm_threads.py). The
+    exception is a product of few rows (:func:`column_blocks`): column blocks fixed by its
+    shape, whatever ``workers``."""
     c_int = ctypes.c_int64 if blas_int_bits() == 64 else ctypes.c_int
     whole = [GemmPart(0, lay.batch, 0, c_int(lay.m))]
     if column_blocks(lay):

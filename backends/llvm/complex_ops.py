@@ -2,7 +2,7 @@
 
 A complex compute value is an LLVM struct ``{float, float}`` / ``{double, double}``
 (real, imaginary); storage is the same pair, NumPy's interleaved layout. The rules
-follow NumPy's loops as measured against NumPy itself (tests/test_llvm_complex.py):
+follow NumPy's loops as measured against NumPy itself (tests/backends/llvm/test_llvm_complex.py):
 
 - ``mul`` on a CPU where NumPy dispatches its FMA3 loops computes
   ``re = fma(ar, br, -(ai*bi))`` and ``im = fma(ar, bi, ai*br)``; elsewhere the

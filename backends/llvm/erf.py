@@ -11,7 +11,7 @@ arguments by ``erfc(-a) = 2 - erfc(a)`` and ``erfcx(-a) = 2 e^a^2 - erfcx(a)``.
 
 Everything is computed in double: float32 (and float16, which arrives as float) with
 shorter polynomials, rounded once at the end, as SciPy's float32 loops do.
-Accuracy (tests/test_mathfuncs.py, benchmarks/special_accuracy.py): about an ulp.
+Accuracy (tests/backends/llvm/test_mathfuncs.py, benchmarks/special_accuracy.py): about an ulp.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ The routines are the ones the interpreter's NumPy/SciPy functions call, from the
   cholesky: :func:`cholesky` says when it is blocked, within rounding). det and
   slogdet walk the diagonal of the factors in NumPy's order, but with NumPy's vectorized
   ``log``/``exp`` and complex multiply where the gufunc calls the C library's and its
-  own: within a few ulps (tests/test_llvm_lapack.py says how many). slogdet_inv_t adds
+  own: within a few ulps (tests/backends/llvm/test_llvm_lapack.py says how many). slogdet_inv_t adds
   ``?getri`` on the same factors (NumPy's inv solves against the identity instead: its
   values within rounding).
 - lu: SciPy's ``?getrf`` in the operand's own precision, what ``scipy.linalg.lu_factor``

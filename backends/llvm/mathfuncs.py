@@ -6,8 +6,9 @@ into ``<16 x float>`` / ``<8 x double>`` code; a call into libm would keep the l
 float16 values arrive here as float (ops.py rounds the result). The coefficients come from
 ``tools/fit_coefficients.py`` (Chebyshev interpolation in 60-digit decimal arithmetic).
 
-Accuracy (dense sweeps in tests/test_mathfuncs.py): within 1 ulp of the exact value, inf, NaN,
--0.0, overflow to inf and gradual underflow through the subnormals as NumPy gives them.
+Accuracy (dense sweeps in tests/backends/llvm/test_mathfuncs.py): within 1 ulp of the exact
+value, inf, NaN, -0.0, overflow to inf and gradual underflow through the subnormals as
+NumPy gives them.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ widened to double and the result rounded back, as the ``ff->f`` loops do, except
 ``betainc``, whose float32 loop is a genuine float function (``__pyx_fuse_1betainc``);
 float16 takes the loop SciPy's ufunc picks for it (the float64 one for gammainc, whose
 ``dd->d`` loop comes first: then the double result is rounded once to half). So native,
-interpreter and SciPy agree to the bit (tests/test_llvm_scipy_special_calls.py).
+interpreter and SciPy agree to the bit (tests/backends/llvm/test_llvm_scipy_special_calls.py).
 
 Complex operands (``COMPLEX_CALLS``: erf, erfc, erfcx, spence and jv's argument) call
 SciPy's ``double complex`` functions (the Faddeeva package's, ``cspence``, AMOS's), a

@@ -10,7 +10,7 @@ backends do not contract), so every backend computes the same bits.
 The method is the cpu backend's (``backends/llvm/mathfuncs.py``; both take the coefficients
 from ``ir/numerics.py``): ``x = 2^k (1 + f)`` with ``1 + f`` in ``[sqrt(1/2), sqrt(2))``, the
 exponent found by comparisons and exact scalings by powers of two, then the odd series in
-``s = f / (2 + f)``. Within 1 ulp of the exact value (tests/test_random.py sweeps it).
+``s = f / (2 + f)``. Within 1 ulp of the exact value (tests/api/test_random.py sweeps it).
 float16 is computed in float32 and rounded once.
 """
 

@@ -16,21 +16,21 @@ EXPECTED_EXCEPTIONS = {
     "custom_lin": "only forward-mode differentiation evaluates it (custom_vjp forbids that)",
 }
 
-# Rules exercised against loop-and-stack in tests/test_vmap.py (or, for the
+# Rules exercised against loop-and-stack in tests/transforms/test_vmap.py (or, for the
 # custom-rule primitives, by the autodiff tests that own them).
 TESTED_ELSEWHERE = {"custom_jvp_call", "custom_vjp_call",
-                    "threefry2x32",   # tests/test_random.py: vmap over keys == loop-and-stack
-                    # loop-and-stack over every operand in tests/test_conv.py and
-                    # tests/test_reduce_window.py
+                    "threefry2x32",   # tests/api/test_random.py: vmap over keys == loop-and-stack
+                    # loop-and-stack over every operand in tests/lax/test_conv.py and
+                    # tests/lax/test_reduce_window.py
                     "conv_general_dilated", "reduce_window_sum", "reduce_window_max",
                     "reduce_window_min", "select_and_gather_add", "select_and_scatter_add",
-                    "fft",   # tests/test_fft.py: vmap over every axis == loop-and-stack
-                    # tests/test_linalg.py: every operand batched or not, loop-and-stack
+                    "fft",   # tests/linalg_fft/test_fft.py: vmap over every axis == loop-and-stack
+                    # tests/linalg_fft/test_linalg.py: every operand batched or not, loop-and-stack
                     "solve", "triangular_solve", "det", "slogdet", "cholesky", "qr", "svd",
                     "eigh", "eig", "lu", "lu_pivots_to_permutation", "slogdet_inv_t",
-                    "sqrtm", "sylvester",   # tests/test_linalg_sqrtm.py
-                    "betainc",   # tests/test_scipy_special.py
-                    "betainc_grad"}   # tests/test_betainc_grad.py
+                    "sqrtm", "sylvester",   # tests/linalg_fft/test_linalg_sqrtm.py
+                    "betainc",   # tests/special/test_scipy_special.py
+                    "betainc_grad"}   # tests/special/test_betainc_grad.py
 
 
 @pytest.mark.parametrize("prim", list(P.ALL.values()), ids=lambda p: p.name)

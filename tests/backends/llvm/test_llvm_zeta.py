@@ -146,7 +146,7 @@ def test_polygamma_orders_as_scipy(n, dtype):
     assert got.dtype == dtype
     d = _same_kind(got, want)
     fine = np.isfinite(want) & (want != 0)
-    if n == 0:          # digamma: more in tests/test_digamma_kernel.py
+    if n == 0:          # digamma: more in tests/backends/llvm/test_digamma_kernel.py
         assert d[x[fine] > 0].max() <= 4
         return
     # SciPy's (-1)^(n+1) gamma(n+1) zeta(n+1, x) rounds twice, and at negative x loses digits

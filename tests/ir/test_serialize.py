@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import struct
-import sys
 import warnings
 
 import numpy as np
@@ -15,12 +13,10 @@ from functorch_core.ir.core import Eqn, Graph
 from functorch_core.ir.pytree import tree_flatten
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from op_table import OPS
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
-
-sys.path.insert(0, os.path.dirname(__file__))
-from op_table import OPS
 
 
 def _bits(values):

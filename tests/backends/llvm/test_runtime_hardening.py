@@ -19,6 +19,7 @@ import uuid
 import weakref
 
 import numpy as np
+import paths
 import pytest
 from functorch_core.backends.llvm import cache, runtime, threads
 from functorch_core.ir.once import Once
@@ -26,7 +27,7 @@ from functorch_core.ir.once import Once
 import functorch_core as fc
 import functorch_core.numpy as fnp
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = paths.ROOT
 
 # each runs eagerly on NumPy arrays as the reference
 WORKLOADS = [

@@ -28,9 +28,10 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
+import paths
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = paths.ROOT
 RUNNER = os.path.join(ROOT, "tests", "_doc_runner.py")
 FILES = ["README.md", "CONTRIBUTING.md",
          *sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "*.md")))]

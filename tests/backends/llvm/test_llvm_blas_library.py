@@ -12,9 +12,10 @@ import os
 import subprocess
 import sys
 
+import paths
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = paths.ROOT
 
 SCRIPT = """
 import json, sys

@@ -11,13 +11,14 @@ import sys
 import uuid
 
 import numpy as np
+import paths
 import pytest
 from functorch_core.backends.llvm import cache, kernels, runtime
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = paths.ROOT
 
 # jit three graphs (two differ only in a constant), check them against NumPy and print
 # the cache counters and the results' bytes. Each graph is one module of kernels and one

@@ -11,8 +11,6 @@ results on the reference interpreter.
 from __future__ import annotations
 
 import copy
-import os
-import sys
 import warnings
 
 import numpy as np
@@ -23,12 +21,10 @@ from functorch_core.ir import check_graph, passes
 from functorch_core.ir.pytree import tree_flatten
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from op_table import ALL_DTYPES, BINARY, MODES, OPS, REQUIRED_NAMES, RTOL, UNARY, Case, Op
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
-
-sys.path.insert(0, os.path.dirname(__file__))
-from op_table import ALL_DTYPES, BINARY, MODES, OPS, REQUIRED_NAMES, RTOL, UNARY, Case, Op
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning",
                                         "ignore::numpy.exceptions.ComplexWarning")

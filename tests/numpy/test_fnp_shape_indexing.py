@@ -590,7 +590,7 @@ def test_setitem_graph_jit_and_errors():
     expected = y.copy()
     expected[index] = value
     np.testing.assert_array_equal(_run_write(lambda y: y.__setitem__(index, value), y), expected)
-    # a write through a traced mask is a select (tests/test_masked_writes.py); a read is not
+    # a write through a traced mask is a select (tests/numpy/test_masked_writes.py); a read is not
     expected = x.copy()
     expected[expected > 0] = 0
     np.testing.assert_array_equal(_run_write(lambda x: x.__setitem__(x > 0, 0), x), expected)

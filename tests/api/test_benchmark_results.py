@@ -8,9 +8,10 @@ import re
 import subprocess
 import sys
 
+import paths
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = paths.ROOT
 RESULTS = os.path.join(ROOT, "benchmarks", "results")
 DOCS = ["README.md", *sorted(os.path.relpath(p, ROOT)
                              for p in glob.glob(os.path.join(ROOT, "docs", "*.md")))]

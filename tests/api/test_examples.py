@@ -6,7 +6,9 @@ import re
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import paths
+
+ROOT = paths.ROOT
 
 
 def run_example(name, timeout=240):

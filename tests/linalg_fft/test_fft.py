@@ -139,8 +139,8 @@ def test_transpose_identity(fft_type, in_shape, lengths):
 def test_threaded_transforms_give_one_threads_bits(name, shape):
     """Batched and n-d transforms of at least 2^16 elements run pocketfft on every core,
     which splits the independent 1-d transforms: the bits of one thread's, eagerly. Compiled,
-    the power-of-two leading axes run natively (tests/test_llvm_fft.py: the same bits on any
-    thread count)."""
+    the power-of-two leading axes run natively (tests/backends/llvm/test_llvm_fft.py: the same
+    bits on any thread count)."""
     import scipy.fft
     rng = np.random.default_rng(7)
     x = rng.normal(size=shape)

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 import pytest
-from functorch_core.backends.llvm.codegen import LONG_SUM_BLOCK
+from functorch_core.backends.llvm.accumulators import LONG_SUM_BLOCK
 from hypothesis import example, given
 from hypothesis import strategies as st
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import numpy as np
+import paths
 import pytest
 from functorch_core.backends import registry
 from functorch_core.backends.interpreter import run_graph
@@ -22,7 +23,7 @@ from test_products import dot_problems
 import functorch_core as fc
 
 CPU = registry.get("cpu")
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = paths.ROOT
 
 
 def _compile_fresh(graph):

@@ -6,9 +6,10 @@ import sys
 import zipfile
 from pathlib import Path
 
+import paths
 import tomllib
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(paths.ROOT)
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 
 

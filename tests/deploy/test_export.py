@@ -9,6 +9,7 @@ import sys
 import textwrap
 
 import numpy as np
+import paths
 import pytest
 from functorch_core.ir import serialize
 
@@ -16,7 +17,7 @@ import functorch_core as fc
 import functorch_core.numpy as fnp
 from functorch_core.deploy.dynamic import DynamicError
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = paths.ROOT
 RNG = np.random.default_rng(0)
 PARAMS = {"w1": RNG.standard_normal((6, 16)).astype(np.float32),
           "b1": RNG.standard_normal(16).astype(np.float32),

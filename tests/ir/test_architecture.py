@@ -5,9 +5,10 @@ API layer reading backend internals, and for import cycles."""
 import sys
 from pathlib import Path
 
+import paths
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(paths.ROOT)
 sys.path.insert(0, str(ROOT / "tools"))
 
 import arch_metrics  # noqa: E402

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import os
-import sys
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -17,14 +15,12 @@ from functorch_core.ir import primitives as P
 from functorch_core.ir.pytree import tree_flatten, tree_map
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from op_table import OPS, RTOL
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
 from functorch_core import vmap
 from functorch_core.transforms.batching import batch_graph
-
-sys.path.insert(0, os.path.dirname(__file__))
-from op_table import OPS, RTOL
 
 F64, I64 = np.float64, np.int64
 

@@ -1,6 +1,5 @@
 """Forward and reverse mode: rules against finite differences, laws, API, errors, caching."""
 
-import os
 import sys
 
 import numpy as np
@@ -8,13 +7,11 @@ import pytest
 from functorch_core.ir import primitives as P
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from op_table import OPS_BY_NAME
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
 from functorch_core.testing import check_grads
-
-sys.path.insert(0, os.path.dirname(__file__))
-from op_table import OPS_BY_NAME
 
 F64 = np.dtype(np.float64)
 I64 = np.dtype(np.int64)

@@ -3,12 +3,12 @@ and fresh (never aliasing) outputs."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections import namedtuple
 
 import numpy as np
+import paths
 import pytest
 from functorch_core.ir import primitives as P
 
@@ -212,7 +212,7 @@ def test_default_backend_is_native_cpu(monkeypatch):
     monkeypatch.delenv("FUNCTORCH_CORE_BACKEND", raising=False)
     code = "import functorch_core as fc; print(fc.default_backend())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=os.path.dirname(os.path.dirname(__file__)))
+                         check=True, cwd=paths.ROOT)
     assert out.stdout.strip() == "cpu"
     f = fc.jit(lambda x: x * 2)
     f(np.ones(3))

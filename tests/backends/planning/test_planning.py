@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import paths
 from functorch_core.backends.llvm import lowering
 from functorch_core.backends.planning import buffers
 from functorch_core.backends.planning import partition as planning
@@ -16,7 +17,7 @@ from functorch_core.backends.planning.plan import Fallback, Kernel
 from functorch_core.ir import primitives as P
 from graph_builder import Builder
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(paths.ROOT)
 
 
 def _imports(path: Path) -> set[str]:

@@ -102,7 +102,7 @@ def test_last_argument_derivatives(name, args, which):
 
     check_grads(f, (args[which],), order=2, modes=("fwd", "rev"), atol=1e-5, rtol=1e-5)
     if name.startswith(("gammainc", "betainc", "zeta")):    # in a (b, x) too:
-        return          # tests/test_igamma_grad.py, test_betainc_grad.py, test_zeta_grad.py
+        return          # tests/special/test_igamma_grad.py, test_betainc_grad.py, test_zeta_grad.py
     with pytest.raises(NotImplementedError, match=f"{name}: the derivative with respect to"):
         fc.grad(lambda a: fc.numpy.sum(getattr(S, name)(a, *args[1:])))(args[0])
 
