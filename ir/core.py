@@ -158,7 +158,8 @@ class Primitive:
     raises ``ValueError``/``TypeError`` with a plain message on bad input.
     Rules of transforms and backends live in their own tables keyed by the
     primitive; only the eager implementation is looked up here, because
-    ``ir`` cannot import the backend that provides it.
+    ``ir`` cannot import the backend that provides it. ``spec`` is the primitive's
+    data (ir/specs.py: kinds, linear operands, reference and C library names).
     """
 
     name: str
@@ -167,6 +168,7 @@ class Primitive:
     family: str = "other"
     mutates: bool = False
     impl: Callable | None = field(default=None, repr=False)
+    spec: Any = field(default=None, repr=False)     # ir.specs.PrimSpec, its data
 
     def __repr__(self):
         return self.name

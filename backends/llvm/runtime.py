@@ -36,6 +36,7 @@ import weakref
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from functorch_core.ir import specs
 from functorch_core.ir.core import Graph, Lit
 from functorch_core.ir.once import Once
 from llvmlite import binding as llvm
@@ -59,11 +60,8 @@ from .lapack import lapack_step
 from .loops import loop_step
 from .lowering import partition
 
-_LIBM_NAMES = ("exp", "exp2", "expm1", "log", "log1p", "cbrt", "tanh", "sin", "cos", "tan",
-               "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "pow",
-               "atan2", "fmod", "hypot", "csqrt", "cexp", "clog", "csin", "ccos", "ctan",
-               "casin", "cacos", "catan", "csinh", "ccosh", "ctanh", "casinh", "cacosh", "catanh",
-               "erf", "erfc", "lgamma", "tgamma")
+# the specs' libm functions, and the helpers' (complex sign: hypot)
+_LIBM_NAMES = (*specs.libm_names(), "fmod", "hypot")
 _lock = threading.Lock()      # held by everything that touches LLVM (never re-entered)
 _state: dict = {}
 _CACHE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()   # graph key -> Executable
