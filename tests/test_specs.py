@@ -8,7 +8,7 @@ from functorch_core.backends.interpreter.core import IMPLS
 from functorch_core.backends.llvm import complex_ops, ops, runtime
 from functorch_core.ir import AbstractArray
 from functorch_core.ir import primitives as P
-from functorch_core.ir.specs import ELEMENTWISE, SPECS, libm_names
+from functorch_core.ir.specs import ELEMENTWISE, LINEAR, SPECS, libm_names
 
 ELEMENTWISE_FAMILIES = {"unary", "binary", "select", "convert", "special3"}
 ROWS = [P.ALL[s.name] for s in ELEMENTWISE]
@@ -43,6 +43,7 @@ def test_every_elementwise_primitive_has_its_spec():
         assert P.ALL[spec.name].spec is spec
         assert P.ALL[spec.name].family == spec.family
     assert all(p.spec is not None and p.spec.name == p.name for p in P.ALL.values())
+    assert set(LINEAR) <= set(P.ALL) - set(SPECS)
 
 
 @pytest.mark.parametrize("prim", [p for p in ROWS if p.spec.numpy], ids=lambda p: p.name)

@@ -46,8 +46,8 @@ _KINDS = {
 # NumPy's C99 ones where a part is inf or nan). numba-cuda's complex sin/cos/tan, their
 # hyperbolic versions and acosh compile only with a GPU present (they ask the driver for
 # its compute capability), so the PTX check cannot cover them: they stay on the host.
-_CMATH = {p: _FLOAT_FN[p] for p in (P.exp, P.log, P.sqrt, P.asin, P.acos, P.atan,
-                                       P.asinh, P.atanh)}
+_CMATH = {p: _FLOAT_FN[p] for p in (P.exp, P.log, P.sqrt, P.asin, P.acos, P.atan, P.asinh,
+                                    P.atanh)}
 for _p in (P.add, P.sub, P.mul, P.div, P.neg, P.abs, P.eq, P.ne, P.is_finite, *_CMATH):
     _KINDS[_p] += "c"
 PRIMITIVES = frozenset(_KINDS)
