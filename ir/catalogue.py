@@ -10,12 +10,13 @@ from __future__ import annotations
 import numpy as np
 
 from .core import Primitive
+from .specs import spec_for
 
 ALL: dict[str, Primitive] = {}
 
 
 def register(name, rule, family, **kw) -> Primitive:
-    prim = Primitive(name, rule, family=family, **kw)
+    prim = Primitive(name, rule, family=family, spec=spec_for(name, family), **kw)
     ALL[name] = prim
     return prim
 

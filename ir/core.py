@@ -159,7 +159,8 @@ class Primitive:
     Rules of transforms and backends live in their own tables keyed by the
     primitive, the eager implementations of the catalogue's too (the backends
     register them in ``ir/eager.py``); ``impl`` is the eager implementation of
-    a primitive made outside the catalogue.
+    a primitive made outside the catalogue. ``spec`` is the primitive's data
+    (ir/specs.py: kinds, linear operands, reference and C library names).
     """
 
     name: str
@@ -168,6 +169,7 @@ class Primitive:
     family: str = "other"
     mutates: bool = False
     impl: Callable | None = field(default=None, repr=False)
+    spec: Any = field(default=None, repr=False)     # ir.specs.PrimSpec, its data
 
     def __repr__(self):
         return self.name

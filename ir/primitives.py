@@ -37,6 +37,7 @@ from .linalg import (  # noqa: F401
     sylvester,
     triangular_solve,
 )
+from .specs import NUMERIC, REAL, SPECS
 
 
 def _elementwise_shape(name, avals):
@@ -54,15 +55,11 @@ def _same_dtype(name, avals):
     return avals[0].dtype
 
 
-# --- elementwise -----------------------------------------------------------
+# --- elementwise: kinds and the rest of their data are rows of specs.py ------------
 
-NUMERIC = "biufc"
-INEXACT = "fc"
-REAL = "biuf"
-INT_BOOL = "biu"
+def _unary(name, out_dtype=None):
+    kinds = SPECS[name].kinds
 
-
-def _unary(name, kinds, out_dtype=None):
     def rule(x):
         _kinds_check(name, [x], kinds)
         dt = out_dtype(x.dtype) if out_dtype else x.dtype
@@ -70,7 +67,9 @@ def _unary(name, kinds, out_dtype=None):
     return _register(name, rule, "unary")
 
 
-def _binary(name, kinds, out_dtype=None):
+def _binary(name, out_dtype=None):
+    kinds = SPECS[name].kinds
+
     def rule(x, y):
         _kinds_check(name, [x, y], kinds)
         dt = _same_dtype(name, [x, y])
@@ -84,60 +83,60 @@ def _to_bool(_):
     return dtypes.bool_
 
 
-neg = _unary("neg", NUMERIC)
-sign = _unary("sign", NUMERIC)
-abs = _unary("abs", NUMERIC, _real_of)
-floor = _unary("floor", "f")
-ceil = _unary("ceil", "f")
-round = _unary("round", "f")          # half to even, as np.rint
-is_finite = _unary("is_finite", INEXACT, _to_bool)
-exp = _unary("exp", INEXACT)
-exp2 = _unary("exp2", INEXACT)
-expm1 = _unary("expm1", INEXACT)
-log = _unary("log", INEXACT)
-log1p = _unary("log1p", INEXACT)
-sqrt = _unary("sqrt", INEXACT)
-cbrt = _unary("cbrt", "f")
-tanh = _unary("tanh", INEXACT)
-logistic = _unary("logistic", INEXACT)
-sin = _unary("sin", INEXACT)
-cos = _unary("cos", INEXACT)
-tan = _unary("tan", INEXACT)
-asin = _unary("asin", INEXACT)
-acos = _unary("acos", INEXACT)
-atan = _unary("atan", INEXACT)
-sinh = _unary("sinh", INEXACT)
-cosh = _unary("cosh", INEXACT)
-asinh = _unary("asinh", INEXACT)
-acosh = _unary("acosh", INEXACT)
-atanh = _unary("atanh", INEXACT)
-not_ = _unary("not", INT_BOOL)        # logical not on bool, bitwise invert on ints
-real = _unary("real", "c", _real_of)
-imag = _unary("imag", "c", _real_of)
-conj = _unary("conj", "c")
+neg = _unary("neg")
+sign = _unary("sign")
+abs = _unary("abs", _real_of)
+floor = _unary("floor")
+ceil = _unary("ceil")
+round = _unary("round")          # half to even, as np.rint
+is_finite = _unary("is_finite", _to_bool)
+exp = _unary("exp")
+exp2 = _unary("exp2")
+expm1 = _unary("expm1")
+log = _unary("log")
+log1p = _unary("log1p")
+sqrt = _unary("sqrt")
+cbrt = _unary("cbrt")
+tanh = _unary("tanh")
+logistic = _unary("logistic")
+sin = _unary("sin")
+cos = _unary("cos")
+tan = _unary("tan")
+asin = _unary("asin")
+acos = _unary("acos")
+atan = _unary("atan")
+sinh = _unary("sinh")
+cosh = _unary("cosh")
+asinh = _unary("asinh")
+acosh = _unary("acosh")
+atanh = _unary("atanh")
+not_ = _unary("not")        # logical not on bool, bitwise invert on ints
+real = _unary("real", _real_of)
+imag = _unary("imag", _real_of)
+conj = _unary("conj")
 
-add = _binary("add", NUMERIC)
-sub = _binary("sub", "iufc")
-mul = _binary("mul", NUMERIC)
-div = _binary("div", INEXACT)         # true division
-floor_div = _binary("floor_div", "iuf")   # np.floor_divide, x // 0 == 0 for ints
-rem = _binary("rem", "iuf")           # np.remainder: the sign follows the divisor
-pow = _binary("pow", "iufc")
-max = _binary("max", NUMERIC)         # NaN-propagating, as np.maximum
-min = _binary("min", NUMERIC)
-atan2 = _binary("atan2", "f")
-copysign = _binary("copysign", "f")
-and_ = _binary("and", INT_BOOL)
-or_ = _binary("or", INT_BOOL)
-xor = _binary("xor", INT_BOOL)
-eq = _binary("eq", NUMERIC, _to_bool)
-ne = _binary("ne", NUMERIC, _to_bool)
+add = _binary("add")
+sub = _binary("sub")
+mul = _binary("mul")
+div = _binary("div")         # true division
+floor_div = _binary("floor_div")   # np.floor_divide, x // 0 == 0 for ints
+rem = _binary("rem")           # np.remainder: the sign follows the divisor
+pow = _binary("pow")
+max = _binary("max")         # NaN-propagating, as np.maximum
+min = _binary("min")
+atan2 = _binary("atan2")
+copysign = _binary("copysign")
+and_ = _binary("and")
+or_ = _binary("or")
+xor = _binary("xor")
+eq = _binary("eq", _to_bool)
+ne = _binary("ne", _to_bool)
 # re + im * 1j, exactly (multiplying by 1j would turn an infinite im into a NaN real part)
-complex = _binary("complex", "f", lambda dt: np.result_type(dt, np.complex64))
-lt = _binary("lt", REAL, _to_bool)
-le = _binary("le", REAL, _to_bool)
-gt = _binary("gt", REAL, _to_bool)
-ge = _binary("ge", REAL, _to_bool)
+complex = _binary("complex", lambda dt: np.result_type(dt, np.complex64))
+lt = _binary("lt", _to_bool)
+le = _binary("le", _to_bool)
+gt = _binary("gt", _to_bool)
+ge = _binary("ge", _to_bool)
 
 UNARY = [p for p in ALL.values() if p.family == "unary"]
 BINARY = [p for p in ALL.values() if p.family == "binary"]
@@ -593,20 +592,20 @@ WINDOWS = [reduce_window_sum, reduce_window_max, reduce_window_min, select_and_g
 
 # erf, erfc, erfcx, spence and bessel_jv's z also take complex operands (SciPy's
 # complex functions: the Faddeeva package's, cspence, AMOS's)
-erf = _unary("erf", "fc")
-erfc = _unary("erfc", "fc")
-erfcx = _unary("erfcx", "fc")             # exp(x^2) erfc(x)
-lgamma = _unary("lgamma", "f")            # log |gamma(x)|
-tgamma = _unary("tgamma", "f")
-digamma = _unary("digamma", "f")
-bessel_i0e = _unary("bessel_i0e", "f")    # exp(-|x|) I0(x)
-bessel_i1e = _unary("bessel_i1e", "f")
-spence = _unary("spence", "fc")           # the dilogarithm integral of scipy.special.spence
-zeta = _binary("zeta", "f")               # Hurwitz zeta(x, q)
-igamma = _binary("igamma", "f")           # regularized lower incomplete gamma P(a, x)
-igammac = _binary("igammac", "f")         # Q(a, x) = 1 - P(a, x)
-igamma_grad_a = _binary("igamma_grad_a", "f")   # dP(a, x)/da
-igamma_hess_a = _binary("igamma_hess_a", "f")   # d^2P(a, x)/da^2
+erf = _unary("erf")
+erfc = _unary("erfc")
+erfcx = _unary("erfcx")             # exp(x^2) erfc(x)
+lgamma = _unary("lgamma")            # log |gamma(x)|
+tgamma = _unary("tgamma")
+digamma = _unary("digamma")
+bessel_i0e = _unary("bessel_i0e")    # exp(-|x|) I0(x)
+bessel_i1e = _unary("bessel_i1e")
+spence = _unary("spence")           # the dilogarithm integral of scipy.special.spence
+zeta = _binary("zeta")               # Hurwitz zeta(x, q)
+igamma = _binary("igamma")           # regularized lower incomplete gamma P(a, x)
+igammac = _binary("igammac")         # Q(a, x) = 1 - P(a, x)
+igamma_grad_a = _binary("igamma_grad_a")   # dP(a, x)/da
+igamma_hess_a = _binary("igamma_hess_a")   # d^2P(a, x)/da^2
 
 
 def _bessel_jv_rule(v, z):
@@ -622,7 +621,7 @@ def _bessel_jv_rule(v, z):
 
 
 bessel_jv = _register("bessel_jv", _bessel_jv_rule, "binary")     # J_v(z)
-bessel_j0 = _unary("bessel_j0", "f")      # J_0 (scipy.special.j0: Cephes, not jv's AMOS)
+bessel_j0 = _unary("bessel_j0")      # J_0 (scipy.special.j0: Cephes, not jv's AMOS)
 
 
 def _polygamma_rule(x, *, order):

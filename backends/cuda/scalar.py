@@ -22,33 +22,18 @@ from functorch_core.ir import primitives as P
 DTYPES = tuple(dtypes.SUPPORTED)
 F16, F32, F64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
 
-# float functions of one argument: (device: module attribute, simulator: NumPy/SciPy name)
-_FLOAT_UNARY = {
-    P.exp: "exp", P.exp2: "exp2", P.expm1: "expm1", P.log: "log", P.log1p: "log1p",
-    P.sqrt: "sqrt", P.cbrt: "cbrt", P.sin: "sin", P.cos: "cos", P.tan: "tan",
-    P.asin: "asin", P.acos: "acos", P.atan: "atan", P.sinh: "sinh", P.cosh: "cosh",
-    P.tanh: "tanh", P.asinh: "asinh", P.acosh: "acosh", P.atanh: "atanh",
-    P.floor: "floor", P.ceil: "ceil", P.round: "rint", P.erf: "erf", P.erfc: "erfc",
-    P.lgamma: "lgamma", P.tgamma: "tgamma", P.logistic: "logistic",
-}
-# libdevice functions (f64 name; the f32 one adds "f"); the rest are numba's math.*
+# float functions: F_<name>_<f32|f64>, the CUDA math name of the primitive's spec (libdevice
+# or numba's math.* on the device, the spec's reference in the simulator); logistic is ours
+_FLOAT_FN = {p: p.spec.cuda for p in P.ALL.values() if p.spec.cuda} | {P.logistic: "logistic"}
+# libdevice functions (f64 name; the f32 one adds "f"); numba's math.* has the others
 _LIBDEVICE = {"cbrt", "floor", "ceil", "rint", "exp2"}
-_MATH = {"exp", "expm1", "log", "log1p", "sqrt", "sin", "cos", "tan", "asin", "acos",
-         "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc",
-         "lgamma", "fabs", "fmod", "atan2", "copysign", "pow", "isfinite"}
-_SIM = {"exp": "exp", "exp2": "exp2", "expm1": "expm1", "log": "log", "log1p": "log1p",
-        "sqrt": "sqrt", "cbrt": "cbrt", "sin": "sin", "cos": "cos", "tan": "tan",
-        "asin": "arcsin", "acos": "arccos", "atan": "arctan", "sinh": "sinh",
-        "cosh": "cosh", "tanh": "tanh", "asinh": "arcsinh", "acosh": "arccosh",
-        "atanh": "arctanh", "floor": "floor", "ceil": "ceil", "rint": "rint",
-        "fabs": "abs", "fmod": "fmod", "atan2": "arctan2", "copysign": "copysign",
-        "pow": "power", "isfinite": "isfinite"}
-_SIM_SPECIAL = {"erf": "erf", "erfc": "erfc", "lgamma": "gammaln", "tgamma": "gamma"}
-_FLOAT_BINARY = {P.pow: "pow", P.atan2: "atan2", P.copysign: "copysign"}
-
+# the helpers' own functions: (name, simulator's NumPy function)
+_HELPER_FN = {"fabs": "abs", "fmod": "fmod"}
+_MATH = ({n for n in _FLOAT_FN.values() if n not in _LIBDEVICE | {"tgamma", "logistic"}}
+         | set(_HELPER_FN))
 # which operand kinds each primitive renders for (the rest run on the host)
 _KINDS = {
-    **{p: "f" for p in _FLOAT_UNARY}, **{p: "f" for p in _FLOAT_BINARY},
+    **{p: "f" for p in _FLOAT_FN},
     P.neg: "iuf", P.sign: "iuf", P.abs: "biuf", P.is_finite: "f", P.not_: "biu",
     P.add: "biuf", P.mul: "biuf", P.sub: "iuf", P.max: "biuf", P.min: "biuf",
     P.div: "f", P.floor_div: "iuf", P.rem: "iuf", P.and_: "biu", P.or_: "biu",
@@ -61,8 +46,8 @@ _KINDS = {
 # NumPy's C99 ones where a part is inf or nan). numba-cuda's complex sin/cos/tan, their
 # hyperbolic versions and acosh compile only with a GPU present (they ask the driver for
 # its compute capability), so the PTX check cannot cover them: they stay on the host.
-_CMATH = {p: _FLOAT_UNARY[p] for p in (P.exp, P.log, P.sqrt, P.asin, P.acos, P.atan,
-                                       P.asinh, P.atanh)}
+_CMATH = {p: _FLOAT_FN[p] for p in (P.exp, P.log, P.sqrt, P.asin, P.acos, P.atan, P.asinh,
+                                    P.atanh)}
 for _p in (P.add, P.sub, P.mul, P.div, P.neg, P.abs, P.eq, P.ne, P.is_finite, *_CMATH):
     _KINDS[_p] += "c"
 PRIMITIVES = frozenset(_KINDS)
@@ -135,78 +120,97 @@ def op_text(prim, arg_dtype, out_dtype, args, params) -> str:
 
 
 def _expr(prim, dt, out, args, params):
-    kind, T = dt.kind, cast(dt)
-    if prim is P.iota:
-        return f"i{params['dimension']}"
-    if prim is P.select:
-        return f"({args[1]} if {args[0]} else {args[2]})"
-    if prim is P.convert:
-        return _convert(dt, out, args[0])
-    if kind == "c" or prim is P.complex:
-        return _complex_expr(prim, dt, args)
-    if prim in _COMPARE:
-        return f"({args[0]} {_COMPARE[prim]} {args[1]})"
-    if prim in _BITS or (kind == "b" and prim in (P.add, P.mul, P.max, P.min)):
-        sym = _BITS.get(prim) or ("|" if prim in (P.add, P.max) else "&")
-        return f"({args[0]} {sym} {args[1]})"
-    if prim is P.lgamma:       # -inf at -inf, as SciPy's gammaln (CUDA's lgamma: +inf)
-        low = -float(np.finfo(compute_dtype(dt)).max)
-        return f"(F_lgamma_{fsuffix(dt)}({args[0]}) if {args[0]} >= {low!r} else {args[0]})"
-    if prim in _FLOAT_UNARY:
-        return f"F_{_FLOAT_UNARY[prim]}_{fsuffix(dt)}({args[0]})"
-    if prim in _FLOAT_BINARY:
-        return f"F_{_FLOAT_BINARY[prim]}_{fsuffix(dt)}({args[0]}, {args[1]})"
-    x = args[0]
-    if prim is P.neg:
-        return f"(-{x})"
-    if prim is P.not_:
-        return f"(not {x})" if kind == "b" else f"(~{x})"
-    if prim is P.abs:
-        if kind == "f":
-            return f"F_fabs_{fsuffix(dt)}({x})"
-        return x if kind in "bu" else f"(-{x} if {x} < {T}(0) else {x})"
-    if prim is P.sign:
-        s = f"({T}(1) if {x} > {T}(0) else ({T}(-1) if {x} < {T}(0) else {T}(0)))"
-        return f"({x} if {x} != {x} else {s})" if kind == "f" else s
-    if prim is P.is_finite:
-        return f"F_isfinite_{fsuffix(dt)}({x})"
-    y = args[1] if len(args) > 1 else None
-    if prim in (P.add, P.sub, P.mul):
-        return f"({x} {dict(((P.add, '+'), (P.sub, '-'), (P.mul, '*')))[prim]} {y})"
-    if prim in (P.max, P.min):      # NumPy keeps y on ties (+-0.0), x for float16
-        return f"F_{prim.name}{'h' if dt == F16 else ''}({x}, {y})"
-    if prim is P.div:
-        return f"({x} / {y})"
-    if prim in (P.floor_div, P.rem):
-        name = "floordiv" if prim is P.floor_div else "rem"
-        return f"H_{name}_{compute_dtype(dt).name}({x}, {y})"
-    raise NotImplementedError(f"cuda emit: no rendering for {prim.name} on {dt}")
+    table = _COMPLEX if dt.kind == "c" or prim is P.complex else _REAL
+    render = _ANY.get(prim) or table.get(prim)
+    if render is None:
+        raise NotImplementedError(f"cuda emit: no rendering for {prim.name} on {dt}")
+    return render(dt, out, args, params)
 
 
-def _complex_expr(prim, dt, args):
-    x, y = args[0], args[1] if len(args) > 1 else None
-    if prim is P.complex:
-        return f"complex({x}, {y})"
-    pd = part_dtype(dt)
-    if prim in (P.real, P.imag):
-        return f"{x}.{prim.name}"
-    if prim is P.conj:
-        return f"{x}.conjugate()"
-    if prim is P.is_finite:
-        return f"(F_isfinite_{fsuffix(pd)}({x}.real) and F_isfinite_{fsuffix(pd)}({x}.imag))"
-    if prim in (P.add, P.sub):
-        return f"({x} {'+' if prim is P.add else '-'} {y})"
-    if prim is P.mul:
-        return f"F_cmul({x}, {y})"
-    if prim is P.neg:
-        return f"(-{x})"
-    if prim in (P.eq, P.ne):
-        return f"({x} {_COMPARE[prim]} {y})"
-    if prim in (P.div, P.abs):
-        return f"H_c{prim.name}_{dt.name}({', '.join(args)})"
-    if prim in _CMATH:
-        return f"F_c{_CMATH[prim]}_{dt.name}({x})"
-    raise NotImplementedError(f"cuda emit: no rendering for {prim.name} on {dt}")
+# renderers: (operand dtype, result dtype, operand texts, params) -> expression text
+
+def _fn(name):
+    return lambda dt, out, a, p: f"F_{name}_{fsuffix(dt)}({', '.join(a)})"
+
+
+def _infix(sym):
+    return lambda dt, out, a, p: f"({a[0]} {sym} {a[1]})"
+
+
+def _bool_or(sym, bool_sym):
+    """``sym`` on numbers, ``bool_sym`` on bools (add is or, mul is and)."""
+    return lambda dt, out, a, p: f"({a[0]} {bool_sym if dt.kind == 'b' else sym} {a[1]})"
+
+
+def _minmax(name, bool_sym):
+    def render(dt, out, a, p):
+        if dt.kind == "b":
+            return f"({a[0]} {bool_sym} {a[1]})"
+        return f"F_{name}{'h' if dt == F16 else ''}({a[0]}, {a[1]})"   # ties: y, x for f16
+    return render
+
+
+def _lgamma(dt, out, a, p):     # -inf at -inf, as SciPy's gammaln (CUDA's lgamma: +inf)
+    low = -float(np.finfo(compute_dtype(dt)).max)
+    return f"(F_lgamma_{fsuffix(dt)}({a[0]}) if {a[0]} >= {low!r} else {a[0]})"
+
+
+def _abs(dt, out, a, p):
+    x, T = a[0], cast(dt)
+    if dt.kind == "f":
+        return f"F_fabs_{fsuffix(dt)}({x})"
+    return x if dt.kind in "bu" else f"(-{x} if {x} < {T}(0) else {x})"
+
+
+def _sign(dt, out, a, p):
+    x, T = a[0], cast(dt)
+    s = f"({T}(1) if {x} > {T}(0) else ({T}(-1) if {x} < {T}(0) else {T}(0)))"
+    return f"({x} if {x} != {x} else {s})" if dt.kind == "f" else s
+
+
+def _helper(name):
+    return lambda dt, out, a, p: f"H_{name}_{compute_dtype(dt).name}({a[0]}, {a[1]})"
+
+
+_ANY = {
+    P.iota: lambda dt, out, a, p: f"i{p['dimension']}",
+    P.select: lambda dt, out, a, p: f"({a[1]} if {a[0]} else {a[2]})",
+    P.convert: lambda dt, out, a, p: _convert(dt, out, a[0]),
+}
+_REAL = {
+    **{p: _fn(name) for p, name in _FLOAT_FN.items()},
+    **{p: _infix(sym) for p, sym in (_COMPARE | _BITS).items()},
+    P.add: _bool_or("+", "|"), P.mul: _bool_or("*", "&"), P.sub: _infix("-"),
+    P.div: _infix("/"), P.max: _minmax("max", "|"), P.min: _minmax("min", "&"),
+    P.lgamma: _lgamma, P.abs: _abs, P.sign: _sign,
+    P.neg: lambda dt, out, a, p: f"(-{a[0]})",
+    P.not_: lambda dt, out, a, p: f"(not {a[0]})" if dt.kind == "b" else f"(~{a[0]})",
+    P.floor_div: _helper("floordiv"), P.rem: _helper("rem"),
+}
+
+
+def _complex_is_finite(dt, out, a, p):
+    s = fsuffix(part_dtype(dt))
+    return f"(F_isfinite_{s}({a[0]}.real) and F_isfinite_{s}({a[0]}.imag))"
+
+
+def _cmath(name):
+    return lambda dt, out, a, p: f"F_c{name}_{dt.name}({a[0]})"
+
+
+_COMPLEX = {
+    P.complex: lambda dt, out, a, p: f"complex({a[0]}, {a[1]})",
+    P.real: lambda dt, out, a, p: f"{a[0]}.real",
+    P.imag: lambda dt, out, a, p: f"{a[0]}.imag",
+    P.conj: lambda dt, out, a, p: f"{a[0]}.conjugate()",
+    P.is_finite: _complex_is_finite,
+    P.add: _infix("+"), P.sub: _infix("-"), P.eq: _infix("=="), P.ne: _infix("!="),
+    P.mul: lambda dt, out, a, p: f"F_cmul({a[0]}, {a[1]})",
+    P.neg: lambda dt, out, a, p: f"(-{a[0]})",
+    P.div: lambda dt, out, a, p: f"H_cdiv_{dt.name}({', '.join(a)})",
+    P.abs: lambda dt, out, a, p: f"H_cabs_{dt.name}({', '.join(a)})",
+    **{p: _cmath(name) for p, name in _CMATH.items()},
+}
 
 
 def _convert(src, dst, x):
@@ -375,16 +379,14 @@ def _sim_cast(dt):
 
 
 def _bind_sim(ns):
-    import scipy.special
     for suffix, dt in (("f32", np.float32), ("f64", np.float64)):
-        for name, np_name in _SIM.items():
+        for prim, name in _FLOAT_FN.items():
+            ns[f"F_{name}_{suffix}"] = _typed(prim.spec.reference, dt)
+        for name, np_name in _HELPER_FN.items():
             ns[f"F_{name}_{suffix}"] = _typed(getattr(np, np_name), dt)
-        for name, sp_name in _SIM_SPECIAL.items():
-            ns[f"F_{name}_{suffix}"] = _typed(getattr(scipy.special, sp_name), dt)
-        ns[f"F_logistic_{suffix}"] = _typed(scipy.special.expit, dt)
     for dt in (np.complex64, np.complex128):
-        for name in _CMATH.values():
-            ns[f"F_c{name}_{np.dtype(dt).name}"] = _typed(getattr(np, _SIM[name]), dt)
+        for prim, name in _CMATH.items():
+            ns[f"F_c{name}_{np.dtype(dt).name}"] = _typed(prim.spec.reference, dt)
     # NumPy's loop (fused multiply-adds where it has them); on the device NVVM may fuse too
     ns["F_cmul"] = lambda x, y: np.multiply(np.full(1, x), np.full(1, y))[0]
     ns.update(F_max=np.maximum, F_min=np.minimum, F_maxh=_maxh, F_minh=_minh,

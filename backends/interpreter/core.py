@@ -25,37 +25,34 @@ def _quiet(fn):
     return run
 
 
-def _round_half_even(x):
-    return np.rint(x)
+def _special(fn):
+    """A SciPy function with the dtype of its operands (jv: a real v, a complex z)."""
+    def impl(*xs, **params):
+        dt = np.result_type(*(np.asarray(x).dtype for x in xs))
+        with np.errstate(all="ignore"):
+            out = fn(*(() if "order" not in params else (params["order"],)), *xs)
+        return np.asarray(out, dtype=dt)
+    return impl
 
 
-def _expit(x):
-    from scipy.special import expit  # imported on first use: scipy.special costs ~165 ms
-    return expit(x)
+def _lazy(spec):
+    """The reference of ``spec``, resolved on first call (scipy.special costs ~165 ms)."""
+    def run(*args, **params):
+        return spec.reference(*args, **params)
+    run.__name__ = spec.numpy.rpartition(".")[2]
+    return run
 
 
-def _floor_div(x, y):
-    return np.floor_divide(x, y)
+def _from_spec(prim):
+    spec = prim.spec
+    if prim in P.SPECIAL:
+        return _special(_lazy(spec))
+    return _quiet(_lazy(spec) if spec.numpy.startswith("scipy.") else spec.reference)
 
 
-_UNARY = {
-    P.neg: np.negative, P.sign: np.sign, P.abs: np.abs, P.floor: np.floor, P.ceil: np.ceil,
-    P.round: _round_half_even, P.is_finite: np.isfinite, P.exp: np.exp, P.exp2: np.exp2,
-    P.expm1: np.expm1, P.log: np.log, P.log1p: np.log1p, P.sqrt: np.sqrt, P.cbrt: np.cbrt,
-    P.tanh: np.tanh, P.logistic: _expit, P.sin: np.sin, P.cos: np.cos,
-    P.tan: np.tan, P.asin: np.arcsin, P.acos: np.arccos, P.atan: np.arctan, P.sinh: np.sinh,
-    P.cosh: np.cosh, P.asinh: np.arcsinh, P.acosh: np.arccosh, P.atanh: np.arctanh,
-    P.not_: np.invert, P.real: np.real, P.imag: np.imag, P.conj: np.conjugate,
-}
-_BINARY = {
-    P.add: np.add, P.sub: np.subtract, P.mul: np.multiply, P.div: np.true_divide,
-    P.floor_div: _floor_div, P.rem: np.remainder, P.pow: np.power, P.max: np.maximum,
-    P.min: np.minimum, P.atan2: np.arctan2, P.copysign: np.copysign, P.and_: np.bitwise_and,
-    P.or_: np.bitwise_or, P.xor: np.bitwise_xor, P.eq: np.equal, P.ne: np.not_equal,
-    P.lt: np.less, P.le: np.less_equal, P.gt: np.greater, P.ge: np.greater_equal,
-}
-for _p, _f in (_UNARY | _BINARY).items():
-    IMPLS[_p] = _quiet(_f)
+# the elementwise primitives run their specs' NumPy / SciPy functions (select: below)
+IMPLS.update({p: _from_spec(p) for p in P.ALL.values()
+              if p.spec.numpy is not None and p is not P.select})
 
 
 def _impl(prim):
@@ -389,24 +386,6 @@ def _sort(*operands, dimension, num_keys):
 
 
 
-def _special(name):
-    def impl(*xs, **params):
-        import scipy.special
-        dt = np.result_type(*(np.asarray(x).dtype for x in xs))   # jv: real v, complex z
-        with np.errstate(all="ignore"):
-            out = getattr(scipy.special, name)(*(() if "order" not in params else
-                                                 (params["order"],)), *xs)
-        return np.asarray(out, dtype=dt)
-    return impl
-
-
-_SCIPY_SPECIAL = {P.erf: "erf", P.erfc: "erfc", P.erfcx: "erfcx", P.lgamma: "gammaln",
-                  P.tgamma: "gamma", P.digamma: "digamma", P.bessel_i0e: "i0e",
-                  P.bessel_i1e: "i1e", P.spence: "spence", P.zeta: "zeta",
-                  P.igamma: "gammainc", P.igammac: "gammaincc", P.bessel_jv: "jv",
-                  P.bessel_j0: "j0",
-                  P.polygamma: "polygamma", P.betainc: "betainc"}
-IMPLS.update({p: _special(n) for p, n in _SCIPY_SPECIAL.items()})
 
 
 @_impl(P.igamma_grad_a)

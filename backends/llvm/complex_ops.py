@@ -196,10 +196,7 @@ def _sign(e, dt, x):
 
 
 # NumPy's complex loops call these C99 functions of the platform libm (npy_csqrt ...)
-LIBM_COMPLEX = {P.sqrt: "csqrt", P.exp: "cexp", P.log: "clog", P.sin: "csin", P.cos: "ccos",
-                P.tan: "ctan", P.asin: "casin", P.acos: "cacos", P.atan: "catan",
-                P.sinh: "csinh", P.cosh: "ccosh", P.tanh: "ctanh", P.asinh: "casinh",
-                P.acosh: "cacosh", P.atanh: "catanh"}
+LIBM_COMPLEX = {p: p.spec.clibm for p in P.ALL.values() if p.spec.clibm}
 
 
 @functools.cache

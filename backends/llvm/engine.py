@@ -28,16 +28,14 @@ import threading
 import weakref
 
 import numpy as np
+from functorch_core.ir import specs
 from llvmlite import binding as llvm
 
 from .. import profiling
 from . import cache
 
-_LIBM_NAMES = ("exp", "exp2", "expm1", "log", "log1p", "cbrt", "tanh", "sin", "cos", "tan",
-               "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "pow",
-               "atan2", "fmod", "hypot", "csqrt", "cexp", "clog", "csin", "ccos", "ctan",
-               "casin", "cacos", "catan", "csinh", "ccosh", "ctanh", "casinh", "cacosh", "catanh",
-               "erf", "erfc", "lgamma", "tgamma")
+# the specs' libm functions, and the helpers' (complex sign: hypot)
+_LIBM_NAMES = (*specs.libm_names(), "fmod", "hypot")
 lock = threading.Lock()      # held by everything that touches LLVM (never re-entered)
 _state: dict = {}
 _MODULE = "fc_graph_"

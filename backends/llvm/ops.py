@@ -185,9 +185,8 @@ def _libm(name):
     return lambda e, dt, *xs: e.libm(name, *xs)
 
 
-_LIBM_UNARY = {P.sin: "sin", P.cos: "cos", P.tan: "tan",
-               P.asin: "asin", P.acos: "acos", P.atan: "atan", P.sinh: "sinh", P.cosh: "cosh",
-               P.asinh: "asinh", P.acosh: "acosh", P.atanh: "atanh"}
+# a primitive whose spec names a libm function calls it unless a rule below does better
+_LIBM = {p: _libm(p.spec.libm) for p in P.ALL.values() if p.spec.libm}
 
 # --- binary ----------------------------------------------------------------
 
@@ -345,7 +344,7 @@ def _threefry2x32(e, dt, k0, k1, x0, x1, word):
 
 # --- the table ---------------------------------------------------------------
 
-RULES = {
+RULES = _LIBM | {
     P.neg: _neg, P.sign: _sign, P.abs: _abs, P.floor: _intrinsic("floor"),
     P.ceil: _intrinsic("ceil"), P.round: _intrinsic("roundeven"), P.is_finite: _is_finite,
     P.sqrt: _intrinsic("sqrt"), P.logistic: _inline(M.logistic), P.tanh: _inline(M.tanh),
@@ -354,7 +353,7 @@ RULES = {
     P.log1p: _inline(M.log1p), P.cbrt: _cbrt, P.not_: _not,
     P.add: _by_kind("or_", "add", "fadd"), P.sub: _by_kind("sub", "sub", "fsub"),
     P.mul: _by_kind("and_", "mul", "fmul"), P.div: lambda e, dt, x, y: e.b.fdiv(x, y),
-    P.floor_div: _floor_div, P.rem: _rem, P.pow: _libm("pow"), P.atan2: _libm("atan2"),
+    P.floor_div: _floor_div, P.rem: _rem,
     P.max: _minmax(True), P.min: _minmax(False),
     P.copysign: lambda e, dt, x, y: e.intrinsic("copysign", x, y),
     P.and_: _by_kind("and_", "and_", None), P.or_: _by_kind("or_", "or_", None),
@@ -362,7 +361,7 @@ RULES = {
     P.eq: _compare("==", "oeq"), P.ne: _compare("!=", "une"), P.lt: _compare("<", "olt"),
     P.le: _compare("<=", "ole"), P.gt: _compare(">", "ogt"), P.ge: _compare(">=", "oge"),
     P.select: _select,
-} | {p: _libm(name) for p, name in _LIBM_UNARY.items()}
+}
 
 
 def _real_or_complex(prim, real_rule):

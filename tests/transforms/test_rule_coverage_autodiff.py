@@ -14,18 +14,9 @@ NO_JVP = {
     P.setitem: "setitem is rewritten into pure updates by functionalize before any transform",
 }
 
-# The primitives jvp rules apply to tangents: exactly these need transpose rules.
-LINEAR = {
-    P.add, P.sub, P.neg, P.mul, P.div, P.convert, P.real, P.imag, P.conj, P.complex, P.select,
-    P.broadcast_in_dim, P.reshape, P.transpose, P.squeeze, P.expand_dims, P.rev,
-    P.concatenate, P.pad, P.slice, P.dynamic_slice, P.dynamic_update_slice, P.gather,
-    P.scatter_add, P.scatter, P.reduce_sum, P.cumsum, P.dot_general, P.custom_lin,
-    P.conv_general_dilated, P.reduce_window_sum, P.select_and_gather_add,
-    P.select_and_scatter_add, P.fft, P.solve, P.triangular_solve, P.sylvester,
-    # control flow: the linear scan/cond of a jvp rule; a while loop's rule is the error
-    # that asks for max_steps (its joint primal-tangent loop is not transposable)
-    P.cond, P.scan, P.while_loop,
-}
+# The primitives jvp rules apply to tangents (their specs name linear operands): exactly
+# these need transpose rules.
+LINEAR = {p for p in P.ALL.values() if p.spec.is_linear}
 NOT_LINEAR_REASON = {
     "unary": "a non-linear elementwise function: its jvp multiplies the tangent by a factor",
     "binary": "non-linear, or integer/bool valued (comparisons, bitwise): zero tangent",
@@ -55,7 +46,8 @@ def test_linear_primitives_have_transpose_rules(prim):
     if prim in LINEAR:
         assert prim in TRANSPOSE, f"no transpose rule for linear primitive {prim.name}"
     else:
-        assert prim not in TRANSPOSE, f"{prim.name} has a transpose rule but is not in LINEAR"
+        assert prim not in TRANSPOSE, f"{prim.name} has a transpose rule but its spec names " \
+            "no linear operand"
         assert prim.family in NOT_LINEAR_REASON
 
 

@@ -1,0 +1,192 @@
+"""What is data about a primitive, in one record per primitive, for every layer to read.
+
+A :class:`PrimSpec` names the operand kinds an elementwise primitive accepts, the operands
+it is linear in, the NumPy/SciPy function that is its reference semantics and the C
+library names backends compute it with. ``ir.primitives`` attaches each spec to its
+primitive (``P.tanh.spec``); the interpreter's implementations, llvm's libm calls and the
+cuda backend's math functions are derived from these rows. Code stays in the backends;
+only names and sets live here.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from dataclasses import dataclass
+
+NUMERIC = "biufc"
+INEXACT = "fc"
+REAL = "biuf"
+INT_BOOL = "biu"
+
+# ``linear`` for variadic primitives: every operand, or the ones the params single out
+ALL_OPERANDS = "all"
+BY_PARAMS = "params"
+
+
+@dataclass(frozen=True)
+class PrimSpec:
+    """The data of one primitive.
+
+    ``linear``: the operands a tangent may occupy in a transposable equation (the
+    primitive is linear in them with the other operands held fixed; products such as
+    ``mul`` in each one alone), ``ALL_OPERANDS`` or ``BY_PARAMS`` for variadic ones.
+    ``numpy``: the dotted name of the reference function (``"numpy.tanh"``).
+    ``libm``: the C99 libm function (double; the float one adds ``f``), None where the
+    operation is exact in hardware; ``clibm``: the C99 complex function (``"ctanh"``).
+    ``cuda``: the CUDA math library's function on float operands.
+    """
+
+    name: str
+    family: str
+    kinds: str = ""
+    linear: tuple[int, ...] | str = ()
+    numpy: str | None = None
+    libm: str | None = None
+    clibm: str | None = None
+    cuda: str | None = None
+
+    @property
+    def reference(self):
+        """The reference function itself (SciPy is imported on first use)."""
+        return None if self.numpy is None else _resolve(self.numpy)
+
+    @property
+    def is_linear(self) -> bool:
+        return bool(self.linear)
+
+
+@functools.cache
+def _resolve(dotted):
+    module, _, name = dotted.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def _unary(name, kinds, numpy=None, **names):
+    return PrimSpec(name, "unary", kinds, numpy=numpy and "numpy." + numpy, **names)
+
+
+def _binary(name, kinds, numpy=None, **names):
+    return PrimSpec(name, "binary", kinds, numpy=numpy and "numpy." + numpy, **names)
+
+
+def _c99(name, kinds=INEXACT, numpy=None, complex_=True, libm=True):
+    """A function of C99's math.h (and of complex.h when ``complex_``) under its C name."""
+    return _unary(name, kinds, numpy or name, libm=name if libm else None,
+                  clibm="c" + name if complex_ else None, cuda=name)
+
+
+def _scipy(name, family, kinds, fn, **names):
+    return PrimSpec(name, family, kinds, numpy="scipy.special." + fn, **names)
+
+
+ELEMENTWISE = (
+    _unary("neg", NUMERIC, "negative", linear=(0,)),
+    _unary("sign", NUMERIC, "sign"),
+    _unary("abs", NUMERIC, "abs"),
+    _unary("floor", "f", "floor", cuda="floor"),
+    _unary("ceil", "f", "ceil", cuda="ceil"),
+    _unary("round", "f", "rint", cuda="rint"),          # half to even
+    _unary("is_finite", INEXACT, "isfinite", cuda="isfinite"),
+    _c99("exp"),
+    _c99("exp2", complex_=False),
+    _c99("expm1", complex_=False),
+    _c99("log"),
+    _c99("log1p", complex_=False),
+    _c99("sqrt", libm=False),
+    _c99("cbrt", "f", complex_=False),
+    _c99("tanh"),
+    _scipy("logistic", "unary", INEXACT, "expit"),
+    _c99("sin"),
+    _c99("cos"),
+    _c99("tan"),
+    _c99("asin", numpy="arcsin"),
+    _c99("acos", numpy="arccos"),
+    _c99("atan", numpy="arctan"),
+    _c99("sinh"),
+    _c99("cosh"),
+    _c99("asinh", numpy="arcsinh"),
+    _c99("acosh", numpy="arccosh"),
+    _c99("atanh", numpy="arctanh"),
+    _unary("not", INT_BOOL, "invert"),          # logical not on bool, bitwise on ints
+    _unary("real", "c", "real", linear=(0,)),
+    _unary("imag", "c", "imag", linear=(0,)),
+    _unary("conj", "c", "conjugate", linear=(0,)),
+
+    _binary("add", NUMERIC, "add", linear=(0, 1)),
+    _binary("sub", "iufc", "subtract", linear=(0, 1)),
+    _binary("mul", NUMERIC, "multiply", linear=(0, 1)),
+    _binary("div", INEXACT, "true_divide", linear=(0,)),
+    _binary("floor_div", "iuf", "floor_divide"),
+    _binary("rem", "iuf", "remainder"),
+    _binary("pow", "iufc", "power", libm="pow", cuda="pow"),
+    _binary("max", NUMERIC, "maximum"),             # NaN-propagating
+    _binary("min", NUMERIC, "minimum"),
+    _binary("atan2", "f", "arctan2", libm="atan2", cuda="atan2"),
+    _binary("copysign", "f", "copysign", cuda="copysign"),
+    _binary("and", INT_BOOL, "bitwise_and"),
+    _binary("or", INT_BOOL, "bitwise_or"),
+    _binary("xor", INT_BOOL, "bitwise_xor"),
+    _binary("eq", NUMERIC, "equal"),
+    _binary("ne", NUMERIC, "not_equal"),
+    _binary("complex", "f", linear=(0, 1)),         # re + im * 1j, exactly
+    _binary("lt", REAL, "less"),
+    _binary("le", REAL, "less_equal"),
+    _binary("gt", REAL, "greater"),
+    _binary("ge", REAL, "greater_equal"),
+    PrimSpec("select", "select", NUMERIC, linear=(1, 2), numpy="numpy.where"),
+    PrimSpec("convert", "convert", NUMERIC, linear=(0,)),
+
+    # special functions: SciPy's; erf, erfc, erfcx, spence and bessel_jv's z take complex
+    _scipy("erf", "unary", "fc", "erf", libm="erf", cuda="erf"),
+    _scipy("erfc", "unary", "fc", "erfc", libm="erfc", cuda="erfc"),
+    _scipy("erfcx", "unary", "fc", "erfcx"),
+    _scipy("lgamma", "unary", "f", "gammaln", libm="lgamma", cuda="lgamma"),
+    _scipy("tgamma", "unary", "f", "gamma", libm="tgamma", cuda="tgamma"),
+    _scipy("digamma", "unary", "f", "digamma"),
+    _scipy("bessel_i0e", "unary", "f", "i0e"),
+    _scipy("bessel_i1e", "unary", "f", "i1e"),
+    _scipy("spence", "unary", "fc", "spence"),
+    _scipy("zeta", "binary", "f", "zeta"),
+    _scipy("igamma", "binary", "f", "gammainc"),
+    _scipy("igammac", "binary", "f", "gammaincc"),
+    PrimSpec("igamma_grad_a", "binary", "f"),       # implemented by the interpreter itself
+    PrimSpec("igamma_hess_a", "binary", "f"),
+    _scipy("bessel_jv", "binary", "fc", "jv"),
+    _scipy("bessel_j0", "unary", "f", "j0"),
+    _scipy("polygamma", "unary", "f", "polygamma"),
+    _scipy("betainc", "special3", "f", "betainc"),
+    PrimSpec("betainc_grad", "special3", "f"),
+)
+
+# the linear operands of the other primitives (their type rules are code: primitives.py)
+LINEAR = {
+    "broadcast_in_dim": (0,), "reshape": (0,), "transpose": (0,), "squeeze": (0,),
+    "expand_dims": (0,), "rev": (0,), "concatenate": ALL_OPERANDS, "pad": (0, 1),
+    "slice": (0,), "dynamic_slice": (0,), "dynamic_update_slice": (0, 1), "gather": (0,),
+    "scatter_add": (0, 2), "scatter": (0, 2), "reduce_sum": (0,), "cumsum": (0,),
+    "dot_general": (0, 1), "conv_general_dilated": (0, 1), "reduce_window_sum": (0,),
+    "select_and_gather_add": (0,), "select_and_scatter_add": (0,), "fft": (0,),
+    "solve": (1,), "triangular_solve": (1,), "sylvester": (2,),
+    # the tangents after n_res residuals; the tangent operands of a jvp's cond, scan or
+    # while loop (a while loop's transpose is the error that asks for max_steps)
+    "custom_lin": BY_PARAMS, "cond": BY_PARAMS, "scan": BY_PARAMS, "while": BY_PARAMS,
+}
+
+SPECS: dict[str, PrimSpec] = {s.name: s for s in ELEMENTWISE}
+
+
+def spec_for(name: str, family: str) -> PrimSpec:
+    """The spec of the primitive ``name`` of ``family``: its row, or one built from
+    ``LINEAR`` for a primitive whose data is only its linearity."""
+    spec = SPECS.get(name) or PrimSpec(name, family, linear=LINEAR.get(name, ()))
+    if spec.family != family:
+        raise ValueError(f"primitive {name}: registered as {family}, its spec says "
+                         f"{spec.family}")
+    return spec
+
+
+def libm_names() -> tuple[str, ...]:
+    """The libm functions (real, then complex) the specs name, in table order."""
+    return (tuple(s.libm for s in ELEMENTWISE if s.libm)
+            + tuple(s.clibm for s in ELEMENTWISE if s.clibm))
