@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from functorch_core.backends.cuda import scalar as cuda_scalar
 from functorch_core.backends.interpreter.core import IMPLS
-from functorch_core.backends.llvm import complex_ops, ops, runtime
+from functorch_core.backends.llvm import complex_ops, engine, ops
 from functorch_core.ir import AbstractArray
 from functorch_core.ir import primitives as P
 from functorch_core.ir.specs import ELEMENTWISE, LINEAR, SPECS, libm_names
@@ -93,9 +93,9 @@ def test_llvm_lowers_and_binds_every_libm_function_the_specs_name():
         if prim.spec.clibm:
             assert complex_ops.LIBM_COMPLEX[prim] == prim.spec.clibm
             assert prim in complex_ops.COMPLEX_RULES, prim.name
-    assert set(libm_names()) <= set(runtime._LIBM_NAMES)
-    libm = runtime._libm()
-    for name in runtime._LIBM_NAMES:
+    assert set(libm_names()) <= set(engine._LIBM_NAMES)
+    libm = engine.libm()
+    for name in engine._LIBM_NAMES:
         assert hasattr(libm, name) and hasattr(libm, name + "f"), name
 
 
