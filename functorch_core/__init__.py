@@ -36,7 +36,7 @@ from .devices import backends_available, device_get, device_put
 # does not hide the builtin
 from .lax import associative_scan, cond, fori_loop, scan, switch, while_loop
 from .lax import map as map
-from .numpy._methods import install as _install_tracer_methods
+from .numpy.internal import install_tracer_methods as _install_tracer_methods
 from .random import manual_seed
 from .transforms import (
     custom_jvp,

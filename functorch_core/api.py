@@ -17,7 +17,7 @@ from functorch_core.ir import primitives as P
 from functorch_core.ir.core import on_device
 from functorch_core.ir.once import Once
 from functorch_core.ir.pytree import dict_keys, tree_leaves, tree_unflatten
-from functorch_core.ir.trace import _current
+from functorch_core.ir.trace import CURRENT_TRACE
 
 from . import _donation
 from ._internal.random_scope import Scope
@@ -36,10 +36,12 @@ from ._internal.tracing import (
 from .config import config
 from .devices import placement
 from .random import next_key
+from .transforms.common import clear_transform_caches
 from .transforms.functionalize import (
     check_writable,
     functionalize_graph,
     has_mutation,
+    input_plan,
     with_plan,
     write_back,
 )
@@ -92,7 +94,6 @@ class _Compiled:
 
 
 def _signature(leaves, in_tree, static, fname):
-    from .transforms.functionalize import input_plan
     avals = tuple(leaf_aval(x, f"an argument leaf of {fname}") for x in leaves)
     avals = (*avals, input_plan(leaves, f"jit({fname})"))   # how the arguments overlap
     for i, v in static:
@@ -142,7 +143,7 @@ _NOT_PASSED = _NotPassed()
 _SCALAR_TYPES = (float, int, bool, complex)
 _FAST_ENTRIES = 64      # fast-path keys kept per jitted function
 _INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
-_trace_get = _current.get     # current_trace() without a Python call
+_trace_get = CURRENT_TRACE.get     # current_trace() without a Python call
 _ndarray = np.ndarray
 
 
@@ -484,7 +485,6 @@ def _profiled_runner(run, backend):
 
 def _shapes(args, kwargs):
     """The shapes and dtypes of the arguments' array leaves, for ``record_shapes``."""
-    from functorch_core.ir.pytree import tree_leaves
     return {"input_shapes": [f"{np.dtype(np.asarray(x).dtype).name}{list(np.shape(x))}"
                              for x in tree_leaves((args, kwargs))
                              if isinstance(x, np.ndarray | np.generic | float | int | complex)]}
@@ -637,7 +637,6 @@ def clear_caches():
     """
     import gc
 
-    from .transforms._common import clear_transform_caches
     for f in list(_JITTED):
         f.clear_cache()
     clear_transform_caches()

@@ -28,6 +28,7 @@ import warnings
 from functorch_core.backends import profiling
 
 from .api import drop_fast_paths
+from .devices import backends_available
 
 __all__ = ["EventList", "FunctionEventAvg", "ProfilerActivity", "profile", "record_function"]
 
@@ -65,7 +66,6 @@ def _check_activities(activities) -> frozenset:
                          "host-side events only (GPU kernels are not timed on the device); "
                          "include ProfilerActivity.CPU")
     if ProfilerActivity.CUDA in acts:
-        from .devices import backends_available
         if "cuda" not in backends_available():
             warnings.warn("profile(activities=[..., ProfilerActivity.CUDA]): no CUDA device "
                           "is available (functorch_core.backends_available() has no 'cuda'); "

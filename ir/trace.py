@@ -16,7 +16,7 @@ from . import eager
 from .core import AbstractArray, Eqn, Graph, Lit, ShapeTooLargeError, Var, aval_of, on_device
 from .source import user_code, user_source
 
-_current: contextvars.ContextVar[GraphTrace | None] = contextvars.ContextVar(
+CURRENT_TRACE: contextvars.ContextVar[GraphTrace | None] = contextvars.ContextVar(
     "functorch_core_trace", default=None)
 
 
@@ -164,7 +164,7 @@ def escaped_error(t: Tracer) -> TracerError:
 
 
 def current_trace() -> GraphTrace | None:
-    return _current.get()
+    return CURRENT_TRACE.get()
 
 
 def _with_source(err: Exception, prim, source, trace=None) -> Exception:
@@ -177,7 +177,7 @@ def _with_source(err: Exception, prim, source, trace=None) -> Exception:
 
 def bind(prim, *args, **params):
     """Apply a primitive: record it into the current trace, or run it eagerly."""
-    trace = _current.get()
+    trace = CURRENT_TRACE.get()
     if trace is None:
         return _bind_eager(prim, args, params)
     atoms = [trace.to_atom(a) for a in args]
@@ -229,14 +229,14 @@ def trace_flat(fn, in_avals, *, name="function"):
     Returns ``(graph, captured)``: the graph's inputs are the ``in_avals``
     followed by one input per captured outer tracer, listed in ``captured``.
     """
-    trace = GraphTrace(_current.get(), name)
+    trace = GraphTrace(CURRENT_TRACE.get(), name)
     in_tracers = [trace.new_input(av) for av in in_avals]
-    token = _current.set(trace)
+    token = CURRENT_TRACE.set(trace)
     try:
         outs = fn(*in_tracers)
         out_atoms = [trace.to_atom(o) for o in outs]
     finally:
-        _current.reset(token)
+        CURRENT_TRACE.reset(token)
         trace.alive = False
     captured = [t for t, _ in trace.captures.values()]
     graph = Graph(trace.inputs + [v for _, v in trace.captures.values()], trace.eqns, out_atoms)

@@ -23,6 +23,7 @@ import importlib
 import numpy as np
 from functorch_core.ir import primitives as P
 
+from ..interpreter import IMPLS
 from ..interpreter.linalg import LinAlgError
 from .indexing import permutation
 
@@ -312,7 +313,6 @@ def _scan(eqn, xp, sim):
 
 
 def _custom_lin(eqn, xp, sim):
-    from ..interpreter import IMPLS
 
     def run(args):
         return IMPLS[P.custom_lin](*args, **eqn.params)

@@ -18,6 +18,8 @@ import numpy as np
 from functorch_core.ir import primitives as P
 from functorch_core.ir.core import Eqn, Graph, Var, on_device
 
+from . import CudaBackend
+
 CACHE_SIZE = 512
 _CACHE: OrderedDict = OrderedDict()     # (prim, input avals, params) -> compiled run
 
@@ -32,7 +34,6 @@ def _key(prim, in_avals, params):
 
 
 def _compile(prim, in_avals, out_avals, params):
-    from . import CudaBackend
     if prim is P.call:      # a jitted function inside an eager transform: its whole graph
         return CudaBackend.compile(params["graph"])
     inputs = [Var(a) for a in in_avals]

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .emit import namespace
+
 TARGETS = ((8, 0), (9, 0))
 
 
@@ -38,7 +40,6 @@ def compile_one(text, arg_dtypes, cc):
     import numba
     from numba import cuda
 
-    from .emit import namespace
     ns = namespace(simulated=False)
     exec(compile(text, "<fc-cuda-kernel>", "exec"), ns)
     sig = tuple(numba.from_dtype(np.dtype(d))[::1] for d in arg_dtypes)

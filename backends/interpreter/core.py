@@ -12,6 +12,8 @@ from functorch_core.ir import primitives as P
 from functorch_core.ir.core import Graph, Lit
 from functorch_core.ir.indexing import to_numpy_index
 
+from .betainc_grad import betainc_grad
+from .igamma_grad import igamma_grad_a
 from .linalg import LINALG_IMPLS
 
 IMPLS: dict = {}
@@ -390,19 +392,16 @@ def _sort(*operands, dimension, num_keys):
 
 @_impl(P.igamma_grad_a)
 def _igamma_grad_a(a, x):
-    from .igamma_grad import igamma_grad_a
     return igamma_grad_a(a, x)
 
 
 @_impl(P.igamma_hess_a)
 def _igamma_hess_a(a, x):
-    from .igamma_grad import igamma_grad_a
     return igamma_grad_a(a, x, order=2)
 
 
 @_impl(P.betainc_grad)
 def _betainc_grad(a, b, x, *, wrt):
-    from .betainc_grad import betainc_grad
     return betainc_grad(a, b, x, wrt)
 
 _FFT_SCIPY = {"fft": "fftn", "ifft": "ifftn", "rfft": "rfftn", "irfft": "irfftn"}

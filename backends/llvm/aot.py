@@ -39,6 +39,7 @@ import shutil
 import subprocess
 import tempfile
 
+import functorch_core.backends.interpreter  # noqa: F401  (primitive impls for the partitioner)
 import numpy as np
 from llvmlite import binding as llvm
 from llvmlite import ir
@@ -147,7 +148,6 @@ def _signature_tables(module, name, kind, avals):
 def build_module(graph, name: str):
     """(LLVM IR text of the library, {"inputs": [(shape, dtype)], "outputs": [...],
     "blas": path or None, "arena_bytes": n})."""
-    import functorch_core.backends.interpreter  # noqa: F401  (primitive impls for the partitioner)
     plan = partition(graph)
     _check_native(plan)
     n_in = plan.n_inputs

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import weakref
 
+import functorch_core.backends.interpreter  # noqa: F401  (registers every primitive's impl)
 import numpy as np
 from functorch_core.ir.core import Graph, Lit
 from functorch_core.ir.once import Once
@@ -65,7 +66,6 @@ class Executable:
     """
 
     def __init__(self, graph: Graph, loop_body: bool = False, donate: tuple = ()):
-        import functorch_core.backends.interpreter  # noqa: F401  (registers every primitive's impl)
         with profiling.span("partition", "compile"):
             self.plan = plan = partition(graph)
         self.graph, self.loop_body = graph, loop_body

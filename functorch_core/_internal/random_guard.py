@@ -33,6 +33,8 @@ import types
 
 import numpy as np
 
+from functorch_core.ir import TracerError
+
 _GENERATORS = (np.random.Generator, np.random.RandomState, np.random.BitGenerator)
 _DEPTH = 3
 
@@ -154,7 +156,6 @@ class Watch:
             for _, lock in reversed(locks):
                 lock.release()
         if moved:
-            from functorch_core.ir import TracerError
             raise TracerError(
                 f"{what} draws from {moved[0]} while it is being traced. The draw runs once, "
                 "at trace time, and its numbers would be frozen into the graph: the same "

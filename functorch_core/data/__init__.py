@@ -7,7 +7,7 @@ map-style pipes whose names repeat an iter pipe's (``Mapper``, ``Batcher``,
 """
 
 from . import iter as _iter
-from ._collate import collate, default_collate
+from .collation import collate, default_collate
 from .datapipe import DataChunk, IterDataPipe, MapDataPipe, functional_datapipe
 from .graph import (
     apply_random_seed,

@@ -35,7 +35,7 @@ import traceback
 
 import numpy as np
 
-from ._collate import default_collate
+from .collation import default_collate
 from .datapipe import IterDataPipe, MapDataPipe, _DataPipeBase
 from .graph import list_datapipes, sharding_pipes, sources
 from .iter.callable import Mapper

@@ -13,11 +13,14 @@ import operator
 
 import numpy as np
 
-from functorch_core.ir import Graph, Tracer, eval_graph, passes, trace_flat
+from functorch_core import numpy as fnp
+from functorch_core.ir import Graph, Tracer, Var, eval_graph, passes, trace_flat
 from functorch_core.ir import primitives as P
 from functorch_core.ir.pytree import tree_flatten, tree_map, tree_unflatten
+from functorch_core.transforms import vmap
 
 from .._internal.tracing import fn_name, leaf_aval
+from ..transforms.functionalize import functionalize_graph, has_mutation
 
 __all__ = ["associative_scan", "cond", "fori_loop", "map", "scan", "switch", "while_loop"]
 
@@ -48,7 +51,6 @@ def _trace_body(fn, in_tree, in_avals, what) -> _Body:
 
 def _functional(graph: Graph, n_args: int, what: str) -> Graph:
     """Calls inlined; in-place writes rewritten into pure updates (local to the body)."""
-    from ..transforms.functionalize import functionalize_graph, has_mutation
     graph = passes.inline(graph)
     if not has_mutation(graph):
         return graph
@@ -64,7 +66,6 @@ def _functional(graph: Graph, n_args: int, what: str) -> Graph:
 
 def _with_inputs(graph: Graph, captured, union) -> Graph:
     """``graph`` taking every tracer of ``union`` as its captures (unused ones ignored)."""
-    from functorch_core.ir import Var
     n = len(graph.inputs) - len(captured)
     own = {id(t): v for t, v in zip(captured, graph.inputs[n:], strict=True)}
     extra = [own.get(id(t)) or Var(t.aval) for t in union]
@@ -479,8 +480,6 @@ def map(f, xs, *, batch_size=None):
 
 
 def _batched_map(f, xs, batch_size, what):
-    from functorch_core import numpy as fnp
-    from functorch_core.transforms import vmap
     if isinstance(batch_size, bool) or not isinstance(batch_size, int | np.integer) \
             or batch_size < 1:
         raise ValueError(f"{what}: batch_size must be a positive int or None, "
@@ -530,7 +529,6 @@ def associative_scan(fn, elems, reverse=False, axis=0):
         >>> associative_scan(np.add, np.arange(5.0))
         array([ 0.,  1.,  3.,  6., 10.])
     """
-    from .. import numpy as fnp
     what = f"associative_scan({fn_name(fn)})"
     leaves, tree = tree_flatten(elems)
     if not leaves:

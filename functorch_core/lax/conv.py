@@ -14,8 +14,7 @@ from functorch_core.ir import dtypes
 from functorch_core.ir import primitives as P
 from functorch_core.ir.source import user_source
 
-from ..numpy._core import aval, cast, to_result
-from ..numpy._creation import array_operand
+from ..numpy.internal import array_operand, aval, cast, to_result
 
 __all__ = ["conv_general_dilated", "conv", "conv_transpose", "conv_dimension_numbers",
            "padtype_to_pads"]

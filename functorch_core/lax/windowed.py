@@ -18,8 +18,7 @@ from functorch_core.ir.eager import host_impl
 from functorch_core.ir.source import user_source
 
 from .. import numpy as fnp
-from ..numpy._core import aval, to_result
-from ..numpy._creation import array_operand
+from ..numpy.internal import array_operand, aval, to_result
 from .conv import _dilate, padtype_to_pads
 
 __all__ = ["reduce_window", "max_pool", "avg_pool", "adaptive_avg_pool", "adaptive_max_pool"]

@@ -7,7 +7,7 @@ import numpy as np
 
 from . import functional as F
 from ._init_draw import fan_in_bound, uniform_parameter
-from .functional.conv import _tuple, transpose_output_padding
+from .functional.conv import ntuple, transpose_output_padding
 from .module import Module, shape_of
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
@@ -44,9 +44,9 @@ class _ConvNd(Module):
         if isinstance(padding, str) and padding not in ("same", "valid"):
             raise ValueError(f"{name}: invalid padding string {padding!r}")
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
-        self.kernel_size, self.stride = _tuple(kernel_size, n), _tuple(stride, n)
-        self.padding = padding if isinstance(padding, str) else _tuple(padding, n)
-        self.dilation, self.padding_mode = _tuple(dilation, n), padding_mode
+        self.kernel_size, self.stride = ntuple(kernel_size, n), ntuple(stride, n)
+        self.padding = padding if isinstance(padding, str) else ntuple(padding, n)
+        self.dilation, self.padding_mode = ntuple(dilation, n), padding_mode
         if padding == "same" and any(s != 1 for s in self.stride):
             raise ValueError(f"{name}: padding='same' is not supported for strided "
                              "convolutions")
@@ -161,9 +161,9 @@ class _ConvTransposeNd(Module):
         if isinstance(padding, str):
             raise ValueError(f"{name}: padding must be an int or a tuple, got {padding!r}")
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
-        self.kernel_size, self.stride = _tuple(kernel_size, n), _tuple(stride, n)
-        self.padding, self.output_padding = _tuple(padding, n), _tuple(output_padding, n)
-        self.dilation, self.padding_mode = _tuple(dilation, n), padding_mode
+        self.kernel_size, self.stride = ntuple(kernel_size, n), ntuple(stride, n)
+        self.padding, self.output_padding = ntuple(padding, n), ntuple(output_padding, n)
+        self.dilation, self.padding_mode = ntuple(dilation, n), padding_mode
         _weight_and_bias(self, (in_channels, out_channels // groups) + self.kernel_size,
                          out_channels, bias, dtype)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import functional as F
-from .functional.loss import _legacy
+from .functional.loss import reject_legacy_reduction
 from .module import Module
 
 __all__ = ["BCELoss", "BCEWithLogitsLoss", "CosineEmbeddingLoss", "CrossEntropyLoss", "HuberLoss",
@@ -75,7 +75,7 @@ class _Loss(Module):
 
     def __init__(self, size_average=None, reduce=None, reduction="mean"):
         super().__init__()
-        _legacy(self._get_name(), size_average, reduce)
+        reject_legacy_reduction(self._get_name(), size_average, reduce)
         self.reduction = reduction
 
 

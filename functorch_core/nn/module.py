@@ -17,6 +17,8 @@ import numpy as np
 
 from functorch_core.backends import devices
 from functorch_core.ir.pytree import register_pytree_node
+from functorch_core.numpy.internal import is_tracer
+from functorch_core.transforms import stop_gradient
 
 __all__ = ["Module", "Parameter"]
 
@@ -616,7 +618,6 @@ def _moved(v, device, dtype):
 
 
 def _is_array(x):
-    from functorch_core.numpy._core import is_tracer
     return isinstance(x, np.ndarray) or is_tracer(x)
 
 
@@ -743,8 +744,6 @@ def _unaliased(children):
 
 
 def _module_unflatten(tree, children):
-    from functorch_core.numpy._core import is_tracer
-    from functorch_core.transforms import stop_gradient
     leaves = _unaliased(children)
     built = []
     for static, *_ in tree.nodes:

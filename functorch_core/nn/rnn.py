@@ -17,7 +17,7 @@ import warnings
 import functorch_core.numpy as fnp
 
 from ..lax.control_flow import scan
-from ..numpy._core import result_type
+from ..numpy.internal import result_type
 from . import functional as F
 from ._init_draw import uniform_parameter
 from .module import Module, shape_of

@@ -9,7 +9,8 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .functional.linear import _BN_ADVICE, BatchedStatWriteError
+from .functional.linear import BN_ADVICE, BatchedStatWriteError
+from .normalization import _BatchNorm
 
 __all__ = ["combine_state_for_ensemble", "functional_call", "make_functional",
            "make_functional_with_buffers", "replace_all_batch_norm_modules_",
@@ -161,7 +162,7 @@ def _named_write_error(module, values, err):
         f"functional_call({module._get_name()}): under vmap, training-mode BatchNorm would "
         f"update buffer '{name}' (shape {tuple(err.buffer.shape)}) with statistics that "
         "differ across the vmapped batch, but that buffer is shared by the whole batch (not "
-        f"batched); {_BN_ADVICE}", err.buffer)
+        f"batched); {BN_ADVICE}", err.buffer)
 
 
 def _check_same(fn, models):
@@ -287,7 +288,6 @@ def replace_all_batch_norm_modules_(root):
     become ``None``, ``track_running_stats=False``), so it always normalises with the
     batch statistics, as needed under ``vmap``. Modifies ``root`` in place and returns it.
     """
-    from .normalization import _BatchNorm
     for m in root.modules():
         if isinstance(m, _BatchNorm):
             for name in ("running_mean", "running_var", "num_batches_tracked"):

@@ -14,6 +14,8 @@ import numpy as np
 from functorch_core.ir import primitives as P
 
 from ._core import aval, implements, normalize_axis, operand, to_result
+from ._creation import arange, array, linspace
+from ._info import result_type
 from ._shape import (
     _atleast_2d,
     broadcast_to,
@@ -348,8 +350,6 @@ class _AxisConcatenator:
         return 0
 
     def __getitem__(self, key):
-        from ._creation import arange, array, linspace
-        from ._info import result_type
         key = key if isinstance(key, tuple) else (key,)
         axis, ndmin, trans1d = self._axis, self._ndmin, self._trans1d
         objs, types = [], []

@@ -23,9 +23,11 @@ from ._core import (
     implements,
     is_tracer,
     operand,
+    result_type,
     to_result,
     weak_marker,
 )
+from ._mutation import ufunc_out
 
 __all__: list[str] = []
 
@@ -71,7 +73,6 @@ def _public(name, ufunc, build, *aliases):
         if len(args) != ufunc.nin:
             raise TypeError(f"{name}() takes {ufunc.nin} positional arguments, got {len(args)}")
         if out is not None:
-            from ._mutation import ufunc_out
             return ufunc_out(name, out, apply_ufunc(name, ufunc, build, args, dtype))
         result = apply_ufunc(name, ufunc, build, args, dtype)
         if is_tracer(result) and aval(result).weak_type:
@@ -353,7 +354,6 @@ def where(condition, x=None, y=None):
         raise TypeError("where(condition) without x and y returns indices of data-dependent "
                         "size; it is not supported under tracing. Pass x and y.")
     c, x, y = operand(condition), operand(x), operand(y)
-    from ._core import result_type
     dt = result_type(x, y)
     weak = aval(x).weak_type and aval(y).weak_type
     c = _to_bool(c)

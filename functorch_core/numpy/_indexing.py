@@ -37,7 +37,10 @@ from ._core import (
 )
 from ._masked import READ_HINT, MaskedValues, masked_write, traced_mask
 from ._methods import _fnp
-from ._mutation import _concrete_target_error
+from ._mutation import (
+    _concrete_target_error,
+    ufunc_out,  # ``x op= y`` is ``op(x, y, out=x)``
+)
 from ._shape import broadcast_to, ravel
 
 __all__ = ["getitem", "setitem", "inplace_update", "take", "take_along_axis", "nonzero",
@@ -389,7 +392,6 @@ def inplace_update(x, fn_name, other):
     and keep ``x``'s shape; on a tracer the write is a ``setitem`` of the
     whole array.
     """
-    from ._mutation import ufunc_out  # ``x op= y`` is ``op(x, y, out=x)``
     result = getattr(_fnp(), fn_name)(x, other)
     name = getattr(getattr(np, fn_name, None), "__name__", fn_name)
     return ufunc_out(name, x, result)

@@ -12,6 +12,7 @@ import numpy as np
 from functorch_core.ir import TracerError
 
 from ._core import aval, constant, implements, is_tracer, normalize_axis, operand, to_result
+from ._elementwise import equal, imag, not_equal
 
 __all__ = ["ndim", "shape", "size", "result_type", "iscomplexobj", "isrealobj", "iscomplex",
            "isreal", "real_if_close", "tril_indices", "triu_indices", "tril_indices_from",
@@ -125,7 +126,6 @@ def isrealobj(x):
 
 
 def _imag_test(name, x, test):
-    from ._elementwise import equal, imag, not_equal
     x = operand(x)
     if aval(x).dtype.kind == "c":
         return (not_equal if test == "ne" else equal)(imag(x), 0)

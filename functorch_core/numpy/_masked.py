@@ -26,6 +26,9 @@ from functorch_core.ir import primitives as P
 from functorch_core.ir.source import user_source
 
 from ._core import aval, cast, is_tracer, operand
+from ._elementwise import where
+from ._methods import _fnp
+from ._mutation import _write_whole
 
 READ_HINT = ("the result's shape depends on the mask's values, which are not known while "
              "tracing. Writes keep the shape and are supported (x[mask] = v, x[mask] += v, "
@@ -110,7 +113,6 @@ class MaskedValues:
         self.source = source or user_source()
 
     def _binary(self, fn_name, other, reflected=False):
-        from ._methods import _fnp
         other = _aligned(other, self.mask, self.full.shape, "x[mask] arithmetic")
         args = (other, self.full) if reflected else (self.full, other)
         out = getattr(_fnp(), fn_name)(*args)
@@ -130,7 +132,6 @@ class MaskedValues:
         return MaskedValues(cast(new, want), self.mask, self.source)
 
     def _unary(self, fn_name):
-        from ._methods import _fnp
         return MaskedValues(getattr(_fnp(), fn_name)(self.full), self.mask, self.source)
 
     def __getattr__(self, name):
@@ -169,12 +170,10 @@ def masked_write(x, mask, value):
     """``x[mask] = value`` for a traced boolean ``mask``: ``x`` becomes
     ``where(mask, value, x)`` (one whole-array setitem)."""
     from ._indexing import assign_cast
-    from ._mutation import _write_whole
     if isinstance(value, MaskedValues):
         value = _aligned(value, mask, x.shape, "x[mask] = value")
     else:
         value = _aligned(assign_cast(value, x.dtype), mask, x.shape, "x[mask] = value")
     value = assign_cast(value, x.dtype)
     keep = P.reshape.bind(mask, new_sizes=mask.shape + (1,) * (x.ndim - mask.ndim))
-    from ._elementwise import where
     _write_whole(x, where(keep, value, x), "x[mask] = value")

@@ -16,12 +16,29 @@ import numpy as np
 from functorch_core.ir import TracerError
 
 from . import _elementwise as E
-from ._core import aval, implements, is_tracer, normalize_axis, operand, to_result
-from ._creation import arange, array_operand, zeros_like
+from ._core import (
+    aval,
+    complex_from_parts,
+    implements,
+    is_tracer,
+    normalize_axis,
+    operand,
+    to_result,
+)
+from ._creation import arange, array_operand, asarray, zeros_like
 from ._indexing import take
+from ._info import result_type
 from ._reductions import all as all_
 from ._reductions import sum as sum_
-from ._shape import broadcast_arrays, concatenate, expand_dims, moveaxis, reshape
+from ._shape import (
+    broadcast_arrays,
+    broadcast_to,
+    concatenate,
+    expand_dims,
+    moveaxis,
+    reshape,
+    stack,
+)
 
 __all__ = ["angle", "sinc", "nan_to_num", "isclose", "allclose", "diff", "kron", "cross",
            "select", "polyval", "interp", "searchsorted", "digitize", "bincount"]
@@ -115,7 +132,6 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
         part = E.where(E.equal(part, np.inf), np.asarray(hi, info.dtype), part)
         return E.where(E.equal(part, -np.inf), np.asarray(lo, info.dtype), part)
     if dt.kind == "c":
-        from ._core import complex_from_parts
         return to_result(complex_from_parts(operand(fix(E.real(a))), operand(fix(E.imag(a))),
                                             dt))
     return to_result(fix(a))
@@ -139,7 +155,6 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     if _is_py_number(y):
         y = float(y) if isinstance(y, int) else y
     else:
-        from ._creation import asarray
         y = asarray(y, dtype=np.result_type(aval(operand(y)).dtype, 1.0))
     with np.errstate(invalid="ignore"):
         close = E.less_equal(E.absolute(E.subtract(x, y)),
@@ -169,7 +184,6 @@ def _diff_edge(x, v, axis):
     if aval(v).ndim == 0:
         shape = list(aval(x).shape)
         shape[axis] = 1
-        from ._shape import broadcast_to
         v = broadcast_to(v, tuple(shape))
     return v
 
@@ -278,7 +292,6 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
         cx, cy = E.multiply(a1, b2[0]), E.negative(E.multiply(a0, b2[0]))
     else:               # b's third component is 0
         cx, cy = E.negative(E.multiply(a2[0], b1)), E.multiply(a2[0], b0)
-    from ._shape import stack
     out = stack(broadcast_arrays(cx, cy, z), axis=-1)
     return moveaxis(out, -1, normalize_axis(axisc, aval(operand(out)).ndim))
 
@@ -305,7 +318,6 @@ def select(condlist, choicelist, default=0):
     if not condlist:
         raise ValueError("select with an empty condition list is not possible")
     choices = [array_operand(c) for c in choicelist]
-    from ._info import result_type
     try:
         # a Python scalar default is weak (NEP 50), as in NumPy's select
         dt = result_type(result_type(*choices), default if _is_py_number(default)
@@ -319,12 +331,10 @@ def select(condlist, choicelist, default=0):
         if aval(c).dtype != np.bool_:
             raise TypeError(f"select: invalid entry {i} in condlist: should be boolean "
                             f"ndarray, got {aval(c).dtype}")
-    from ._creation import asarray
     result = asarray(choices[-1], dtype=dt)
     for c, v in zip(conds[::-1], choices[-2::-1], strict=True):
         result = E.where(c, asarray(v, dtype=dt), result)
     shape = np.broadcast_shapes(*(aval(o).shape for o in conds + choices))
-    from ._shape import broadcast_to
     out = broadcast_to(result, shape)
     return out.copy() if isinstance(out, np.ndarray) else out
 
@@ -369,7 +379,6 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     """
     if period is not None:
         raise NotImplementedError("interp(..., period=...) is not supported on traced arrays")
-    from ._creation import asarray
     xps = asarray(xp, dtype=np.float64)
     fps = array_operand(fp)
     out_dt = np.complex128 if aval(fps).dtype.kind == "c" else np.float64
@@ -438,7 +447,6 @@ def searchsorted(a, v, side="left", sorter=None):
     if sorter is not None:
         arr = take(arr, sorter)
     dt = np.result_type(aval(arr).dtype, aval(vals).dtype)
-    from ._creation import asarray
     arr, vals = asarray(arr, dtype=dt), asarray(vals, dtype=dt)
     before = _sorted_less(reshape(arr, (aval(operand(arr)).shape[0],) + (1,) * aval(vals).ndim),
                           vals, side)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from functorch_core.ir import Tracer
 
 from ._core import HANDLED_FUNCTIONS
+from ._elementwise import UFUNCS
 
 
 def _fnp():
@@ -65,7 +66,6 @@ def _inplace(name):
 
 
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
-    from ._elementwise import UFUNCS
     if method == "__call__" and ufunc in UFUNCS:
         return UFUNCS[ufunc](*inputs, **kwargs)
     if method == "reduce" and ufunc in _fnp().UFUNC_REDUCTIONS:

@@ -13,8 +13,9 @@ import numpy as np
 
 from functorch_core.ir import Lit
 from functorch_core.ir import primitives as P
+from functorch_core.transforms.update import broadcast_value, flat_positions, scatter_flat
 
-from ._core import aval, cast, implements, is_tracer, operand
+from ._core import aval, cast, implements, is_tracer, operand, weak_marker
 
 __all__ = ["copyto", "fill", "ufunc_at"]
 
@@ -54,7 +55,6 @@ def _cast_for_write(src, dst_dtype, casting, what):
 
 
 def _write_whole(dst, value, what):
-    from functorch_core.transforms._update import broadcast_value
     value = value if isinstance(value, Lit) or is_tracer(value) else Lit(value)
     full = broadcast_value(value, dst.shape, what)
     P.setitem.bind(dst, full, indexer=_whole(dst.shape))
@@ -178,7 +178,6 @@ def ufunc_at(ufunc, a, indices, b=None):
 
 
 def _in_own_dtype(ufunc, a, b):
-    from ._core import weak_marker
     try:
         dts = ufunc.resolve_dtypes((a.dtype, weak_marker(b), None))
     except TypeError:
@@ -192,7 +191,6 @@ def _positions(a, indices):
     if not _any_tracer(*parts):
         iota = np.arange(a.size, dtype=np.int64).reshape(a.shape)
         return np.ascontiguousarray(iota[indices])
-    from functorch_core.transforms._update import flat_positions
 
     from ._indexing import parse_index
     indexer, arrays, _ = parse_index(a.shape, indices)
@@ -201,14 +199,12 @@ def _positions(a, indices):
 
 
 def _values(b, shape, dtype):
-    from functorch_core.transforms._update import broadcast_value
     b = cast(b, dtype)
     b = b if is_tracer(b) or isinstance(b, Lit) else Lit(np.asarray(b))
     return broadcast_value(b, shape, "ufunc.at")
 
 
 def _scatter_add(a, pos, fn, b):
-    from functorch_core.transforms._update import scatter_flat
     vals = _values(b, pos.shape, a.dtype)
     if fn.__name__ == "subtract":
         vals = P.neg.bind(vals)

@@ -18,6 +18,7 @@ from numpy.lib.array_utils import normalize_axis_tuple
 
 from functorch_core.ir import TracerError, dtypes
 from functorch_core.ir import primitives as P
+from functorch_core.transforms.functionalize import is_c_contiguous
 
 from ._core import (
     aval,
@@ -97,7 +98,6 @@ def ravel(a, order="C"):
     _check_order("ravel", order)
     a = operand(a)
     out = P.reshape.bind(a, new_sizes=(aval(a).size,))
-    from functorch_core.transforms.functionalize import is_c_contiguous
     if is_tracer(a) and not is_c_contiguous(a):   # NumPy's ravel copies then, reshape may not
         out = P.convert.bind(out, new_dtype=aval(out).dtype)
     return out

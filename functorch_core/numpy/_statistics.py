@@ -17,9 +17,28 @@ import numpy as np
 
 from . import _elementwise as E
 from . import _reductions as R
-from ._core import aval, implements, is_tracer, normalize_axes, operand, to_result
+from ._core import (
+    aval,
+    complex_from_parts,
+    implements,
+    is_tracer,
+    normalize_axes,
+    operand,
+    to_result,
+)
 from ._creation import array_operand, asarray
-from ._shape import expand_dims, moveaxis, reshape, transpose
+from ._indexing import take_along_axis
+from ._linalg import diag, dot
+from ._shape import (
+    _atleast_2d,
+    broadcast_to,
+    concatenate,
+    expand_dims,
+    moveaxis,
+    reshape,
+    squeeze,
+    transpose,
+)
 from ._sorting import sort
 
 __all__ = ["average", "ptp", "median", "quantile", "percentile", "cov", "corrcoef",
@@ -84,7 +103,6 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
             raise ValueError("average: length of weights not compatible with specified "
                              f"axis {axis} for shape {aval(x).shape}")
         w = moveaxis(reshape(w, aval(w).shape + (1,) * (aval(x).ndim - 1)), 0, axes[0])
-        from ._shape import broadcast_to
         w = broadcast_to(w, aval(x).shape)
     scl = R.sum(w, axis, dtype=dt, keepdims=keepdims)
     if not is_tracer(scl) and np.any(np.asarray(scl) == 0.0):
@@ -93,7 +111,6 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
                              keepdims=keepdims), scl)
     if returned:
         if aval(operand(scl)).shape != aval(operand(avg)).shape:
-            from ._shape import broadcast_to
             scl = broadcast_to(scl, aval(operand(avg)).shape)
         return avg, scl
     return avg
@@ -189,14 +206,11 @@ def _quantiles(name, a, q, axis, method, keepdims, nan_aware, np_name):
 
 
 def _broadcast_lead(s, qshape):
-    from ._shape import broadcast_to
     return broadcast_to(s, tuple(qshape) + aval(operand(s)).shape)
 
 
 def _take_last(s, idx):
     """``s[..., idx]``: ``idx`` broadcasts against ``s`` without its last axis."""
-    from ._indexing import take_along_axis
-    from ._shape import broadcast_to
     target = aval(operand(s)).shape[:-1] + (1,)
     return take_along_axis(s, broadcast_to(expand_dims(idx, -1), target), axis=-1)[..., 0]
 
@@ -321,7 +335,6 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     if dtype is None:
         dtype = np.result_type(aval(x).dtype, np.float64) if yv is None else \
             np.result_type(aval(x).dtype, aval(yv).dtype, np.float64)
-    from ._shape import _atleast_2d, concatenate
     X = asarray(_atleast_2d(operand(x)), dtype=dtype)
     if not rowvar and aval(operand(X)).shape[0] != 1:
         X = X.T
@@ -340,11 +353,9 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=2)
         fact = 0.0
     Xc = E.subtract(X, R.mean(X, axis=1, keepdims=True))
-    from ._linalg import dot
     c = dot(Xc, E.conjugate(Xc.T))
     with np.errstate(divide="ignore", invalid="ignore"):
         c = E.multiply(c, np.true_divide(1, fact))
-    from ._shape import squeeze
     return squeeze(c)
 
 
@@ -362,12 +373,10 @@ def corrcoef(x, y=None, rowvar=True, bias=np._NoValue, ddof=np._NoValue, *, dtyp
     c = cov(x, y, rowvar, dtype=dtype)
     if aval(operand(c)).ndim == 0:
         return E.divide(c, c)
-    from ._linalg import diag
     d = diag(c)
     sd = E.sqrt(E.real(d))
     c = E.divide(E.divide(c, sd[:, None]), sd[None, :])
     if aval(operand(c)).dtype.kind == "c":
-        from ._core import complex_from_parts
         re, im = E.clip(E.real(c), -1, 1), E.clip(E.imag(c), -1, 1)
         return to_result(complex_from_parts(operand(re), operand(im), aval(operand(c)).dtype))
     return E.clip(c, -1, 1)

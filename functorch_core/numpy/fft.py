@@ -19,6 +19,7 @@ from functorch_core.ir import primitives as P
 
 from ._core import aval, cast, implements, normalize_axis, to_result
 from ._creation import array_operand
+from ._shape import roll
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2",
            "fftn", "ifftn", "rfftn", "irfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
@@ -317,7 +318,6 @@ def rfftfreq(n, d=1.0, device=None):
 
 
 def _shift(x, axes, sign):
-    from ._shape import roll
     x = array_operand(x)
     shape = aval(x).shape
     if axes is None:

@@ -11,7 +11,7 @@ import numpy as np
 from functorch_core.ir.pytree import leaf_paths, tree_flatten, tree_unflatten
 
 from .. import numpy as fnp
-from ..numpy._core import is_tracer
+from ..numpy.internal import is_tracer
 
 
 def _total_norm(who, leaves, norm_type, error_if_nonfinite):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..nn.module import Module
 from ._optimizers import adagrad, adam, adamw, rmsprop, sgd
 
 # param_group keys of torch.optim that select an implementation, not the update
@@ -38,7 +39,6 @@ _ACCEPTED_PARAMS = ("model.parameters(), model.named_parameters(), a dict of nam
 
 
 def _is_module(x):
-    from ..nn.module import Module
     return isinstance(x, Module)
 
 

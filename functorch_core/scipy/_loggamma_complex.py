@@ -29,7 +29,7 @@ import numpy as np
 
 from .. import numpy as fnp
 from .._internal.horner import horner
-from ..numpy._core import complex_from_parts
+from ..numpy.internal import complex_from_parts
 
 _SMALL = 7.0          # Stirling beyond this real part or imaginary magnitude
 _TAYLOR_RADIUS = 0.2

@@ -31,7 +31,7 @@ import numpy as np
 from functorch_core.ir import primitives as P
 
 from .. import numpy as fnp
-from ..numpy._core import is_tracer
+from ..numpy.internal import is_tracer
 from . import _normal_tables as T
 from ._double_double import split as _split
 from ._double_double import two_prod as _two_product

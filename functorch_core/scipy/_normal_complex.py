@@ -30,7 +30,7 @@ import numpy as np
 from functorch_core.ir import primitives as P
 
 from .. import numpy as fnp
-from ..numpy._core import complex_from_parts
+from ..numpy.internal import complex_from_parts
 from ..transforms import stop_gradient
 from ._loggamma_complex import log1p
 

@@ -9,8 +9,9 @@ import numpy as np
 from functorch_core.ir import primitives as P
 
 from .. import numpy as fnp
-from ..numpy._core import aval, is_tracer, to_result
-from ..numpy.linalg import _float, _stacked
+from ..numpy.internal import aval, is_tracer, to_result
+from ..numpy.internal import linalg_float as _float
+from ..numpy.internal import linalg_stacked as _stacked
 from ..transforms.custom import stop_gradient
 
 

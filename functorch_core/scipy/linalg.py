@@ -13,9 +13,12 @@ import numpy as np
 from functorch_core.ir import primitives as P
 
 from .. import numpy as fnp
-from ..numpy._core import aval, cast, is_tracer, to_result
-from ..numpy._creation import array_operand
-from ..numpy.linalg import _float, _hermitian_from, _mH, _stacked
+from ..lax import cond, scan
+from ..numpy.internal import array_operand, aval, cast, is_tracer, to_result
+from ..numpy.internal import conj_transpose as _mH
+from ..numpy.internal import hermitian_from as _hermitian_from
+from ..numpy.internal import linalg_float as _float
+from ..numpy.internal import linalg_stacked as _stacked
 from ._sqrtm import sqrtm
 
 __all__ = ["solve_triangular", "cho_factor", "cho_solve", "lu_factor", "lu_solve", "lu",
@@ -155,7 +158,6 @@ _MAX_SQUARINGS = 128     # a 1-norm up to ~1.8e39; beyond it the result is NaN, 
 def _expm(a):
     """Plain traced ops only (the squarings a scan of conds), so every transform applies:
     the derivative is the Fréchet derivative of the algorithm itself."""
-    from ..lax import cond, scan
     n = aval(a).shape[-1]
     eye = fnp.broadcast_to(fnp.eye(n, dtype=aval(a).dtype), aval(a).shape)
     norm = fnp.max(fnp.sum(fnp.abs(a), axis=-2), axis=-1)

@@ -27,8 +27,7 @@ from functorch_core.ir.numerics import COSPI_F64, SINC_F64
 
 from .. import numpy as fnp
 from .._internal.horner import horner
-from ..numpy._core import cast, is_tracer, operand, result_type, to_result
-from ..numpy._creation import array_operand
+from ..numpy.internal import array_operand, cast, is_tracer, operand, result_type, to_result
 from ..transforms import custom_jvp, stop_gradient
 from . import _loggamma_complex as _loggamma_c
 from . import _normal_complex as _normal_c

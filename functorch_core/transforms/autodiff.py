@@ -22,9 +22,10 @@ from functorch_core.ir.pytree import tree_flatten, tree_leaves, tree_structure, 
 
 from .._internal.random_scope import fill
 from .._internal.tracing import argnums_tuple, fn_name, leaf_aval, normalize_argnums
-from ._common import Transformed, cached, run_writing, signature, trace_for_transform
+from .common import Transformed, cached, run_writing, signature, trace_for_transform
 from .jvp import closed, differentiable, jvp_graph
 from .transpose import linearize_graph, transpose_graph
+from .vmap import vmap
 
 # --- preparing a differentiated call ------------------------------------------------
 
@@ -491,7 +492,6 @@ def jvp(func, primals, tangents, *, has_aux=False):
 # --- Jacobians -------------------------------------------------------------------------
 
 def _vmap():
-    from .vmap import vmap
     return vmap
 
 

@@ -25,10 +25,11 @@ from functorch_core.ir.tables import Table
 
 from .._internal.random_scope import fill
 from .._internal.tracing import fn_name, leaf_aval
-from ._common import Transformed, cached, drop_writes, signature, trace_for_transform
 from .batching import BatchRule, batch_graph, moveaxis
+from .common import Transformed, cached, drop_writes, signature, trace_for_transform
 from .jvp import JvpRule, Zero, differentiable, instantiate, is_zero, tangent_aval
 from .transpose import TransposeRule, is_linear
+from .vmap import vmap
 
 JVP_RULES: Table[Primitive, JvpRule] = Table("custom.py: jvp")
 TRANSPOSE_RULES: Table[Primitive, TransposeRule] = Table("custom.py: transpose")
@@ -307,7 +308,6 @@ def _batched_body(graph, args, dims, n, name):
 
 
 def _vmap(fn, in_dims):
-    from .vmap import vmap
     return vmap(fn, in_dims=in_dims, out_dims=0)
 
 

@@ -28,7 +28,7 @@ refused (the IR has no read-only marker yet).
 Every transform writes the final values of mutated arguments back into the
 caller's arrays after a successful call: ``jit`` and ``functionalize`` here and
 in ``api.py``, ``grad``/``vjp``/``jvp``/``vmap`` and the transforms built on them
-through ``_common.run_writing`` (the written values are primal: no tangent flows
+through ``common.run_writing`` (the written values are primal: no tangent flows
 through a write-back). Under an enclosing trace the write-back is recorded as a
 whole-array ``setitem`` into the enclosing trace's value, which that trace's own
 functionalization carries out in turn.
@@ -49,7 +49,7 @@ from functorch_core.ir.pytree import tree_unflatten
 from functorch_core.ir.source import code_at
 from functorch_core.ir.tables import Table
 
-from .._internal.tracing import fn_name
+from .._internal.tracing import fn_name, trace_call
 from ._alias import (
     READ_ONLY,
     VIEWS,
@@ -64,8 +64,8 @@ from ._alias import (
     tracer_plan,
     view_layout,
 )
-from ._common import Transformed, cached, run_transformed, signature
-from ._update import apply_step, pure_setitem, scalar, unview
+from .common import Transformed, cached, run_transformed, signature
+from .update import apply_step, pure_setitem, scalar, unview
 
 _REMOVE = ("mutations", "mutations_and_views")
 
@@ -445,7 +445,6 @@ def functionalize(func, *, remove="mutations"):
 
     @functools.wraps(func)
     def functionalized(*args, **kwargs):
-        from .._internal.tracing import trace_call
         leaves, _, key = signature(func, args, kwargs, f"functionalize({name})")
         plan = input_plan(leaves, f"functionalize({name})")
 

@@ -15,10 +15,11 @@ from functorch_core.ir.core import Var, on_device
 from functorch_core.ir.pytree import tree_flatten, tree_unflatten
 from functorch_core.ir.trace import Tracer
 
+from .. import random
 from .._internal.random_scope import FRESH_KEY, Scope, current_scope, fill
 from .._internal.tracing import flat_args, fn_name, leaf_aval
-from ._common import Transformed, cached, run_transformed, signature, trace_for_transform
 from .batching import BatchedOutputError, batch_graph
+from .common import Transformed, cached, run_transformed, signature, trace_for_transform
 from .functionalize import check_writable, write_back
 
 _UNSET = object()
@@ -325,7 +326,6 @@ def _run(func, spec, args, kwargs, dims, size, targets=None):
 
 def _fresh_key(randomness, size):
     """The key a global-generator draw of ``func`` gets on this call (_internal.random_scope)."""
-    from .. import random
     key = random.next_key()     # eager, or an input of an enclosing vmap's trace
     return random.split(key, size) if randomness == "different" else key
 

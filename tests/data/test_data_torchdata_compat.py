@@ -414,7 +414,7 @@ def test_collate_is_the_function():
     got = collate([(1, "a"), (2, "b")])
     assert got[0].tolist() == ref[0].tolist() and got[1] == ref[1] == ["a", "b"]
     # the module is still importable under its private name, and does not shadow the function
-    import functorch_core.data._collate as module
+    import functorch_core.data.collation as module
     assert module.collate is collate and D.collate is collate
     with pytest.raises(ValueError, match=r"collate\(batch\): the batch is empty"):
         collate([])

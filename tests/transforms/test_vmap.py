@@ -440,13 +440,13 @@ def test_traces_once_per_signature():
 
 
 def test_numpy_c_functions_are_cached_too():
-    from functorch_core.transforms import _common
+    from functorch_core.transforms import common
     g = vmap(np.outer)
     x = np.ones((2, 3))
     np.testing.assert_array_equal(g(x, x), np.ones((2, 3, 3)))
-    assert len(_common._CACHES.get(g, {})) == 1
+    assert len(common._CACHES.get(g, {})) == 1
     g(x, x)
-    assert len(_common._CACHES.get(g, {})) == 1
+    assert len(common._CACHES.get(g, {})) == 1
 
 
 def test_does_not_touch_the_callers_arrays():

@@ -9,7 +9,7 @@ import concurrent.futures
 import copy
 import inspect
 
-from .._collate import default_collate
+from ..collation import default_collate
 from ..datapipe import IterDataPipe, functional_datapipe
 from ._pipeutil import apply_on_cols, check_positive
 

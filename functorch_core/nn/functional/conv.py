@@ -12,7 +12,7 @@ __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "conv_transpose3d"]
 
 
-def _tuple(value, n):
+def ntuple(value, n):
     return (int(value),) * n if isinstance(value, int | np.integer) else tuple(value)
 
 
@@ -31,7 +31,7 @@ def _conv_pads(name, padding, kernel, dilation, stride, n):
             return pads
         raise ValueError(f"{name}: invalid padding string {padding!r}, should be one of "
                          "{'valid', 'same'}")
-    return [(p, p) for p in _tuple(padding, n)]
+    return [(p, p) for p in ntuple(padding, n)]
 
 
 def _conv(name, n, input, weight, bias, stride, padding, dilation, groups):
@@ -44,7 +44,7 @@ def _conv(name, n, input, weight, bias, stride, padding, dilation, groups):
         raise ValueError(f"{name}: input of shape {ishape} has {ishape[1]} channels, but "
                          f"weight of shape {wshape} with groups={groups} expects "
                          f"{wshape[1] * groups}")
-    stride, dilation = _tuple(stride, n), _tuple(dilation, n)
+    stride, dilation = ntuple(stride, n), ntuple(dilation, n)
     pads = _conv_pads(name, padding, wshape[2:], dilation, stride, n)
     out = lax.conv_general_dilated(input, weight, stride, pads, rhs_dilation=dilation,
                                    feature_group_count=groups)
@@ -129,8 +129,8 @@ def _conv_transpose(name, n, input, weight, bias, stride, padding, output_paddin
                          f"{wshape[0]} (divisible by groups)")
     if isinstance(padding, str):
         raise ValueError(f"{name}: padding must be an int or a tuple, got {padding!r}")
-    stride, dilation = _tuple(stride, n), _tuple(dilation, n)
-    padding, output_padding = _tuple(padding, n), _tuple(output_padding, n)
+    stride, dilation = ntuple(stride, n), ntuple(dilation, n)
+    padding, output_padding = ntuple(padding, n), ntuple(output_padding, n)
     for d in range(n):
         if output_padding[d] >= max(stride[d], dilation[d]):
             raise ValueError(f"{name}: output_padding {output_padding} must be smaller than "

@@ -10,7 +10,7 @@ import numpy as np
 
 import functorch_core.numpy as fnp
 from functorch_core import random
-from functorch_core.numpy._core import is_tracer
+from functorch_core.numpy.internal import is_tracer
 from functorch_core.transforms import stop_gradient
 from functorch_core.transforms.vmap import is_batched
 
@@ -334,7 +334,7 @@ class BatchedStatWriteError(ValueError):
         self.buffer = buffer
 
 
-_BN_ADVICE = ("use functorch_core.replace_all_batch_norm_modules_(model) (batch statistics "
+BN_ADVICE = ("use functorch_core.replace_all_batch_norm_modules_(model) (batch statistics "
               "and no running stats), BatchNorm(..., track_running_stats=False), model.eval(), "
               "or pass one buffer per example (in_dims 0, as an ensemble's stacked buffers)")
 
@@ -344,7 +344,7 @@ def _write_stat(name, buf, value, fn="batch_norm"):
         raise BatchedStatWriteError(
             f"{fn}: in training mode under vmap the batch statistics differ across the "
             f"vmapped batch, but {name} (shape {tuple(shape_of(buf))}) is shared by the whole "
-            f"batch (not batched), so its running-stat update has no meaning; {_BN_ADVICE}",
+            f"batch (not batched), so its running-stat update has no meaning; {BN_ADVICE}",
             buf)
     if isinstance(buf, np.ndarray) and is_tracer(value):
         raise TypeError(

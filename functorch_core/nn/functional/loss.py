@@ -151,7 +151,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
         >>> smooth_l1_loss(np.array([0.5, 3.0]), np.zeros(2))   # (0.125 + 2.5) / 2
         1.3125
     """
-    _legacy("smooth_l1_loss", size_average, reduce)
+    reject_legacy_reduction("smooth_l1_loss", size_average, reduce)
     _same_shape("smooth_l1_loss", input, target)
     if beta < 0:
         raise ValueError(f"smooth_l1_loss: beta must be non-negative, got {beta}")
@@ -190,7 +190,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         >>> binary_cross_entropy(np.array([0.5]), np.array([1.0]))   # log 2
         0.6931...
     """
-    _legacy("binary_cross_entropy", size_average, reduce)
+    reject_legacy_reduction("binary_cross_entropy", size_average, reduce)
     _same_shape("binary_cross_entropy", input, target)
     log_p = fnp.maximum(fnp.log(input), -100.0)
     log_1mp = fnp.maximum(fnp.log(1 - input), -100.0)
@@ -213,7 +213,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
         >>> kl_div(np.log(p), p, reduction="batchmean")
         0.0
     """
-    _legacy("kl_div", size_average, reduce)
+    reject_legacy_reduction("kl_div", size_average, reduce)
     _same_shape("kl_div", input, target)
     if log_target:
         loss = fnp.exp(target) * (target - input)
@@ -227,7 +227,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     return _reduce("kl_div", loss, reduction)
 
 
-def _legacy(name, size_average, reduce):
+def reject_legacy_reduction(name, size_average, reduce):
     if size_average is not None or reduce is not None:
         raise ValueError(f"{name}: size_average and reduce are deprecated in PyTorch and not "
                          "supported; pass reduction='mean'|'sum'|'none'")
@@ -250,7 +250,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
         >>> cosine_embedding_loss(np.eye(2), np.eye(2), np.array([1, -1]))   # (0 + 1) / 2
         0.5
     """
-    _legacy("cosine_embedding_loss", size_average, reduce)
+    reject_legacy_reduction("cosine_embedding_loss", size_average, reduce)
     s1, s2 = tuple(shape_of(input1)), tuple(shape_of(input2))
     if s1 != s2 or len(s1) not in (1, 2):
         raise ValueError(f"cosine_embedding_loss: input1 {s1} and input2 {s2} must have the "
@@ -274,7 +274,7 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
         >>> margin_ranking_loss(np.array([1.0]), np.array([2.0]), np.array([1.0]))
         1.0
     """
-    _legacy("margin_ranking_loss", size_average, reduce)
+    reject_legacy_reduction("margin_ranking_loss", size_average, reduce)
     s = tuple(shape_of(input1))
     if tuple(shape_of(input2)) != s or tuple(shape_of(target)) != s:
         raise ValueError(f"margin_ranking_loss: input1 {s}, input2 "
@@ -310,7 +310,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     if len(set(shapes)) != 1 or len(shapes[0]) not in (1, 2):
         raise ValueError(f"triplet_margin_loss: anchor {shapes[0]}, positive {shapes[1]} and "
                          f"negative {shapes[2]} must have one (N, D) or (D,) shape")
-    _legacy("triplet_margin_loss", size_average, reduce)
+    reject_legacy_reduction("triplet_margin_loss", size_average, reduce)
     if not p > 0:
         raise ValueError(f"triplet_margin_loss: p must be positive, got {p}")
     d_ap = _pairwise_distance(anchor, positive, p, eps)

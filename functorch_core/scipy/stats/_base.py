@@ -10,9 +10,9 @@ import inspect
 import numpy as np
 
 from ... import numpy as fnp
-from ...numpy._core import cast, operand, to_result
-from ...numpy._creation import array_operand
-from ..special import _ComplexArgument, _float
+from ...numpy.internal import array_operand, cast, operand, to_result
+from ..internal import ComplexArgument as _ComplexArgument
+from ..internal import float_operands as _float
 
 
 def f64(*xs):

@@ -17,8 +17,8 @@ import math
 import numpy as np
 
 from ... import numpy as fnp
-from .. import _double_double as _dd
 from .. import special as S
+from ..internal import double_double as _dd
 from ._base import REQUIRED, Distribution, f64, nan_where, public
 from ._examples import EXAMPLES
 from ._inverse import betaincinv_pq, gammaincinv_pq

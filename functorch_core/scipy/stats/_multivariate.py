@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from ... import numpy as fnp
-from ...numpy._core import aval, cast, is_tracer, result_type
+from ...numpy.internal import aval, cast, is_tracer, result_type
 from .. import linalg as L
 from .. import special as S
 from ._base import REQUIRED, Distribution, as_array, f64, nan_where, public

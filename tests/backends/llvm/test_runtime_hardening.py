@@ -341,8 +341,8 @@ def test_clear_caches_forgets_every_compiled_and_transformed_function():
     assert runtime._CACHE
     fc.clear_caches()
     assert not f.cache and not runtime._CACHE and exe() is None
-    from functorch_core.transforms import _common
-    assert loss not in _common._CACHES
+    from functorch_core.transforms import common
+    assert loss not in common._CACHES
     np.testing.assert_allclose(f(x), x * 1.5 + 0.75)
     np.testing.assert_allclose(g(x), 3.5 * x)
 

@@ -2,8 +2,8 @@
 
 ``collate`` is torch's ``collate(batch, *, collate_fn_map)``: the recursion over
 dicts, sequences and namedtuples, with leaf handlers looked up by type;
-``default_collate`` is ``collate`` with no extra handlers. (The module is
-private so that ``functorch_core.data.collate`` is the function.)
+``default_collate`` is ``collate`` with no extra handlers. (The module is not
+named ``collate`` so that ``functorch_core.data.collate`` is the function.)
 """
 
 from __future__ import annotations
