@@ -13,7 +13,7 @@ import numpy as np
 from functorch_core.ir import Tracer, TracerError
 from functorch_core.ir.source import user_frame_of, user_source_of
 
-from .tracing import positional_names
+from .signatures import positional_names
 
 _PY_SCALARS = (bool, int, float, complex)
 _NUMPY_SHAPE_ERROR = "expected a sequence of integers or a single integer, got 'Traced<"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import inspect
 import operator
 from dataclasses import dataclass
 
@@ -23,6 +22,8 @@ from functorch_core.ir.core import on_device
 from functorch_core.ir.pytree import PyTreeDef, leaf_paths, tree_flatten, tree_unflatten
 
 from . import random_guard
+from .signatures import positional_names
+from .trace_errors import explain
 
 
 def fn_name(fn) -> str:
@@ -162,7 +163,6 @@ def trace_call(fn, args, kwargs, static_argnums=(), *, name=None) -> Traced:
         try:
             out = fn(*merge_static(dyn_args, static, len(args)), **kw)
         except (TypeError, AttributeError, ValueError) as e:
-            from .trace_errors import explain
             explain(e, fn, fname, args, static_argnums)
             raise
         out_leaves, out_tree = tree_flatten(out)
@@ -228,20 +228,6 @@ def arg_paths(fn, in_tree, static_argnums, nargs) -> list[str]:
     for key, td in zip(kw_td.aux, kw_td.children, strict=True):
         out += [str(key) + p for p in leaf_paths(td)]
     return out
-
-
-def positional_names(fn, nargs) -> list[str]:
-    names = [f"args[{i}]" for i in range(nargs)]
-    try:
-        params = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):
-        return names
-    for i, p in enumerate(params[:nargs]):
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            names[i] = p.name
-        else:
-            break
-    return names
 
 
 def unflatten_out(traced: Traced, outs):

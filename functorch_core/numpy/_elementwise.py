@@ -27,7 +27,7 @@ from ._core import (
     to_result,
     weak_marker,
 )
-from ._mutation import ufunc_out
+from ._writes import ufunc_out
 
 __all__: list[str] = []
 

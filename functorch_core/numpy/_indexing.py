@@ -14,7 +14,6 @@ Writing records the mutation primitive ``setitem`` with the indexer that
 
 from __future__ import annotations
 
-import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -37,21 +36,16 @@ from ._core import (
 )
 from ._masked import READ_HINT, MaskedValues, masked_write, traced_mask
 from ._methods import _fnp
-from ._mutation import (
+from ._shape_base import broadcast_to, ravel
+from ._writes import (
+    UFuncOutputCastingError,
     _concrete_target_error,
+    assign_cast,
     ufunc_out,  # ``x op= y`` is ``op(x, y, out=x)``
 )
-from ._shape import broadcast_to, ravel
 
 __all__ = ["getitem", "setitem", "inplace_update", "take", "take_along_axis", "nonzero",
            "UFuncOutputCastingError"]
-
-
-class UFuncOutputCastingError(TypeError):
-    """An in-place operator's result cannot be cast back to the dtype of the array it updates.
-
-    NumPy raises its own ``UFuncTypeError`` subclass, with the same message.
-    """
 
 
 _MASK_HINT = READ_HINT
@@ -320,25 +314,6 @@ def getitem(x, index):
 
 
 # --- writing -----------------------------------------------------------------
-
-def assign_cast(value, dtype):
-    """``value`` converted to ``dtype`` as ``a[...] = value`` converts it in NumPy.
-
-    Concrete values go through NumPy's own assignment (a float truncates into
-    an integer array, an out-of-range Python int raises OverflowError, a
-    complex array warns ComplexWarning); traced values are converted.
-    """
-    if isinstance(value, list | tuple) and any(is_tracer(e) for e in _walk(value)):
-        value = operand(value)
-    if is_tracer(value):
-        if value.dtype.kind == "c" and np.dtype(dtype).kind != "c":
-            warnings.warn("Casting complex values to real discards the imaginary part",
-                          np.exceptions.ComplexWarning, stacklevel=3)
-        return cast(value, dtype)
-    out = np.empty(np.shape(value), dtype)
-    out[...] = value
-    return out
-
 
 def _assignable(src, dst) -> bool:
     """Whether a value of shape ``src`` broadcasts into ``dst`` (extra leading 1s allowed)."""

@@ -28,7 +28,7 @@ from functorch_core.ir.source import user_source
 from ._core import aval, cast, is_tracer, operand
 from ._elementwise import where
 from ._methods import _fnp
-from ._mutation import _write_whole
+from ._writes import UFuncOutputCastingError, _write_whole, assign_cast
 
 READ_HINT = ("the result's shape depends on the mask's values, which are not known while "
              "tracing. Writes keep the shape and are supported (x[mask] = v, x[mask] += v, "
@@ -122,7 +122,6 @@ class MaskedValues:
         return MaskedValues(out, self.mask, self.source)
 
     def _inplace(self, fn_name, other):
-        from ._indexing import UFuncOutputCastingError
         new = self._binary(fn_name, other).full
         dt, want = aval(operand(new)).dtype, self.full.dtype
         if not np.can_cast(dt, want, "same_kind"):
@@ -169,7 +168,6 @@ for _name, _fn in [("neg", "negative"), ("pos", "positive"), ("abs", "absolute")
 def masked_write(x, mask, value):
     """``x[mask] = value`` for a traced boolean ``mask``: ``x`` becomes
     ``where(mask, value, x)`` (one whole-array setitem)."""
-    from ._indexing import assign_cast
     if isinstance(value, MaskedValues):
         value = _aligned(value, mask, x.shape, "x[mask] = value")
     else:

@@ -16,19 +16,12 @@ from functorch_core.ir import primitives as P
 from functorch_core.transforms.update import broadcast_value, flat_positions, scatter_flat
 
 from ._core import aval, cast, implements, is_tracer, operand, weak_marker
+from ._elementwise import UFUNCS
+from ._elementwise import where as select
+from ._indexing import parse_index
+from ._writes import _concrete_target_error, _whole, _write_whole
 
 __all__ = ["copyto", "fill", "ufunc_at"]
-
-
-def _whole(shape):
-    return tuple(("slice", 0, d, 1) for d in shape)
-
-
-def _concrete_target_error(what, dst):
-    return TypeError(
-        f"{what}: cannot write a traced value into a concrete NumPy array of shape "
-        f"{np.shape(dst)} (an array the traced function closes over or creates with NumPy). "
-        "Create the buffer with functorch_core.numpy (fnp.zeros...) or pass it as an argument")
 
 
 def _any_tracer(*xs):
@@ -54,12 +47,6 @@ def _cast_for_write(src, dst_dtype, casting, what):
     return cast(src, dst_dtype)
 
 
-def _write_whole(dst, value, what):
-    value = value if isinstance(value, Lit) or is_tracer(value) else Lit(value)
-    full = broadcast_value(value, dst.shape, what)
-    P.setitem.bind(dst, full, indexer=_whole(dst.shape))
-
-
 @implements(np.copyto)
 def copyto(dst, src, casting="same_kind", where=True):
     """``numpy.copyto``: write ``src`` (broadcast) into ``dst`` where ``where`` holds.
@@ -83,7 +70,6 @@ def copyto(dst, src, casting="same_kind", where=True):
         return np.copyto(dst, src, casting=casting, where=where)
     value = _cast_for_write(src, dst.dtype, casting, "copyto")
     if where is not True:
-        from ._elementwise import where as select
         value = select(where, value, dst)
     _write_whole(dst, value, "copyto")
     return None
@@ -116,29 +102,6 @@ def fill(a, value):
     return None
 
 
-def ufunc_out(name, out, result):
-    """Finish ``ufunc(..., out=out)``: check the cast ('same_kind'), write, return ``out``."""
-    if isinstance(out, tuple):
-        if len(out) != 1:
-            raise ValueError(f"{name}: out must be one array, got a tuple of {len(out)}")
-        out = out[0]
-    rshape, rdtype = aval(operand(result)).shape, aval(operand(result)).dtype
-    if not np.can_cast(rdtype, out.dtype, "same_kind"):
-        from ._indexing import UFuncOutputCastingError
-        raise UFuncOutputCastingError(f"Cannot cast ufunc {name!r} output from {rdtype!r} to "
-                                      f"{out.dtype!r} with casting rule 'same_kind'")
-    if np.broadcast_shapes(rshape, out.shape) != tuple(out.shape):
-        raise ValueError(f"non-broadcastable output operand with shape {out.shape} doesn't "
-                         f"match the broadcast shape {rshape}")
-    if not is_tracer(out):
-        if is_tracer(result):
-            raise _concrete_target_error(f"{name}(..., out=)", out)
-        np.copyto(out, result, casting="unsafe")
-        return out
-    _write_whole(out, cast(operand(result), out.dtype), f"{name}(..., out=)")
-    return out
-
-
 # --- ufunc.at ----------------------------------------------------------------------
 
 def ufunc_at(ufunc, a, indices, b=None):
@@ -156,7 +119,6 @@ def ufunc_at(ufunc, a, indices, b=None):
         ...     np.add.at(bins, x, 1)      # x may repeat
         ...     return bins
     """
-    from ._elementwise import UFUNCS
     name = f"numpy.{ufunc.__name__}.at"
     if not is_tracer(a):
         if _any_tracer(b, *(indices if isinstance(indices, tuple) else (indices,))):
@@ -192,7 +154,6 @@ def _positions(a, indices):
         iota = np.arange(a.size, dtype=np.int64).reshape(a.shape)
         return np.ascontiguousarray(iota[indices])
 
-    from ._indexing import parse_index
     indexer, arrays, _ = parse_index(a.shape, indices)
     atoms = [x if is_tracer(x) else Lit(np.asarray(x)) for x in arrays]
     return flat_positions(a.shape, indexer, atoms)

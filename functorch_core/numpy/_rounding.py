@@ -15,8 +15,8 @@ import numpy as np
 from functorch_core.ir import primitives as P
 
 from ._core import aval, cast, complex_from_parts, implements, operand, to_result
-from ._indexing import UFuncOutputCastingError
 from ._methods import _fnp
+from ._writes import UFuncOutputCastingError
 
 __all__ = ["round", "around"]
 

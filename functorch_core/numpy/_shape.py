@@ -16,14 +16,12 @@ import operator
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
-from functorch_core.ir import TracerError, dtypes
+from functorch_core.ir import dtypes
 from functorch_core.ir import primitives as P
-from functorch_core.transforms.functionalize import is_c_contiguous
 
 from ._core import (
     aval,
     cast,
-    check_concrete_shape,
     checked_axis,
     implements,
     is_tracer,
@@ -32,7 +30,10 @@ from ._core import (
     result_type,
     to_result,
 )
+from ._indexing import _index_array, getitem, take
 from ._methods import _fnp
+from ._shape_base import _as_shape, _check_order, _ints, broadcast_to, ravel
+from ._writes import assign_cast
 
 __all__ = [
     "reshape", "ravel", "flatten", "transpose", "permute_dims", "swapaxes", "moveaxis",
@@ -42,28 +43,9 @@ __all__ = [
 ]
 
 
-def _check_order(name, order):
-    if order != "C":
-        raise NotImplementedError(f"{name}(order={order!r}) is not supported; only order='C'")
-
-
 def _copy(x):
     """A new array equal to ``x`` (``fnp.copy``), so writes to it never reach ``x``."""
     return _fnp().copy(x)
-
-
-def _ints(seq, what):
-    try:
-        return tuple(operator.index(s) for s in seq)
-    except TracerError:
-        raise
-    except TypeError:
-        raise TypeError(f"{what} must be integers, got {seq!r}") from None
-
-
-def _as_shape(shape, call="reshape(shape)"):
-    check_concrete_shape(shape, call)
-    return _ints(shape, "shape entries") if np.iterable(shape) else _ints((shape,), "shape")
 
 
 def _resolve_shape(size, shape):
@@ -90,17 +72,6 @@ def reshape(a, /, shape, order="C", *, copy=None):
     av = aval(a)
     out = P.reshape.bind(a, new_sizes=_resolve_shape(av.size, _as_shape(shape)))
     return _copy(out) if copy else out
-
-
-@implements(np.ravel)
-def ravel(a, order="C"):
-    """``numpy.ravel``: a 1-D view. Only order='C'."""
-    _check_order("ravel", order)
-    a = operand(a)
-    out = P.reshape.bind(a, new_sizes=(aval(a).size,))
-    if is_tracer(a) and not is_c_contiguous(a):   # NumPy's ravel copies then, reshape may not
-        out = P.convert.bind(out, new_dtype=aval(out).dtype)
-    return out
 
 
 def flatten(a, order="C"):
@@ -183,24 +154,6 @@ def squeeze(a, axis=None):
             raise ValueError("cannot select an axis to squeeze out which has size not equal "
                              "to one")
     return P.squeeze.bind(a, dimensions=dims)
-
-
-@implements(np.broadcast_to)
-def broadcast_to(array, shape, subok=False):
-    """``numpy.broadcast_to``: a (read-only in NumPy) view of ``array`` with ``shape``."""
-    x = operand(array)
-    shape = _as_shape(shape, "broadcast_to(shape)")
-    xs = aval(x).shape
-    if any(d < 0 for d in shape):
-        raise ValueError("all elements of broadcast shape must be non-negative")
-    lead = len(shape) - len(xs)
-    if lead < 0:
-        raise ValueError("input operand has more dimensions than allowed by the axis remapping")
-    if any(d not in (1, shape[lead + i]) for i, d in enumerate(xs)):
-        raise ValueError("operands could not be broadcast together with remapped shapes "
-                         f"[original->remapped]: {xs} and requested shape {shape}")
-    return P.broadcast_in_dim.bind(x, shape=shape,
-                                   broadcast_dimensions=tuple(range(lead, len(shape))))
 
 
 @implements(np.broadcast_arrays)
@@ -319,7 +272,6 @@ def vstack(tup, *, dtype=None, casting="same_kind"):
 
 
 def _slice_axis(x, axis, start, stop):
-    from ._indexing import getitem
     return getitem(x, (slice(None),) * axis + (slice(start, stop),))
 
 
@@ -375,7 +327,6 @@ def tile(A, reps):
 @implements(np.repeat)
 def repeat(a, repeats, axis=None):
     """``numpy.repeat``: a new array; ``repeats`` is an int or a concrete array."""
-    from ._indexing import _index_array, take
     if is_tracer(repeats):
         raise TypeError("repeat: the repeats must be concrete (the result's shape depends on "
                         "them); pass them as a static argument")
@@ -463,7 +414,6 @@ def pad(array, pad_width, mode="constant", **kwargs):
     unsupported = set(kwargs) - {"constant_values"}
     if unsupported:
         raise ValueError(f"unsupported keyword arguments for mode 'constant': {unsupported}")
-    from ._indexing import assign_cast
     x = operand(array)
     av = aval(x)
     widths = _pad_widths(pad_width, av.ndim)

@@ -21,6 +21,7 @@ from functorch_core.ir import primitives as P
 
 from ._core import aval, cast, implements, normalize_axis, to_result
 from ._creation import array_operand
+from ._methods import _fnp  # the whole namespace, read at call time
 
 __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "qr", "svd", "svdvals", "eigh",
            "eigvalsh", "eig", "eigvals", "norm", "matrix_norm", "vector_norm", "cond",
@@ -34,11 +35,6 @@ EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
 QRResult = namedtuple("QRResult", ["Q", "R"])
 SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
 SVDResult = namedtuple("SVDResult", ["U", "S", "Vh"])
-
-
-def _fnp():
-    import functorch_core.numpy as fnp
-    return fnp
 
 
 def _float(name, a):

@@ -13,7 +13,7 @@ from .autodiff import (
     vjp,
 )
 from .custom import custom_jvp, custom_vjp, stop_gradient
-from .functionalize import functionalize
+from .functionalize_transform import functionalize
 from .vmap import vmap
 
 __all__ = [

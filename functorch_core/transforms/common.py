@@ -30,6 +30,14 @@ from functorch_core.ir.pytree import PyTreeDef
 from .._internal.random_scope import FRESH_KEY, Scope, fill
 from .._internal.tracing import Traced, arg_paths, flat_args, fn_name, leaf_aval, trace_call
 from ..devices import placement
+from .functionalize import (
+    check_writable,
+    functionalize_graph,
+    has_mutation,
+    input_plan,
+    with_plan,
+    write_back,
+)
 
 _CACHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _UNCACHEABLE: dict = {}   # functions that cannot be weakly referenced: never cached
@@ -80,7 +88,6 @@ def _cache_for(fn) -> dict:
 
 def signature(fn, args, kwargs, what) -> tuple[list, PyTreeDef, tuple]:
     """(leaves, in_tree, key) of a call; the key identifies its input signature."""
-    from .functionalize import input_plan
     leaves, in_tree = flat_args(args, kwargs, (), fn, what)
     if maybe_present():     # GPU arrays may exist: one call's arrays on one device
         placement(leaves, lambda: arg_paths(fn, in_tree, (), len(args)), what)
@@ -116,7 +123,6 @@ def trace_for_transform(fn, args, kwargs, name, scope=None) -> Traced:
     Draws from the global random generator become inputs listed first in
     ``traced.captured`` as ``FRESH_KEY`` (see ``_internal.random_scope``); ``scope`` is vmap's.
     """
-    from .functionalize import functionalize_graph, has_mutation, input_plan, with_plan
     leaves = flat_args(args, kwargs, ())[0]
     plan = input_plan(leaves, name)
     with scope or Scope(name, "fresh"), profiling.span("trace", "trace"):
@@ -164,7 +170,6 @@ def run_writing(entry: Transformed, leaves, inputs, what):
     outputs without the written values. Nothing is written when the call fails."""
     if not entry.mutated:
         return run_transformed(entry, inputs)
-    from .functionalize import check_writable, write_back
     mutated = check_writable(leaves, entry.mutated, what, scalars="rebind")
     flat = run_transformed(entry, inputs)
     n, k = entry.out_tree.num_leaves, len(entry.mutated)
