@@ -27,8 +27,8 @@ import warnings
 
 from functorch_core.backends import profiling
 
+from . import devices
 from .api import drop_fast_paths
-from .devices import backends_available
 
 __all__ = ["EventList", "FunctionEventAvg", "ProfilerActivity", "profile", "record_function"]
 
@@ -66,7 +66,7 @@ def _check_activities(activities) -> frozenset:
                          "host-side events only (GPU kernels are not timed on the device); "
                          "include ProfilerActivity.CPU")
     if ProfilerActivity.CUDA in acts:
-        if "cuda" not in backends_available():
+        if "cuda" not in devices.backends_available():
             warnings.warn("profile(activities=[..., ProfilerActivity.CUDA]): no CUDA device "
                           "is available (functorch_core.backends_available() has no 'cuda'); "
                           "recording the CPU activity only", UserWarning, stacklevel=3)
