@@ -32,6 +32,7 @@ class Shuffler(IterDataPipe):
 
     _is_random = True
     _repr_args = ("buffer_size",)
+    _len_source = "datapipe"
 
     def __init__(self, datapipe, *, buffer_size: int = 10000, unbatch_level: int = 0):
         if buffer_size <= 0:
@@ -70,9 +71,6 @@ class Shuffler(IterDataPipe):
 
     def _skip(self, n: int) -> bool:
         return False if self._enabled else self.datapipe._skip(n)
-
-    def __len__(self) -> int:
-        return len(self.datapipe)
 
 
 class SequentialSampler:
@@ -145,6 +143,7 @@ class Sampler(IterDataPipe):
     """
 
     _repr_args = ("sampler",)
+    _len_source = "sampler"
 
     def __init__(self, datapipe, sampler=SequentialSampler, sampler_args=None,
                  sampler_kwargs=None):
@@ -160,6 +159,3 @@ class Sampler(IterDataPipe):
             yield from self.sampler.draw(self._rng())
         else:
             yield from self.sampler
-
-    def __len__(self) -> int:
-        return len(self.sampler)

@@ -148,6 +148,7 @@ class EndOnDiskCacheHolder(IterDataPipe):
 
     _resume_blocker = ("EndOnDiskCacheHolder: its output order depends on which files were "
                        "already cached when the epoch began")
+    _repr_args = ("mode", "same_filepath_fn")
 
     def __init__(self, datapipe, mode: str = "wb", filepath_fn=None, *,
                  same_filepath_fn: bool = False, skip_read: bool = False,
@@ -215,6 +216,3 @@ class EndOnDiskCacheHolder(IterDataPipe):
             self._write(path, data)
             yield path
         yield from holder._cached
-
-    def __repr__(self) -> str:
-        return f"EndOnDiskCacheHolder(mode={self.mode!r}, same_filepath_fn={self.same_filepath_fn})"
