@@ -116,6 +116,7 @@ class ParagraphAggregator(IterDataPipe):
 
 class _CSVBase(IterDataPipe):
     _repr_args = ("skip_lines", "fmtparams")
+
     def __init__(self, source_datapipe, *, skip_lines: int = 0, decode: bool = True,
                  encoding: str = "utf-8", errors: str = "ignore", return_path: bool = False,
                  **fmtparams) -> None:

@@ -81,6 +81,7 @@ class Zipper(MapDataPipe):
 
 class _Column(MapDataPipe):
     _len_source = "main_datapipe"
+
     def __init__(self, main_datapipe, column: int) -> None:
         self.main_datapipe = main_datapipe
         self.column = column
