@@ -17,7 +17,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import scipy.linalg
-from _timing import median_time, report, result
+from _timing import median_rounds, report, result
 from functorch_core.backends.llvm import lapack_steps, runtime
 
 import functorch_core as fc
@@ -74,11 +74,9 @@ def main():
     rounds, repeats = (2, 3) if quick else (5, 5)
     for title, (fn, ref, args) in _workloads(quick).items():
         before, after = jit_lapack(fn, args, False), jit_lapack(fn, args, True)
-        times = {"NumPy/SciPy": [], "jit, interpreter's call": [], "jit, native LAPACK": []}
-        for _ in range(rounds):
-            for name, f in zip(times, (ref, before, after), strict=True):
-                times[name].append(median_time(lambda f=f, a=args: f(*a), repeats))
-        rows = {name: float(np.median(t)) for name, t in times.items()}
+        runs = {"NumPy/SciPy": ref, "jit, interpreter's call": before, "jit, native LAPACK": after}
+        rows = median_rounds({name: lambda f=f, a=args: f(*a) for name, f in runs.items()},
+                             repeats, rounds)
         report(title, rows, "NumPy/SciPy")
         result(title, rows["jit, native LAPACK"], numpy=rows["NumPy/SciPy"])
 
