@@ -7,13 +7,13 @@ import heapq
 import itertools
 
 from ..datapipe import DataChunk, IterDataPipe, functional_datapipe
-from ._pipeutil import check_positive
+from ._pipeutil import ShuffleSwitch, check_positive
 
 __all__ = ["BucketBatcher", "InBatchShuffler", "MaxTokenBucketizer"]
 
 
 @functional_datapipe("in_batch_shuffle")
-class InBatchShuffler(IterDataPipe):
+class InBatchShuffler(ShuffleSwitch, IterDataPipe):
     """Shuffle the items inside each batch (list) of the source
     (functional name: ``in_batch_shuffle``).
 
@@ -35,11 +35,6 @@ class InBatchShuffler(IterDataPipe):
 
     def __init__(self, datapipe) -> None:
         self.datapipe = datapipe
-        self._enabled = True
-
-    def set_shuffle(self, shuffle: bool = True):
-        self._enabled = shuffle
-        return self
 
     def __iter__(self):
         if not self._enabled:

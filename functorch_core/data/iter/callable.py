@@ -11,7 +11,7 @@ import inspect
 
 from .._collate import default_collate
 from ..datapipe import IterDataPipe, functional_datapipe
-from ._pipeutil import apply_on_cols, check_positive
+from ._pipeutil import ShuffleSwitch, apply_on_cols, check_positive
 
 __all__ = ["BatchMapper", "Collator", "FlatMapper", "Mapper", "ShuffledFlatMapper",
            "ThreadPoolMapper"]
@@ -338,7 +338,7 @@ class FlatMapper(IterDataPipe):
 
 
 @functional_datapipe("shuffled_flatmap")
-class ShuffledFlatMapper(IterDataPipe):
+class ShuffledFlatMapper(ShuffleSwitch, IterDataPipe):
     """Like ``flatmap``, but keeps up to ``buffer_size`` of the returned iterables
     open and yields the next item of a randomly chosen one
     (functional name: ``shuffled_flatmap``).
@@ -368,11 +368,6 @@ class ShuffledFlatMapper(IterDataPipe):
         self.fn = _identity if fn is None else fn
         self.input_col = input_col
         self.buffer_size = buffer_size
-        self._enabled = True
-
-    def set_shuffle(self, shuffle: bool = True):
-        self._enabled = shuffle
-        return self
 
     def _open(self, d):
         return _iterable_result("ShuffledFlatMapper", self.fn,

@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..datapipe import IterDataPipe, functional_datapipe
+from ._pipeutil import ShuffleSwitch
 
 __all__ = ["RandomSampler", "Sampler", "SequentialSampler", "Shuffler"]
 
 
 @functional_datapipe("shuffle")
-class Shuffler(IterDataPipe):
+class Shuffler(ShuffleSwitch, IterDataPipe):
     """Shuffle through a buffer (functional name: ``shuffle``).
 
     Fills a buffer of ``buffer_size`` items, then yields a random item of the
@@ -40,12 +41,6 @@ class Shuffler(IterDataPipe):
         self.datapipe = datapipe if unbatch_level == 0 else datapipe.unbatch(
             unbatch_level=unbatch_level)
         self.buffer_size = buffer_size
-        self._enabled = True
-
-    def set_shuffle(self, shuffle: bool = True):
-        """Turn shuffling on or off (off: items pass through in order). Returns the pipe."""
-        self._enabled = bool(shuffle)
-        return self
 
     def __iter__(self):
         if not self._enabled:

@@ -8,10 +8,10 @@ File handles are opened in ``__iter__`` (never held by a pipe) and yielded as
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import os
 
 from ..datapipe import IterDataPipe, functional_datapipe
+from ._pipeutil import HASHES, check_hash_type
 
 __all__ = ["FileLister", "FileOpener", "HashChecker", "Saver", "StreamReader"]
 
@@ -234,9 +234,6 @@ class StreamReader(IterDataPipe):
                 stream.close()
 
 
-_HASHES = {"sha256": hashlib.sha256, "md5": hashlib.md5}
-
-
 @functional_datapipe("check_hash")
 class HashChecker(IterDataPipe):
     """Check each ``(path, data)``'s hash against ``hash_dict[path]`` and pass it on
@@ -260,9 +257,7 @@ class HashChecker(IterDataPipe):
 
     def __init__(self, source_datapipe, hash_dict: dict, hash_type: str = "sha256",
                  rewind: bool = True) -> None:
-        if hash_type not in _HASHES:
-            raise ValueError(f"HashChecker: hash_type must be one of {list(_HASHES)}, got "
-                             f"{hash_type!r}")
+        check_hash_type("HashChecker", hash_type)
         self.source_datapipe = source_datapipe
         self.hash_dict = hash_dict
         self.hash_type = hash_type
@@ -272,7 +267,7 @@ class HashChecker(IterDataPipe):
         for path, data in self.source_datapipe:
             if path not in self.hash_dict:
                 raise RuntimeError(f"HashChecker: no expected hash for {path!r} in hash_dict")
-            h = _HASHES[self.hash_type]()
+            h = HASHES[self.hash_type]()
             if isinstance(data, (bytes, bytearray)):
                 h.update(data)
             elif isinstance(data, str):
