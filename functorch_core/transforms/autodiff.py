@@ -189,6 +189,18 @@ def _grad_call(func, args, kwargs, argnums, has_aux, what, holomorphic=False):
     return grads, value, aux
 
 
+def _gradient(name, func, argnums, has_aux, holomorphic, pack):
+    """grad and its two value-returning variants: ``pack(g, value, aux)`` is the result."""
+    what = f"{name}({fn_name(func)})"
+    argnums_tuple(argnums, what, "argnums")   # a bad argnums fails here, not per call
+
+    @functools.wraps(func)
+    def grad_fn(*args, **kwargs):
+        g, value, aux = _grad_call(func, args, kwargs, argnums, has_aux, what, holomorphic)
+        return pack(g, value, aux)
+    return grad_fn
+
+
 def grad(func, argnums=0, has_aux=False, *, holomorphic=False):
     """Return a function that computes the gradient of ``func`` with respect to ``argnums``.
 
@@ -225,14 +237,8 @@ def grad(func, argnums=0, has_aux=False, *, holomorphic=False):
         >>> grad(lambda z: z ** 2, holomorphic=True)(np.complex128(1 + 2j))
         array(2.+4.j)
     """
-    what = f"grad({fn_name(func)})"
-    argnums_tuple(argnums, what, "argnums")   # a bad argnums fails here, not per call
-
-    @functools.wraps(func)
-    def grad_fn(*args, **kwargs):
-        g, _, aux = _grad_call(func, args, kwargs, argnums, has_aux, what, holomorphic)
-        return (g, aux) if has_aux else g
-    return grad_fn
+    return _gradient("grad", func, argnums, has_aux, holomorphic,
+                     lambda g, value, aux: (g, aux) if has_aux else g)
 
 
 def grad_and_value(func, argnums=0, has_aux=False, *, holomorphic=False):
@@ -251,14 +257,8 @@ def grad_and_value(func, argnums=0, has_aux=False, *, holomorphic=False):
         >>> g, v
         (array(6.), array(9.))
     """
-    what = f"grad_and_value({fn_name(func)})"
-    argnums_tuple(argnums, what, "argnums")   # a bad argnums fails here, not per call
-
-    @functools.wraps(func)
-    def fn(*args, **kwargs):
-        g, value, aux = _grad_call(func, args, kwargs, argnums, has_aux, what, holomorphic)
-        return (g, (value, aux)) if has_aux else (g, value)
-    return fn
+    return _gradient("grad_and_value", func, argnums, has_aux, holomorphic,
+                     lambda g, value, aux: (g, (value, aux)) if has_aux else (g, value))
 
 
 def value_and_grad(func, argnums=0, has_aux=False, *, holomorphic=False):
@@ -276,14 +276,8 @@ def value_and_grad(func, argnums=0, has_aux=False, *, holomorphic=False):
         >>> value_and_grad(lambda x: x ** 2)(3.0)
         (array(9.), array(6.))
     """
-    what = f"value_and_grad({fn_name(func)})"
-    argnums_tuple(argnums, what, "argnums")   # a bad argnums fails here, not per call
-
-    @functools.wraps(func)
-    def fn(*args, **kwargs):
-        g, value, aux = _grad_call(func, args, kwargs, argnums, has_aux, what, holomorphic)
-        return ((value, aux), g) if has_aux else (value, g)
-    return fn
+    return _gradient("value_and_grad", func, argnums, has_aux, holomorphic,
+                     lambda g, value, aux: ((value, aux), g) if has_aux else (value, g))
 
 
 # --- vjp and linearize --------------------------------------------------------------
