@@ -274,18 +274,16 @@ class Transformer(Module):
         super().__init__()
         kw = dict(dropout=dropout, activation=activation, layer_norm_eps=layer_norm_eps,
                   batch_first=batch_first, norm_first=norm_first, bias=bias, dtype=dtype)
-        if custom_encoder is not None:
-            self.encoder = custom_encoder
-        else:
-            layer = TransformerEncoderLayer(d_model, nhead, dim_feedforward, **kw)
-            self.encoder = TransformerEncoder(layer, num_encoder_layers, LayerNorm(
-                d_model, eps=layer_norm_eps, bias=bias, dtype=dtype))
-        if custom_decoder is not None:
-            self.decoder = custom_decoder
-        else:
-            layer = TransformerDecoderLayer(d_model, nhead, dim_feedforward, **kw)
-            self.decoder = TransformerDecoder(layer, num_decoder_layers, LayerNorm(
-                d_model, eps=layer_norm_eps, bias=bias, dtype=dtype))
+
+        def stack(custom, layer, stack_of, num_layers):
+            if custom is not None:
+                return custom
+            return stack_of(layer(d_model, nhead, dim_feedforward, **kw), num_layers,
+                            LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype))
+        self.encoder = stack(custom_encoder, TransformerEncoderLayer, TransformerEncoder,
+                             num_encoder_layers)
+        self.decoder = stack(custom_decoder, TransformerDecoderLayer, TransformerDecoder,
+                             num_decoder_layers)
         self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
         for p in self.parameters():
             if p.ndim > 1:
