@@ -69,16 +69,24 @@ def jit_lapack(fn, args, native):
     return f
 
 
+def time_against(title, reference, before, after, args, repeats, rounds):
+    """Time ``reference`` (``(name, function)``) and the jitted function with the
+    interpreter's LAPACK call (``before``) and the native one (``after``); print the table
+    and the result line."""
+    name, ref = reference
+    runs = {name: ref, "jit, interpreter's call": before, "jit, native LAPACK": after}
+    rows = median_rounds({k: lambda f=f, a=args: f(*a) for k, f in runs.items()},
+                         repeats, rounds)
+    report(title, rows, name)
+    result(title, rows["jit, native LAPACK"], numpy=rows[name])
+
+
 def main():
     quick = "--quick" in sys.argv
     rounds, repeats = (2, 3) if quick else (5, 5)
     for title, (fn, ref, args) in _workloads(quick).items():
         before, after = jit_lapack(fn, args, False), jit_lapack(fn, args, True)
-        runs = {"NumPy/SciPy": ref, "jit, interpreter's call": before, "jit, native LAPACK": after}
-        rows = median_rounds({name: lambda f=f, a=args: f(*a) for name, f in runs.items()},
-                             repeats, rounds)
-        report(title, rows, "NumPy/SciPy")
-        result(title, rows["jit, native LAPACK"], numpy=rows["NumPy/SciPy"])
+        time_against(title, ("NumPy/SciPy", ref), before, after, args, repeats, rounds)
 
 
 if __name__ == "__main__":

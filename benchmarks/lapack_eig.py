@@ -17,9 +17,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from _timing import median_rounds, report, result
 from functorch_core.backends.llvm import blas
-from lapack import jit_lapack
+from lapack import jit_lapack, time_against
 
 import functorch_core as fc
 
@@ -57,11 +56,7 @@ def main():
             want = fn(*args)
         for g, w in zip(fc.tree_leaves(after(*args)), fc.tree_leaves(want), strict=True):
             np.testing.assert_array_equal(g, w)     # NumPy's routine: its bits
-        runs = {"NumPy": fn, "jit, interpreter's call": before, "jit, native LAPACK": after}
-        rows = median_rounds({name: lambda f=f, a=args: f(*a) for name, f in runs.items()},
-                             repeats, rounds)
-        report(title, rows, "NumPy")
-        result(title, rows["jit, native LAPACK"], numpy=rows["NumPy"])
+        time_against(title, ("NumPy", fn), before, after, args, repeats, rounds)
 
 
 if __name__ == "__main__":
