@@ -39,6 +39,16 @@ def median_time(fn, repeats=7, warmup=1, min_time=0.0):
     return float(np.median(times))
 
 
+def median_rounds(runs, repeats, rounds):
+    """name -> the median over ``rounds`` rounds of each run's median time; every round
+    times the runs one after another (a slow spell of a shared machine falls on all)."""
+    got = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, run in runs.items():
+            got[name].append(median_time(run, repeats))
+    return {name: float(np.median(t)) for name, t in got.items()}
+
+
 def report(title, rows, baseline):
     """Print ``rows`` (name -> seconds or None) with ratios to the ``baseline`` row."""
     print(f"\n{title}")

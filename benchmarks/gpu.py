@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from _timing import median_time, optional_import, result
 from functorch_core.backends.cuda import availability
-from transforms import mlp_loss, mlp_params
+from transforms import mlp_loss, mlp_loss_of, mlp_params
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
@@ -157,12 +157,7 @@ def bench_per_sample(cp, jax, torch):
     if jax is not None:
         import jax.numpy as jnp
 
-        def loss(params, x, y):
-            for w, b in params[:-1]:
-                x = jnp.tanh(x @ w + b)
-            w, b = params[-1]
-            logits = x @ w + b
-            return jax.nn.logsumexp(logits) - jnp.sum(logits * y)
+        loss = mlp_loss_of(jnp.tanh, jax.nn.logsumexp, jnp.sum)
         g = jax.jit(jax.vmap(jax.grad(loss), in_axes=(None, 0, 0)))
         gpu = jax.devices("gpu")[0]
         jp, jx, jy = jax.device_put((params, xs, ys), gpu)
@@ -171,12 +166,7 @@ def bench_per_sample(cp, jax, torch):
     if torch is not None:
         from torch.func import grad, vmap
 
-        def tloss(params, x, y):
-            for w, b in params[:-1]:
-                x = torch.tanh(x @ w + b)
-            w, b = params[-1]
-            logits = x @ w + b
-            return torch.logsumexp(logits, 0) - torch.sum(logits * y)
+        tloss = mlp_loss_of(torch.tanh, lambda logits: torch.logsumexp(logits, 0), torch.sum)
         tp = [(torch.as_tensor(w, device="cuda"), torch.as_tensor(b, device="cuda"))
               for w, b in params]
         tx, ty = torch.as_tensor(xs, device="cuda"), torch.as_tensor(ys, device="cuda")

@@ -17,7 +17,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import scipy.linalg
-from _timing import median_time, report, result
+from _timing import median_rounds, report, result
 from functorch_core.backends.llvm import lapack_steps, runtime
 
 import functorch_core as fc
@@ -69,18 +69,24 @@ def jit_lapack(fn, args, native):
     return f
 
 
+def time_against(title, reference, before, after, args, repeats, rounds):
+    """Time ``reference`` (``(name, function)``) and the jitted function with the
+    interpreter's LAPACK call (``before``) and the native one (``after``); print the table
+    and the result line."""
+    name, ref = reference
+    runs = {name: ref, "jit, interpreter's call": before, "jit, native LAPACK": after}
+    rows = median_rounds({k: lambda f=f, a=args: f(*a) for k, f in runs.items()},
+                         repeats, rounds)
+    report(title, rows, name)
+    result(title, rows["jit, native LAPACK"], numpy=rows[name])
+
+
 def main():
     quick = "--quick" in sys.argv
     rounds, repeats = (2, 3) if quick else (5, 5)
     for title, (fn, ref, args) in _workloads(quick).items():
         before, after = jit_lapack(fn, args, False), jit_lapack(fn, args, True)
-        times = {"NumPy/SciPy": [], "jit, interpreter's call": [], "jit, native LAPACK": []}
-        for _ in range(rounds):
-            for name, f in zip(times, (ref, before, after), strict=True):
-                times[name].append(median_time(lambda f=f, a=args: f(*a), repeats))
-        rows = {name: float(np.median(t)) for name, t in times.items()}
-        report(title, rows, "NumPy/SciPy")
-        result(title, rows["jit, native LAPACK"], numpy=rows["NumPy/SciPy"])
+        time_against(title, ("NumPy/SciPy", ref), before, after, args, repeats, rounds)
 
 
 if __name__ == "__main__":

@@ -17,9 +17,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from _timing import median_time, report, result
 from functorch_core.backends.llvm import blas
-from lapack import jit_lapack
+from lapack import jit_lapack, time_against
 
 import functorch_core as fc
 
@@ -57,13 +56,7 @@ def main():
             want = fn(*args)
         for g, w in zip(fc.tree_leaves(after(*args)), fc.tree_leaves(want), strict=True):
             np.testing.assert_array_equal(g, w)     # NumPy's routine: its bits
-        times = {"NumPy": [], "jit, interpreter's call": [], "jit, native LAPACK": []}
-        for _ in range(rounds):
-            for name, f in zip(times, (fn, before, after), strict=True):
-                times[name].append(median_time(lambda f=f, a=args: f(*a), repeats))
-        rows = {name: float(np.median(t)) for name, t in times.items()}
-        report(title, rows, "NumPy")
-        result(title, rows["jit, native LAPACK"], numpy=rows["NumPy"])
+        time_against(title, ("NumPy", fn), before, after, args, repeats, rounds)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import scipy.fft
 import scipy.linalg
-from _timing import median_time, optional_import, report, result
+from _timing import median_rounds, median_time, optional_import, report, result
 
 import functorch_core as fc
 import functorch_core.scipy.linalg as fsl
@@ -61,16 +61,6 @@ def _torch_rows(torch, workloads, repeats, rows):
         out[k] = median_time(lambda f=f, t=t: f(*t), repeats)
         rows[k]["torch"] = out[k]
     return out
-
-
-def _rounds(runs, repeats, rounds):
-    """name -> the median over ``rounds`` rounds of each run's median time; every round
-    times the runs one after another (a slow spell of a shared machine falls on all)."""
-    got = {name: [] for name in runs}
-    for _ in range(rounds):
-        for name, run in runs.items():
-            got[name].append(median_time(run, repeats))
-    return {name: float(np.median(t)) for name, t in got.items()}
 
 
 def _linalg(quick, repeats, rounds, jax, torch):
@@ -155,7 +145,7 @@ def _linalg(quick, repeats, rounds, jax, torch):
                 def run(fn=fns[key], t=ts):
                     return fn(*t)
             runs[peer] = run
-        rows = _rounds(runs, repeats, rounds)
+        rows = median_rounds(runs, repeats, rounds)
         times = {peer: rows[peer] for peer in peers}
         report(title, rows, "NumPy")
         result(title, rows["functorch_core jit"],
@@ -195,7 +185,7 @@ def main():
         if k in sp_fns:
             runs["SciPy"] = lambda k=k, args=args: sp_fns[k](*args)
         runs["functorch_core jit"] = lambda k=k, args=args: fc_fns[k](*args)
-        rows[k] = _rounds(runs, repeats, rounds)
+        rows[k] = median_rounds(runs, repeats, rounds)
     jax_t = _jax_rows(jax, workloads, repeats, rows)
     torch_t = _torch_rows(torch, workloads, repeats, rows)
     titles = {"rfft": f"rfft of {n} float64", "fft2": f"fft2 of {side}x{side} complex128",

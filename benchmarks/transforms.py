@@ -27,13 +27,23 @@ def mlp_params(rng, sizes=(784, 512, 512, 10)):
             for m, n in itertools.pairwise(sizes)]
 
 
-def mlp_loss(params, x, y):
-    for w, b in params[:-1]:
-        x = np.tanh(x @ w + b)
-    w, b = params[-1]
-    logits = x @ w + b
+def mlp_loss_of(tanh, logsumexp, total):
+    """The MLP's softmax cross-entropy written with one array library's functions."""
+    def loss(params, x, y):
+        for w, b in params[:-1]:
+            x = tanh(x @ w + b)
+        w, b = params[-1]
+        logits = x @ w + b
+        return logsumexp(logits) - total(logits * y)
+    return loss
+
+
+def _logsumexp(logits):
     m = np.max(logits)
-    return np.log(np.sum(np.exp(logits - m))) + m - np.sum(logits * y)
+    return np.log(np.sum(np.exp(logits - m))) + m
+
+
+mlp_loss = mlp_loss_of(np.tanh, _logsumexp, np.sum)
 
 
 def numpy_per_sample_loop(params, xs, ys):
@@ -90,12 +100,7 @@ def _jax_per_sample(params, xs, ys):
         return None
     import jax.numpy as jnp
 
-    def loss(params, x, y):
-        for w, b in params[:-1]:
-            x = jnp.tanh(x @ w + b)
-        w, b = params[-1]
-        logits = x @ w + b
-        return jax.nn.logsumexp(logits) - jnp.sum(logits * y)
+    loss = mlp_loss_of(jnp.tanh, jax.nn.logsumexp, jnp.sum)
     f = jax.jit(jax.vmap(jax.grad(loss), in_axes=(None, 0, 0)))
     jp = jax.tree_util.tree_map(jnp.asarray, params)
     return median_time(lambda: jax.block_until_ready(f(jp, xs, ys)), REPEATS)
@@ -107,12 +112,7 @@ def _torch_per_sample(params, xs, ys):
         return None
     from torch.func import grad, vmap
 
-    def loss(params, x, y):
-        for w, b in params[:-1]:
-            x = torch.tanh(x @ w + b)
-        w, b = params[-1]
-        logits = x @ w + b
-        return torch.logsumexp(logits, 0) - torch.sum(logits * y)
+    loss = mlp_loss_of(torch.tanh, lambda logits: torch.logsumexp(logits, 0), torch.sum)
     tp = [(torch.from_numpy(w), torch.from_numpy(b)) for w, b in params]
     tx, ty = torch.from_numpy(xs), torch.from_numpy(ys)
     f = vmap(grad(loss), in_dims=(None, 0, 0))

@@ -2,16 +2,17 @@
 
 A :class:`PrimSpec` names the operand kinds an elementwise primitive accepts, the operands
 it is linear in, the NumPy/SciPy function that is its reference semantics and the C
-library names backends compute it with. ``ir.primitives`` attaches each spec to its
-primitive (``P.tanh.spec``); the interpreter's implementations, llvm's libm calls and the
-cuda backend's math functions are derived from these rows. Code stays in the backends;
-only names and sets live here.
+library names backends compute it with. ``ir.primitives`` declares each elementwise
+primitive from its row and attaches every spec to its primitive (``P.tanh.spec``); the
+interpreter's implementations, llvm's libm calls and the cuda backend's math functions are
+derived from these rows. Code stays in the backends; only names and sets live here.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
+import keyword
 from dataclasses import dataclass
 
 NUMERIC = "biufc"
@@ -35,6 +36,8 @@ class PrimSpec:
     ``libm``: the C99 libm function (double; the float one adds ``f``), None where the
     operation is exact in hardware; ``clibm``: the C99 complex function (``"ctanh"``).
     ``cuda``: the CUDA math library's function on float operands.
+    ``result``: an elementwise primitive's result dtype: its operands' (``"same"``), their
+    real one (``"real"``: abs, real, imag), ``"bool"``, or ``"complex"``.
     """
 
     name: str
@@ -45,6 +48,13 @@ class PrimSpec:
     libm: str | None = None
     clibm: str | None = None
     cuda: str | None = None
+    result: str = "same"
+
+    @property
+    def attr(self) -> str:
+        """The primitive's name in ``ir.primitives``: the spec's, with a trailing ``_``
+        where that is a Python keyword (``P.not_``)."""
+        return self.name + "_" if keyword.iskeyword(self.name) else self.name
 
     @property
     def reference(self):
@@ -80,14 +90,14 @@ def _scipy(name, family, kinds, fn, **names):
     return PrimSpec(name, family, kinds, numpy="scipy.special." + fn, **names)
 
 
-ELEMENTWISE = (
+_ARITHMETIC = (
     _unary("neg", NUMERIC, "negative", linear=(0,)),
     _unary("sign", NUMERIC, "sign"),
-    _unary("abs", NUMERIC, "abs"),
+    _unary("abs", NUMERIC, "abs", result="real"),
     _unary("floor", "f", "floor", cuda="floor"),
     _unary("ceil", "f", "ceil", cuda="ceil"),
     _unary("round", "f", "rint", cuda="rint"),          # half to even
-    _unary("is_finite", INEXACT, "isfinite", cuda="isfinite"),
+    _unary("is_finite", INEXACT, "isfinite", cuda="isfinite", result="bool"),
     _c99("exp"),
     _c99("exp2", complex_=False),
     _c99("expm1", complex_=False),
@@ -109,16 +119,16 @@ ELEMENTWISE = (
     _c99("acosh", numpy="arccosh"),
     _c99("atanh", numpy="arctanh"),
     _unary("not", INT_BOOL, "invert"),          # logical not on bool, bitwise on ints
-    _unary("real", "c", "real", linear=(0,)),
-    _unary("imag", "c", "imag", linear=(0,)),
+    _unary("real", "c", "real", linear=(0,), result="real"),
+    _unary("imag", "c", "imag", linear=(0,), result="real"),
     _unary("conj", "c", "conjugate", linear=(0,)),
 
     _binary("add", NUMERIC, "add", linear=(0, 1)),
     _binary("sub", "iufc", "subtract", linear=(0, 1)),
     _binary("mul", NUMERIC, "multiply", linear=(0, 1)),
     _binary("div", INEXACT, "true_divide", linear=(0,)),
-    _binary("floor_div", "iuf", "floor_divide"),
-    _binary("rem", "iuf", "remainder"),
+    _binary("floor_div", "iuf", "floor_divide"),   # x // 0 == 0 for ints
+    _binary("rem", "iuf", "remainder"),             # the sign follows the divisor
     _binary("pow", "iufc", "power", libm="pow", cuda="pow"),
     _binary("max", NUMERIC, "maximum"),             # NaN-propagating
     _binary("min", NUMERIC, "minimum"),
@@ -127,39 +137,43 @@ ELEMENTWISE = (
     _binary("and", INT_BOOL, "bitwise_and"),
     _binary("or", INT_BOOL, "bitwise_or"),
     _binary("xor", INT_BOOL, "bitwise_xor"),
-    _binary("eq", NUMERIC, "equal"),
-    _binary("ne", NUMERIC, "not_equal"),
-    _binary("complex", "f", linear=(0, 1)),         # re + im * 1j, exactly
-    _binary("lt", REAL, "less"),
-    _binary("le", REAL, "less_equal"),
-    _binary("gt", REAL, "greater"),
-    _binary("ge", REAL, "greater_equal"),
+    _binary("eq", NUMERIC, "equal", result="bool"),
+    _binary("ne", NUMERIC, "not_equal", result="bool"),
+    _binary("complex", "f", linear=(0, 1), result="complex"),         # re + im * 1j, exactly
+    _binary("lt", REAL, "less", result="bool"),
+    _binary("le", REAL, "less_equal", result="bool"),
+    _binary("gt", REAL, "greater", result="bool"),
+    _binary("ge", REAL, "greater_equal", result="bool"),
     PrimSpec("select", "select", NUMERIC, linear=(1, 2), numpy="numpy.where"),
     PrimSpec("convert", "convert", NUMERIC, linear=(0,)),
-
-    # special functions: SciPy's; erf, erfc, erfcx, spence and bessel_jv's z take complex
-    _scipy("erf", "unary", "fc", "erf", libm="erf", cuda="erf"),
-    _scipy("erfc", "unary", "fc", "erfc", libm="erfc", cuda="erfc"),
-    _scipy("erfcx", "unary", "fc", "erfcx"),
-    _scipy("lgamma", "unary", "f", "gammaln", libm="lgamma", cuda="lgamma"),
-    _scipy("tgamma", "unary", "f", "gamma", libm="tgamma", cuda="tgamma"),
-    _scipy("digamma", "unary", "f", "digamma"),
-    _scipy("bessel_i0e", "unary", "f", "i0e"),
-    _scipy("bessel_i1e", "unary", "f", "i1e"),
-    _scipy("spence", "unary", "fc", "spence"),
-    _scipy("zeta", "binary", "f", "zeta"),
-    _scipy("igamma", "binary", "f", "gammainc"),
-    _scipy("igammac", "binary", "f", "gammaincc"),
-    PrimSpec("igamma_grad_a", "binary", "f"),       # implemented by the interpreter itself
-    PrimSpec("igamma_hess_a", "binary", "f"),
-    _scipy("bessel_jv", "binary", "fc", "jv"),
-    _scipy("bessel_j0", "unary", "f", "j0"),
-    _scipy("polygamma", "unary", "f", "polygamma"),
-    _scipy("betainc", "special3", "f", "betainc"),
-    PrimSpec("betainc_grad", "special3", "f"),
 )
 
-# the linear operands of the other primitives (their type rules are code: primitives.py)
+# scipy.special's functions (ir.primitives.SPECIAL); erf, erfc, erfcx, spence and
+# bessel_jv's z also take complex operands (the Faddeeva package's, cspence, AMOS's)
+SPECIAL_FUNCTIONS = (
+    _scipy("erf", "unary", "fc", "erf", libm="erf", cuda="erf"),
+    _scipy("erfc", "unary", "fc", "erfc", libm="erfc", cuda="erfc"),
+    _scipy("erfcx", "unary", "fc", "erfcx"),              # exp(x^2) erfc(x)
+    _scipy("lgamma", "unary", "f", "gammaln", libm="lgamma", cuda="lgamma"),    # log |gamma|
+    _scipy("tgamma", "unary", "f", "gamma", libm="tgamma", cuda="tgamma"),
+    _scipy("digamma", "unary", "f", "digamma"),
+    _scipy("bessel_i0e", "unary", "f", "i0e"),            # exp(-|x|) I0(x)
+    _scipy("bessel_i1e", "unary", "f", "i1e"),
+    _scipy("spence", "unary", "fc", "spence"),            # the dilogarithm integral
+    _scipy("zeta", "binary", "f", "zeta"),                # Hurwitz zeta(x, q)
+    _scipy("igamma", "binary", "f", "gammainc"),    # regularized lower incomplete P(a, x)
+    _scipy("igammac", "binary", "f", "gammaincc"),         # Q(a, x) = 1 - P(a, x)
+    PrimSpec("igamma_grad_a", "binary", "f"),   # dP(a, x)/da; the interpreter implements it
+    PrimSpec("igamma_hess_a", "binary", "f"),   # d^2P(a, x)/da^2
+    _scipy("bessel_jv", "binary", "fc", "jv"),             # J_v(z)
+    _scipy("bessel_j0", "unary", "f", "j0"),      # J_0: Cephes, not jv's AMOS
+    _scipy("polygamma", "unary", "f", "polygamma"),
+    _scipy("betainc", "special3", "f", "betainc"),        # regularized I_x(a, b)
+    PrimSpec("betainc_grad", "special3", "f"),  # dI_x(a, b)/da or /db, or a second one
+)
+ELEMENTWISE = _ARITHMETIC + SPECIAL_FUNCTIONS
+
+# the linear operands of the other primitives (their type rules are code: ir/primitives/)
 LINEAR = {
     "broadcast_in_dim": (0,), "reshape": (0,), "transpose": (0,), "squeeze": (0,),
     "expand_dims": (0,), "rev": (0,), "concatenate": ALL_OPERANDS, "pad": (0, 1),

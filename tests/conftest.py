@@ -1,3 +1,4 @@
+import contextlib
 import os
 import tempfile
 
@@ -24,3 +25,30 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if item.path.name.startswith("test_cuda_"):
             item.add_marker(pytest.mark.gpu_sim)
+
+
+@pytest.fixture
+def log_retraces():
+    """``fc.config.log_retraces`` on for the test, restored after it."""
+    import functorch_core as fc
+    old = fc.config.log_retraces
+    fc.config.log_retraces = True
+    try:
+        yield
+    finally:
+        fc.config.log_retraces = old
+
+
+@pytest.fixture
+def one_thread_each_entries(monkeypatch):
+    """A list that gets ``True`` each time llvm's loops enter ``one_thread_each`` (the
+    scope that holds BLAS to one thread), which is replaced by a recorder."""
+    import functorch_core.backends.llvm.loops as loops  # only the tests that ask need llvm
+    entered = []
+
+    @contextlib.contextmanager
+    def record():
+        entered.append(True)
+        yield
+    monkeypatch.setattr(loops, "one_thread_each", record)
+    return entered

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+from functorch_core.ir import primitives as P
 from functorch_core.ir.check import check_graph
 from functorch_core.ir.core import AbstractArray, Eqn, Graph, Var
 
@@ -23,3 +25,17 @@ class Builder:
 
     def graph(self, *outputs):
         return check_graph(Graph(list(self.inputs), list(self.eqns), list(outputs)))
+
+
+def stage_chain(n, shape, dtype=np.float64):
+    """x -> n stages, each a kernel that reads the previous stage's full result and its
+    row maxima: full-size intermediates whose lifetimes shift along the graph."""
+    b = Builder()
+    x = b.input(shape, dtype)
+    y, sums = x, []
+    for i in range(n):
+        m = b(P.reduce_max, y, axes=(1,))
+        low = b(P.broadcast_in_dim, m, shape=shape, broadcast_dimensions=(0,))
+        y = b(P.sin, b(P.sub, y, low)) if i % 2 else b(P.mul, b(P.sub, y, low), x)
+        sums.append(b(P.reduce_sum, y, axes=(0,)))
+    return b.graph(y, sums[-1], sums[0])

@@ -718,7 +718,7 @@ KNOWN = {
                    Known(f"complex reciprocal of 0 is inf+nanj (computed as 1/z, "
                          f"{_ELEMENTWISE} _reciprocal); NumPy gives nan+nanj",
                          Case((np.array(0j, C64),)), dtypes=COMPLEX)),
-    **{name: (Known("ordering comparisons reject complex operands (ir/primitives.py lt/le/gt/"
+    **{name: (Known("ordering comparisons reject complex operands (ir/specs.py lt/le/gt/"
                     "ge accept kinds 'biuf'); NumPy orders complex numbers lexicographically",
                     Case((np.array(False), np.array(0j, C64))), when=has_complex),)
        for name in ("less", "less_equal", "greater", "greater_equal")},

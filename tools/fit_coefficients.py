@@ -204,24 +204,23 @@ def _print_ndtri():
 _PI = Decimal("3.14159265358979323846264338327950288419716939937510582097494459")
 
 
-def _sinc_target(r: Decimal) -> Decimal:
+def _pi_series(r: Decimal, n: int) -> Decimal:
+    """The sum over k of ``(-(pi r)^2)^k n! / (n + 2k)!``: sinc from n = 1, cospi from 0."""
     z = -(_PI * r) ** 2
-    term, total, n = Decimal(1), Decimal(0), 1
+    term, total = Decimal(1), Decimal(0)
     while abs(term) > Decimal(10) ** -58:
         total += term
         term = term * z / ((n + 1) * (n + 2))
         n += 2
     return total
+
+
+def _sinc_target(r: Decimal) -> Decimal:
+    return _pi_series(r, 1)
 
 
 def _cospi_target(r: Decimal) -> Decimal:
-    z = -(_PI * r) ** 2
-    term, total, n = Decimal(1), Decimal(0), 0
-    while abs(term) > Decimal(10) ** -58:
-        total += term
-        term = term * z / ((n + 1) * (n + 2))
-        n += 2
-    return total
+    return _pi_series(r, 0)
 
 
 SPECS |= {"SINC_F64": (_sinc_target, 0.25, 7, True, lambda r: Decimal(1)),

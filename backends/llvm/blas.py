@@ -47,7 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 from llvmlite import ir
 
-from . import par_gemm
+from . import irloop, par_gemm
 from .par_gemm import COLUMN_ALIGN, COLUMN_PARTS
 
 _GEMM_NAMES = {np.dtype(np.float32): "sgemm", np.dtype(np.float64): "dgemm",
@@ -555,22 +555,14 @@ def emit_gemm(b: ir.IRBuilder, call: GemmCall, data):
     alpha, beta = ((cell(scalar, [v, 0.0]) if call.dtype.kind == "c" else cell(scalar, v))
                    for v in (1.0, 0.0))
     lhs, rhs, out = data(call.lhs), data(call.rhs), data(call.out)
-    pre = b.block
-    head, body, done = (b.append_basic_block(x) for x in ("gemm_head", "gemm_body", "gemm_done"))
-    b.branch(head)
-    b.position_at_end(head)
-    i = b.phi(i64)
-    i.add_incoming(ir.Constant(i64, 0), pre)
-    b.cbranch(b.icmp_signed("<", i, ir.Constant(i64, lay.batch)), body, done)
-    b.position_at_end(body)
+    head, i, done = irloop.open_loop(b, ir.Constant(i64, 0), ir.Constant(i64, lay.batch),
+                                     ("gemm_head", "gemm_body", "gemm_done"))
 
     def at(base, per_batch):
         return b.gep(base, [b.mul(i, ir.Constant(i64, per_batch))], source_etype=scalar)
     b.call(fn, [ta, tb, n, m, k, alpha, at(rhs, lay.k * lay.n), ldb, at(lhs, lay.m * lay.k),
                 lda, beta, at(out, lay.m * lay.n), ldc])
-    i.add_incoming(b.add(i, ir.Constant(i64, 1)), b.block)
-    b.branch(head)
-    b.position_at_end(done)
+    irloop.close_loop(b, head, i, done, ir.Constant(i64, 1))
 
 
 _threads = {"lock": threading.Lock(), "inside": 0, "saved": None, "hold": threading.Lock(),

@@ -18,6 +18,7 @@ from llvmlite import ir
 
 from ..planning.partition import SCANS
 from ..planning.plan import Kernel, c_strides
+from . import irloop
 from .accumulators import Accumulators, acc_dtype
 from .ops import I64, RULES, Emitter, convert, storage_type
 
@@ -152,22 +153,10 @@ class _KernelEmitter:
                           source_etype=storage_type(dt))
 
     def open_loop(self, start, end, step=1):
-        b = self.b
-        pre = b.block
-        header, body, done = (self.fn.append_basic_block(n) for n in ("head", "body", "exit"))
-        b.branch(header)
-        b.position_at_end(header)
-        i = b.phi(I64)
-        i.add_incoming(start, pre)
-        b.cbranch(b.icmp_signed("<", i, end), body, done)
-        b.position_at_end(body)
-        return header, i, done, step
+        return (*irloop.open_loop(self.b, start, end, ("head", "body", "exit")), step)
 
     def close_loop(self, header, i, done, step):
-        b = self.b
-        i.add_incoming(b.add(i, ir.Constant(I64, step)), b.block)
-        b.branch(header)
-        b.position_at_end(done)
+        irloop.close_loop(self.b, header, i, done, ir.Constant(I64, step))
 
     def emit(self):
         if self.leading:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import sys
 import threading
 import weakref
 
@@ -136,7 +137,7 @@ class _Engine:
     def __del__(self):
         # a collection may run inside LLVM work, in this thread or another: dispose now only
         # when no one holds the lock, else at the next use of LLVM
-        if _dead is None:       # the interpreter is tearing this module down
+        if _dead is None or sys.is_finalizing():    # at exit: LLVM's hooks may be gone
             return
         _dead.append((self.engine, self.context))
         held = lock

@@ -8,6 +8,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ..planning.plan import NativeLoop
+from . import irloop
 from .blas import GemmCall, emit_gemm
 from .ops import I64
 
@@ -141,14 +142,7 @@ def emit_loop_entry(module: ir.Module, name: str, loop: NativeLoop, none_symbol:
         if incref_none:     # the entry returned None as a new reference: give it back
             b.store(b.sub(b.load(result, typ=I64), ir.Constant(I64, 1)), result)
 
-    pre = b.block
-    head, step, done = (fn.append_basic_block(x) for x in ("head", "step", "done"))
-    b.branch(head)
-    b.position_at_end(head)
-    i = b.phi(I64)
-    i.add_incoming(ir.Constant(I64, 0), pre)
-    b.cbranch(b.icmp_signed("<", i, limit), step, done)
-    b.position_at_end(step)
+    head, i, done = irloop.open_loop(b, ir.Constant(I64, 0), limit, ("head", "step", "done"))
     odd = b.trunc(i, ir.IntType(1))
     t = b.sub(ir.Constant(I64, loop.length - 1), i) if loop.reverse else i
 
@@ -173,9 +167,7 @@ def emit_loop_entry(module: ir.Module, name: str, loop: NativeLoop, none_symbol:
     for kind, k, stride, source, nbytes in loop.copies:
         b.call(memcpy, [where(kind, k, stride), data(source), ir.Constant(I64, nbytes),
                         ir.Constant(ir.IntType(1), 0)])
-    i.add_incoming(b.add(i, ir.Constant(I64, 1)), b.block)
-    b.branch(head)
-    b.position_at_end(done)
+    irloop.close_loop(b, head, i, done, ir.Constant(I64, 1))
     if loop.steps is not None:
         b.store(i, data(loop.steps))
     none = ir.GlobalVariable(module, I64, none_symbol)

@@ -33,7 +33,7 @@ import threading
 import numpy as np
 from llvmlite import ir
 
-from . import engine, threads
+from . import engine, irloop, threads
 from .steps import fetch
 
 # the complex points of a transform from which the four-step method runs, for complex
@@ -96,19 +96,9 @@ class _Emitter:
 
     def loop(self, lo, hi, body, step=1):
         """``for i in range(lo, hi, step): body(i)`` (``lo``, ``hi``: i64 values)."""
-        b = self.b
-        pre = b.block
-        head, work, done = (b.append_basic_block(s) for s in ("head", "work", "done"))
-        b.branch(head)
-        b.position_at_end(head)
-        i = b.phi(I64)
-        i.add_incoming(lo, pre)
-        b.cbranch(b.icmp_signed("<", i, hi), work, done)
-        b.position_at_end(work)
+        head, i, done = irloop.open_loop(self.b, lo, hi, ("head", "work", "done"))
         body(i)
-        i.add_incoming(b.add(i, self.const(step)), b.block)
-        b.branch(head)
-        b.position_at_end(done)
+        irloop.close_loop(self.b, head, i, done, self.const(step))
 
     def at(self, base, index, part, ft=None):
         return self.b.gep(base, [self.b.add(self.b.shl(index, self.const(1)), self.const(part))],

@@ -204,10 +204,8 @@ def _floor_div(e, dt, x, y):
         return _float_divmod(e, x, y)[0]
     zero = ir.Constant(x.type, 0)
     if dt.kind == "u":
-        safe = b.select(b.icmp_unsigned("==", y, zero), ir.Constant(x.type, 1), y)
-        return b.select(b.icmp_unsigned("==", y, zero), zero, b.udiv(x, safe))
-    d, q, r = _safe_sdivrem(e, x, y)
-    adjust = b.and_(b.icmp_signed("!=", r, zero), b.icmp_signed("<", b.xor(r, d), zero))
+        return _unsigned_by_nonzero(b, b.udiv, x, y)
+    _, q, _, adjust = _floored_sdivrem(e, x, y)
     q = b.select(adjust, b.sub(q, ir.Constant(x.type, 1)), q)
     minus_one = ir.Constant(x.type, -1)
     return b.select(b.icmp_signed("==", y, zero), zero,
@@ -223,16 +221,29 @@ def _safe_sdivrem(e, x, y):
     return d, b.sdiv(x, d), b.srem(x, d)
 
 
+def _floored_sdivrem(e, x, y):
+    """``_safe_sdivrem`` and whether the truncated result needs the floor's adjustment
+    (a nonzero remainder whose sign differs from the divisor's)."""
+    b, zero = e.b, ir.Constant(x.type, 0)
+    d, q, r = _safe_sdivrem(e, x, y)
+    adjust = b.and_(b.icmp_signed("!=", r, zero), b.icmp_signed("<", b.xor(r, d), zero))
+    return d, q, r, adjust
+
+
+def _unsigned_by_nonzero(b, op, x, y):
+    """``op(x, y)`` for unsigned ints, 0 where ``y == 0`` (the division never traps)."""
+    zero = ir.Constant(x.type, 0)
+    safe = b.select(b.icmp_unsigned("==", y, zero), ir.Constant(x.type, 1), y)
+    return b.select(b.icmp_unsigned("==", y, zero), zero, op(x, safe))
+
+
 def _rem(e, dt, x, y):
     b = e.b
     if dt.kind == "f":
         return _float_divmod(e, x, y)[1]
-    zero = ir.Constant(x.type, 0)
     if dt.kind == "u":
-        safe = b.select(b.icmp_unsigned("==", y, zero), ir.Constant(x.type, 1), y)
-        return b.select(b.icmp_unsigned("==", y, zero), zero, b.urem(x, safe))
-    d, _, r = _safe_sdivrem(e, x, y)
-    adjust = b.and_(b.icmp_signed("!=", r, zero), b.icmp_signed("<", b.xor(r, d), zero))
+        return _unsigned_by_nonzero(b, b.urem, x, y)
+    d, _, r, adjust = _floored_sdivrem(e, x, y)
     return b.select(adjust, b.add(r, d), r)
 
 

@@ -57,6 +57,9 @@ class _DataPipeBase:
     _resume_blocker: str | None = None
     #: attribute names shown by ``repr`` as ``name=value``
     _repr_args: tuple[str, ...] = ()
+    #: the attribute holding the source whose length this pipe has (one output per
+    #: input); ``None``: the pipe has no length unless it defines ``__len__``
+    _len_source: str | None = None
     _seed: int | None = None
 
     @classmethod
@@ -108,6 +111,11 @@ class _DataPipeBase:
         """
         return False
 
+    def __len__(self) -> int:
+        if self._len_source is None:
+            raise TypeError(f"{type(self).__name__} instance doesn't have valid length")
+        return len(getattr(self, self._len_source))
+
     def _datapipe_sources(self) -> list:
         """The DataPipes this pipe reads from, in attribute order."""
         found = []
@@ -136,7 +144,8 @@ class _DataPipeBase:
 class IterDataPipe(_DataPipeBase, Generic[T_co]):
     """An iterable building block: ``__iter__`` yields samples.
 
-    Subclasses define ``__iter__`` (and ``__len__`` where the length is known).
+    Subclasses define ``__iter__``, and ``__len__`` where the length is known
+    (``_len_source = "attr"`` where it is the length of the source in ``attr``).
     The class is generic in its item type, for type checkers only:
 
     Example::
@@ -158,9 +167,6 @@ class IterDataPipe(_DataPipeBase, Generic[T_co]):
     def __iter__(self):
         raise NotImplementedError(f"{type(self).__name__} does not define __iter__")
 
-    def __len__(self) -> int:
-        raise TypeError(f"{type(self).__name__} instance doesn't have valid length")
-
 
 class MapDataPipe(_DataPipeBase, Generic[T_co]):
     """An indexable building block: ``__getitem__`` and ``__len__``.
@@ -172,9 +178,6 @@ class MapDataPipe(_DataPipeBase, Generic[T_co]):
 
     def __getitem__(self, index):
         raise NotImplementedError(f"{type(self).__name__} does not define __getitem__")
-
-    def __len__(self) -> int:
-        raise TypeError(f"{type(self).__name__} instance doesn't have valid length")
 
     def __iter__(self):
         # iterating a map pipe walks its indices in order, as a Python sequence does

@@ -16,6 +16,11 @@ def _index(name, idx, n):
     return idx % n
 
 
+def _parameter_lines(named):
+    return "\n".join(f"({k}): Parameter containing: [{p.dtype} of size {p.shape}]"
+                     for k, p in named)
+
+
 class Sequential(Module):
     """Modules called in order, each on the previous one's output.
 
@@ -104,6 +109,11 @@ class _DictOf:
 
     _table: str
 
+    def __init__(self, entries=None):
+        super().__init__()
+        if entries is not None:
+            self.update(entries)
+
     def __getitem__(self, key):
         return getattr(self, self._table)[key]
 
@@ -144,9 +154,7 @@ class ModuleDict(_DictOf, Module):
     _table = "_modules"
 
     def __init__(self, modules=None):
-        super().__init__()
-        if modules is not None:
-            self.update(modules)
+        super().__init__(modules)
 
     def __setitem__(self, key, module):
         self.add_module(key, module)
@@ -190,8 +198,7 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self):
-        return "\n".join(f"({i}): Parameter containing: [{p.dtype} of size {p.shape}]"
-                         for i, p in enumerate(self._parameters.values()))
+        return _parameter_lines(enumerate(self._parameters.values()))
 
 
 class ParameterDict(_DictOf, Module):
@@ -204,15 +211,12 @@ class ParameterDict(_DictOf, Module):
     _table = "_parameters"
 
     def __init__(self, parameters=None):
-        super().__init__()
-        if parameters is not None:
-            self.update(parameters)
+        super().__init__(parameters)
 
     def __setitem__(self, key, value):
         self.register_parameter(key, _to_parameter(value))
 
     def extra_repr(self):
-        return "\n".join(f"({k}): Parameter containing: [{p.dtype} of size {p.shape}]"
-                         for k, p in self._parameters.items())
+        return _parameter_lines(self._parameters.items())
 
 

@@ -27,6 +27,19 @@ def _weight_and_bias(module, shape, out_channels, bias, dtype):
     else:
         module.register_parameter("bias", None)
 
+
+def _checked_shape(module, input):
+    """The input's shape; raises unless the input is
+    ``(N, C, *spatial)`` or ``(C, *spatial)`` with the module's ``in_channels``."""
+    shape = tuple(shape_of(input))
+    n, name = module._n, module._get_name()
+    if len(shape) not in (n + 1, n + 2) or shape[-n - 1] != module.in_channels:
+        raise ValueError(f"{name}(in_channels={module.in_channels}): expected input of "
+                         f"shape (N, {module.in_channels}, {', '.join('*' * n)}) or "
+                         f"({module.in_channels}, ...), got {shape}")
+    return shape
+
+
 class _ConvNd(Module):
     _n = 0
 
@@ -54,12 +67,7 @@ class _ConvNd(Module):
                          out_channels, bias, dtype)
 
     def forward(self, input):
-        shape = tuple(shape_of(input))
-        n, name = self._n, self._get_name()
-        if len(shape) not in (n + 1, n + 2) or shape[-n - 1] != self.in_channels:
-            raise ValueError(f"{name}(in_channels={self.in_channels}): expected input of "
-                             f"shape (N, {self.in_channels}, {', '.join('*' * n)}) or "
-                             f"({self.in_channels}, ...), got {shape}")
+        shape, n = _checked_shape(self, input), self._n
         x = input if len(shape) == n + 2 else input[None]
         fn = (F.conv1d, F.conv2d, F.conv3d)[n - 1]
         padding = self.padding
@@ -168,12 +176,7 @@ class _ConvTransposeNd(Module):
                          out_channels, bias, dtype)
 
     def forward(self, input, output_size=None):
-        shape = tuple(shape_of(input))
-        n, name = self._n, self._get_name()
-        if len(shape) not in (n + 1, n + 2) or shape[-n - 1] != self.in_channels:
-            raise ValueError(f"{name}(in_channels={self.in_channels}): expected input of "
-                             f"shape (N, {self.in_channels}, {', '.join('*' * n)}) or "
-                             f"({self.in_channels}, ...), got {shape}")
+        shape, n, name = _checked_shape(self, input), self._n, self._get_name()
         output_padding = self.output_padding
         if output_size is not None:
             output_padding = transpose_output_padding(

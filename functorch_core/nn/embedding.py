@@ -9,6 +9,16 @@ from .module import Module, Parameter
 __all__ = ["Embedding", "EmbeddingBag"]
 
 
+def _padding_index(who, padding_idx, num_embeddings):
+    """``padding_idx`` made non-negative (``None`` stays); raises when out of range."""
+    if padding_idx is None:
+        return None
+    if not -num_embeddings <= padding_idx < num_embeddings:
+        raise ValueError(f"{who}: padding_idx {padding_idx} must be within "
+                         f"num_embeddings ({num_embeddings})")
+    return padding_idx % num_embeddings
+
+
 class Embedding(Module):
     """Rows of ``weight`` ``(num_embeddings, embedding_dim)``, drawn from ``N(0, 1)``
     (``padding_idx``'s row zeroed and given no gradient).
@@ -30,11 +40,7 @@ class Embedding(Module):
         if scale_grad_by_freq or sparse:
             raise NotImplementedError("Embedding: scale_grad_by_freq and sparse are not "
                                       "supported")
-        if padding_idx is not None:
-            if not -num_embeddings <= padding_idx < num_embeddings:
-                raise ValueError(f"Embedding: padding_idx {padding_idx} must be within "
-                                 f"num_embeddings ({num_embeddings})")
-            padding_idx %= num_embeddings
+        padding_idx = _padding_index("Embedding", padding_idx, num_embeddings)
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.padding_idx, self.max_norm, self.norm_type = padding_idx, max_norm, norm_type
         if _weight is None:
@@ -89,11 +95,7 @@ class EmbeddingBag(Module):
         if mode not in ("sum", "mean", "max"):
             raise ValueError(f"EmbeddingBag: mode has to be one of sum, mean or max, got "
                              f"{mode!r}")
-        if padding_idx is not None:
-            if not -num_embeddings <= padding_idx < num_embeddings:
-                raise ValueError(f"EmbeddingBag: padding_idx {padding_idx} must be within "
-                                 f"num_embeddings ({num_embeddings})")
-            padding_idx %= num_embeddings
+        padding_idx = _padding_index("EmbeddingBag", padding_idx, num_embeddings)
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.max_norm, self.norm_type, self.mode = max_norm, norm_type, mode
         self.include_last_offset, self.padding_idx = include_last_offset, padding_idx

@@ -13,6 +13,19 @@ __all__ = ["BatchNorm1d", "BatchNorm2d", "GroupNorm", "InstanceNorm1d", "Instanc
            "LayerNorm"]
 
 
+def _affine_parameters(module, shape, dtype, weight, bias):
+    """The learned scale (``weight``, ones) and shift (``bias``, zeros) of ``shape``; each
+    one that is off is registered as ``None``."""
+    if weight:
+        module.weight = Parameter(np.ones(shape, dtype))
+    else:
+        module.register_parameter("weight", None)
+    if bias:
+        module.bias = Parameter(np.zeros(shape, dtype))
+    else:
+        module.register_parameter("bias", None)
+
+
 class LayerNorm(Module):
     """Normalise over the trailing ``normalized_shape`` axes, then affine.
 
@@ -32,15 +45,7 @@ class LayerNorm(Module):
         self.normalized_shape, self.eps = shape, eps
         self.elementwise_affine = elementwise_affine
         dtype = np.float32 if dtype is None else dtype
-        if elementwise_affine:
-            self.weight = Parameter(np.ones(shape, dtype))
-            if bias:
-                self.bias = Parameter(np.zeros(shape, dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, shape, dtype, elementwise_affine, elementwise_affine and bias)
 
     def forward(self, input):
         shape = tuple(shape_of(input))
@@ -62,12 +67,7 @@ class _NormBase(Module):
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         dtype = np.float32 if dtype is None else dtype
-        if affine:
-            self.weight = Parameter(np.ones(num_features, dtype))
-            self.bias = Parameter(np.zeros(num_features, dtype))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, num_features, dtype, affine, affine)
         if track_running_stats:
             self.register_buffer("running_mean", np.zeros(num_features, dtype))
             self.register_buffer("running_var", np.ones(num_features, dtype))
@@ -153,12 +153,7 @@ class GroupNorm(Module):
         self.num_groups, self.num_channels, self.eps = num_groups, num_channels, eps
         self.affine = affine
         dtype = np.float32 if dtype is None else dtype
-        if affine:
-            self.weight = Parameter(np.ones(num_channels, dtype))
-            self.bias = Parameter(np.zeros(num_channels, dtype))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, num_channels, dtype, affine, affine)
 
     def forward(self, input):
         shape = tuple(shape_of(input))

@@ -70,6 +70,15 @@ def _check_size(name, value, positive=True):
 
 # --- sequence layers ---------------------------------------------------------------------------
 
+def _input_shape(module, input, unbatched):
+    """``input``'s shape; raises unless its rank is ``unbatched`` or one more."""
+    shape = tuple(shape_of(input))
+    if len(shape) not in (unbatched, unbatched + 1):
+        raise ValueError(f"{module._where()}: Expected input to be {unbatched}D or "
+                         f"{unbatched + 1}D, got {len(shape)}D instead (input of shape {shape})")
+    return shape
+
+
 class RNNBase(Module):
     """Common part of :class:`RNN`, :class:`LSTM` and :class:`GRU` (``mode`` is one of
     ``'RNN_TANH'``, ``'RNN_RELU'``, ``'LSTM'``, ``'GRU'``)."""
@@ -132,10 +141,7 @@ class RNNBase(Module):
         return f"{self._get_name()}({self.extra_repr()})"
 
     def _check_input(self, input):
-        shape = tuple(shape_of(input))
-        if len(shape) not in (2, 3):
-            raise ValueError(f"{self._where()}: Expected input to be 2D or 3D, got "
-                             f"{len(shape)}D instead (input of shape {shape})")
+        shape = _input_shape(self, input, 2)
         if shape[-1] != self.input_size:
             raise RuntimeError(f"{self._where()}: input.size(-1) must be equal to input_size. "
                                f"Expected {self.input_size}, got {shape[-1]} (input of shape "
@@ -376,10 +382,7 @@ class _CellBase(Module):
 
     def _prepare(self, input, hx, names):
         """Checks; returns ``(batched, x (B, F), states (B, H) or None)``."""
-        shape = tuple(shape_of(input))
-        if len(shape) not in (1, 2):
-            raise ValueError(f"{self._where()}: Expected input to be 1D or 2D, got "
-                             f"{len(shape)}D instead (input of shape {shape})")
+        shape = _input_shape(self, input, 1)
         if shape[-1] != self.input_size:
             raise RuntimeError(f"{self._where()}: input has inconsistent input_size: got "
                                f"{shape[-1]}, expected {self.input_size}")

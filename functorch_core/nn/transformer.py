@@ -30,6 +30,25 @@ def _activation(who, activation):
     return activation
 
 
+def _build_layer(layer, attentions, norms, d_model, nhead, dim_feedforward, dropout,
+                 activation, layer_norm_eps, batch_first, norm_first, bias, dtype):
+    """Give an encoder or decoder layer its submodules, in PyTorch's order and names:
+    the ``attentions``, the feed-forward block, ``norms`` layer norms and as many dropouts."""
+    activation = _activation(layer._get_name(), activation)
+    for name in attentions:
+        setattr(layer, name, MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
+                                                batch_first=batch_first, dtype=dtype))
+    layer.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
+    layer.dropout = Dropout(dropout)
+    layer.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
+    layer.norm_first = norm_first
+    for i in range(1, norms + 1):
+        setattr(layer, f"norm{i}", LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype))
+    for i in range(1, norms + 1):
+        setattr(layer, f"dropout{i}", Dropout(dropout))
+    layer.activation = activation
+
+
 class TransformerEncoderLayer(Module):
     """Self-attention then a feed-forward block, each with a residual connection and layer
     norm (after, or before with ``norm_first``), as ``torch.nn.TransformerEncoderLayer``.
@@ -61,18 +80,8 @@ class TransformerEncoderLayer(Module):
                  layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
                  device=None, dtype=None):
         super().__init__()
-        activation = _activation(self._get_name(), activation)
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
-                                            batch_first=batch_first, dtype=dtype)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.activation = activation
+        _build_layer(self, ("self_attn",), 2, d_model, nhead, dim_feedforward, dropout,
+                     activation, layer_norm_eps, batch_first, norm_first, bias, dtype)
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
         """Encode ``src`` (``(L, N, E)``, ``(N, L, E)`` with ``batch_first``, or ``(L, E)``).
@@ -157,22 +166,8 @@ class TransformerDecoderLayer(Module):
                  layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
                  device=None, dtype=None):
         super().__init__()
-        activation = _activation(self._get_name(), activation)
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
-                                            batch_first=batch_first, dtype=dtype)
-        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
-                                                 batch_first=batch_first, dtype=dtype)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
-        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.dropout3 = Dropout(dropout)
-        self.activation = activation
+        _build_layer(self, ("self_attn", "multihead_attn"), 3, d_model, nhead, dim_feedforward,
+                     dropout, activation, layer_norm_eps, batch_first, norm_first, bias, dtype)
 
     def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
                 memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False):
@@ -279,18 +274,16 @@ class Transformer(Module):
         super().__init__()
         kw = dict(dropout=dropout, activation=activation, layer_norm_eps=layer_norm_eps,
                   batch_first=batch_first, norm_first=norm_first, bias=bias, dtype=dtype)
-        if custom_encoder is not None:
-            self.encoder = custom_encoder
-        else:
-            layer = TransformerEncoderLayer(d_model, nhead, dim_feedforward, **kw)
-            self.encoder = TransformerEncoder(layer, num_encoder_layers, LayerNorm(
-                d_model, eps=layer_norm_eps, bias=bias, dtype=dtype))
-        if custom_decoder is not None:
-            self.decoder = custom_decoder
-        else:
-            layer = TransformerDecoderLayer(d_model, nhead, dim_feedforward, **kw)
-            self.decoder = TransformerDecoder(layer, num_decoder_layers, LayerNorm(
-                d_model, eps=layer_norm_eps, bias=bias, dtype=dtype))
+
+        def stack(custom, layer, stack_of, num_layers):
+            if custom is not None:
+                return custom
+            return stack_of(layer(d_model, nhead, dim_feedforward, **kw), num_layers,
+                            LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype))
+        self.encoder = stack(custom_encoder, TransformerEncoderLayer, TransformerEncoder,
+                             num_encoder_layers)
+        self.decoder = stack(custom_decoder, TransformerDecoderLayer, TransformerDecoder,
+                             num_decoder_layers)
         self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
         for p in self.parameters():
             if p.ndim > 1:

@@ -139,16 +139,24 @@ def i1(x):
     return to_result(cast(P.bessel_i1e.bind(x) * fnp.exp(fnp.abs(x)), dtype), scalar=True)
 
 
-@custom_jvp
-def _erfinv_fn(y):
-    return _erfinv(y)
+def _inverse(name, impl, tangent):
+    """``impl``, the inverse of a function, under a custom jvp: ``tangent(x, t)`` is
+    the tangent from the output ``x`` (the derivative is one over the function's at ``x``)."""
+    def fn(y):
+        return impl(y)
+    fn.__name__ = fn.__qualname__ = name      # the name the traced call carries
+    fn = custom_jvp(fn)
+
+    @fn.defjvp
+    def fn_jvp(primals, tangents):
+        (y,), (t,) = primals, tangents
+        x = fn(y)
+        return x, tangent(x, t)
+    return fn
 
 
-@_erfinv_fn.defjvp
-def _erfinv_jvp(primals, tangents):
-    (y,), (t,) = primals, tangents
-    x = _erfinv_fn(y)
-    return x, t * (math.sqrt(math.pi) / 2) * fnp.exp(x * x)
+_erfinv_fn = _inverse("_erfinv_fn", _erfinv,
+                      lambda x, t: t * (math.sqrt(math.pi) / 2) * fnp.exp(x * x))
 
 
 def erfinv(y):
@@ -192,16 +200,8 @@ def ndtr(x):
     return to_result(_ndtr_fn(x) if is_tracer(x) else _ndtr(x), scalar=True)
 
 
-@custom_jvp
-def _ndtri_fn(y):
-    return _ndtri(y)
-
-
-@_ndtri_fn.defjvp
-def _ndtri_jvp(primals, tangents):
-    (y,), (t,) = primals, tangents
-    x = _ndtri_fn(y)
-    return x, t * math.sqrt(2 * math.pi) * fnp.exp(0.5 * (x * x))
+_ndtri_fn = _inverse("_ndtri_fn", _ndtri,
+                     lambda x, t: t * math.sqrt(2 * math.pi) * fnp.exp(0.5 * (x * x)))
 
 
 def ndtri(y):

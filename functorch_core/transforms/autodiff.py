@@ -190,6 +190,18 @@ def _grad_call(func, args, kwargs, argnums, has_aux, what, holomorphic=False):
     return grads, value, aux
 
 
+def _gradient(name, func, argnums, has_aux, holomorphic, pack):
+    """grad and its two value-returning variants: ``pack(g, value, aux)`` is the result."""
+    what = f"{name}({fn_name(func)})"
+    argnums_tuple(argnums, what, "argnums")   # a bad argnums fails here, not per call
+
+    @functools.wraps(func)
+    def grad_fn(*args, **kwargs):
+        g, value, aux = _grad_call(func, args, kwargs, argnums, has_aux, what, holomorphic)
+        return pack(g, value, aux)
+    return grad_fn
+
+
 def grad(func, argnums=0, has_aux=False, *, holomorphic=False):
     """Return a function that computes the gradient of ``func`` with respect to ``argnums``.
 
@@ -226,14 +238,8 @@ def grad(func, argnums=0, has_aux=False, *, holomorphic=False):
         >>> grad(lambda z: z ** 2, holomorphic=True)(np.complex128(1 + 2j))
         array(2.+4.j)
     """
-    what = f"grad({fn_name(func)})"
-    argnums_tuple(argnums, what, "argnums")   # a bad argnums fails here, not per call
-
-    @functools.wraps(func)
-    def grad_fn(*args, **kwargs):
-        g, _, aux = _grad_call(func, args, kwargs, argnums, has_aux, what, holomorphic)
-        return (g, aux) if has_aux else g
-    return grad_fn
+    return _gradient("grad", func, argnums, has_aux, holomorphic,
+                     lambda g, value, aux: (g, aux) if has_aux else g)
 
 
 def grad_and_value(func, argnums=0, has_aux=False, *, holomorphic=False):
@@ -252,14 +258,8 @@ def grad_and_value(func, argnums=0, has_aux=False, *, holomorphic=False):
         >>> g, v
         (array(6.), array(9.))
     """
-    what = f"grad_and_value({fn_name(func)})"
-    argnums_tuple(argnums, what, "argnums")   # a bad argnums fails here, not per call
-
-    @functools.wraps(func)
-    def fn(*args, **kwargs):
-        g, value, aux = _grad_call(func, args, kwargs, argnums, has_aux, what, holomorphic)
-        return (g, (value, aux)) if has_aux else (g, value)
-    return fn
+    return _gradient("grad_and_value", func, argnums, has_aux, holomorphic,
+                     lambda g, value, aux: (g, (value, aux)) if has_aux else (g, value))
 
 
 def value_and_grad(func, argnums=0, has_aux=False, *, holomorphic=False):
@@ -277,14 +277,8 @@ def value_and_grad(func, argnums=0, has_aux=False, *, holomorphic=False):
         >>> value_and_grad(lambda x: x ** 2)(3.0)
         (array(9.), array(6.))
     """
-    what = f"value_and_grad({fn_name(func)})"
-    argnums_tuple(argnums, what, "argnums")   # a bad argnums fails here, not per call
-
-    @functools.wraps(func)
-    def fn(*args, **kwargs):
-        g, value, aux = _grad_call(func, args, kwargs, argnums, has_aux, what, holomorphic)
-        return ((value, aux), g) if has_aux else (value, g)
-    return fn
+    return _gradient("value_and_grad", func, argnums, has_aux, holomorphic,
+                     lambda g, value, aux: ((value, aux), g) if has_aux else (value, g))
 
 
 # --- vjp and linearize --------------------------------------------------------------
@@ -539,6 +533,79 @@ def _jac_structure(argnums, args, nums, blocks_per_out, out_tree):
     return tree_unflatten(out_tree, inner)
 
 
+def _jacobian(name, func, argnums, has_aux, holomorphic, chunk_size, reverse):
+    """jacrev (``reverse``) or jacfwd of ``func``: the checks and the one linearization
+    they share, then the blocks by rows of vjps or by columns of jvps."""
+    what = f"{name}({fn_name(func)})"
+    argnums_tuple(argnums, what, "argnums")   # a bad argnums fails here, not per call
+
+    @functools.wraps(func)
+    def jac_fn(*args):
+        nums = normalize_argnums(argnums, len(args), what, "argnums")
+        leaves, _, _ = signature(func, args, {}, what)
+        _diff_mask(args, nums, leaves, what, strict=True)
+        _input_kinds(what, args, nums, holomorphic, reverse)
+        value, linear_fn, aux = (_vjp if reverse else _linearize)(func, args, nums, has_aux,
+                                                                  what)
+        out_leaves, out_tree = tree_flatten(value)
+        out_avals = [leaf_aval(o, "an output leaf").strong() for o in out_leaves]
+        if reverse or holomorphic:
+            # jacfwd of real inputs may have complex outputs: each column is one jvp
+            _output_kinds(what, out_avals, holomorphic)
+        in_avals = [leaf_aval(x, "a leaf").strong() for n in nums for x in tree_leaves(args[n])]
+        on_dev = any(on_device(x) for x in tree_leaves(args))
+        if reverse:
+            blocks = _reverse_blocks(linear_fn, out_tree, out_avals, in_avals, on_dev,
+                                     chunk_size)
+        else:
+            blocks = _forward_blocks(linear_fn, args, nums, out_avals, in_avals, on_dev,
+                                     chunk_size)
+        jac = _jac_structure(argnums, args, nums, blocks, out_tree)
+        return (jac, aux) if has_aux else jac
+    return jac_fn
+
+
+def _reverse_blocks(vjp_fn, out_tree, out_avals, in_avals, on_dev, chunk_size):
+    """The Jacobian's blocks ``[output][input]``, a row of vjps per output element."""
+    basis, sizes, total = _basis(out_avals, [a.dtype for a in out_avals], on_dev)
+    if total == 0 or any(a.size == 0 for a in in_avals):
+        return [[np.zeros(o.shape + i.shape, i.dtype) for i in in_avals] for o in out_avals]
+    if sizes == [1]:
+        # one output element: a single vjp with a ones cotangent, no size-1 batch
+        flat_cts = tree_leaves(vjp_fn(tree_unflatten(out_tree, [basis[0].reshape(
+            out_avals[0].shape)])))
+        return [[_reshaped(c, out_avals[0].shape + i.shape)
+                 for c, i in zip(flat_cts, in_avals, strict=True)]]
+    cts = _vmap()(vjp_fn, chunk_size=chunk_size)(tree_unflatten(out_tree, basis))
+    flat_cts = tree_leaves(cts)
+    blocks, off = [], 0
+    for o, n in zip(out_avals, sizes, strict=True):
+        blocks.append([_rows(c, off, off + n, o.shape + i.shape)
+                       for c, i in zip(flat_cts, in_avals, strict=True)])
+        off += n
+    return blocks
+
+
+def _forward_blocks(jvp_fn, args, nums, out_avals, in_avals, on_dev, chunk_size):
+    """The Jacobian's blocks ``[output][input]``, a column of jvps per input element."""
+    basis, sizes, total = _basis(in_avals, [a.dtype for a in in_avals], on_dev)
+    if total == 0 or any(o.size == 0 for o in out_avals):
+        return [[np.zeros(o.shape + i.shape, o.dtype) for i in in_avals] for o in out_avals]
+    tangents = _per_arg(args, nums, basis)
+    touts = tree_leaves(_vmap()(jvp_fn, chunk_size=chunk_size)(*tangents))
+    blocks = []
+    for t, o in zip(touts, out_avals, strict=True):
+        row, off = [], 0
+        for i, n in zip(in_avals, sizes, strict=True):
+            b = _rows(t, off, off + n, i.shape + o.shape)
+            nd_i, nd_o = len(i.shape), len(o.shape)
+            perm = tuple(range(nd_i, nd_i + nd_o)) + tuple(range(nd_i))
+            row.append(P.transpose.bind(b, permutation=perm) if nd_i and nd_o else b)
+            off += n
+        blocks.append(row)
+    return blocks
+
+
 def jacrev(func, argnums=0, *, has_aux=False, holomorphic=False, chunk_size=None):
     """Jacobian of ``func`` by reverse mode: one vjp per output element, batched with vmap.
 
@@ -567,42 +634,7 @@ def jacrev(func, argnums=0, *, has_aux=False, holomorphic=False, chunk_size=None
         array([[1.        , 0.        ],
                [0.        , 0.54030231]])
     """
-    what = f"jacrev({fn_name(func)})"
-    argnums_tuple(argnums, what, "argnums")   # a bad argnums fails here, not per call
-
-    @functools.wraps(func)
-    def jac_fn(*args):
-        nums = normalize_argnums(argnums, len(args), what, "argnums")
-        leaves, _, _ = signature(func, args, {}, what)
-        _diff_mask(args, nums, leaves, what, strict=True)
-        _input_kinds(what, args, nums, holomorphic, True)
-        value, vjp_fn, aux = _vjp(func, args, nums, has_aux, what)
-        out_leaves, out_tree = tree_flatten(value)
-        out_avals = [leaf_aval(o, "an output leaf").strong() for o in out_leaves]
-        _output_kinds(what, out_avals, holomorphic)
-        basis, sizes, total = _basis(out_avals, [a.dtype for a in out_avals],
-                                     any(on_device(x) for x in tree_leaves(args)))
-        in_avals = [leaf_aval(x, "a leaf").strong() for n in nums for x in tree_leaves(args[n])]
-        if total == 0 or any(a.size == 0 for a in in_avals):
-            blocks = [[np.zeros(o.shape + i.shape, i.dtype) for i in in_avals]
-                      for o in out_avals]
-        elif sizes == [1]:
-            # one output element: a single vjp with a ones cotangent, no size-1 batch
-            flat_cts = tree_leaves(vjp_fn(tree_unflatten(out_tree, [basis[0].reshape(
-                out_avals[0].shape)])))
-            blocks = [[_reshaped(c, out_avals[0].shape + i.shape)
-                       for c, i in zip(flat_cts, in_avals, strict=True)]]
-        else:
-            cts = _vmap()(vjp_fn, chunk_size=chunk_size)(tree_unflatten(out_tree, basis))
-            flat_cts = tree_leaves(cts)
-            blocks, off = [], 0
-            for o, n in zip(out_avals, sizes, strict=True):
-                blocks.append([_rows(c, off, off + n, o.shape + i.shape)
-                               for c, i in zip(flat_cts, in_avals, strict=True)])
-                off += n
-        jac = _jac_structure(argnums, args, nums, blocks, out_tree)
-        return (jac, aux) if has_aux else jac
-    return jac_fn
+    return _jacobian("jacrev", func, argnums, has_aux, holomorphic, chunk_size, True)
 
 
 def jacfwd(func, argnums=0, *, has_aux=False, holomorphic=False, chunk_size=None):
@@ -628,42 +660,7 @@ def jacfwd(func, argnums=0, *, has_aux=False, holomorphic=False, chunk_size=None
         array([[2., 0.],
                [0., 4.]])
     """
-    what = f"jacfwd({fn_name(func)})"
-    argnums_tuple(argnums, what, "argnums")   # a bad argnums fails here, not per call
-
-    @functools.wraps(func)
-    def jac_fn(*args):
-        nums = normalize_argnums(argnums, len(args), what, "argnums")
-        leaves, _, _ = signature(func, args, {}, what)
-        _diff_mask(args, nums, leaves, what, strict=True)
-        _input_kinds(what, args, nums, holomorphic, False)
-        value, jvp_fn, aux = _linearize(func, args, nums, has_aux, what)
-        out_leaves, out_tree = tree_flatten(value)
-        out_avals = [leaf_aval(o, "an output leaf").strong() for o in out_leaves]
-        if holomorphic:
-            _output_kinds(what, out_avals, True)
-        in_avals = [leaf_aval(x, "a leaf").strong() for n in nums for x in tree_leaves(args[n])]
-        basis, sizes, total = _basis(in_avals, [a.dtype for a in in_avals],
-                                     any(on_device(x) for x in tree_leaves(args)))
-        if total == 0 or any(o.size == 0 for o in out_avals):
-            blocks = [[np.zeros(o.shape + i.shape, o.dtype) for i in in_avals]
-                      for o in out_avals]
-        else:
-            tangents = _per_arg(args, nums, basis)
-            touts = tree_leaves(_vmap()(jvp_fn, chunk_size=chunk_size)(*tangents))
-            blocks = []
-            for t, o in zip(touts, out_avals, strict=True):
-                row, off = [], 0
-                for i, n in zip(in_avals, sizes, strict=True):
-                    b = _rows(t, off, off + n, i.shape + o.shape)
-                    nd_i, nd_o = len(i.shape), len(o.shape)
-                    perm = tuple(range(nd_i, nd_i + nd_o)) + tuple(range(nd_i))
-                    row.append(P.transpose.bind(b, permutation=perm) if nd_i and nd_o else b)
-                    off += n
-                blocks.append(row)
-        jac = _jac_structure(argnums, args, nums, blocks, out_tree)
-        return (jac, aux) if has_aux else jac
-    return jac_fn
+    return _jacobian("jacfwd", func, argnums, has_aux, holomorphic, chunk_size, False)
 
 
 def hessian(func, argnums=0, *, holomorphic=False, chunk_size=None):

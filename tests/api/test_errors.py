@@ -248,16 +248,6 @@ def test_jit_retraces_when_the_structure_changes():
     assert len(calls) == 4
 
 
-@pytest.fixture
-def log_retraces():
-    old = fc.config.log_retraces
-    fc.config.log_retraces = True
-    try:
-        yield
-    finally:
-        fc.config.log_retraces = old
-
-
 def _retrace_messages(caplog):
     return [r.getMessage() for r in caplog.records if "tracing again" in r.getMessage()]
 

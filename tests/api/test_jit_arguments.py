@@ -7,7 +7,6 @@ import _pickle_targets as targets
 import numpy as np
 import pytest
 
-import functorch_core as fc
 from functorch_core import grad, jacfwd, jacrev, jit, value_and_grad
 
 # --- argnums ----------------------------------------------------------------------
@@ -100,16 +99,6 @@ def test_pickle_a_jitted_lambda_names_the_lambda():
 
 
 # --- retrace log: arguments named by path ------------------------------------------------
-
-@pytest.fixture
-def log_retraces():
-    old = fc.config.log_retraces
-    fc.config.log_retraces = True
-    try:
-        yield
-    finally:
-        fc.config.log_retraces = old
-
 
 def test_retrace_log_names_arguments_by_path(log_retraces, caplog):
     def loss(params, batch):

@@ -49,5 +49,5 @@ def test_the_wheel_holds_functorch_core_alone(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names}
     assert tops == {"functorch_core", "functorch_core-0.1.0.dist-info"}, tops
-    assert "functorch_core/ir/primitives.py" in names
+    assert "functorch_core/ir/primitives/elementwise.py" in names
     assert "functorch_core/backends/llvm/runtime.py" in names

@@ -30,6 +30,7 @@ from functorch_core.data import (
     apply_random_seed,
     apply_sharding,
     apply_shuffle_settings,
+    datapipe,
     default_collate,
     find,
     functional_datapipe,
@@ -449,3 +450,27 @@ def test_same_outputs_as_torchdata():
             tmap.SequenceWrapper(range(5)).batch(2)[2])
         assert sorted(IterableWrapper(range(30)).shuffle(buffer_size=4)) == sorted(
             titer.IterableWrapper(range(30)).shuffle(buffer_size=4))
+
+
+def _pipe_classes(base=datapipe._DataPipeBase):
+    for cls in base.__subclasses__():
+        yield cls
+        yield from _pipe_classes(cls)
+
+
+def test_declared_length_and_repr_are_not_overridden():
+    # _len_source and _repr_args only act through the base's __len__ and __repr__
+    classes = list(_pipe_classes())
+    assert sum("_len_source" in vars(c) for c in classes) > 20
+    for cls in classes:
+        if "_len_source" in vars(cls):
+            assert cls.__len__ is datapipe._DataPipeBase.__len__, cls
+        if "_repr_args" in vars(cls):
+            assert cls.__repr__ is datapipe._DataPipeBase.__repr__, cls
+
+
+def test_len_source_names_the_source():
+    dp = IterableWrapper(range(3)).map(double)
+    assert type(dp)._len_source == "datapipe" and len(dp) == 3
+    with pytest.raises(TypeError, match="Filter instance doesn't have valid length"):
+        len(IterableWrapper(range(3)).filter(bool))

@@ -12,7 +12,7 @@ from functorch_core.ir.specs import ELEMENTWISE, LINEAR, SPECS, libm_names
 
 ELEMENTWISE_FAMILIES = {"unary", "binary", "select", "convert", "special3"}
 ROWS = [P.ALL[s.name] for s in ELEMENTWISE]
-# type rules written out in primitives.py instead of built from the spec's kinds
+# type rules written out in ir/primitives/elementwise.py instead of built from the spec's kinds
 CUSTOM_RULES = {P.polygamma, P.bessel_jv, P.betainc, P.betainc_grad, P.select, P.convert}
 PARAMS = {P.polygamma: {"order": 1}}
 # linear in each operand alone (the other held fixed), not in both together
@@ -44,6 +44,27 @@ def test_every_elementwise_primitive_has_its_spec():
         assert P.ALL[spec.name].family == spec.family
     assert all(p.spec is not None and p.spec.name == p.name for p in P.ALL.values())
     assert set(LINEAR) <= set(P.ALL) - set(SPECS)
+
+
+def test_every_spec_row_declares_its_primitive_under_its_attribute():
+    for spec in ELEMENTWISE:
+        prim = getattr(P, spec.attr)
+        assert prim is P.ALL[spec.name] and prim.spec is spec
+        assert spec.attr in P.elementwise.__all__
+    assert P.not_.name == "not" and P.and_.name == "and" and P.or_.name == "or"
+    assert P.abs is not abs and P.complex is not complex
+
+
+@pytest.mark.parametrize("spec", [s for s in ELEMENTWISE if s.family in ("unary", "binary")
+                                  and P.ALL[s.name] not in CUSTOM_RULES], ids=lambda s: s.name)
+def test_result_dtype_follows_the_spec(spec):
+    kind = "f" if "f" in spec.kinds else spec.kinds[0]
+    dt = np.dtype({"b": np.bool_, "i": np.int32, "u": np.uint32, "f": np.float32,
+                   "c": np.complex64}[kind])
+    want = {"same": dt, "real": np.dtype(np.float32) if dt.kind == "c" else dt,
+            "bool": np.dtype(np.bool_), "complex": np.dtype(np.complex64)}[spec.result]
+    (out,) = P.ALL[spec.name].abstract_eval(*[AbstractArray((3,), dt)] * _arity(P.ALL[spec.name]))
+    assert out.dtype == want
 
 
 @pytest.mark.parametrize("prim", [p for p in ROWS if p.spec.numpy], ids=lambda p: p.name)

@@ -241,17 +241,9 @@ def test_grad_of_a_bounded_while_runs_native_loops():
 
 
 @pytest.mark.parametrize("load", [0.0, 64.0])
-def test_loops_with_gemms_run_blas_on_one_thread_only_on_a_busy_machine(monkeypatch, load):
-    import contextlib
-
-    import functorch_core.backends.llvm.loops as loops
-    entered = []
-
-    @contextlib.contextmanager
-    def record():
-        entered.append(True)
-        yield
-    monkeypatch.setattr(loops, "one_thread_each", record)
+def test_loops_with_gemms_run_blas_on_one_thread_only_on_a_busy_machine(
+        monkeypatch, one_thread_each_entries, load):
+    entered = one_thread_each_entries
     monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
     w, xs, h0 = RNG.standard_normal((3, 3)), RNG.standard_normal((4, 2, 3)), np.zeros((2, 3))
     f = fc.jit(lambda w, xs, h0: _rnn(w, xs, h0), backend="cpu")

@@ -6,6 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
+from against_torch import assert_parameter_grads
 
 import functorch_core as fc
 from functorch_core import nn
@@ -393,11 +394,7 @@ def test_matches_torch_outputs_and_gradients(mode, layers, batch_first, bidirect
     if h0:
         for a, b in zip(gs, st_t, strict=True):
             np.testing.assert_allclose(a, b.grad.numpy(), rtol=1e-10, atol=1e-12)
-    tgrads = dict(theirs.named_parameters())
-    assert sorted(gp) == sorted(tgrads)
-    for k, g in gp.items():
-        np.testing.assert_allclose(g, tgrads[k].grad.numpy(), rtol=1e-10, atol=1e-12,
-                                   err_msg=k)
+    assert_parameter_grads(gp, theirs, rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize("mode", MODES)

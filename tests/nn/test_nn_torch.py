@@ -3,6 +3,7 @@ state_dict gives the same outputs and gradients, in train and eval mode."""
 
 import numpy as np
 import pytest
+from against_torch import assert_parameter_grads
 
 import functorch_core as fc
 from functorch_core import nn
@@ -36,11 +37,7 @@ def _pair(make_ours, make_theirs, x, train=True, rtol=1e-10):
         return (fc.functional_call(ours, (p, b), (x,)) ** 2).sum()
     gp, gx = fc.grad(loss, argnums=(0, 1))(params, x, buffers)
     np.testing.assert_allclose(gx, xt.grad.numpy(), rtol=1e-9, atol=1e-11)
-    tgrads = dict(theirs.named_parameters())
-    assert sorted(gp) == sorted(tgrads)
-    for k, g in gp.items():
-        np.testing.assert_allclose(g, tgrads[k].grad.numpy(), rtol=1e-9, atol=1e-11,
-                                   err_msg=k)
+    assert_parameter_grads(gp, theirs, rtol=1e-9, atol=1e-11)
     if not buffers:         # the module-pytree route gives the same module-shaped gradient
         gm = fc.grad(lambda m, x: (m(x) ** 2).sum())(ours, x)
         for k, g in gm.named_parameters():

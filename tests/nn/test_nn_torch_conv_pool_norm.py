@@ -3,6 +3,7 @@ converted state_dicts give the same outputs and gradients, float64, train and ev
 
 import numpy as np
 import pytest
+from against_torch import assert_parameter_grads
 
 import functorch_core as fc
 from functorch_core import nn
@@ -36,11 +37,7 @@ def _compare(make_ours, make_theirs, x, train, forward_kw=None):
         return (fc.functional_call(ours, (p, b), (x,), kw) ** 2).sum()
     gp, gx = fc.grad(loss, argnums=(0, 1))(params, x, buffers)
     np.testing.assert_allclose(gx, xt.grad.numpy(), rtol=1e-12, atol=1e-12)
-    tgrads = dict(theirs.named_parameters())
-    assert sorted(gp) == sorted(tgrads)
-    for k, g in gp.items():
-        np.testing.assert_allclose(g, tgrads[k].grad.numpy(), rtol=1e-12, atol=1e-11,
-                                   err_msg=k)
+    assert_parameter_grads(gp, theirs, rtol=1e-12, atol=1e-11)
     for k, b in ours.named_buffers():
         np.testing.assert_allclose(b, theirs.get_buffer(k).numpy(), rtol=1e-12, atol=1e-12,
                                    err_msg=k)

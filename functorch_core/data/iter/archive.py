@@ -136,6 +136,8 @@ class TarArchiveLoader(IterDataPipe):
         >>> dp = FileOpener(["x.tar.gz"], mode="b").decompress().load_from_tar()  # doctest: +SKIP
     """
 
+    _repr_args = ("mode",)
+
     def __init__(self, datapipe, mode: str = "r:*", length: int = -1) -> None:
         if not mode.startswith("r"):
             raise ValueError(f"TarArchiveLoader: mode must be a read mode, got {mode!r}")
@@ -175,9 +177,6 @@ class TarArchiveLoader(IterDataPipe):
         if self.length == -1:
             raise TypeError("TarArchiveLoader instance doesn't have valid length (pass length=)")
         return self.length
-
-    def __repr__(self) -> str:
-        return f"TarArchiveLoader(mode={self.mode!r})"
 
 
 @functional_datapipe("load_from_zip")
@@ -323,6 +322,9 @@ class Decompressor(IterDataPipe):
         >>> dp = FileOpener(["x.tar.gz"], mode="b").decompress().load_from_tar()  # doctest: +SKIP
     """
 
+    _len_source = "source_datapipe"
+    _repr_args = ("file_type",)
+
     def __init__(self, source_datapipe, file_type: str | None = None) -> None:
         if file_type is not None:
             key = getattr(file_type, "value", file_type).lower()
@@ -369,9 +371,3 @@ class Decompressor(IterDataPipe):
                 _close(stream)
                 raise type(e)(f"Decompressor: {path!r} is not a valid {kind} archive: "
                               f"{e}") from e
-
-    def __len__(self) -> int:
-        return len(self.source_datapipe)
-
-    def __repr__(self) -> str:
-        return f"Decompressor(file_type={self.file_type!r})"

@@ -7,13 +7,13 @@ import heapq
 import itertools
 
 from ..datapipe import DataChunk, IterDataPipe, functional_datapipe
-from ._pipeutil import check_positive
+from ._pipeutil import ShuffleSwitch, check_positive
 
 __all__ = ["BucketBatcher", "InBatchShuffler", "MaxTokenBucketizer"]
 
 
 @functional_datapipe("in_batch_shuffle")
-class InBatchShuffler(IterDataPipe):
+class InBatchShuffler(ShuffleSwitch, IterDataPipe):
     """Shuffle the items inside each batch (list) of the source
     (functional name: ``in_batch_shuffle``).
 
@@ -31,14 +31,10 @@ class InBatchShuffler(IterDataPipe):
     """
 
     _is_random = True
+    _len_source = "datapipe"
 
     def __init__(self, datapipe) -> None:
         self.datapipe = datapipe
-        self._enabled = True
-
-    def set_shuffle(self, shuffle: bool = True):
-        self._enabled = shuffle
-        return self
 
     def __iter__(self):
         if not self._enabled:
@@ -47,9 +43,6 @@ class InBatchShuffler(IterDataPipe):
         rng = self._rng()
         for batch in self.datapipe:
             yield DataChunk([batch[i] for i in rng.permutation(len(batch))])
-
-    def __len__(self) -> int:
-        return len(self.datapipe)
 
 
 def _chunks(it, size):
@@ -108,6 +101,7 @@ class BucketBatcher(IterDataPipe):
     """
 
     _is_random = True
+    _repr_args = ("batch_size", "drop_last", "batch_num", "bucket_num")
 
     def __init__(self, datapipe, batch_size: int, drop_last: bool = False, batch_num: int = 100,
                  bucket_num: int = 1, sort_key=None, use_in_batch_shuffle: bool = True) -> None:
@@ -149,10 +143,6 @@ class BucketBatcher(IterDataPipe):
         n = len(self.datapipe)
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
-    def __repr__(self) -> str:
-        return (f"BucketBatcher(batch_size={self.batch_size}, drop_last={self.drop_last}, "
-                f"batch_num={self.batch_num}, bucket_num={self.bucket_num})")
-
 
 def _default_len_fn(token):
     return len(token)
@@ -183,6 +173,8 @@ class MaxTokenBucketizer(IterDataPipe):
         >>> list(dp.max_token_bucketize(max_token_count=4))
         [['1', '1', '11'], ['11'], ['111']]
     """
+
+    _repr_args = ("max_token_count", "buffer_size")
 
     def __init__(self, datapipe, max_token_count: int, len_fn=_default_len_fn, min_len: int = 0,
                  max_len: int | None = None, buffer_size: int = 1000,
@@ -236,7 +228,3 @@ class MaxTokenBucketizer(IterDataPipe):
                 yield done
         if batch:
             yield DataChunk(batch)
-
-    def __repr__(self) -> str:
-        return (f"MaxTokenBucketizer(max_token_count={self.max_token_count}, "
-                f"buffer_size={self.buffer_size})")

@@ -11,7 +11,7 @@ import inspect
 
 from ..collation import default_collate
 from ..datapipe import IterDataPipe, functional_datapipe
-from ._pipeutil import apply_on_cols, check_positive
+from ._pipeutil import ShuffleSwitch, apply_on_cols, check_positive
 
 __all__ = ["BatchMapper", "Collator", "FlatMapper", "Mapper", "ShuffledFlatMapper",
            "ThreadPoolMapper"]
@@ -110,6 +110,7 @@ class Mapper(IterDataPipe):
     """
 
     _repr_args = ("fn", "input_col", "output_col")
+    _len_source = "datapipe"
 
     def __init__(self, datapipe, fn, input_col=None, output_col=None):
         if not callable(fn):
@@ -131,9 +132,6 @@ class Mapper(IterDataPipe):
 
     def _skip(self, n: int) -> bool:
         return self.datapipe._skip(n)
-
-    def __len__(self) -> int:
-        return len(self.datapipe)
 
 
 @functional_datapipe("collate")
@@ -256,6 +254,8 @@ class ThreadPoolMapper(IterDataPipe):
         [0, 10, 20, 30]
     """
 
+    _len_source = "datapipe"
+
     def __init__(self, source_datapipe, fn, input_col=None, output_col=None,
                  scheduled_tasks: int = 128, max_workers: int | None = None,
                  **threadpool_kwargs) -> None:
@@ -295,9 +295,6 @@ class ThreadPoolMapper(IterDataPipe):
             finally:
                 for f in pending:
                     f.cancel()
-
-    def __len__(self) -> int:
-        return len(self.datapipe)
 
     def __repr__(self) -> str:
         return (f"ThreadPoolMapper(fn={getattr(self.fn, '__name__', self.fn)}, "
@@ -341,7 +338,7 @@ class FlatMapper(IterDataPipe):
 
 
 @functional_datapipe("shuffled_flatmap")
-class ShuffledFlatMapper(IterDataPipe):
+class ShuffledFlatMapper(ShuffleSwitch, IterDataPipe):
     """Like ``flatmap``, but keeps up to ``buffer_size`` of the returned iterables
     open and yields the next item of a randomly chosen one
     (functional name: ``shuffled_flatmap``).
@@ -363,6 +360,7 @@ class ShuffledFlatMapper(IterDataPipe):
     """
 
     _is_random = True
+    _repr_args = ("buffer_size",)
 
     def __init__(self, datapipe, fn=None, input_col=None, buffer_size: int = 100) -> None:
         check_positive("ShuffledFlatMapper", "buffer_size", buffer_size)
@@ -370,11 +368,6 @@ class ShuffledFlatMapper(IterDataPipe):
         self.fn = _identity if fn is None else fn
         self.input_col = input_col
         self.buffer_size = buffer_size
-        self._enabled = True
-
-    def set_shuffle(self, shuffle: bool = True):
-        self._enabled = shuffle
-        return self
 
     def _open(self, d):
         return _iterable_result("ShuffledFlatMapper", self.fn,
@@ -412,6 +405,3 @@ class ShuffledFlatMapper(IterDataPipe):
         if self.fn is _identity and self.input_col is None:
             return sum(len(d) for d in self.datapipe)  # as TorchData: known without fn
         raise TypeError("ShuffledFlatMapper's length relies on the output of its function")
-
-    def __repr__(self) -> str:
-        return f"ShuffledFlatMapper(buffer_size={self.buffer_size})"

@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..datapipe import IterDataPipe, functional_datapipe
+from ._pipeutil import ShuffleSwitch
 
 __all__ = ["RandomSampler", "Sampler", "SequentialSampler", "Shuffler"]
 
 
 @functional_datapipe("shuffle")
-class Shuffler(IterDataPipe):
+class Shuffler(ShuffleSwitch, IterDataPipe):
     """Shuffle through a buffer (functional name: ``shuffle``).
 
     Fills a buffer of ``buffer_size`` items, then yields a random item of the
@@ -32,6 +33,7 @@ class Shuffler(IterDataPipe):
 
     _is_random = True
     _repr_args = ("buffer_size",)
+    _len_source = "datapipe"
 
     def __init__(self, datapipe, *, buffer_size: int = 10000, unbatch_level: int = 0):
         if buffer_size <= 0:
@@ -39,12 +41,6 @@ class Shuffler(IterDataPipe):
         self.datapipe = datapipe if unbatch_level == 0 else datapipe.unbatch(
             unbatch_level=unbatch_level)
         self.buffer_size = buffer_size
-        self._enabled = True
-
-    def set_shuffle(self, shuffle: bool = True):
-        """Turn shuffling on or off (off: items pass through in order). Returns the pipe."""
-        self._enabled = bool(shuffle)
-        return self
 
     def __iter__(self):
         if not self._enabled:
@@ -70,9 +66,6 @@ class Shuffler(IterDataPipe):
 
     def _skip(self, n: int) -> bool:
         return False if self._enabled else self.datapipe._skip(n)
-
-    def __len__(self) -> int:
-        return len(self.datapipe)
 
 
 class SequentialSampler:
@@ -145,6 +138,7 @@ class Sampler(IterDataPipe):
     """
 
     _repr_args = ("sampler",)
+    _len_source = "sampler"
 
     def __init__(self, datapipe, sampler=SequentialSampler, sampler_args=None,
                  sampler_kwargs=None):
@@ -160,6 +154,3 @@ class Sampler(IterDataPipe):
             yield from self.sampler.draw(self._rng())
         else:
             yield from self.sampler
-
-    def __len__(self) -> int:
-        return len(self.sampler)

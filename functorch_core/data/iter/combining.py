@@ -250,6 +250,9 @@ class IterKeyZipper(IterDataPipe):
         [(('a', 1), ('a', 10)), (('b', 2), ('b', 20))]
     """
 
+    _len_source = "source_datapipe"
+    _repr_args = ("buffer_size", "keep_key")
+
     def __init__(self, source_datapipe, ref_datapipe, key_fn, ref_key_fn=None,
                  keep_key: bool = False, buffer_size: int | None = 10000,
                  merge_fn=None) -> None:
@@ -291,12 +294,6 @@ class IterKeyZipper(IterDataPipe):
             res = (data, r) if self.merge_fn is None else self.merge_fn(data, r)
             yield (key, res) if self.keep_key else res
 
-    def __len__(self) -> int:
-        return len(self.source_datapipe)
-
-    def __repr__(self) -> str:
-        return f"IterKeyZipper(buffer_size={self.buffer_size}, keep_key={self.keep_key})"
-
 
 @functional_datapipe("zip_with_map")
 class MapKeyZipper(IterDataPipe):
@@ -319,6 +316,9 @@ class MapKeyZipper(IterDataPipe):
         [((2, 'c'), 12), ((0, 'a'), 10)]
     """
 
+    _len_source = "source_iterdatapipe"
+    _repr_args = ("keep_key",)
+
     def __init__(self, source_iterdatapipe, map_datapipe, key_fn, merge_fn=None,
                  keep_key: bool = False) -> None:
         if not isinstance(map_datapipe, MapDataPipe):
@@ -340,9 +340,3 @@ class MapKeyZipper(IterDataPipe):
                                f"map_datapipe {self.map_datapipe!r}") from e
             res = (data, value) if self.merge_fn is None else self.merge_fn(data, value)
             yield (key, res) if self.keep_key else res
-
-    def __len__(self) -> int:
-        return len(self.source_iterdatapipe)
-
-    def __repr__(self) -> str:
-        return f"MapKeyZipper(keep_key={self.keep_key})"

@@ -25,6 +25,8 @@ class Header(IterDataPipe):
         [0, 1, 2]
     """
 
+    _repr_args = ("limit",)
+
     def __init__(self, source_datapipe, limit: int | None = 10) -> None:
         if limit is not None and (not isinstance(limit, int) or limit < 0):
             raise ValueError(f"Header: limit must be a non-negative int or None, got {limit!r}")
@@ -45,9 +47,6 @@ class Header(IterDataPipe):
         n = len(self.source_datapipe)
         return n if self.limit is None else min(n, self.limit)
 
-    def __repr__(self) -> str:
-        return f"Header(limit={self.limit})"
-
 
 @functional_datapipe("set_length")
 class LengthSetter(IterDataPipe):
@@ -66,6 +65,8 @@ class LengthSetter(IterDataPipe):
         (3, [0, 1, 2])
     """
 
+    _repr_args = ("length",)
+
     def __init__(self, source_datapipe, length: int) -> None:
         if not isinstance(length, int) or length < 0:
             raise ValueError(f"LengthSetter: length must be a non-negative int, got {length!r}")
@@ -77,9 +78,6 @@ class LengthSetter(IterDataPipe):
 
     def __len__(self) -> int:
         return self.length
-
-    def __repr__(self) -> str:
-        return f"LengthSetter(length={self.length})"
 
 
 @functional_datapipe("cycle")
@@ -95,6 +93,8 @@ class Cycler(IterDataPipe):
         >>> list(IterableWrapper(range(2)).cycle(3))
         [0, 1, 0, 1, 0, 1]
     """
+
+    _repr_args = ("count",)
 
     def __init__(self, source_datapipe, count: int | None = None) -> None:
         if count is not None and (not isinstance(count, int) or count < 0):
@@ -112,9 +112,6 @@ class Cycler(IterDataPipe):
             raise TypeError("Cycler with count=None has no length (it cycles forever)")
         return self.count * len(self.source_datapipe)
 
-    def __repr__(self) -> str:
-        return f"Cycler(count={self.count})"
-
 
 @functional_datapipe("repeat")
 class Repeater(IterDataPipe):
@@ -130,6 +127,8 @@ class Repeater(IterDataPipe):
         [0, 0, 0, 1, 1, 1]
     """
 
+    _repr_args = ("times",)
+
     def __init__(self, source_datapipe, times: int) -> None:
         if not isinstance(times, int) or times <= 1:
             raise ValueError(f"Repeater: times must be an int > 1, got {times!r}")
@@ -143,9 +142,6 @@ class Repeater(IterDataPipe):
 
     def __len__(self) -> int:
         return self.times * len(self.source_datapipe)
-
-    def __repr__(self) -> str:
-        return f"Repeater(times={self.times})"
 
 
 @functional_datapipe("enumerate")
@@ -162,18 +158,15 @@ class Enumerator(IterDataPipe):
         [(1, 'a'), (2, 'b')]
     """
 
+    _len_source = "source_datapipe"
+    _repr_args = ("starting_index",)
+
     def __init__(self, source_datapipe, starting_index: int = 0) -> None:
         self.source_datapipe = source_datapipe
         self.starting_index = starting_index
 
     def __iter__(self):
         yield from enumerate(self.source_datapipe, self.starting_index)
-
-    def __len__(self) -> int:
-        return len(self.source_datapipe)
-
-    def __repr__(self) -> str:
-        return f"Enumerator(starting_index={self.starting_index})"
 
 
 @functional_datapipe("add_index")
@@ -191,6 +184,9 @@ class IndexAdder(IterDataPipe):
         [{'a': 1, 'i': 0}, {'a': 2, 'i': 1}]
     """
 
+    _len_source = "datapipe"
+    _repr_args = ("index_name",)
+
     def __init__(self, datapipe, index_name: str = "index") -> None:
         check_positive("IndexAdder", "len(index_name)", len(index_name) if index_name else 0)
         self.datapipe = datapipe
@@ -202,9 +198,3 @@ class IndexAdder(IterDataPipe):
                 raise TypeError(f"IndexAdder: item {i} is a {type(d).__name__}, expected a dict")
             d[self.index_name] = i
             yield d
-
-    def __len__(self) -> int:
-        return len(self.datapipe)
-
-    def __repr__(self) -> str:
-        return f"IndexAdder(index_name={self.index_name!r})"

@@ -8,10 +8,10 @@ File handles are opened in ``__iter__`` (never held by a pipe) and yielded as
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import os
 
 from ..datapipe import IterDataPipe, functional_datapipe
+from ._pipeutil import HASHES, check_hash_type
 
 __all__ = ["FileLister", "FileOpener", "HashChecker", "Saver", "StreamReader"]
 
@@ -124,6 +124,8 @@ class FileOpener(IterDataPipe):
         ...     print(path, stream.read())
     """
 
+    _repr_args = ("mode", "encoding")
+
     def __init__(self, datapipe, mode: str = "r", encoding: str | None = None,
                  length: int = -1) -> None:
         if mode not in _OPEN_MODES:
@@ -146,9 +148,6 @@ class FileOpener(IterDataPipe):
 
     def __len__(self) -> int:
         return len(self.datapipe) if self.length == -1 else self.length
-
-    def __repr__(self) -> str:
-        return f"FileOpener(mode={self.mode!r}, encoding={self.encoding!r})"
 
 
 def _write_mode(mode: str) -> str:
@@ -178,6 +177,9 @@ class Saver(IterDataPipe):
         ['/tmp/out/0.txt']
     """
 
+    _len_source = "source_datapipe"
+    _repr_args = ("mode",)
+
     def __init__(self, source_datapipe, mode: str = "w", filepath_fn=None) -> None:
         mode = _write_mode(mode)
         if mode not in ("w", "wb", "wt", "a", "ab", "at"):
@@ -199,12 +201,6 @@ class Saver(IterDataPipe):
                 f.write(data)
             yield path
 
-    def __len__(self) -> int:
-        return len(self.source_datapipe)
-
-    def __repr__(self) -> str:
-        return f"Saver(mode={self.mode!r})"
-
 
 @functional_datapipe("read_from_stream")
 class StreamReader(IterDataPipe):
@@ -221,6 +217,8 @@ class StreamReader(IterDataPipe):
         [('a.bin', b'ab'), ('a.bin', b'c')]
     """
 
+    _repr_args = ("chunk",)
+
     def __init__(self, datapipe, chunk: int | None = None) -> None:
         if chunk is not None and chunk <= 0:
             raise ValueError(f"StreamReader: chunk must be > 0 or None, got {chunk!r}")
@@ -234,12 +232,6 @@ class StreamReader(IterDataPipe):
                     yield path, d
             finally:
                 stream.close()
-
-    def __repr__(self) -> str:
-        return f"StreamReader(chunk={self.chunk})"
-
-
-_HASHES = {"sha256": hashlib.sha256, "md5": hashlib.md5}
 
 
 @functional_datapipe("check_hash")
@@ -261,11 +253,11 @@ class HashChecker(IterDataPipe):
         >>> dp = FileOpener(["a.bin"], mode="rb").check_hash({"a.bin": "ba78..."})  # doctest: +SKIP
     """
 
+    _len_source = "source_datapipe"
+
     def __init__(self, source_datapipe, hash_dict: dict, hash_type: str = "sha256",
                  rewind: bool = True) -> None:
-        if hash_type not in _HASHES:
-            raise ValueError(f"HashChecker: hash_type must be one of {list(_HASHES)}, got "
-                             f"{hash_type!r}")
+        check_hash_type("HashChecker", hash_type)
         self.source_datapipe = source_datapipe
         self.hash_dict = hash_dict
         self.hash_type = hash_type
@@ -275,7 +267,7 @@ class HashChecker(IterDataPipe):
         for path, data in self.source_datapipe:
             if path not in self.hash_dict:
                 raise RuntimeError(f"HashChecker: no expected hash for {path!r} in hash_dict")
-            h = _HASHES[self.hash_type]()
+            h = HASHES[self.hash_type]()
             if isinstance(data, (bytes, bytearray)):
                 h.update(data)
             elif isinstance(data, str):
@@ -289,9 +281,6 @@ class HashChecker(IterDataPipe):
                 raise RuntimeError(f"HashChecker: the {self.hash_type} of {path!r} is "
                                    f"{h.hexdigest()}, expected {self.hash_dict[path]}")
             yield path, data
-
-    def __len__(self) -> int:
-        return len(self.source_datapipe)
 
     def __repr__(self) -> str:
         return f"HashChecker(hash_type={self.hash_type!r}, {len(self.hash_dict)} files)"

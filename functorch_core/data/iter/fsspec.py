@@ -44,6 +44,8 @@ class FSSpecFileLister(IterDataPipe):
         ['memory://data/a.csv']
     """
 
+    _repr_args = ("masks",)
+
     def __init__(self, root, masks="", **kwargs) -> None:
         _fsspec("FSSpecFileLister")
         if isinstance(root, str):
@@ -73,9 +75,6 @@ class FSSpecFileLister(IterDataPipe):
                     continue
                 yield fs.unstrip_protocol(name) if _has_protocol(root) else name
 
-    def __repr__(self) -> str:
-        return f"FSSpecFileLister(masks={self.masks!r})"
-
 
 @functional_datapipe("open_files_by_fsspec")
 class FSSpecFileOpener(IterDataPipe):
@@ -92,6 +91,9 @@ class FSSpecFileOpener(IterDataPipe):
 
         >>> FSSpecFileLister("memory://data").open_files_by_fsspec(mode="rb")  # doctest: +SKIP
     """
+
+    _len_source = "source_datapipe"
+    _repr_args = ("mode",)
 
     def __init__(self, source_datapipe, mode: str = "r", *, kwargs_for_open=None,
                  **kwargs) -> None:
@@ -112,12 +114,6 @@ class FSSpecFileOpener(IterDataPipe):
                                         f"{self.mode!r}): no such file") from e
             yield url, stream
 
-    def __len__(self) -> int:
-        return len(self.source_datapipe)
-
-    def __repr__(self) -> str:
-        return f"FSSpecFileOpener(mode={self.mode!r})"
-
 
 @functional_datapipe("save_by_fsspec")
 class FSSpecSaver(IterDataPipe):
@@ -136,6 +132,9 @@ class FSSpecSaver(IterDataPipe):
         >>> IterableWrapper([("memory://o/a.txt", "hi")]).save_by_fsspec()  # doctest: +SKIP
     """
 
+    _len_source = "source_datapipe"
+    _repr_args = ("mode",)
+
     def __init__(self, source_datapipe, mode: str = "w", filepath_fn=None, *,
                  kwargs_for_open=None, **kwargs) -> None:
         _fsspec("FSSpecSaver")
@@ -153,9 +152,3 @@ class FSSpecSaver(IterDataPipe):
             with fs.open(path, self.mode, **self.kwargs_for_open) as f:
                 f.write(data)
             yield url
-
-    def __len__(self) -> int:
-        return len(self.source_datapipe)
-
-    def __repr__(self) -> str:
-        return f"FSSpecSaver(mode={self.mode!r})"

@@ -132,6 +132,8 @@ class Grouper(IterDataPipe):
         [[0, 2], [1, 3], [4, 6], [5]]
     """
 
+    _repr_args = ("group_size", "buffer_size", "keep_key")
+
     def __init__(self, datapipe, group_key_fn, *, keep_key: bool = False,
                  buffer_size: int = 10000, group_size: int | None = None,
                  guaranteed_group_size: int | None = None, drop_remaining: bool = False) -> None:
@@ -185,7 +187,3 @@ class Grouper(IterDataPipe):
                     yield self._out(big, group)
         for key, group in groups.items():
             yield self._out(key, group)
-
-    def __repr__(self) -> str:
-        return (f"Grouper(group_size={self.group_size}, buffer_size={self.buffer_size}, "
-                f"keep_key={self.keep_key})")

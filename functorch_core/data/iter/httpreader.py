@@ -36,6 +36,8 @@ class HttpReader(IterDataPipe):
     """
 
     _resume_blocker = f"HttpReader: {_NETWORK}"
+    _len_source = "source_datapipe"
+    _repr_args = ("timeout", "skip_on_error")
 
     def __init__(self, source_datapipe, timeout: float | None = None,
                  skip_on_error: bool = False, **kwargs) -> None:
@@ -67,12 +69,6 @@ class HttpReader(IterDataPipe):
                     continue
                 raise OSError(msg) from e
             yield url, response
-
-    def __len__(self) -> int:
-        return len(self.source_datapipe)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(timeout={self.timeout}, skip_on_error={self.skip_on_error})"
 
 
 @functional_datapipe("read_from_remote")

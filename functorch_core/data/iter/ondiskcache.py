@@ -10,21 +10,18 @@ source item.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import tempfile
 
 from ..datapipe import IterDataPipe, functional_datapipe
 from ..graph import list_datapipes
+from ._pipeutil import HASHES, check_hash_type
 from .fileio import _write_mode
 
 __all__ = ["EndOnDiskCacheHolder", "OnDiskCacheHolder"]
 
-_HASHES = {"sha256": hashlib.sha256, "md5": hashlib.md5}
-
-
 def _file_hash(path: str, hash_type: str) -> str:
-    h = _HASHES[hash_type]()
+    h = HASHES[hash_type]()
     with open(path, "rb") as f:
         while block := f.read(1 << 20):
             h.update(block)
@@ -56,9 +53,7 @@ class OnDiskCacheHolder(IterDataPipe):
 
     def __init__(self, source_datapipe, filepath_fn=None, hash_dict: dict | None = None,
                  hash_type: str = "sha256", extra_check_fn=None) -> None:
-        if hash_type not in _HASHES:
-            raise ValueError(f"OnDiskCacheHolder: hash_type must be one of {list(_HASHES)}, "
-                             f"got {hash_type!r}")
+        check_hash_type("OnDiskCacheHolder", hash_type)
         self.source_datapipe = source_datapipe
         self.filepath_fn = filepath_fn
         self.hash_dict = hash_dict
@@ -148,6 +143,7 @@ class EndOnDiskCacheHolder(IterDataPipe):
 
     _resume_blocker = ("EndOnDiskCacheHolder: its output order depends on which files were "
                        "already cached when the epoch began")
+    _repr_args = ("mode", "same_filepath_fn")
 
     def __init__(self, datapipe, mode: str = "wb", filepath_fn=None, *,
                  same_filepath_fn: bool = False, skip_read: bool = False,
@@ -206,7 +202,7 @@ class EndOnDiskCacheHolder(IterDataPipe):
             if not self.skip_read:
                 data = _read_all(data, text, path, self.mode)
             if holder.hash_dict is not None:
-                got = _HASHES[holder.hash_type](
+                got = HASHES[holder.hash_type](
                     data.encode() if isinstance(data, str) else data).hexdigest()
                 if holder.hash_dict.get(path) != got:
                     raise RuntimeError(f"EndOnDiskCacheHolder: the {holder.hash_type} of the "
@@ -215,6 +211,3 @@ class EndOnDiskCacheHolder(IterDataPipe):
             self._write(path, data)
             yield path
         yield from holder._cached
-
-    def __repr__(self) -> str:
-        return f"EndOnDiskCacheHolder(mode={self.mode!r}, same_filepath_fn={self.same_filepath_fn})"

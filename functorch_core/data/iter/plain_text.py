@@ -52,6 +52,8 @@ class LineReader(IterDataPipe):
         [('a.txt', 'first line'), ('a.txt', 'second line')]
     """
 
+    _repr_args = ("skip_lines", "decode")
+
     def __init__(self, source_datapipe, *, skip_lines: int = 0, strip_newline: bool = True,
                  decode: bool = False, encoding: str = "utf-8", errors: str = "ignore",
                  return_path: bool = True) -> None:
@@ -69,9 +71,6 @@ class LineReader(IterDataPipe):
                            self.encoding, self.errors)
             for line in _closing(stream, lines):
                 yield (path, line) if self.return_path else line
-
-    def __repr__(self) -> str:
-        return f"LineReader(skip_lines={self.skip_lines}, decode={self.decode})"
 
 
 def _join_lines(lines):
@@ -116,6 +115,8 @@ class ParagraphAggregator(IterDataPipe):
 
 
 class _CSVBase(IterDataPipe):
+    _repr_args = ("skip_lines", "fmtparams")
+
     def __init__(self, source_datapipe, *, skip_lines: int = 0, decode: bool = True,
                  encoding: str = "utf-8", errors: str = "ignore", return_path: bool = False,
                  **fmtparams) -> None:
@@ -140,9 +141,6 @@ class _CSVBase(IterDataPipe):
     def _width_error(self, path, line_num, got, expected, what):
         return ValueError(f"{type(self).__name__}: {path!r} line {line_num + self.skip_lines} "
                           f"has {got} fields, expected {expected} ({what})")
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(skip_lines={self.skip_lines}, fmtparams={self.fmtparams})"
 
 
 @functional_datapipe("parse_csv")
@@ -236,6 +234,8 @@ class JsonParser(IterDataPipe):
         [('a.json', {'x': 1})]
     """
 
+    _len_source = "source_datapipe"
+
     def __init__(self, source_datapipe, **kwargs) -> None:
         self.source_datapipe = source_datapipe
         self.kwargs = kwargs
@@ -251,6 +251,3 @@ class JsonParser(IterDataPipe):
             except ValueError as e:
                 raise ValueError(f"JsonParser: {path!r} is not valid JSON: {e}") from e
             yield path, value
-
-    def __len__(self) -> int:
-        return len(self.source_datapipe)

@@ -89,8 +89,7 @@ def _warn_missing(item, indices):
 class _ColumnPipe(IterDataPipe):
     """One output per input: ``len`` follows the source."""
 
-    def __len__(self) -> int:
-        return len(self.datapipe)
+    _len_source = "datapipe"
 
 
 @functional_datapipe("flatten")
@@ -207,6 +206,8 @@ class Slicer(_ColumnPipe):
         [(10, 100), (11, 111)]
     """
 
+    _repr_args = ("index", "stop", "step")
+
     def __init__(self, datapipe, index, stop=None, step=None) -> None:
         if isinstance(index, list) and (stop or step):
             warnings.warn("Slicer: a list of indices ignores stop and step", stacklevel=3)
@@ -240,6 +241,3 @@ class Slicer(_ColumnPipe):
             if isinstance(self.index, list):
                 _warn_missing(item, self.index)
             yield out
-
-    def __repr__(self) -> str:
-        return f"Slicer(index={self.index!r}, stop={self.stop!r}, step={self.step!r})"

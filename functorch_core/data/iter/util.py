@@ -94,6 +94,7 @@ class Prefetcher(IterDataPipe):
     """
 
     _repr_args = ("buffer_size",)
+    _len_source = "source_datapipe"
 
     def __init__(self, source_datapipe, buffer_size: int = 10):
         if buffer_size <= 0:
@@ -140,9 +141,6 @@ class Prefetcher(IterDataPipe):
 
     def _skip(self, n: int) -> bool:
         return self.source_datapipe._skip(n)
-
-    def __len__(self) -> int:
-        return len(self.source_datapipe)
 
 
 @functional_datapipe("fullsync")
@@ -299,6 +297,7 @@ class Progress(IterDataPipe):
     """
 
     _repr_args = ("desc",)
+    _len_source = "source_datapipe"
 
     def __init__(self, source_datapipe, desc: str = "data"):
         self.source_datapipe = source_datapipe
@@ -320,9 +319,6 @@ class Progress(IterDataPipe):
     def _skip(self, n: int) -> bool:
         return self.source_datapipe._skip(n)
 
-    def __len__(self) -> int:
-        return len(self.source_datapipe)
-
 
 @functional_datapipe("rows2columnar")
 class Rows2Columnar(IterDataPipe):
@@ -341,6 +337,8 @@ class Rows2Columnar(IterDataPipe):
         >>> list(IterableWrapper([batch]).rows2columnar())
         [{'a': [1, 3], 'b': [2, 4]}]
     """
+
+    _len_source = "source_datapipe"
 
     def __init__(self, source_datapipe, column_names=None) -> None:
         self.source_datapipe = source_datapipe
@@ -362,9 +360,6 @@ class Rows2Columnar(IterDataPipe):
                 for k, v in pairs:
                     cols.setdefault(k, []).append(v)
             yield cols
-
-    def __len__(self) -> int:
-        return len(self.source_datapipe)
 
     def __repr__(self) -> str:
         return f"Rows2Columnar(column_names={self.column_names or None})"

@@ -173,6 +173,8 @@ class RoutedDecoder(IterDataPipe):
         [('a.txt', 'hi'), ('a.cls', 3)]
     """
 
+    _len_source = "datapipe"
+
     def __init__(self, datapipe, *handlers, key_fn=extension_extract_fn) -> None:
         self.datapipe = datapipe
         self.handlers = list(handlers) if handlers else [basichandlers]
@@ -202,9 +204,6 @@ class RoutedDecoder(IterDataPipe):
                     data = value
                     break
             yield path, data
-
-    def __len__(self) -> int:
-        return len(self.datapipe)
 
     def __repr__(self) -> str:
         names = [getattr(h, "__name__", repr(h)) for h in self.handlers]

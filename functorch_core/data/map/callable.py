@@ -22,6 +22,7 @@ class Mapper(MapDataPipe):
     """
 
     _repr_args = ("fn",)
+    _len_source = "datapipe"
 
     def __init__(self, datapipe, fn):
         if not callable(fn):
@@ -31,6 +32,3 @@ class Mapper(MapDataPipe):
 
     def __getitem__(self, index):
         return self.fn(self.datapipe[index])
-
-    def __len__(self) -> int:
-        return len(self.datapipe)

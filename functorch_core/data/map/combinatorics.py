@@ -23,6 +23,7 @@ class Shuffler(IterDataPipe):
     """
 
     _is_random = True
+    _len_source = "indices"
 
     def __init__(self, datapipe, *, indices=None):
         self.datapipe = datapipe
@@ -40,9 +41,6 @@ class Shuffler(IterDataPipe):
             keys = [keys[i] for i in self._rng().permutation(len(keys))]
         for k in keys:
             yield self.datapipe[k]
-
-    def __len__(self) -> int:
-        return len(self.indices)
 
 
 MapDataPipe.register_datapipe_as_function("shuffle", Shuffler)

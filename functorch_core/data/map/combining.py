@@ -80,15 +80,14 @@ class Zipper(MapDataPipe):
 
 
 class _Column(MapDataPipe):
+    _len_source = "main_datapipe"
+
     def __init__(self, main_datapipe, column: int) -> None:
         self.main_datapipe = main_datapipe
         self.column = column
 
     def __getitem__(self, index):
         return self.main_datapipe[index][self.column]
-
-    def __len__(self) -> int:
-        return len(self.main_datapipe)
 
     def __repr__(self) -> str:
         return f"UnZipper[{self.column}]"
@@ -137,6 +136,8 @@ class InMemoryCacheHolder(MapDataPipe):
         ('1', '1')
     """
 
+    _len_source = "source_dp"
+
     def __init__(self, source_dp) -> None:
         self.source_dp = source_dp
         self._cache: dict = {}
@@ -150,9 +151,6 @@ class InMemoryCacheHolder(MapDataPipe):
             return self.source_dp[index]
         value = self._cache[index] = self.source_dp[index]
         return value
-
-    def __len__(self) -> int:
-        return len(self.source_dp)
 
     def __getstate__(self):
         state = dict(vars(self))

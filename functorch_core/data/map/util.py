@@ -31,6 +31,8 @@ class SequenceWrapper(MapDataPipe):
         'b'
     """
 
+    _len_source = "sequence"
+
     def __init__(self, sequence, deepcopy: bool = True):
         self.sequence = copy.deepcopy(sequence) if deepcopy else sequence
 
@@ -40,9 +42,6 @@ class SequenceWrapper(MapDataPipe):
         except (IndexError, KeyError) as e:
             raise type(e)(f"SequenceWrapper[{index!r}]: no such index in a sequence of length "
                           f"{len(self.sequence)}") from None
-
-    def __len__(self) -> int:
-        return len(self.sequence)
 
 
 class IterToMapConverter(MapDataPipe):

@@ -24,23 +24,9 @@ from functorch_core.backends.interpreter import run_graph
 from functorch_core.backends.planning import buffers
 from functorch_core.backends.planning.plan import Blas, Fallback
 from functorch_core.ir import primitives as P
-from graph_builder import Builder
+from graph_builder import Builder, stage_chain
 
 CUDA = registry.get("cuda")
-
-
-def chain(n=4, shape=(8, 5), dtype=np.float64):
-    """x -> n stages, each a kernel that reads the previous stage's full result and its
-    row maxima: full-size intermediates whose lifetimes shift along the graph."""
-    b = Builder()
-    x = b.input(shape, dtype)
-    y, sums = x, []
-    for i in range(n):
-        m = b(P.reduce_max, y, axes=(1,))
-        low = b(P.broadcast_in_dim, m, shape=shape, broadcast_dimensions=(0,))
-        y = b(P.sin, b(P.sub, y, low)) if i % 2 else b(P.mul, b(P.sub, y, low), x)
-        sums.append(b(P.reduce_sum, y, axes=(0,)))
-    return b.graph(y, sums[-1], sums[0])
 
 
 def _intermediates(plan):
@@ -66,7 +52,7 @@ def _check_calls(run, graph, args, calls=3):
 
 
 def test_a_chain_reuses_intermediate_buffers():
-    graph = chain()
+    graph = stage_chain(4, (8, 5))
     run = CUDA.compile(graph)
     plan = runtime.sources(graph)[0]
     slots = _intermediates(plan)

@@ -1,5 +1,5 @@
-"""Every primitive of ``ir/primitives.py`` has a device lowering in the cuda backend: fused
-by ``emit`` (its op tables, read here, not listed), a structural kernel
+"""Every primitive of the ``ir/primitives`` catalogue has a device lowering in the cuda
+backend: fused by ``emit`` (its op tables, read here, not listed), a structural kernel
 (``indexing.RENDERED``), a product, a named array-module call (``calls.CALLS``), or an
 explicit host exception with its reason (``calls.HOST``). A new primitive with none of
 these fails ``test_every_primitive_lowers_on_the_device``.

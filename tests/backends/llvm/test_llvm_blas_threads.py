@@ -6,7 +6,6 @@ call (a hook in front of OpenBLAS's ?gemm)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import sys
@@ -152,16 +151,9 @@ def test_a_product_inside_a_native_graph_entry_runs_on_one_openblas_thread():
     assert result["after"] == 2
 
 
-def test_a_loop_with_a_mid_size_product_holds_one_thread_on_a_quiet_machine(two_threads,
-                                                                            monkeypatch):
-    import functorch_core.backends.llvm.loops as loops
-    entered = []
-
-    @contextlib.contextmanager
-    def record():
-        entered.append(True)
-        yield
-    monkeypatch.setattr(loops, "one_thread_each", record)
+def test_a_loop_with_a_mid_size_product_holds_one_thread_on_a_quiet_machine(
+        two_threads, one_thread_each_entries):
+    entered = one_thread_each_entries
     rng = np.random.default_rng(1)
     w = rng.standard_normal((128, 128)) * 0.05
     xs, h0 = rng.standard_normal((3, 32, 128)), np.zeros((32, 128))

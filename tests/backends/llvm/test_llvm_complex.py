@@ -90,6 +90,13 @@ def native(exe):
     return not any(isinstance(s, Fallback) for s in exe.plan.steps)
 
 
+def assert_native_bits(graph, args):
+    """``graph`` compiles with no interpreter fallback and gives the interpreter's bits."""
+    exe, got, want = both(graph, args)
+    assert native(exe)
+    assert_bits(got, want)
+
+
 # --- one graph per dtype with every elementwise rule ------------------------------------
 
 def _elementwise_graph(dt, n=N):
@@ -107,9 +114,7 @@ def _elementwise_graph(dt, n=N):
 @given(data=st.data())
 def test_elementwise_rules_are_bit_exact(dt, data):
     z, w = data.draw(complexes(dt)), data.draw(complexes(dt))
-    exe, got, want = both(_elementwise_graph(dt), [z, w])
-    assert native(exe)
-    assert_bits(got, want)
+    assert_native_bits(_elementwise_graph(dt), [z, w])
 
 
 @pytest.mark.parametrize("dt", COMPLEX, ids=str)
@@ -126,9 +131,7 @@ def test_mul_div_abs_on_all_special_pairs(dt, data):
     b = Builder()
     x, y = b.input(z.shape, dt), b.input(z.shape, dt)
     graph = b.graph(b(P.mul, x, y), b(P.div, x, y), b(P.abs, x), b(P.sign, x))
-    exe, got, want = both(graph, [z, w])
-    assert native(exe)
-    assert_bits(got, want)
+    assert_native_bits(graph, [z, w])
 
 
 @pytest.mark.parametrize("dt", COMPLEX, ids=str)
@@ -145,9 +148,7 @@ def test_big_arrays_take_the_vectorized_threaded_path_bit_exactly(dt):
         x[pick] = rng.choice(special, int(pick.sum()))
         return x.view(dt)
 
-    exe, got, want = both(_elementwise_graph(dt, n), [mk(), mk()])
-    assert native(exe)
-    assert_bits(got, want)
+    assert_native_bits(_elementwise_graph(dt, n), [mk(), mk()])
 
 
 @pytest.mark.parametrize("dt", COMPLEX, ids=str)
@@ -161,9 +162,7 @@ def test_libm_complex_functions_are_bit_exact(dt, data):
     b = Builder()
     x = b.input(z.shape, dt)
     graph = b.graph(*[b(p, x) for p in LIBM_COMPLEX])
-    exe, got, want = both(graph, [z])
-    assert native(exe)
-    assert_bits(got, want)
+    assert_native_bits(graph, [z])
 
 
 # --- conversions ----------------------------------------------------------------------
@@ -195,9 +194,7 @@ def test_converts_to_and_from_complex(dt, data, seed):
     outs = [b(P.convert, z, new_dtype=d) for d in REALS + COMPLEX]
     outs += [b(P.convert, x, new_dtype=dt) for x in xs]
     args = [data.draw(complexes(dt, n))] + [_real_values(r, rng, n) for r in REALS]
-    exe, got, want = both(b.graph(*outs), args)
-    assert native(exe)
-    assert_bits(got, want)
+    assert_native_bits(b.graph(*outs), args)
 
 
 @pytest.mark.parametrize("ft", [np.dtype(t) for t in (np.float16, np.float32, np.float64)],
@@ -208,9 +205,7 @@ def test_complex_of_real_and_imaginary_parts(ft, data):
     re, im = b.input((N,), ft), b.input((N,), ft)
     c = b(P.complex, re, im)
     graph = b.graph(c, b(P.real, c), b(P.imag, c))
-    exe, got, want = both(graph, [data.draw(parts_of(ft, N)), data.draw(parts_of(ft, N))])
-    assert native(exe)
-    assert_bits(got, want)
+    assert_native_bits(graph, [data.draw(parts_of(ft, N)), data.draw(parts_of(ft, N))])
 
 
 # --- fusion, broadcasting, layout -------------------------------------------------------
@@ -245,9 +240,7 @@ def test_broadcasts_views_and_literals(dt, data):
     graph = b.graph(b(P.mul, z, wide), b(P.sub, lit, z), b(P.div, zt, lit),
                     b(P.slice, z, start_indices=(1, 2), limit_indices=(4, 7), strides=(2, 2)))
     args = [data.draw(complexes(dt, 35)).reshape(5, 7), data.draw(complexes(dt, 7))]
-    exe, got, want = both(graph, args)
-    assert native(exe)
-    assert_bits(got, want)
+    assert_native_bits(graph, args)
 
 
 @pytest.mark.parametrize("dt", COMPLEX, ids=str)
@@ -264,9 +257,7 @@ def test_gather_concatenate_pad_and_scatter_add(dt):
                                                 b(P.gather, z, idx, axes=(0,))), axes=(0,)))
     mk = lambda *s: (rng.standard_normal(s) + 1j * rng.standard_normal(s)).astype(dt)  # noqa: E731
     args = [mk(4, 3), mk(2, 3), rng.integers(-1, 5, (5, 1)).astype(np.int32)]
-    exe, got, want = both(graph, args)
-    assert native(exe)
-    assert_bits(got, want)
+    assert_native_bits(graph, args)
 
 
 # --- reductions and scans ---------------------------------------------------------------
@@ -296,9 +287,7 @@ def test_sums_and_products_over_no_axes_still_combine_with_the_identity(dt, data
     z = b.input((4, 6), dt)
     graph = b.graph(b(P.reduce_sum, z, axes=()), b(P.reduce_prod, z, axes=()))
     arg = (data.draw(complexes(dt, 24)) if dt.kind == "c" else data.draw(parts_of(dt, 24)))
-    exe, got, want = both(graph, [arg.reshape(4, 6)])
-    assert native(exe)
-    assert_bits(got, want)
+    assert_native_bits(graph, [arg.reshape(4, 6)])
 
 
 @pytest.mark.parametrize("dt", COMPLEX, ids=str)
@@ -309,9 +298,7 @@ def test_max_and_min_reductions_are_exact(dt, data):
     z = b.input((4, 3, 5), dt)
     outs = [b(p, z, axes=axes) for p in (P.reduce_max, P.reduce_min)
             for axes in ((0,), (1,), (2,), (0, 2), (0, 1, 2))]
-    exe, got, want = both(b.graph(*outs), [data.draw(complexes(dt, 60)).reshape(4, 3, 5)])
-    assert native(exe)
-    assert_bits(got, want)
+    assert_native_bits(b.graph(*outs), [data.draw(complexes(dt, 60)).reshape(4, 3, 5)])
 
 
 @pytest.mark.parametrize("dt", COMPLEX, ids=str)
@@ -321,9 +308,7 @@ def test_cumulative_sums_are_exact(dt, data):
     b = Builder()
     z = b.input((6, 8), dt)
     graph = b.graph(b(P.cumsum, z, axis=1, reverse=False), b(P.cumsum, z, axis=0, reverse=True))
-    exe, got, want = both(graph, [data.draw(complexes(dt)).reshape(6, 8)])
-    assert native(exe)
-    assert_bits(got, want)
+    assert_native_bits(graph, [data.draw(complexes(dt)).reshape(6, 8)])
 
 
 def test_real_cumsum_keeps_a_leading_negative_zero():

@@ -23,7 +23,7 @@ from functorch_core.backends.planning import buffers
 from functorch_core.backends.planning.plan import Fallback, Sort
 from functorch_core.ir import primitives as P
 from functorch_core.ir.pytree import tree_flatten
-from graph_builder import Builder
+from graph_builder import Builder, stage_chain
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -300,22 +300,8 @@ def test_plan_arena_reuses_memory_of_dead_buffers():
     assert total == 2 * 128
 
 
-def chain(n=6, shape=(64, 33), dtype=np.float64):
-    """x -> n stages, each a kernel that reads the previous stage's full result and its
-    row maxima: full-size intermediates whose lifetimes shift along the graph."""
-    b = Builder()
-    x = b.input(shape, dtype)
-    y, sums = x, []
-    for i in range(n):
-        m = b(P.reduce_max, y, axes=(1,))
-        low = b(P.broadcast_in_dim, m, shape=shape, broadcast_dimensions=(0,))
-        y = b(P.sin, b(P.sub, y, low)) if i % 2 else b(P.mul, b(P.sub, y, low), x)
-        sums.append(b(P.reduce_sum, y, axes=(0,)))
-    return b.graph(y, sums[-1], sums[0])
-
-
 def test_intermediates_share_an_arena_and_results_are_fresh():
-    graph = chain()
+    graph = stage_chain(6, (64, 33))
     exe = CPU.compile(graph)
     assert exe.arena_offsets
     sizes = [buffers.nbytes(*exe.plan.slots[s]) for s in exe.arena_offsets]
@@ -334,7 +320,7 @@ def test_intermediates_share_an_arena_and_results_are_fresh():
 
 
 def test_mutating_a_result_does_not_change_the_next_call():
-    graph = chain(3, (8, 5))
+    graph = stage_chain(3, (8, 5))
     exe = CPU.compile(graph)
     x = np.random.default_rng(1).standard_normal((8, 5))
     first = [r.copy() for r in exe([x])]
@@ -345,7 +331,7 @@ def test_mutating_a_result_does_not_change_the_next_call():
 
 
 def test_threads_calling_one_executable_get_their_own_arenas():
-    graph = chain(4, (128, 65))
+    graph = stage_chain(4, (128, 65))
     exe = CPU.compile(graph)
     rng = np.random.default_rng(2)
     xs = [rng.standard_normal((128, 65)) for _ in range(8)]
@@ -399,7 +385,7 @@ def test_jit_of_a_big_intermediate_chain_repeats_exactly():
 
 
 def test_small_kernel_graphs_run_as_one_native_call_and_big_ones_do_not():
-    small = CPU.compile(chain(3, (8, 5)))
+    small = CPU.compile(stage_chain(3, (8, 5)))
     assert small.entry is not None or not entries.graph_entry_supported()
     b = Builder()
     x = b.input((1 << 19,), np.float32)
@@ -408,7 +394,7 @@ def test_small_kernel_graphs_run_as_one_native_call_and_big_ones_do_not():
     arg = np.linspace(-1, 1, 1 << 19, dtype=np.float32)
     np.testing.assert_allclose(big([arg])[0], np.sum(arg * arg), rtol=1e-5)
     x = np.random.default_rng(5).standard_normal((8, 5))
-    want = run_graph(chain(3, (8, 5)), [x])
+    want = run_graph(stage_chain(3, (8, 5)), [x])
     for g, w in zip(small([x]), want, strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-12)
 

@@ -23,6 +23,14 @@ def _native_convs(exe):
     return sum(id(s) in exe._fns for s in convs), len(convs)
 
 
+def _check_convs(f, x, w, native, tol):
+    """``f(x, w)``, one conv, compiles with ``native`` native conv steps (0 or 1) and
+    matches the eager result within ``tol``."""
+    exe = _executable(f, x, w)
+    assert _native_convs(exe) == (native, 1)
+    np.testing.assert_allclose(exe([x, w])[0], f(x, w), rtol=tol, atol=tol)
+
+
 @given(conv_problems(), st.sampled_from([np.float32, np.float64]),
        st.integers(0, 2 ** 32 - 1))
 def test_small_convs_run_natively_and_match_the_interpreter(p, dtype, seed):
@@ -76,9 +84,7 @@ def _digits_step_convs(n=64):
 
 def test_the_cnn_digits_convs_run_natively_and_match_the_interpreter():
     fwd, kernel_grad, (x, w, ct) = _digits_step_convs()
-    exe = _executable(fwd, x, w)
-    assert _native_convs(exe) == (1, 1)
-    np.testing.assert_allclose(exe([x, w])[0], fwd(x, w), rtol=1e-5, atol=1e-5)
+    _check_convs(fwd, x, w, 1, 1e-5)
     exe = _executable(kernel_grad, x, w, ct)
     assert _native_convs(exe) == (2, 2)     # the (unused) forward conv stays in the graph
     # a sum of 4096 products of unit normals: float32 rounding well under 1e-3
@@ -109,9 +115,7 @@ def test_big_complex_and_half_convs_take_the_gemm_modes(monkeypatch):
         assert _native_convs(exe)[0] == 0       # float16 runs in the interpreter
         np.testing.assert_allclose(exe([xs, ws])[0], fwd(xs, ws), rtol=2e-2, atol=2e-2)
     monkeypatch.setattr(tinyconv, "TINY_MAX_MACS", 64 * 16 * 64 * 9 - 1)
-    exe = _executable(fwd, x, w)
-    assert _native_convs(exe) == (0, 1)
-    np.testing.assert_allclose(exe([x, w])[0], fwd(x, w), rtol=1e-5, atol=1e-5)
+    _check_convs(fwd, x, w, 0, 1e-5)
 
 
 def test_a_long_accumulator_row_takes_the_gemm_modes():
@@ -121,13 +125,9 @@ def test_a_long_accumulator_row_takes_the_gemm_modes():
 
     def f(x, w):
         return lax.conv_general_dilated(x, w, (1,), [(1, 1)])
-    exe = _executable(f, x, w)
-    assert _native_convs(exe) == (0, 1)
-    np.testing.assert_allclose(exe([x, w])[0], f(x, w), rtol=1e-5, atol=1e-5)
+    _check_convs(f, x, w, 0, 1e-5)
     x = x[..., :tinyconv.TINY_MAX_ROW]
-    exe = _executable(f, x, w)
-    assert _native_convs(exe) == (1, 1)
-    np.testing.assert_allclose(exe([x, w])[0], f(x, w), rtol=1e-5, atol=1e-5)
+    _check_convs(f, x, w, 1, 1e-5)
 
 
 def test_a_padded_input_copy_past_the_stack_bound_takes_the_gemm_modes():
@@ -142,9 +142,7 @@ def test_a_padded_input_copy_past_the_stack_bound_takes_the_gemm_modes():
         return lax.conv_general_dilated(x, w, (1, 1), "VALID")
     assert 8 * 8 * 34 * 34 * 4 > tinyconv.TINY_MAX_SCRATCH >= 6 * 8 * 34 * 34 * 4
     for f, x_, native in ((padded, x, 0), (valid, x, 1), (padded, x[:6], 1)):
-        exe = _executable(f, x_, w)
-        assert _native_convs(exe) == (native, 1)
-        np.testing.assert_allclose(exe([x_, w])[0], f(x_, w), rtol=1e-4, atol=1e-4)
+        _check_convs(f, x_, w, native, 1e-4)
 
 
 def test_a_native_conv_is_named_so_and_only_a_small_one_joins_the_native_entry():
