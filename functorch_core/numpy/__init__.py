@@ -53,3 +53,7 @@ __all__ = [*_elementwise.__all__, *_shape.__all__, *_indexing.__all__, *_sorting
            *_reductions.__all__, *_creation.__all__, *_linalg.__all__,
            *_mutation.__all__, *_rounding.__all__, *_convolve.__all__, *_info.__all__,
            *_arrangement.__all__, *_math.__all__, *_statistics.__all__]
+
+# what a ufunc called on a tracer runs (``__array_ufunc__``): the elementwise ones, and
+# np.matmul, a generalized ufunc
+UFUNC_CALLS = {**_elementwise.UFUNCS, _np.matmul: _linalg.matmul}

@@ -29,7 +29,7 @@ from ._core import (
     to_result,
 )
 from ._creation import _tri_mask, array_operand
-from ._elementwise import UFUNCS, _conj
+from ._elementwise import _conj
 from ._reductions import sum as _sum
 
 __all__ = ["matmul", "dot", "vdot", "inner", "outer", "tensordot", "einsum", "trace", "diag",
@@ -109,9 +109,6 @@ def matmul(x1, x2, /, out=None, *, casting="same_kind", order="K", dtype=None, s
     b = broadcast_to_shape(b, batch + sb[-2:])
     nb = len(batch)
     return to_result(_dot_general(a, b, (nb + 1,), (nb,), range(nb), range(nb)))
-
-
-UFUNCS[np.matmul] = matmul        # np.matmul is a ufunc: it reaches tracers via __array_ufunc__
 
 
 @implements(np.dot)

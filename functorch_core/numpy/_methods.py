@@ -66,8 +66,9 @@ def _inplace(name):
 
 
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
-    if method == "__call__" and ufunc in UFUNCS:
-        return UFUNCS[ufunc](*inputs, **kwargs)
+    calls = _fnp().UFUNC_CALLS
+    if method == "__call__" and ufunc in calls:
+        return calls[ufunc](*inputs, **kwargs)
     if method == "reduce" and ufunc in _fnp().UFUNC_REDUCTIONS:
         return _fnp().UFUNC_REDUCTIONS[ufunc](*inputs, **kwargs)
     if method == "at" and ufunc in UFUNCS:
