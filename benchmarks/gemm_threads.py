@@ -100,20 +100,15 @@ def _measure(workloads, repeats):
         a, b = rng.standard_normal(ls).astype(dt), rng.standard_normal(rs).astype(dt)
         before, after = _compiled(False, a, b), _compiled(True, a, b)
         dn = (((2,), (1,)), ((0,), (0,))) if len(ls) == 3 else (((1,), (0,)), ((), ()))
-        parts = blas.DotGeneral(ls, rs, dt, dn, parallel=threads.pool,
-                                workers=runtime.get_num_threads()).parts
+        product = blas.DotGeneral(ls, rs, dt, dn, parallel=threads.pool,
+                                  workers=runtime.get_num_threads())
+        parts = product.parts
         if parts[0].cols is not None:
             want, of = _on_one_runtime_thread(a, b), "the same column blocks on one thread"
         else:
             with blas.one_thread_each():
                 want, of = before(a, b), "one unsplit gemm"
-        # row blocks run only while the machine is busy: quiet, such a product is one gemm on
-        # OpenBLAS's own threads (outside deterministic mode its bits are OpenBLAS's then)
-        rows_only = parts[0].cols is None and parts[0].batch_hi - parts[0].batch_lo == (
-            ls[0] if len(ls) == 3 else 1)
-        splits_now = len(parts) > 1 and (not rows_only or blas.busy()
-                                         or blas.ROW_SPLIT_WHEN_QUIET)
-        if splits_now and not np.array_equal(after(a, b), want):
+        if product.splits(blas.busy()) and not np.array_equal(after(a, b), want):
             sys.exit(f"{name}: the split product's bits differ from {of}'s")
         reps = repeats if math.prod(ls) * rs[-1] < 1 << 32 else max(3, repeats // 2)
         variants = {"jit before": before, "jit split": after, "NumPy @": np.matmul,

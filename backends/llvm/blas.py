@@ -293,8 +293,7 @@ class DotGeneral:
                           ldb, a.ctypes.data, lda, beta, c.ctypes.data, ldc, self.n,
                           *self._par_steps)
             return out
-        if len(self.parts) > 1 and not alone and (
-                busy_now or ROW_SPLIT_WHEN_QUIET or not self._row_split or self._hold):
+        if self.splits(busy_now):
             self._split(a, b, c)
             return out
         ta, tb, n, m, k, alpha, ldb, lda, beta, ldc = self._refs
@@ -303,6 +302,15 @@ class DotGeneral:
                 self.fn(ta, tb, n, m, k, alpha, b[i].ctypes.data, ldb, a[i].ctypes.data, lda,
                         beta, c[i].ctypes.data, ldc)
         return out
+
+    def splits(self, busy_now: bool) -> bool:
+        """Whether a call while the machine reads as busy (``busy_now``) computes the product
+        as ``self.parts`` over the runtime's threads, not as one gemm call per batch: row
+        blocks only while busy (or held at one thread anyway), batch and column blocks always,
+        but for a product too small to split while busy."""
+        alone = busy_now and self._macs < BUSY_SPLIT_MACS
+        return len(self.parts) > 1 and not alone and (
+            busy_now or ROW_SPLIT_WHEN_QUIET or not self._row_split or self._hold)
 
     def _split(self, a, b, c, workers=None):
         """The product as ``self.parts``, OpenBLAS held at one thread each, taken in turn
