@@ -6,17 +6,20 @@ registers the implementations as the host's eager dispatch (``ir/eager.py``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from functorch_core.ir import dtypes, eager
 from functorch_core.ir import primitives as P
-from functorch_core.ir.core import Graph, Lit
+from functorch_core.ir.core import Graph, Lit, Primitive
 from functorch_core.ir.indexing import to_numpy_index
+from functorch_core.ir.tables import Table
 
 from .betainc_grad import betainc_grad
 from .igamma_grad import igamma_grad_a
 from .linalg import LINALG_IMPLS
 
-IMPLS: dict = {}
+IMPLS: Table[Primitive, Callable] = Table("interpreter")  # + LINALG_IMPLS, at the end
 
 
 def _quiet(fn):
@@ -53,14 +56,14 @@ def _from_spec(prim):
 
 
 # the elementwise primitives run their specs' NumPy / SciPy functions (select: below)
-IMPLS.update({p: _from_spec(p) for p in P.ALL.values()
-              if p.spec.numpy is not None and p is not P.select})
+for _p in P.ALL.values():
+    if _p.spec.numpy is not None and _p is not P.select:
+        IMPLS.register(_p, _from_spec(_p))
 
 
 def _impl(prim):
     def register(fn):
-        IMPLS[prim] = fn
-        return fn
+        return IMPLS.register(prim, fn)
     return register
 
 
@@ -221,8 +224,8 @@ def _overwrite(target, index, updates):
     target[index] = updates
 
 
-IMPLS[P.scatter_add] = _scatter_with(np.add.at)
-IMPLS[P.scatter] = _scatter_with(_overwrite)
+IMPLS.register(P.scatter_add, _scatter_with(np.add.at))
+IMPLS.register(P.scatter, _scatter_with(_overwrite))
 
 
 def _reduction(fn):
@@ -232,10 +235,10 @@ def _reduction(fn):
     return run
 
 
-IMPLS[P.reduce_sum] = _reduction(np.sum)
-IMPLS[P.reduce_prod] = _reduction(np.prod)
-IMPLS[P.reduce_max] = _reduction(np.max)
-IMPLS[P.reduce_min] = _reduction(np.min)
+IMPLS.register(P.reduce_sum, _reduction(np.sum))
+IMPLS.register(P.reduce_prod, _reduction(np.prod))
+IMPLS.register(P.reduce_max, _reduction(np.max))
+IMPLS.register(P.reduce_min, _reduction(np.min))
 
 
 @_impl(P.argmax)
@@ -257,10 +260,10 @@ def _cumulative(fn):
     return run
 
 
-IMPLS[P.cumsum] = _cumulative(lambda x, axis: np.cumsum(x, axis=axis, dtype=x.dtype))
-IMPLS[P.cumprod] = _cumulative(lambda x, axis: np.cumprod(x, axis=axis, dtype=x.dtype))
-IMPLS[P.cummax] = _cumulative(lambda x, axis: np.maximum.accumulate(x, axis=axis))
-IMPLS[P.cummin] = _cumulative(lambda x, axis: np.minimum.accumulate(x, axis=axis))
+IMPLS.register(P.cumsum, _cumulative(lambda x, axis: np.cumsum(x, axis=axis, dtype=x.dtype)))
+IMPLS.register(P.cumprod, _cumulative(lambda x, axis: np.cumprod(x, axis=axis, dtype=x.dtype)))
+IMPLS.register(P.cummax, _cumulative(lambda x, axis: np.maximum.accumulate(x, axis=axis)))
+IMPLS.register(P.cummin, _cumulative(lambda x, axis: np.minimum.accumulate(x, axis=axis)))
 
 
 @_impl(P.dot_general)
@@ -332,11 +335,11 @@ def _window_reducer(reduce, fill):
     return impl
 
 
-IMPLS[P.reduce_window_sum] = _window_reducer(np.sum, lambda dt: 0)
-IMPLS[P.reduce_window_max] = _quiet(_window_reducer(
-    np.max, lambda dt: dtypes.extreme_identity(dt, "max")))
-IMPLS[P.reduce_window_min] = _quiet(_window_reducer(
-    np.min, lambda dt: dtypes.extreme_identity(dt, "min")))
+IMPLS.register(P.reduce_window_sum, _window_reducer(np.sum, lambda dt: 0))
+IMPLS.register(P.reduce_window_max, _quiet(_window_reducer(
+    np.max, lambda dt: dtypes.extreme_identity(dt, "max"))))
+IMPLS.register(P.reduce_window_min, _quiet(_window_reducer(
+    np.min, lambda dt: dtypes.extreme_identity(dt, "min"))))
 
 
 def _selected(x, select, window_dimensions, window):
@@ -438,7 +441,7 @@ def _threefry2x32(k0, k1, x0, x1):
     return [x0, x1]
 
 
-IMPLS[P.threefry2x32] = _quiet(_threefry2x32)
+IMPLS.register(P.threefry2x32, _quiet(_threefry2x32))
 
 
 @_impl(P.setitem)
@@ -503,7 +506,7 @@ def run_graph(graph: Graph, args):
         return atom.value if isinstance(atom, Lit) else env[id(atom)]
 
     for eqn in graph.eqns:
-        outs = IMPLS[eqn.prim](*map(read, eqn.inputs), **eqn.params)
+        outs = (_get(eqn.prim) or IMPLS[eqn.prim])(*map(read, eqn.inputs), **eqn.params)
         if not eqn.prim.multiple_results:
             outs = [outs]
         for v, o in zip(eqn.outputs, outs, strict=True):
@@ -512,6 +515,7 @@ def run_graph(graph: Graph, args):
     return [read(o) for o in graph.outputs]
 
 
-IMPLS.update(LINALG_IMPLS)
+IMPLS.include(LINALG_IMPLS)
+_get = IMPLS.get
 eager.register_host(IMPLS)
 MISSING = sorted(p.name for p in P.ALL.values() if p not in IMPLS)

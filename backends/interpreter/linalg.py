@@ -7,9 +7,12 @@ no convergence) is raised again as ``LinAlgError`` naming the primitive and the 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 
 import numpy as np
 from functorch_core.ir import primitives as P
+from functorch_core.ir.core import Primitive
+from functorch_core.ir.tables import Table
 
 LinAlgError = np.linalg.LinAlgError
 
@@ -142,8 +145,10 @@ def _sylvester(a, b, c):
     return out
 
 
-LINALG_IMPLS = {P.solve: _solve, P.triangular_solve: _triangular_solve, P.det: _det,
-                P.slogdet: _slogdet, P.cholesky: _cholesky, P.lu: _lu,
-                P.lu_pivots_to_permutation: _permutation, P.qr: _qr, P.svd: _svd,
-                P.eigh: _eigh, P.eig: _eig, P.slogdet_inv_t: _slogdet_inv_t,
-                P.sqrtm: _sqrtm, P.sylvester: _sylvester}
+LINALG_IMPLS: Table[Primitive, Callable] = Table("interpreter: linalg", [
+    (P.solve, _solve), (P.triangular_solve, _triangular_solve), (P.det, _det),
+    (P.slogdet, _slogdet), (P.cholesky, _cholesky), (P.lu, _lu),
+    (P.lu_pivots_to_permutation, _permutation), (P.qr, _qr), (P.svd, _svd), (P.eigh, _eigh),
+    (P.eig, _eig), (P.slogdet_inv_t, _slogdet_inv_t), (P.sqrtm, _sqrtm),
+    (P.sylvester, _sylvester),
+])

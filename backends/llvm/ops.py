@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 
 import numpy as np
 from functorch_core.ir import primitives as P
+from functorch_core.ir.core import Primitive
+from functorch_core.ir.tables import Table
 from llvmlite import binding as llvm
 from llvmlite import ir
 
@@ -355,7 +358,7 @@ def _threefry2x32(e, dt, k0, k1, x0, x1, word):
 
 # --- the table ---------------------------------------------------------------
 
-RULES = _LIBM | {
+_CORE = {
     P.neg: _neg, P.sign: _sign, P.abs: _abs, P.floor: _intrinsic("floor"),
     P.ceil: _intrinsic("ceil"), P.round: _intrinsic("roundeven"), P.is_finite: _is_finite,
     P.sqrt: _intrinsic("sqrt"), P.logistic: _inline(M.logistic), P.tanh: _inline(M.tanh),
@@ -371,8 +374,38 @@ RULES = _LIBM | {
     P.xor: _by_kind("xor", "xor", None),
     P.eq: _compare("==", "oeq"), P.ne: _compare("!=", "une"), P.lt: _compare("<", "olt"),
     P.le: _compare("<=", "ole"), P.gt: _compare(">", "ogt"), P.ge: _compare(">=", "oge"),
-    P.select: _select,
+    P.select: _select, P.complex: lambda e, dt, re, im: C.pack(e, re, im),
+    P.threefry2x32: _threefry2x32,
 }
+
+
+def _lgamma(e, dt, x):
+    """glibc's ``lgamma``, but ``-inf`` at ``-inf`` as SciPy's ``gammaln`` (glibc: ``+inf``)."""
+    y = e.libm("lgamma", x)
+    return e.b.select(e.b.fcmp_ordered("==", x, ir.Constant(x.type, -math.inf)), x, y)
+
+
+# The rules of real (and integer) operands that are not the spec's libm function.
+_OWN: Table[Primitive, Callable] = Table("llvm: real operands, own rules", [
+    *_CORE.items(),
+    # glibc's, within 1-2 ulp: scipy.special's (cephes) agree to a few ulp
+    (P.lgamma, _lgamma),
+    # inline (erf.py, bessel.py, gamma.py, zeta.py): they vectorize and fuse with the math
+    # around them
+    (P.erf, _inline(E.erf)), (P.erfc, _inline(E.erfc)), (P.erfcx, _inline(E.erfcx)),
+    (P.bessel_i0e, _inline(B.i0e)), (P.bessel_i1e, _inline(B.i1e)),
+    (P.digamma, _inline(G.digamma)),
+    (P.zeta, lambda e, dt, x, q: Z.zeta(e, x, q)),
+    (P.polygamma, lambda e, dt, x, order: Z.polygamma(e, x, order)),
+    # calls into SciPy's compiled functions (scipy_calls.py): SciPy's values to the bit
+    *scipy_calls.RULES.items(),
+    # loops with data-dependent trip counts: internal functions called per element
+    (P.igamma_grad_a, SG.igamma_grad_a), (P.igamma_hess_a, SG.igamma_hess_a),
+    (P.betainc_grad, SG.betainc_grad),
+])
+# ... and the spec's libm function for every other primitive that names one
+_REAL: Table[Primitive, Callable] = Table("llvm: real operands", [
+    *_OWN.items(), *((p, rule) for p, rule in _LIBM.items() if p not in _OWN)])
 
 
 def _real_or_complex(prim, real_rule):
@@ -383,34 +416,19 @@ def _real_or_complex(prim, real_rule):
     return rule
 
 
-RULES |= {p: _real_or_complex(p, RULES[p]) for p in C.COMPLEX_RULES if p in RULES}
-RULES |= {p: C.COMPLEX_RULES[p] for p in C.COMPLEX_RULES if p not in RULES}
-RULES[P.complex] = lambda e, dt, re, im: C.pack(e, re, im)
-RULES[P.threefry2x32] = _threefry2x32
+def _with_complex(prim, real_rule):
+    """``prim``'s rule: the real one, taking complex operands where the primitive does
+    (complex_ops.py's arithmetic, or SciPy's complex erf, erfc, erfcx, spence and jv)."""
+    if prim in C.COMPLEX_RULES:
+        return _real_or_complex(prim, real_rule)
+    return _COMPLEX_CALLS.get(prim, real_rule)
 
 
-def _lgamma(e, dt, x):
-    """glibc's ``lgamma``, but ``-inf`` at ``-inf`` as SciPy's ``gammaln`` (glibc: ``+inf``)."""
-    y = e.libm("lgamma", x)
-    return e.b.select(e.b.fcmp_ordered("==", x, ir.Constant(x.type, -math.inf)), x, y)
-
-
-# glibc's, within 1-2 ulp: scipy.special's (cephes) agree to a few ulp
-RULES |= {P.lgamma: _lgamma}
-# inline (erf.py, bessel.py, gamma.py, zeta.py): they vectorize and fuse with the math around
-# them
-RULES |= {P.erf: _inline(E.erf), P.erfc: _inline(E.erfc), P.erfcx: _inline(E.erfcx),
-          P.bessel_i0e: _inline(B.i0e), P.bessel_i1e: _inline(B.i1e),
-          P.digamma: _inline(G.digamma),
-          P.zeta: lambda e, dt, x, q: Z.zeta(e, x, q),
-          P.polygamma: lambda e, dt, x, order: Z.polygamma(e, x, order)}
-# calls into SciPy's compiled functions (scipy_calls.py): SciPy's values to the bit, and
-# its complex functions for complex erf, erfc, erfcx, spence and jv
-RULES |= scipy_calls.RULES
-RULES |= scipy_calls.with_complex(RULES)
-# loops with data-dependent trip counts: internal functions called per element
-RULES |= {P.igamma_grad_a: SG.igamma_grad_a, P.igamma_hess_a: SG.igamma_hess_a,
-          P.betainc_grad: SG.betainc_grad}
+_COMPLEX_CALLS = scipy_calls.with_complex(_REAL)
+RULES: Table[Primitive, Callable] = Table("llvm lowerings", [
+    *((p, _with_complex(p, rule)) for p, rule in _REAL.items()),
+    *((p, rule) for p, rule in C.COMPLEX_RULES.items() if p not in _REAL),
+])
 
 @functools.cache
 def host_has_f16c() -> bool:

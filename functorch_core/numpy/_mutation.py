@@ -13,7 +13,7 @@ import numpy as np
 
 from functorch_core.ir import Lit
 from functorch_core.ir import primitives as P
-from functorch_core.transforms.update import broadcast_value, flat_positions, scatter_flat
+from functorch_core.ir.updates import broadcast_value, flat_positions, scatter_flat
 
 from ._core import aval, cast, implements, is_tracer, operand, weak_marker
 from ._elementwise import UFUNCS

@@ -13,7 +13,7 @@ import numpy as np
 
 from functorch_core.ir import Lit
 from functorch_core.ir import primitives as P
-from functorch_core.transforms.update import broadcast_value
+from functorch_core.ir.updates import broadcast_value
 
 from ._core import _walk, aval, cast, is_tracer, operand
 

@@ -47,6 +47,7 @@ from functorch_core.ir import primitives as P
 from functorch_core.ir.core import on_device
 from functorch_core.ir.source import code_at
 from functorch_core.ir.tables import Table
+from functorch_core.ir.updates import apply_step, pure_setitem, scalar, unview
 
 from ._alias import (
     READ_ONLY,
@@ -62,7 +63,6 @@ from ._alias import (
     tracer_plan,
     view_layout,
 )
-from .update import apply_step, pure_setitem, scalar, unview
 
 
 class _State:

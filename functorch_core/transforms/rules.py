@@ -7,7 +7,8 @@ read; a primitive registered twice is an error naming both registrations. A new 
 module is added to the lists below.
 
 Tables that one module fills and reads alone stay there: functionalize's
-``MUTATION_RULES``, ``_alias``'s ``VIEWS``/``READ_ONLY``, ``update``'s ``UNVIEW``.
+``MUTATION_RULES``, ``_alias``'s ``VIEWS``/``READ_ONLY`` (and, one layer down,
+``ir.updates``' ``UNVIEW``).
 """
 
 from __future__ import annotations

@@ -14,16 +14,15 @@ from collections.abc import Callable
 
 import numpy as np
 
-from functorch_core.ir import Lit
-from functorch_core.ir import primitives as P
-from functorch_core.ir.core import Primitive
-from functorch_core.ir.indexing import (
+from . import primitives as P
+from .core import Lit, Primitive
+from .indexing import (
     advanced_layout,
     broadcast_shapes,
     indexed_shape,
     to_numpy_index,
 )
-from functorch_core.ir.tables import Table
+from .tables import Table
 
 
 def scalar(value, dtype):
