@@ -408,3 +408,43 @@ def test_a_cache_failure_never_fails_jit(folder, monkeypatch):
     c = np.float32(uuid.uuid4().int % 1000 + 0.5)
     got = fc.jit(lambda a: fnp.exp(a) * c, backend="cpu")(np.ones(5, np.float32))
     np.testing.assert_allclose(got, np.exp(np.float32(1)) * c, rtol=1e-6)
+
+
+_FORK_WHILE_COMPILING = """
+import os, signal, sys, threading, time
+import numpy as np
+import functorch_core as fc
+
+def chain(x):
+    for _ in range(150):
+        x = np.tanh(x) * 1.01 + 0.1
+    return x
+
+worker = threading.Thread(target=lambda: fc.jit(chain, backend="cpu")(np.ones(8)))
+worker.start()
+children = 0
+while worker.is_alive() or children == 0:   # fork all through the first import and compile
+    pid = os.fork()
+    if pid == 0:
+        signal.alarm(20)
+        y = fc.jit(lambda x: x * 2 + 1, backend="cpu")(np.ones(3))
+        os._exit(0 if y[0] == 3 else 3)
+    _, status = os.waitpid(pid, 0)
+    if not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0):
+        sys.exit(f"child {children} forked while compiling failed: status {status}")
+    children += 1
+    time.sleep(0.05)
+worker.join()
+print(children)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_fork_while_another_thread_imports_and_compiles():
+    # a fresh process: the fork must land during the backend's first import and inside LLVM
+    proc = subprocess.run([sys.executable, "-W", "ignore::DeprecationWarning", "-c",
+                           _FORK_WHILE_COMPILING], capture_output=True, text=True,
+                          timeout=240, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert int(proc.stdout.split()[-1]) >= 3
+    assert "release unlocked lock" not in proc.stderr
