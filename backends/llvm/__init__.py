@@ -60,6 +60,7 @@ class CpuBackend:
 
     @staticmethod
     def clear_cache():
-        runtime = sys.modules.get(__name__ + ".runtime")
+        with _importing:            # not a module another thread is half-way importing
+            runtime = sys.modules.get(__name__ + ".runtime")
         if runtime is not None:     # nothing compiled yet: do not load LLVM to clear nothing
             runtime.clear_cache()

@@ -448,3 +448,34 @@ def test_fork_while_another_thread_imports_and_compiles():
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert int(proc.stdout.split()[-1]) >= 3
     assert "release unlocked lock" not in proc.stderr
+
+
+_CLEAR_WHILE_FIRST_CALL = """
+import threading
+import numpy as np
+import functorch_core as fc
+
+errors = []
+def first_call():
+    try:
+        assert fc.jit(lambda x: np.tanh(x) + 1, backend="cpu")(np.ones(4))[0] > 1
+    except Exception as e:
+        errors.append(repr(e))
+worker = threading.Thread(target=first_call)
+worker.start()
+calls = 0
+while worker.is_alive() or calls == 0:
+    try:
+        fc.clear_caches()
+    except Exception as e:
+        errors.append(repr(e))
+    calls += 1
+worker.join()
+assert not errors, errors[:2]
+"""
+
+
+def test_clear_caches_while_another_thread_makes_the_first_call():
+    proc = subprocess.run([sys.executable, "-c", _CLEAR_WHILE_FIRST_CALL], capture_output=True,
+                          text=True, timeout=240, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
