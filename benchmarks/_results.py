@@ -7,6 +7,7 @@ these files instead of restating their figures. ``BENCHMARK_RESULTS_DIR`` writes
 (the tests use it)."""
 
 import datetime
+import importlib
 import os
 import platform
 import sys
@@ -25,6 +26,16 @@ def timing_notes():
     return ["Timings are medians over repeats on a shared machine that other work often "
             "loads: expect run-to-run noise of tens of percent; the ratios are the figure "
             "to read.", f"NumPy's OpenBLAS runs its {timing.blas_core()} kernels."]
+
+
+def require(module, script):
+    """``module`` imported, or, where it is not installed, a line saying ``script`` has
+    nothing to measure and exit status 0 (the dev venv has it; the table needs it)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        print(f"{script}: {module} is not installed, nothing to measure")
+        sys.exit(0)
 
 
 def wants_write(argv=None):

@@ -49,16 +49,35 @@ def median_rounds(runs, repeats, rounds):
     return {name: float(np.median(t)) for name, t in got.items()}
 
 
-def report(title, rows, baseline):
-    """Print ``rows`` (name -> seconds or None) with ratios to the ``baseline`` row."""
+def loop_time(fn, arg, repeats, inner=1, warmup=1):
+    """Median seconds per call of ``fn(arg)`` over ``repeats`` timed loops of ``inner`` calls,
+    after ``warmup`` calls."""
+    for _ in range(warmup):
+        fn(arg)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            fn(arg)
+        times.append((time.perf_counter() - t0) / inner)
+    return float(np.median(times))
+
+
+def report(title, rows, baseline=None, width=38, missing="not installed"):
+    """Print ``rows`` (name -> seconds or None) with ratios to the ``baseline`` row, or to
+    the fastest row ("x of the best") when ``baseline`` is None; a None row reads
+    ``missing``."""
     print(f"\n{title}")
-    base = rows.get(baseline)
+    if baseline is None:
+        base, note = min(t for t in rows.values() if t is not None), " of the best"
+    else:
+        base, note = rows.get(baseline), ""
     for name, t in rows.items():
         if t is None:
-            print(f"  {name:<38} {'not installed':>12}")
+            print(f"  {name:<{width}} {missing:>12}")
             continue
-        ratio = f"{t / base:8.2f}x" if base else ""
-        print(f"  {name:<38} {1e3 * t:10.3f} ms {ratio}")
+        ratio = f"{t / base:8.2f}x{note}" if base else ""
+        print(f"  {name:<{width}} {1e3 * t:10.3f} ms {ratio}")
 
 
 def optional_import(name):

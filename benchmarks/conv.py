@@ -17,20 +17,10 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import _timing
-from _timing import median_time, optional_import
+from _timing import median_time, optional_import, report
 
 import functorch_core as fc
 from functorch_core import lax
-
-
-def _report(title, rows):
-    print(f"\n{title}")
-    best = min(t for t in rows.values() if t is not None)
-    for name, t in rows.items():
-        if t is None:
-            print(f"  {name:<24} {'not installed':>12}")
-        else:
-            print(f"  {name:<24} {1e3 * t:10.3f} ms {t / best:8.2f}x of the best")
 
 
 def _check(name, got, want, tol):
@@ -114,7 +104,7 @@ def main():
             rows["torch"] = median_time(tcall, repeats)
         else:
             rows["torch"] = None
-        _report(title, rows)
+        report(title, rows, width=24)
         if hasattr(_timing, "result"):      # run_all.py's table (the hardening branch)
             _timing.result(f"{title}, f32", rows["functorch_core jit(cpu)"],
                            jax=rows["JAX jit"], torch=rows["torch"])

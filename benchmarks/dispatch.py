@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import functorch_core as fc
-from benchmarks._timing import optional_import, result
+from benchmarks._timing import loop_time, optional_import, result
 
 INNER = 2000       # calls per timed loop
 REPEATS = 15
@@ -30,15 +29,7 @@ REPEATS = 15
 
 def per_call(fn, arg):
     """Median seconds per call of ``fn(arg)``."""
-    for _ in range(50):
-        fn(arg)
-    times = []
-    for _ in range(REPEATS):
-        t0 = time.perf_counter()
-        for _ in range(INNER):
-            fn(arg)
-        times.append((time.perf_counter() - t0) / INNER)
-    return float(np.median(times))
+    return loop_time(fn, arg, REPEATS, INNER, warmup=50)
 
 
 def add_one(x):

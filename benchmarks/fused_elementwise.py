@@ -7,7 +7,6 @@ Prints the median of repeats for each variant and the ratios, in one process.
 from __future__ import annotations
 
 import os
-import statistics
 import sys
 import time
 
@@ -17,7 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
-from benchmarks._timing import optional_import, result
+from benchmarks._timing import loop_time, optional_import, result
 
 
 def chain(x):
@@ -28,17 +27,6 @@ def chain_numpy(x):
     return np.tanh(0.5 * x + 1) * (1 / (1 + np.exp(-x))) + np.exp(-x ** 2)
 
 
-def median_time(fn, arg, repeats, inner=1):
-    fn(arg)
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(inner):
-            fn(arg)
-        times.append((time.perf_counter() - t0) / inner)
-    return statistics.median(times)
-
-
 def _jax_rows(x, t_cpu):
     try:
         import jax
@@ -47,11 +35,11 @@ def _jax_rows(x, t_cpu):
         print("  JAX jit         not installed")
         return None
     f = jax.jit(lambda x: jnp.tanh(0.5 * x + 1) * jax.nn.sigmoid(x) + jnp.exp(-x ** 2))
-    t = t_jax = median_time(lambda a: jax.block_until_ready(f(a)), x, 7)
+    t = t_jax = loop_time(lambda a: jax.block_until_ready(f(a)), x, 7)
     print(f"  JAX jit         {t * 1e3:8.2f} ms   (jit cpu is {t_cpu / t:.2f}x JAX's time)")
     g = jax.jit(lambda x: x + 1.0)
     small = np.ones(4, np.float32)
-    t = median_time(lambda a: g(a).block_until_ready(), small, 9, inner=2000)
+    t = loop_time(lambda a: g(a).block_until_ready(), small, 9, inner=2000)
     print(f"  JAX per-call jit(lambda x: x + 1.0), f32[4]: {t * 1e6:.2f} us")
     return t_jax
 
@@ -61,7 +49,7 @@ def _torch_time(x):
     if torch is None:
         return None
     xt = torch.from_numpy(x)
-    t = median_time(lambda a: torch.tanh(0.5 * a + 1) * torch.sigmoid(a) + torch.exp(-a ** 2),
+    t = loop_time(lambda a: torch.tanh(0.5 * a + 1) * torch.sigmoid(a) + torch.exp(-a ** 2),
                     xt, 7)
     print(f"  torch eager     {t * 1e3:8.2f} ms")
     return t
@@ -75,9 +63,9 @@ def main():
     cpu(x)
     compile_s = time.perf_counter() - t0
     err = np.max(np.abs(cpu(x) - chain_numpy(x)))
-    t_np = median_time(chain_numpy, x, 7)
-    t_int = median_time(interp, x, 7)
-    t_cpu = median_time(cpu, x, 7)
+    t_np = loop_time(chain_numpy, x, 7)
+    t_int = loop_time(interp, x, 7)
+    t_cpu = loop_time(cpu, x, 7)
     print(f"tanh(0.5x+1)*sigmoid(x)+exp(-x^2), {n} float32 (median of 7)")
     print(f"  numpy           {t_np * 1e3:8.2f} ms")
     print(f"  jit interpreter {t_int * 1e3:8.2f} ms   ({t_int / t_np:.2f}x numpy)")
@@ -86,7 +74,7 @@ def main():
     from functorch_core.backends.llvm import runtime, threads
     workers, threads.workers = threads.workers, 1     # same kernel, one thread
     runtime._CACHE.clear()
-    t_one = median_time(fc.jit(chain, backend="cpu"), x, 7)
+    t_one = loop_time(fc.jit(chain, backend="cpu"), x, 7)
     threads.workers = workers
     print(f"  jit cpu 1 thread {t_one * 1e3:8.2f} ms   ({t_one / t_np:.2f}x numpy; "
           f"{workers} workers above)")
@@ -99,13 +87,13 @@ def main():
     small = np.ones(4, np.float32)
     for name in ("cpu", "interpreter"):
         f = fc.jit(lambda x: x + 1.0, backend=name)
-        t = median_time(f, small, 9, inner=2000)
+        t = loop_time(f, small, 9, inner=2000)
         print(f"per-call overhead jit(lambda x: x + 1.0), f32[4], backend={name}: "
               f"{t * 1e6:.2f} us")
         (entry,) = f.cache.values()      # the backend's own share: compiled run(list)
-        t = median_time(entry.run, [small], 9, inner=2000)
+        t = loop_time(entry.run, [small], 9, inner=2000)
         print(f"  of which the compiled executable itself: {t * 1e6:.2f} us")
-    t = median_time(lambda a: a + 1.0, small, 9, inner=2000)
+    t = loop_time(lambda a: a + 1.0, small, 9, inner=2000)
     print(f"  numpy x + 1.0 on f32[4]: {t * 1e6:.2f} us")
 
 

@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from _timing import median_time, optional_import, result
 from functorch_core.backends.cuda import availability
-from transforms import mlp_loss, mlp_loss_of, mlp_params
+from transforms import mlp_forward, mlp_loss, mlp_loss_of, mlp_params
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
@@ -124,12 +124,7 @@ def bench_fused(cp, jax, torch):
 
 def _cupy_per_sample(cp, params, xs, ys):
     """Hand-written batched backprop: per-example gradients as batched outer products."""
-    acts, h = [xs], xs
-    for w, b in params[:-1]:
-        h = cp.tanh(h @ w + b)
-        acts.append(h)
-    w, b = params[-1]
-    logits = h @ w + b
+    acts, logits = mlp_forward(cp.tanh, params, xs)
     p = cp.exp(logits - logits.max(axis=1, keepdims=True))
     delta = p / p.sum(axis=1, keepdims=True) - ys
     grads = []

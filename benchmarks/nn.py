@@ -30,9 +30,13 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# (b) is examples/cnn_digits.py's model and training step
+sys.path.append(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                             "examples"))
 
 import _timing
-from _timing import median_time, optional_import
+from _timing import median_time, optional_import, report
+from cnn_digits import make_model, make_train_step
 
 import functorch_core as fc
 from functorch_core import nn
@@ -56,16 +60,6 @@ class CNN(nn.Module):
         x = F.max_pool2d(F.relu(self.conv2(x)), 2)
         x = F.relu(self.fc1(fc.numpy.reshape(x, (x.shape[0], -1))))
         return F.log_softmax(self.fc2(x), 1)
-
-
-def _report(title, rows):
-    print(f"\n{title}")
-    best = min(t for t in rows.values() if t is not None)
-    for name, t in rows.items():
-        if t is None:
-            print(f"  {name:<34} {'not run':>12}")
-        else:
-            print(f"  {name:<34} {1e3 * t:10.3f} ms {t / best:8.2f}x")
 
 
 def per_sample_grads(torch, jax):
@@ -113,7 +107,8 @@ def per_sample_grads(torch, jax):
             np.testing.assert_allclose(np.asarray(theirs[k]), ours[k], rtol=2e-3, atol=2e-5)
         rows["JAX jit(vmap(grad))"] = median_time(
             lambda: jax.block_until_ready(jstep(jp, jx, jt)), REPEATS)
-    _report("(a) per-sample gradients, tutorial CNN, batch 64", rows)
+    report("(a) per-sample gradients, tutorial CNN, batch 64", rows, width=34,
+           missing="not run")
     _timing.result("nn per-sample grads CNN b64", rows["functorch_core jit(vmap(grad))"],
                    jax=rows.get("JAX jit(vmap(grad))"), torch=rows.get("torch.func vmap(grad)"))
 
@@ -142,23 +137,14 @@ def _jax_cnn_loss(p, xi, ti):
 
 def cnn_train_step(torch, jax):
     fc.manual_seed(0)
-    model = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
-                          nn.MaxPool2d(2), nn.Flatten(), nn.Linear(16 * 4 * 4, 10))
+    model = make_model()
     params = {k: np.array(v) for k, v in model.named_parameters()}
     buffers = {k: np.array(v) for k, v in model.named_buffers()}
     opt = fc.optim.adam(lr=1e-3)
     rng = np.random.default_rng(0)
     x = rng.random((64, 1, 8, 8), dtype=np.float32)
     y = rng.integers(0, 10, 64)
-
-    def loss_fn(p, b, x, y):
-        return F.cross_entropy(fc.functional_call(model, (p, b), (x,)), y), b
-
-    @fc.jit
-    def step(p, b, s, x, y):
-        (loss, b), g = fc.value_and_grad(loss_fn, has_aux=True)(p, b, x, y)
-        p, s = opt.update(g, s, p)
-        return p, b, s, loss
+    step = make_train_step(model, opt)
     state = [params, buffers, opt.init(params)]
 
     def run():
@@ -201,7 +187,8 @@ def cnn_train_step(torch, jax):
             jstate[0], jstate[1], jstate[2], loss = jstep(*jstate, jx, jy)
             jax.block_until_ready(loss)
         rows["JAX jit step"] = median_time(jrun, REPEATS * 5, min_time=FAST_MIN_TIME)
-    _report("(b) cnn_digits training step (conv-BN-ReLU-pool-linear + Adam), batch 64", rows)
+    report("(b) cnn_digits training step (conv-BN-ReLU-pool-linear + Adam), batch 64", rows,
+           width=34, missing="not run")
     _timing.result("nn cnn_digits train step b64", rows["functorch_core jit step"],
                    jax=rows.get("JAX jit step"), torch=rows.get("torch eager step"))
 
@@ -278,7 +265,8 @@ def ensemble(torch, jax):
         jx = jnp.asarray(x)
         rows["JAX jit(vmap)"] = median_time(lambda: jax.block_until_ready(jrun(jp, jx)),
                                             REPEATS, min_time=FAST_MIN_TIME)
-    _report("(c) 10-model MLP ensemble forward, shared batch 64", rows)
+    report("(c) 10-model MLP ensemble forward, shared batch 64", rows, width=34,
+           missing="not run")
     _timing.result("nn ensemble MLP x10 b64", rows["functorch_core jit(vmap)"],
                    jax=rows.get("JAX jit(vmap)"), torch=rows.get("torch.func vmap"))
 

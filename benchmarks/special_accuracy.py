@@ -27,18 +27,14 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-try:
-    import mpmath as mp
-except ImportError:                      # the dev venv has it; the table needs it
-    print("special_accuracy.py: mpmath is not installed, nothing to measure")
-    sys.exit(0)
 import scipy.special as ss
-from _results import write
+from _results import require, write
 
 import functorch_core as fc
 import functorch_core.scipy.special as S
 from functorch_core.testing import ulp_distance
 
+mp = require("mpmath", "special_accuracy.py")
 mp.mp.prec = 200
 N = 160                      # points per range
 R = np.random.default_rng(1)

@@ -18,17 +18,13 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-try:
-    import mpmath as mp
-except ImportError:                      # the dev venv has it; the table needs it
-    print("special_complex_accuracy.py: mpmath is not installed, nothing to measure")
-    sys.exit(0)
 import scipy.special as ss
-from _results import write
+from _results import require, write
 
 import functorch_core as fc
 import functorch_core.scipy.special as S
 
+mp = require("mpmath", "special_complex_accuracy.py")
 mp.mp.dps = 50
 _SQRT2 = mp.sqrt(2)
 

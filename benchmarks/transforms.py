@@ -27,13 +27,20 @@ def mlp_params(rng, sizes=(784, 512, 512, 10)):
             for m, n in itertools.pairwise(sizes)]
 
 
+def mlp_forward(tanh, params, x):
+    """The MLP on ``x`` with one array library's ``tanh``: the activations each layer reads
+    (``x`` first) and the logits."""
+    acts = [x]
+    for w, b in params[:-1]:
+        acts.append(tanh(acts[-1] @ w + b))
+    w, b = params[-1]
+    return acts, acts[-1] @ w + b
+
+
 def mlp_loss_of(tanh, logsumexp, total):
     """The MLP's softmax cross-entropy written with one array library's functions."""
     def loss(params, x, y):
-        for w, b in params[:-1]:
-            x = tanh(x @ w + b)
-        w, b = params[-1]
-        logits = x @ w + b
+        logits = mlp_forward(tanh, params, x)[1]
         return logsumexp(logits) - total(logits * y)
     return loss
 
@@ -50,12 +57,7 @@ def numpy_per_sample_loop(params, xs, ys):
     """Hand-written backprop, one example at a time."""
     out = []
     for x, y in zip(xs, ys):
-        acts, h = [x], x
-        for w, b in params[:-1]:
-            h = np.tanh(h @ w + b)
-            acts.append(h)
-        w, b = params[-1]
-        logits = h @ w + b
+        acts, logits = mlp_forward(np.tanh, params, x)
         p = np.exp(logits - logits.max())
         delta = p / p.sum() - y
         grads = []

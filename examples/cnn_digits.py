@@ -24,15 +24,11 @@ def make_model():
         nn.Flatten(), nn.Linear(16 * 4 * 4, 10))
 
 
-def main(epochs=8, batch=64):
-    x_train, y_train, x_test, y_test = load_digits()
-    x_train, x_test = x_train.reshape(-1, 1, 8, 8), x_test.reshape(-1, 1, 8, 8)
-    fc.manual_seed(0)
-    model = make_model()
-    params = {k: np.array(v) for k, v in model.named_parameters()}
-    buffers = {k: np.array(v) for k, v in model.named_buffers()}
-    opt = optim.adam(lr=1e-2)
-    opt_state = opt.init(params)
+def make_train_step(model, opt):
+    """The ``jit``-compiled step ``(params, buffers, opt_state, x, y) -> (params, buffers,
+    opt_state, loss)``: ``value_and_grad`` of ``model``'s cross-entropy through
+    ``functional_call``, then ``opt``'s update (examples/deploy.py and benchmarks/nn.py
+    train with it too)."""
 
     def loss_fn(params, buffers, x, y):
         logits = fc.functional_call(model, (params, buffers), (x,))
@@ -45,6 +41,19 @@ def main(epochs=8, batch=64):
         (loss, buffers), grads = fc.value_and_grad(loss_fn, has_aux=True)(params, buffers, x, y)
         params, opt_state = opt.update(grads, opt_state, params)
         return params, buffers, opt_state, loss
+    return train_step
+
+
+def main(epochs=8, batch=64):
+    x_train, y_train, x_test, y_test = load_digits()
+    x_train, x_test = x_train.reshape(-1, 1, 8, 8), x_test.reshape(-1, 1, 8, 8)
+    fc.manual_seed(0)
+    model = make_model()
+    params = {k: np.array(v) for k, v in model.named_parameters()}
+    buffers = {k: np.array(v) for k, v in model.named_buffers()}
+    opt = optim.adam(lr=1e-2)
+    opt_state = opt.init(params)
+    train_step = make_train_step(model, opt)
 
     model.train()
     rng = np.random.default_rng(0)

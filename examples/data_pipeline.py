@@ -25,6 +25,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
 from _digits import load_digits
+from quickstart import init_params, loss, predict
 
 import functorch_core as fc
 from functorch_core.data import DataLoader
@@ -57,14 +58,6 @@ def write_csv(folder, x, y):
 
 
 # -- the pipelines (module-level functions, so worker processes can unpickle them) --------------
-def read_member(pair):
-    path, stream = pair
-    try:
-        return path, stream.read()
-    finally:
-        stream.close()
-
-
 def decode_sample(sample):
     """A WebDataset dict -> (pixels float32[64], label int64, sample index int64)."""
     pixels = np.load(io.BytesIO(sample[".npy"]))
@@ -83,7 +76,7 @@ def train_pipeline(folder):
             .sharding_filter()            # each worker reads its own shards
             .open_files(mode="rb")
             .load_from_tar()
-            .map(read_member)
+            .read_from_stream()           # (name, stream) -> (name, bytes)
             .webdataset()
             .map(decode_sample)
             .shuffle(buffer_size=300)     # samples within a worker's stream
@@ -100,26 +93,7 @@ def test_pipeline(folder):
             .collate())
 
 
-# -- the model and the compiled step --------------------------------------------------------------
-def init_params(rng):
-    return [{"w": (rng.standard_normal((64, 32)) / 8).astype(np.float32),
-             "b": np.zeros(32, np.float32)},
-            {"w": (rng.standard_normal((32, 10)) / np.sqrt(32)).astype(np.float32),
-             "b": np.zeros(10, np.float32)}]
-
-
-def predict(params, x):
-    hidden = np.tanh(x @ params[0]["w"] + params[0]["b"])
-    return hidden @ params[1]["w"] + params[1]["b"]
-
-
-def loss(params, x, onehot):
-    logits = predict(params, x)
-    shifted = logits - np.max(logits, axis=1, keepdims=True)
-    log_probs = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
-    return -np.mean(np.sum(onehot * log_probs, axis=1))
-
-
+# -- the compiled step (quickstart.py's MLP and loss) -------------------------------------------
 def sgd_step(params, x, onehot):
     value, grads = fc.value_and_grad(loss)(params, x, onehot)
     return value, fc.tree_map(lambda p, g: p - 0.5 * g, params, grads)

@@ -15,10 +15,10 @@ import textwrap
 
 import numpy as np
 from _digits import load_digits
+from cnn_digits import make_train_step
 
 import functorch_core as fc
 from functorch_core import nn, optim
-from functorch_core.nn import functional as F
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -30,15 +30,7 @@ def train(x_train, y_train, epochs=6, batch=64):
     buffers = {k: np.array(v) for k, v in model.named_buffers()}
     opt = optim.adam(lr=1e-2)
     opt_state = opt.init(params)
-
-    def loss_fn(params, buffers, x, y):
-        return F.cross_entropy(fc.functional_call(model, (params, buffers), (x,)), y), buffers
-
-    @fc.jit
-    def step(params, buffers, opt_state, x, y):
-        (loss, buffers), grads = fc.value_and_grad(loss_fn, has_aux=True)(params, buffers, x, y)
-        params, opt_state = opt.update(grads, opt_state, params)
-        return params, buffers, opt_state, loss
+    step = make_train_step(model, opt)
 
     model.train()
     rng = np.random.default_rng(0)

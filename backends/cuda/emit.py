@@ -245,6 +245,15 @@ def _emit_lines(w, depth, lines):
         w(depth, line)
 
 
+def _each_reduction(w, depth, reds, value, index):
+    """Per reduction ``i``: the line ``value(i, red)``, then, for an arg-reduction, the line
+    ``index(i)`` of its index."""
+    for i, red in enumerate(reds):
+        w(depth, value(i, red))
+        if red.prim in ARG_REDUCTIONS:
+            w(depth, index(i))
+
+
 def _render_reduction(k, block, simulated):
     shape, axes = k.shape, tuple(k.axes)
     kept = tuple(d for d in range(len(shape)) if d not in axes)
@@ -263,20 +272,19 @@ def _render_reduction(k, block, simulated):
     reds = k.reduces
     body, w = _Body(k), _Writer()
     if use_shared:
-        for i, red in enumerate(reds):
-            w(1, f"sh{i} = cuda.shared.array({block}, D_{_acc_dtype(red).name})")
-            if red.prim in ARG_REDUCTIONS:
-                w(1, f"shi{i} = cuda.shared.array({block}, D_{_INDEX.name})")
+        _each_reduction(w, 1, reds,
+                        lambda i, red: f"sh{i} = cuda.shared.array({block}, "
+                                       f"D_{_acc_dtype(red).name})",
+                        lambda i: f"shi{i} = cuda.shared.array({block}, D_{_INDEX.name})")
     w(1, "tid = cuda.threadIdx.x")
     w(1, f"lane = tid % {lanes}")
     w(1, f"for g in range(cuda.blockIdx.x, {groups}, cuda.gridDim.x):")
     w(2, f"b = g * {rows} + tid // {lanes}")
     w(2, f"o = b // {parts}")
     w(2, f"p = b % {parts}")
-    for i, red in enumerate(reds):
-        w(2, f"acc{i} = {_const(_identity(red), _acc_dtype(red))}")
-        if red.prim in ARG_REDUCTIONS:
-            w(2, f"idx{i} = {_const(_NO_INDEX, _INDEX)}")
+    _each_reduction(w, 2, reds,
+                    lambda i, red: f"acc{i} = {_const(_identity(red), _acc_dtype(red))}",
+                    lambda i: f"idx{i} = {_const(_NO_INDEX, _INDEX)}")
     w(2, f"if b < {total}:")
     _unravel(w, 3, "o", kept, shape)
     w(3, f"for j in range(p * {chunk} + lane, min(p * {chunk} + {chunk}, {m}), {lanes}):")
@@ -287,10 +295,8 @@ def _render_reduction(k, block, simulated):
         w(4, f"x{i} = {_tname(_acc_dtype(red))}({body.ref(red.ref)})")
         _emit_lines(w, 4, _combine(red, (f"acc{i}", f"idx{i}"), (f"x{i}", index)))
     if use_shared:
-        for i, red in enumerate(reds):
-            w(2, f"sh{i}[tid] = acc{i}")
-            if red.prim in ARG_REDUCTIONS:
-                w(2, f"shi{i}[tid] = idx{i}")
+        _each_reduction(w, 2, reds, lambda i, red: f"sh{i}[tid] = acc{i}",
+                        lambda i: f"shi{i}[tid] = idx{i}")
         w(2, "cuda.syncthreads()")
         w(2, f"s = {lanes // 2}")
         w(2, f"while s >= {1 if simulated else WARP}:")
@@ -300,10 +306,8 @@ def _render_reduction(k, block, simulated):
                                        (f"sh{i}[tid + s]", f"shi{i}[tid + s]")))
         w(3, "cuda.syncthreads()")
         w(3, "s = s // 2")
-        for i, red in enumerate(reds):
-            w(2, f"acc{i} = sh{i}[tid]")
-            if red.prim in ARG_REDUCTIONS:
-                w(2, f"idx{i} = shi{i}[tid]")
+        _each_reduction(w, 2, reds, lambda i, red: f"acc{i} = sh{i}[tid]",
+                        lambda i: f"idx{i} = shi{i}[tid]")
     if not simulated:
         for off in (16, 8, 4, 2, 1):
             for i, red in enumerate(reds):

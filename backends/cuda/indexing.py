@@ -261,21 +261,29 @@ def _window(x_shape, window_shape, first_arg):
     return k, _flat([f"(s{d} + i{d})" for d in range(rank)], x_shape)
 
 
+def _window_source(eqn, other, window_shape, line, sim):
+    """A grid kernel over a ``window_shape`` window of ``eqn``'s first input whose start
+    indices are its last inputs: argument 0 is the output, 1 the ``other`` array, and the
+    body ``line`` (formatted with ``at``, the flat index in the first input of point ``t``)."""
+    x = eqn.inputs[0].aval
+    k, at = _window(x.shape, window_shape, 2)
+    k(2, line.format(at=at))
+    starts = eqn.inputs[len(eqn.inputs) - len(x.shape):]
+    dtypes = (eqn.outputs[0].aval.dtype, other.dtype, *(v.aval.dtype for v in starts))
+    return k.source(dtypes, sim)
+
+
 def _dynamic_slice(eqn, xp, sim):
     x, out = eqn.inputs[0].aval, eqn.outputs[0].aval
     n = math.prod(out.shape)
-    k, at = _window(x.shape, out.shape, 2)
-    k(2, f"a0[t] = a1[{at}]")
-    src = k.source((out.dtype, x.dtype, *(v.aval.dtype for v in eqn.inputs[1:])), sim)
+    src = _window_source(eqn, x, out.shape, "a0[t] = a1[{at}]", sim)
     return _into_fresh(src, out, xp, sim, n, lambda args: [_dev(xp, a) for a in args])
 
 
 def _dynamic_update_slice(eqn, xp, sim):
-    x, upd = eqn.inputs[0].aval, eqn.inputs[1].aval
+    upd = eqn.inputs[1].aval
     n = math.prod(upd.shape)
-    k, at = _window(x.shape, upd.shape, 2)
-    k(2, f"a0[{at}] = a1[t]")
-    src = k.source((x.dtype, upd.dtype, *(v.aval.dtype for v in eqn.inputs[2:])), sim)
+    src = _window_source(eqn, upd, upd.shape, "a0[{at}] = a1[t]", sim)
     launch = _launcher([src], sim)
 
     def run(args):

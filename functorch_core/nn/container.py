@@ -65,47 +65,49 @@ class Sequential(Module):
         return input
 
 
-class ModuleList(Module):
-    """A list of submodules, registered under ``'0'``, ``'1'``, ... (no forward).
+class _ListOf:
+    """The list methods of a container over one of its module's tables (``_table``),
+    registered under ``'0'``, ``'1'``, ...; ``_store(name, value)`` registers one entry."""
 
-    Args:
-        modules (iterable of Module, optional): the initial modules.
-    """
+    _table: str
 
-    def __init__(self, modules=None):
+    def __init__(self, values=None):
         super().__init__()
-        for m in modules or ():
-            self.append(m)
+        for v in values or ():
+            self.append(v)
+
+    def _values(self):
+        return list(getattr(self, self._table).values())
 
     def __getitem__(self, idx):
         if isinstance(idx, slice):
-            return ModuleList(list(self._modules.values())[idx])
-        return list(self._modules.values())[_index("ModuleList", idx, len(self))]
+            return type(self)(self._values()[idx])
+        return self._values()[_index(type(self).__name__, idx, len(self))]
 
-    def __setitem__(self, idx, module):
-        self.add_module(str(_index("ModuleList", idx, len(self))), module)
+    def __setitem__(self, idx, value):
+        self._store(str(_index(type(self).__name__, idx, len(self))), value)
 
     def __len__(self):
-        return len(self._modules)
+        return len(getattr(self, self._table))
 
     def __iter__(self):
-        return iter(self._modules.values())
+        return iter(getattr(self, self._table).values())
 
-    def append(self, module):
-        """Add ``module`` at the end; returns ``self``."""
-        self.add_module(str(len(self)), module)
+    def append(self, value):
+        """Add ``value`` at the end; returns ``self``."""
+        self._store(str(len(self)), value)
         return self
 
-    def extend(self, modules):
-        """Append every module of ``modules``; returns ``self``."""
-        for m in modules:
-            self.append(m)
+    def extend(self, values):
+        """Append every value of ``values``; returns ``self``."""
+        for v in values:
+            self.append(v)
         return self
 
 
 class _DictOf:
     """The dict methods of a container over one of its module's tables (``_table``);
-    ``self[key] = value`` registers, as the container's ``__setitem__`` says."""
+    ``self[key] = value`` registers, by the container's ``_store(key, value)``."""
 
     _table: str
 
@@ -116,6 +118,9 @@ class _DictOf:
 
     def __getitem__(self, key):
         return getattr(self, self._table)[key]
+
+    def __setitem__(self, key, value):
+        self._store(key, value)
 
     def __delitem__(self, key):
         del getattr(self, self._table)[key]
@@ -144,23 +149,47 @@ class _DictOf:
             self[k] = v
 
 
-class ModuleDict(_DictOf, Module):
-    """An ordered dict of submodules (no forward).
-
-    Args:
-        modules (mapping or iterable of pairs, optional): name -> module.
-    """
+class _OfModules:
+    """A container whose entries are submodules (``modules``, torch's argument name)."""
 
     _table = "_modules"
 
     def __init__(self, modules=None):
         super().__init__(modules)
 
-    def __setitem__(self, key, module):
-        self.add_module(key, module)
+    def _store(self, name, module):
+        self.add_module(name, module)
 
 
-class ParameterList(Module):
+class _OfParameters:
+    """A container whose entries are parameters (arrays become :class:`Parameter`\\ s)."""
+
+    _table = "_parameters"
+
+    def _store(self, name, value):
+        self.register_parameter(name, _to_parameter(value))
+
+    def extra_repr(self):
+        return _parameter_lines(self._parameters.items())
+
+
+class ModuleList(_OfModules, _ListOf, Module):
+    """A list of submodules, registered under ``'0'``, ``'1'``, ... (no forward).
+
+    Args:
+        modules (iterable of Module, optional): the initial modules.
+    """
+
+
+class ModuleDict(_OfModules, _DictOf, Module):
+    """An ordered dict of submodules (no forward).
+
+    Args:
+        modules (mapping or iterable of pairs, optional): name -> module.
+    """
+
+
+class ParameterList(_OfParameters, _ListOf, Module):
     """A list of parameters registered under ``'0'``, ``'1'``, ... (arrays become
     :class:`Parameter`\\ s).
 
@@ -169,54 +198,15 @@ class ParameterList(Module):
     """
 
     def __init__(self, values=None):
-        super().__init__()
-        for v in values or ():
-            self.append(v)
-
-    def __getitem__(self, idx):
-        return list(self._parameters.values())[_index("ParameterList", idx, len(self))]
-
-    def __setitem__(self, idx, value):
-        self.register_parameter(str(_index("ParameterList", idx, len(self))),
-                                _to_parameter(value))
-
-    def __len__(self):
-        return len(self._parameters)
-
-    def __iter__(self):
-        return iter(self._parameters.values())
-
-    def append(self, value):
-        """Add ``value`` (made a Parameter) at the end; returns ``self``."""
-        self.register_parameter(str(len(self)), _to_parameter(value))
-        return self
-
-    def extend(self, values):
-        """Append every value; returns ``self``."""
-        for v in values:
-            self.append(v)
-        return self
-
-    def extra_repr(self):
-        return _parameter_lines(enumerate(self._parameters.values()))
+        super().__init__(values)
 
 
-class ParameterDict(_DictOf, Module):
+class ParameterDict(_OfParameters, _DictOf, Module):
     """An ordered dict of parameters (arrays become :class:`Parameter`\\ s).
 
     Args:
         parameters (mapping or iterable of pairs, optional): name -> array.
     """
 
-    _table = "_parameters"
-
     def __init__(self, parameters=None):
         super().__init__(parameters)
-
-    def __setitem__(self, key, value):
-        self.register_parameter(key, _to_parameter(value))
-
-    def extra_repr(self):
-        return _parameter_lines(self._parameters.items())
-
-

@@ -40,6 +40,14 @@ def _checked_shape(module, input):
     return shape
 
 
+def _conv_repr(m, *options):
+    """PyTorch's ``extra_repr`` of a convolution: channels, kernel size and stride, then
+    ``name=value`` for each ``(name, value, default)`` of ``options`` off its default."""
+    return (f"{m.in_channels}, {m.out_channels}, kernel_size={m.kernel_size}, "
+            f"stride={m.stride}" + "".join(f", {name}={value}" for name, value, default
+                                            in options if value != default))
+
+
 class _ConvNd(Module):
     _n = 0
 
@@ -92,20 +100,12 @@ class _ConvNd(Module):
         return tuple(v for pair in reversed(pads) for v in pair)
 
     def extra_repr(self):
-        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-             f"stride={self.stride}")
-        if self.padding != (0,) * self._n:
-            s += f", padding={self.padding!r}" if isinstance(self.padding, str) \
-                else f", padding={self.padding}"
-        if self.dilation != (1,) * self._n:
-            s += f", dilation={self.dilation}"
-        if self.groups != 1:
-            s += f", groups={self.groups}"
-        if self.bias is None:
-            s += ", bias=False"
-        if self.padding_mode != "zeros":
-            s += f", padding_mode={self.padding_mode}"
-        return s
+        n = self._n
+        padding = repr(self.padding) if isinstance(self.padding, str) else self.padding
+        return _conv_repr(self, ("padding", padding, (0,) * n),
+                          ("dilation", self.dilation, (1,) * n), ("groups", self.groups, 1),
+                          ("bias", self.bias is not None, True),
+                          ("padding_mode", self.padding_mode, "zeros"))
 
 
 class Conv1d(_ConvNd):
@@ -189,19 +189,11 @@ class _ConvTransposeNd(Module):
         return out if len(shape) == n + 2 else out[0]
 
     def extra_repr(self):
-        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-             f"stride={self.stride}")
-        if self.padding != (0,) * self._n:
-            s += f", padding={self.padding}"
-        if self.dilation != (1,) * self._n:
-            s += f", dilation={self.dilation}"
-        if self.output_padding != (0,) * self._n:
-            s += f", output_padding={self.output_padding}"
-        if self.groups != 1:
-            s += f", groups={self.groups}"
-        if self.bias is None:
-            s += ", bias=False"
-        return s
+        n = self._n
+        return _conv_repr(self, ("padding", self.padding, (0,) * n),
+                          ("dilation", self.dilation, (1,) * n),
+                          ("output_padding", self.output_padding, (0,) * n),
+                          ("groups", self.groups, 1), ("bias", self.bias is not None, True))
 
 
 class ConvTranspose1d(_ConvTransposeNd):

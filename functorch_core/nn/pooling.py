@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 from . import functional as F
-from .module import Module, shape_of
+from .functional.pooling import check_rank
+from .module import Module
 
 __all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
            "AvgPool1d", "AvgPool2d", "MaxPool1d", "MaxPool2d"]
 
 
 def _check_rank(module, input, n):
-    shape = tuple(shape_of(input))
-    if len(shape) not in (n + 1, n + 2):
-        dims = "L" if n == 1 else "H, W"
-        raise ValueError(f"{module._get_name()}({module.extra_repr()}): expected a {n + 1}-D "
-                         f"(C, {dims}) or {n + 2}-D (N, C, {dims}) input, got shape {shape}")
+    check_rank(lambda: f"{module._get_name()}({module.extra_repr()})", input, n)
 
 
 class _MaxPoolNd(Module):

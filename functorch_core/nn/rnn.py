@@ -79,6 +79,17 @@ def _input_shape(module, input, unbatched):
     return shape
 
 
+def _state_pair(module, hx, names):
+    """An LSTM's ``hx`` as a tuple ``(h, c)`` (each None where ``hx`` is None); a TypeError
+    naming ``module`` and the pair's ``names`` where it is not a pair."""
+    if hx is None:
+        return (None, None)
+    if not isinstance(hx, tuple | list) or len(hx) != 2:
+        raise TypeError(f"{module._where()}: hx must be a pair ({names}), got "
+                        f"{type(hx).__name__}")
+    return tuple(hx)
+
+
 class RNNBase(Module):
     """Common part of :class:`RNN`, :class:`LSTM` and :class:`GRU` (``mode`` is one of
     ``'RNN_TANH'``, ``'RNN_RELU'``, ``'LSTM'``, ``'GRU'``)."""
@@ -348,12 +359,8 @@ class LSTM(RNNBase):
                          dropout, bidirectional, proj_size, device=device, dtype=dtype)
 
     def forward(self, input, hx=None):
-        if hx is None:
-            hx = (None, None)
-        elif not isinstance(hx, tuple | list) or len(hx) != 2:
-            raise TypeError(f"{self._where()}: hx must be a pair (h_0, c_0), got "
-                            f"{type(hx).__name__}")
-        out, (h, c) = self._run(input, tuple(hx))
+        hx = _state_pair(self, hx, "h_0, c_0")
+        out, (h, c) = self._run(input, hx)
         return out, (h, c)
 
 
@@ -492,12 +499,8 @@ class LSTMCell(_CellBase):
         super().__init__(input_size, hidden_size, bias, 4, dtype)
 
     def forward(self, input, hx=None):
-        if hx is None:
-            hx = (None, None)
-        elif not isinstance(hx, tuple | list) or len(hx) != 2:
-            raise TypeError(f"{self._where()}: hx must be a pair (h, c), got "
-                            f"{type(hx).__name__}")
-        batched, x, (h, c) = self._prepare(input, tuple(hx), ("hx[0]", "hx[1]"))
+        hx = _state_pair(self, hx, "h, c")
+        batched, x, (h, c) = self._prepare(input, hx, ("hx[0]", "hx[1]"))
         h, c = _lstm_step(F.linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh,
                           self.bias_hh, None)
         if not batched:

@@ -14,6 +14,8 @@ with ``max_steps`` it is differentiated as a scan of ``max_steps`` guarded steps
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from functorch_core.ir import Graph, Lit, Primitive, Var, eval_graph, trace_flat
@@ -38,6 +40,20 @@ def depends(graph: Graph, mask) -> list[bool]:
     return [isinstance(o, Var) and id(o) in dep for o in graph.outputs]
 
 
+def _carry_fixpoint(outputs_of, mask, nc, nk):
+    """A loop body's input mask (``nc`` consts, ``nk`` carries, then the rest) at the
+    fixpoint where a carry is marked if ``mask`` marks it or the body's carry output
+    ``outputs_of(inputs)[:nk]`` is; returns it and the body's output mask there."""
+    carry = mask[nc:nc + nk]
+    while True:
+        inputs = mask[:nc] + carry + mask[nc + nk:]
+        out = outputs_of(inputs)
+        new = [a or b for a, b in zip(carry, out[:nk], strict=True)]
+        if new == carry:
+            return inputs, out
+        carry = new
+
+
 def _closed_trace(fn, avals, name):
     graph, captured = trace_flat(fn, avals, name=name)
     if captured:
@@ -55,14 +71,9 @@ def _tangent_mask(graph, nz):
 def _scan_jvp(primals, tangents, *, body, n_consts, n_carry, length, reverse, checkpoint):
     nc, nk = n_consts, n_carry
     nz = [not is_zero(t) for t in tangents]
-    carry_nz = nz[nc:nc + nk]
-    while True:    # a carry whose tangent the body makes nonzero carries a tangent
-        diff = nz[:nc] + carry_nz + nz[nc + nk:]
-        out_nz = _tangent_mask(body, diff)
-        new = [a or b for a, b in zip(carry_nz, out_nz[:nk], strict=True)]
-        if new == carry_nz:
-            break
-        carry_nz = new
+    # a carry whose tangent the body makes nonzero carries a tangent
+    diff, out_nz = _carry_fixpoint(functools.partial(_tangent_mask, body), nz, nc, nk)
+    carry_nz = diff[nc:nc + nk]
     keep = carry_nz + out_nz[nk:]
     n_out = len(body.outputs)
     tan = [instantiate(t) for t, d in zip(tangents, diff, strict=True) if d]
@@ -155,13 +166,9 @@ def _while_jvp(primals, tangents, *, cond_graph, body_graph, n_cond_consts, n_bo
         return jvp_eval(graph, primals, tangents)
     ncc, nbc = n_cond_consts, n_body_consts
     nz = [not is_zero(t) for t in tangents]
-    bc_nz, carry_nz = nz[ncc:ncc + nbc], nz[ncc + nbc:]
-    while True:
-        out_nz = _tangent_mask(body_graph, bc_nz + carry_nz)
-        new = [a or b for a, b in zip(carry_nz, out_nz, strict=True)]
-        if new == carry_nz:
-            break
-        carry_nz = new
+    bc_nz = nz[ncc:ncc + nbc]
+    carry_nz = _carry_fixpoint(functools.partial(_tangent_mask, body_graph), nz[ncc:], nbc,
+                               len(nz) - ncc - nbc)[0][nbc:]
     n = len(carry_nz)
     jg = jvp_graph(body_graph, bc_nz + carry_nz)
     nb = len(body_graph.inputs)
@@ -233,17 +240,10 @@ def transpose_apply(graph: Graph, in_lin, nonlin_vals, cts):
 def _scan_transpose(cts, *operands, body, n_consts, n_carry, length, reverse, checkpoint):
     nc, nk = n_consts, n_carry
     lin = [is_linear(o) for o in operands]
-    carry_lin = lin[nc:nc + nk]
-    while True:
-        out = depends(body, lin[:nc] + carry_lin + lin[nc + nk:])
-        new = [a or b for a, b in zip(carry_lin, out[:nk], strict=True)]
-        if new == carry_lin:
-            break
-        carry_lin = new
-    if not all(carry_lin):
+    in_lin = _carry_fixpoint(functools.partial(depends, body), lin, nc, nk)[0]
+    if not all(in_lin[nc:nc + nk]):
         raise NotImplementedError("transpose: a linear scan with a carry that does not depend "
                                   "on the tangents (a differentiation rule is wrong)")
-    in_lin = lin[:nc] + carry_lin + lin[nc + nk:]
     rc = [o for o, m in zip(operands[:nc], lin[:nc], strict=True) if not m]
     lc_avals = [o.aval for o, m in zip(operands[:nc], lin[:nc], strict=True) if m]
     rx = [o for o, m in zip(operands[nc + nk:], lin[nc + nk:], strict=True) if not m]
@@ -387,14 +387,7 @@ def _scan_batch(args, dims, *, body, n_consts, n_carry, length, reverse, checkpo
     nc, nk = n_consts, n_carry
     size = _axis_size(args, dims)
     b = [d is not None for d in dims]
-    carry_b = b[nc:nc + nk]
-    while True:
-        out_b = depends(body, b[:nc] + carry_b + b[nc + nk:])
-        new = [x or y for x, y in zip(carry_b, out_b[:nk], strict=True)]
-        if new == carry_b:
-            break
-        carry_b = new
-    in_b = b[:nc] + carry_b + b[nc + nk:]
+    in_b, out_b = _carry_fixpoint(functools.partial(depends, body), b, nc, nk)
     ops = []
     for i, (x, d) in enumerate(zip(args, dims, strict=True)):
         if i >= nc + nk:

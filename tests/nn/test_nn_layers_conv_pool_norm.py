@@ -342,6 +342,22 @@ def test_embedding_max_norm_renormalises_in_place():
     np.testing.assert_allclose(np.linalg.norm(w[:2], axis=1), 2.0, rtol=1e-6)   # written back
 
 
+def test_in_place_writes_into_a_closed_over_array_are_refused():
+    # a traced value cannot be written into a concrete array the function closes over:
+    # the error names the call, the array and its shape; nothing is written
+    w = rng.standard_normal((5, 3)) * 3
+    before = w.copy()
+    with pytest.raises(TypeError, match=r"embedding: max_norm.*weight \(shape \(5, 3\)\) "
+                                        r"in place.*closes over"):
+        fc.jit(lambda i: F.embedding(i, w, max_norm=1.0))(np.array([0, 2]))
+    np.testing.assert_array_equal(w, before)
+    mean, var = np.zeros(3), np.ones(3)
+    with pytest.raises(TypeError, match=r"batch_norm: training mode.*running_mean \(shape "
+                                        r"\(3,\)\) in place.*closes over.*model.eval"):
+        fc.jit(lambda x: F.batch_norm(x, mean, var, training=True))(rng.standard_normal((4, 3)))
+    np.testing.assert_array_equal(mean, 0.0)
+
+
 def test_default_init_and_state_dict_shapes():
     up = nn.ConvTranspose2d(4, 6, 3, groups=2)
     assert up.weight.shape == (4, 3, 3, 3) and up.bias.shape == (6,)

@@ -148,6 +148,16 @@ def _vector_norm(x, p):
     return fnp.sum(fnp.abs(x) ** p, axis=-1) ** (1.0 / p)
 
 
+def _write_in_place(target, index, value, what, advice):
+    """``target[index] = value``; a TypeError, saying ``what`` is written and the ``advice``,
+    where ``target`` is a concrete array the traced function closes over and ``value`` is
+    traced (the array would keep a tracer)."""
+    if isinstance(target, np.ndarray) and is_tracer(value):
+        raise TypeError(f"{what} (shape {target.shape}) in place, but it is a concrete array "
+                        f"the traced function closes over. {advice}")
+    target[index] = value
+
+
 def _renorm_rows(weight, flat, max_norm, norm_type):
     """PyTorch's ``embedding_renorm_``: rows ``flat`` of ``weight`` whose norm exceeds
     ``max_norm`` are scaled to ``max_norm / (norm + 1e-7)`` of themselves, in place."""
@@ -155,13 +165,9 @@ def _renorm_rows(weight, flat, max_norm, norm_type):
     norm = stop_gradient(_vector_norm(rows, norm_type))
     scale = fnp.where(norm > max_norm, max_norm / (norm + 1e-7), 1.0)
     new = stop_gradient(rows * fnp.expand_dims(scale, -1).astype(fnp.asarray(rows).dtype))
-    if isinstance(weight, np.ndarray) and is_tracer(new):
-        raise TypeError(
-            f"embedding: max_norm renormalises the looked-up rows of weight (shape "
-            f"{weight.shape}) in place, but weight is a concrete array the traced function "
-            "closes over. Pass the weight to the transform, e.g. functional_call(model, "
-            "params, args) with params an argument")
-    weight[flat] = new
+    _write_in_place(weight, flat, new, "embedding: max_norm renormalises the looked-up rows "
+                    "of weight", "Pass the weight to the transform, e.g. functional_call("
+                    "model, params, args) with params an argument")
     # the value of the renormalised rows, the gradient of a plain lookup (as PyTorch's)
     return new + (rows - stop_gradient(rows))
 
@@ -346,13 +352,10 @@ def _write_stat(name, buf, value, fn="batch_norm"):
             f"vmapped batch, but {name} (shape {tuple(shape_of(buf))}) is shared by the whole "
             f"batch (not batched), so its running-stat update has no meaning; {BN_ADVICE}",
             buf)
-    if isinstance(buf, np.ndarray) and is_tracer(value):
-        raise TypeError(
-            f"{fn}: training mode writes the batch statistics into {name} (shape "
-            f"{buf.shape}), a concrete array the traced function closes over. Pass the "
-            "buffers to the transform, e.g. functional_call(model, (params, buffers), args) "
-            "with buffers an argument, or use model.eval() / track_running_stats=False")
-    buf[...] = value
+    _write_in_place(buf, ..., value, f"{fn}: training mode writes the batch statistics into "
+                    f"{name}", "Pass the buffers to the transform, e.g. functional_call(model, "
+                    "(params, buffers), args) with buffers an argument, or use model.eval() / "
+                    "track_running_stats=False")
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,

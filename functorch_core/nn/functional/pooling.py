@@ -21,12 +21,15 @@ def _tuple(value, n):
     return (int(value),) * n if isinstance(value, int | np.integer) else tuple(value)
 
 
-def _check_rank(name, input, n):
+def check_rank(name, input, n):
+    """The shape of ``input``, an ``n``-D pooling's ``(C, *dims)`` or ``(N, C, *dims)``
+    input; a ValueError naming the call ``name`` otherwise (a string, or a function
+    returning it, called only for the error: the modules name themselves)."""
     shape = tuple(shape_of(input))
     if len(shape) not in (n + 1, n + 2):
         dims = "L" if n == 1 else "H, W"
-        raise ValueError(f"{name}: expected a {n + 1}-D (C, {dims}) or {n + 2}-D "
-                         f"(N, C, {dims}) input, got shape {shape}")
+        raise ValueError(f"{name() if callable(name) else name}: expected a {n + 1}-D "
+                         f"(C, {dims}) or {n + 2}-D (N, C, {dims}) input, got shape {shape}")
     return shape
 
 
@@ -105,7 +108,7 @@ def _argmax_windows(input, tables, sizes):
 
 def _max_pool(name, n, input, kernel_size, stride, padding, dilation, ceil_mode,
               return_indices):
-    shape = _check_rank(name, input, n)
+    shape = check_rank(name, input, n)
     geo = _geometry(name, shape, n, kernel_size, stride, padding, dilation, ceil_mode)
     if return_indices:
         tables = [_window_table([(o * s - p, o * s - p + d * (k - 1) + 1, d)
@@ -171,7 +174,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 def _avg_pool(name, n, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
               divisor_override):
-    shape = _check_rank(name, input, n)
+    shape = check_rank(name, input, n)
     geo = _geometry(name, shape, n, kernel_size, stride, padding, 1, ceil_mode)
     lead = len(shape) - n
     x = input
@@ -245,7 +248,7 @@ def _adaptive_sizes(name, shape, n, output_size):
 
 
 def _adaptive_max(name, n, input, output_size, return_indices):
-    shape = _check_rank(name, input, n)
+    shape = check_rank(name, input, n)
     sizes = _adaptive_sizes(name, shape, n, output_size)
     spatial = shape[len(shape) - n:]
     if not return_indices:
@@ -288,7 +291,7 @@ def adaptive_avg_pool1d(input, output_size):
         >>> adaptive_avg_pool1d(np.arange(5.0)[None], 3)
         array([[0.5, 2. , 3.5]])
     """
-    shape = _check_rank("adaptive_avg_pool1d", input, 1)
+    shape = check_rank("adaptive_avg_pool1d", input, 1)
     return lax.adaptive_avg_pool(input, _adaptive_sizes("adaptive_avg_pool1d", shape, 1,
                                                         output_size))
 
@@ -296,6 +299,6 @@ def adaptive_avg_pool1d(input, output_size):
 def adaptive_avg_pool2d(input, output_size):
     """Average pooling of the last two axes to ``output_size`` (int or pair; ``None``
     keeps that axis' size), with PyTorch's windows."""
-    shape = _check_rank("adaptive_avg_pool2d", input, 2)
+    shape = check_rank("adaptive_avg_pool2d", input, 2)
     return lax.adaptive_avg_pool(input, _adaptive_sizes("adaptive_avg_pool2d", shape, 2,
                                                         output_size))
