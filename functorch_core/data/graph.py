@@ -8,6 +8,8 @@ is iterative, so a thousand chained pipes do not hit the recursion limit.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .datapipe import _DataPipeBase
@@ -226,11 +228,35 @@ def apply_sharding(dp, num_of_instances: int, instance_id: int, sharding_group=N
 
 
 def apply_shuffle_settings(dp, shuffle: bool | None = None):
-    """Turn every shuffling pipe above ``dp`` on or off (``None`` leaves them). Returns ``dp``."""
-    if shuffle is not None:
-        for p in list_datapipes(dp):
-            if hasattr(p, "set_shuffle"):
-                p.set_shuffle(shuffle)
+    """Turn every shuffling pipe above ``dp`` on or off (torch's ``graph_settings``).
+
+    Args:
+        dp (IterDataPipe or MapDataPipe): the last pipe of a pipeline.
+        shuffle (bool or None): default ``None`` leaves the pipes as they are.
+            ``True`` on a graph without a shuffling pipe appends ``dp.shuffle()``
+            (default buffer) with a warning, as TorchData does.
+
+    Returns:
+        the new last pipe: ``dp``, or the appended shuffler.
+
+    Example::
+
+        >>> dp = IterableWrapper(range(4)).shuffle()
+        >>> apply_shuffle_settings(dp, shuffle=False) is dp, list(dp)
+        (True, [0, 1, 2, 3])
+    """
+    if shuffle is None:
+        return dp
+    shufflers = [p for p in list_datapipes(dp) if hasattr(p, "set_shuffle")]
+    if not shufflers and shuffle:
+        warnings.warn("apply_shuffle_settings: `shuffle=True` was set, but the datapipe does not "
+                      "contain a `Shuffler`. Adding one at the end. Be aware that the default "
+                      "buffer size might not be sufficient for your task.",
+                      UserWarning, stacklevel=2)
+        dp = dp.shuffle()
+        shufflers = [dp]
+    for p in shufflers:
+        p.set_shuffle(shuffle)
     return dp
 
 

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 
 from ..datapipe import IterDataPipe, functional_datapipe
-from .callable import check_arity
+from ._pipeutil import check_fn
 
 __all__ = ["Dropper", "Filter", "Flattener", "Slicer"]
 
@@ -39,9 +39,7 @@ class Filter(IterDataPipe):
     _repr_args = ("filter_fn", "input_col")
 
     def __init__(self, datapipe, filter_fn, input_col=None):
-        if not callable(filter_fn):
-            raise TypeError(f"Filter: filter_fn={filter_fn!r} is not callable")
-        check_arity("Filter", filter_fn, input_col)
+        check_fn("Filter", "filter_fn", filter_fn, input_col)
         self.datapipe = datapipe
         self.filter_fn = filter_fn
         self.input_col = input_col
