@@ -3,19 +3,28 @@
 Each test states TorchData's rule (from its source) and checks ours against it.
 """
 
+import asyncio
+import collections
 import functools
+import gzip
 import pickle
 import warnings
 
+import numpy as np
 import pytest
 
 from functorch_core.data import (
     DataChunk,
+    Decompressor,
+    FileOpener,
     IterableWrapper,
+    PinMemory,
     SequenceWrapper,
     Shuffler,
     apply_shuffle_settings,
     find,
+    remove_dp,
+    traverse,
 )
 from functorch_core.data.datapipes.map import Mapper as MapMapper
 
@@ -159,3 +168,105 @@ def test_apply_shuffle_settings_appends_a_shuffler():
         assert apply_shuffle_settings(s, shuffle=False) is s and list(s) == list(range(20))
         p = s.map(odd)
         assert apply_shuffle_settings(p, shuffle=True) is p and find(p, Shuffler) == [s]
+
+
+async def slow_ten_times(x):
+    # later items finish first: the output order must still be the input order
+    await asyncio.sleep(0.002 * (5 - x % 5))
+    return 10 * x
+
+
+class _Counter:
+    def __init__(self):
+        self.active = self.peak = 0
+
+
+def test_async_map_batches_order_length_and_columns():
+    dp = IterableWrapper(range(23)).async_map_batches(slow_ten_times, batch_size=5)
+    assert list(dp) == [10 * x for x in range(23)]
+    assert len(dp) == 23
+    pairs = IterableWrapper([(i, i + 1) for i in range(4)])
+    assert list(pairs.async_map_batches(slow_ten_times, 3, input_col=1)) == [
+        (0, 10), (1, 20), (2, 30), (3, 40)]
+    assert list(pairs.async_map_batches(slow_ten_times, 3, input_col=0, output_col=-1,
+                                        flatten=False)) == [
+        [(0, 1, 0), (1, 2, 10), (2, 3, 20)], [(3, 4, 30)]]
+    unsized = IterableWrapper(range(6)).filter(keep_all)
+    with pytest.raises(TypeError):
+        len(unsized.async_map_batches(slow_ten_times, 4))
+    with pytest.raises(ValueError, match="coroutine function"):
+        IterableWrapper([1]).async_map_batches(first, 2)
+    out = pickle.loads(pickle.dumps(dp))
+    assert list(out) == [10 * x for x in range(23)]
+
+
+def test_async_map_batches_limits_concurrency():
+    seen = _Counter()
+
+    async def tracked(x):
+        seen.active += 1
+        seen.peak = max(seen.peak, seen.active)
+        await asyncio.sleep(0.001)
+        seen.active -= 1
+        return x
+
+    dp = IterableWrapper(range(40)).async_map_batches(tracked, batch_size=20, max_concurrency=3)
+    assert list(dp) == list(range(40))
+    assert seen.peak == 3
+
+
+def test_extract_is_a_deprecated_decompress(tmp_path):
+    path = tmp_path / "a.txt.gz"
+    path.write_bytes(gzip.compress(b"hello"))
+    with pytest.warns(DeprecationWarning, match="use Decompressor"):
+        dp = FileOpener([str(path)], mode="b").extract()
+    assert isinstance(dp, Decompressor)
+    [(name, stream)] = list(dp)
+    assert name == str(path) and stream.read() == b"hello"
+    stream.close()
+
+
+class _Pinnable:
+    def __init__(self):
+        self.calls = []
+
+    def pin_memory(self, device):
+        self.calls.append(device)
+        return self
+
+
+Pair = collections.namedtuple("Pair", "a b")
+
+
+def test_pin_memory_is_a_cpu_no_op_copy():
+    arr = np.arange(3.0)
+    items = [{"x": arr, "s": "t"}, Pair(1, [arr]), (b"raw", 2.5)]
+    out = list(IterableWrapper(items, deepcopy=False).pin_memory())
+    assert out[0]["x"] is arr and out[0]["s"] == "t" and out[0] is not items[0]
+    assert type(out[1]) is Pair and out[1].b[0] is arr
+    assert out[2] == (b"raw", 2.5)
+    p = _Pinnable()
+    assert list(IterableWrapper([p], deepcopy=False).pin_memory(device="dev")) == [p]
+    assert p.calls == ["dev"]
+    assert len(IterableWrapper(range(4)).pin_memory()) == 4
+    assert not PinMemory(IterableWrapper([])).is_replicable()
+
+
+def test_remove_dp_on_pipes_and_graphs():
+    src = IterableWrapper(range(6))
+    mapped = src.map(odd)
+    last = mapped.batch(3)
+    assert list(remove_dp(last, mapped)) == [[0, 1, 2], [3, 4, 5]]
+    # TorchData's form: the graph from traverse in, a graph out
+    mapped2 = src.map(odd)
+    g = remove_dp(traverse(mapped2.filter(keep_all)), mapped2)
+    [(top, inner)] = g.values()
+    assert list(top) == list(range(6)) and [p for p, _ in inner.values()] == [src]
+    assert remove_dp(mapped2, mapped2) is src  # the last pipe removed: its source is last
+    with pytest.raises(RuntimeError, match="cannot remove the source"):
+        remove_dp(last, src)
+    with pytest.raises(RuntimeError, match="reads from 2 DataPipes"):
+        zipped = src.zip(IterableWrapper([7]))
+        remove_dp(zipped, zipped)
+    with pytest.raises(ValueError, match="is not in the graph"):
+        remove_dp(last, src.map(odd))

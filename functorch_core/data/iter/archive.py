@@ -22,12 +22,13 @@ import lzma
 import os
 import pathlib
 import tarfile
+import warnings
 import zipfile
 import zlib
 
 from ..datapipe import IterDataPipe, functional_datapipe
 
-__all__ = ["Bz2FileLoader", "Decompressor", "TarArchiveLoader", "XzFileLoader",
+__all__ = ["Bz2FileLoader", "Decompressor", "Extractor", "TarArchiveLoader", "XzFileLoader",
            "ZipArchiveLoader"]
 
 _CORRUPT = (OSError, EOFError, lzma.LZMAError, zipfile.BadZipFile, tarfile.TarError,
@@ -371,3 +372,29 @@ class Decompressor(IterDataPipe):
                 _close(stream)
                 raise type(e)(f"Decompressor: {path!r} is not a valid {kind} archive: "
                               f"{e}") from e
+
+
+@functional_datapipe("extract")
+class Extractor(IterDataPipe):
+    """Deprecated alias of ``Decompressor`` (functional name: ``extract``), as in TorchData.
+
+    Building one warns (``DeprecationWarning``) and returns a ``Decompressor``.
+
+    Args:
+        source_datapipe (IterDataPipe): yields ``(path, binary stream)``.
+        file_type (str or None): default ``None``; as ``Decompressor``.
+
+    Example::
+
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     dp = IterableWrapper([]).extract(file_type="gzip")
+        >>> type(dp).__name__
+        'Decompressor'
+    """
+
+    def __new__(cls, source_datapipe, file_type: str | None = None):
+        warnings.warn("Extractor (extract) is deprecated: use Decompressor (decompress), "
+                      "which it returns", DeprecationWarning, stacklevel=3)
+        return Decompressor(source_datapipe, file_type)
