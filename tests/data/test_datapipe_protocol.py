@@ -306,10 +306,12 @@ EXCEPTIONS = {
 
 def test_every_registered_pipe_has_a_row():
     for kind, base, table in (("iter", IterDataPipe, ITER), ("map", MapDataPipe, MAP)):
-        registered = set(base._functions)
+        # the library's pipes (other tests register pipes of their own)
+        registered = {name for name, cls in base._functions.items()
+                      if cls.__module__.startswith("functorch_core.")}
         excepted = {name for k, name in EXCEPTIONS if k == kind}
-        assert not registered - set(table) - excepted, \
-            f"{kind} pipes without a protocol row or a reasoned exception"
+        missing = registered - set(table) - excepted
+        assert not missing, f"{kind} pipes without a protocol row or a reasoned exception"
         assert not (set(table) | excepted) - registered, "rows for unregistered pipes"
         assert not set(table) & excepted
 

@@ -31,7 +31,12 @@ def check_positive(pipe: str, name: str, value) -> None:
 
 class ShuffleSwitch:
     """For a shuffling pipe: ``set_shuffle(False)`` makes it pass its items through in
-    order (the DataLoader's ``shuffle=`` reaches every such pipe of the graph)."""
+    order (the DataLoader's ``shuffle=`` reaches every such pipe of the graph).
+
+    A pipe over ``self.datapipe`` defines ``_shuffled(rng)`` (the shuffled epoch,
+    drawing from ``rng``) and inherits ``__iter__``: the source as is when
+    shuffling is off, else ``_shuffled`` with this epoch's generator.
+    """
 
     _enabled = True
 
@@ -39,6 +44,22 @@ class ShuffleSwitch:
         """Turn shuffling on or off (off: items pass through in order). Returns the pipe."""
         self._enabled = bool(shuffle)
         return self
+
+    def __iter__(self):
+        if not self._enabled:
+            return iter(self.datapipe)
+        return self._shuffled(self._rng())
+
+    def _skip(self, n: int) -> bool:
+        # only the unshuffled pass-through can start mid-epoch exactly
+        return False if self._enabled else self.datapipe._skip(n)
+
+
+def close_quietly(obj) -> None:
+    """``obj.close()`` where ``obj`` has one (a stream, an archive); nothing otherwise."""
+    close = getattr(obj, "close", None)
+    if close is not None:
+        close()
 
 
 def no_op_fn(*args):

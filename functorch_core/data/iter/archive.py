@@ -27,6 +27,7 @@ import zipfile
 import zlib
 
 from ..datapipe import IterDataPipe, functional_datapipe
+from ._pipeutil import close_quietly
 
 __all__ = ["Bz2FileLoader", "Decompressor", "Extractor", "TarArchiveLoader", "XzFileLoader",
            "ZipArchiveLoader"]
@@ -80,12 +81,6 @@ class _CheckedStream(io.RawIOBase):
         super().close()
 
 
-def _close(stream) -> None:
-    close = getattr(stream, "close", None)
-    if close is not None:
-        close()
-
-
 def _seekable(stream) -> bool:
     seekable = getattr(stream, "seekable", None)
     return bool(seekable()) if seekable is not None else hasattr(stream, "seek")
@@ -100,7 +95,7 @@ class _OwnsSource:
         try:
             super().close()
         finally:
-            _close(self._source)
+            close_quietly(self._source)
 
 
 class _OwningTarFile(_OwnsSource, tarfile.TarFile):
@@ -172,7 +167,7 @@ class TarArchiveLoader(IterDataPipe):
                         yield (os.path.join(path, os.path.normpath(member.name)),
                                _CheckedStream("TarArchiveLoader", path, "tar archive", f))
             finally:
-                _close(stream)
+                close_quietly(stream)
 
     def __len__(self) -> int:
         if self.length == -1:
@@ -221,7 +216,7 @@ class ZipArchiveLoader(IterDataPipe):
                         yield (os.path.join(path, info.filename),
                                _CheckedStream("ZipArchiveLoader", path, "zip archive", f))
             finally:
-                _close(stream)
+                close_quietly(stream)
 
     def __len__(self) -> int:
         if self.length == -1:
@@ -369,7 +364,7 @@ class Decompressor(IterDataPipe):
                     yield path, _CheckedStream("Decompressor", path, f"{kind} file", inner,
                                                stream)
             except (tarfile.TarError, zipfile.BadZipFile) as e:
-                _close(stream)
+                close_quietly(stream)
                 raise type(e)(f"Decompressor: {path!r} is not a valid {kind} archive: "
                               f"{e}") from e
 

@@ -380,6 +380,9 @@ class ShuffledFlatMapper(ShuffleSwitch, IterDataPipe):
             if ok:
                 yield item
 
+    def _skip(self, n: int) -> bool:
+        return False  # n outputs are not n inputs, shuffled or not
+
     def __len__(self) -> int:
         if self.fn is no_op_fn and self.input_col is None:
             return sum(len(d) for d in self.datapipe)  # as TorchData: known without fn
