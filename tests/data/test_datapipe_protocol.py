@@ -77,10 +77,6 @@ def as_index(x):
     return x % 3
 
 
-def path_of(x):
-    return x
-
-
 def token_len(x):
     return len(x)
 

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 
 from ..datapipe import IterDataPipe, functional_datapipe
-from ._pipeutil import check_fn
+from ._pipeutil import apply_on_cols, check_fn
 
 __all__ = ["Dropper", "Filter", "Flattener", "Slicer"]
 
@@ -45,14 +45,7 @@ class Filter(IterDataPipe):
         self.input_col = input_col
 
     def _keep(self, data) -> bool:
-        col = self.input_col
-        if col is None:
-            res = self.filter_fn(data)
-        elif isinstance(col, (list, tuple)):
-            res = self.filter_fn(*(data[c] for c in col))
-        else:
-            res = self.filter_fn(data[col])
-        return _as_bool(res, data)
+        return _as_bool(apply_on_cols(self.filter_fn, data, self.input_col), data)
 
     def __iter__(self):
         if self.input_col is None:
