@@ -15,6 +15,7 @@ from .graph import (
     apply_shuffle_settings,
     find,
     list_datapipes,
+    remove_dp,
     render,
     replace,
     traverse,
@@ -26,7 +27,7 @@ from .map import IterToMapConverter, MapToIterConverter, SequenceWrapper
 __all__ = ["DataChunk", "IterDataPipe", "MapDataPipe", "functional_datapipe",
            "collate", "default_collate",
            "apply_random_seed", "apply_sharding", "apply_shuffle_settings",
-           "find", "list_datapipes", "render", "replace", "traverse",
+           "find", "list_datapipes", "remove_dp", "render", "replace", "traverse",
            "IterToMapConverter", "MapToIterConverter", "SequenceWrapper",
            "DataLoader", "DataLoaderWorkerError", "WorkerInfo", "get_worker_info",
            *_iter.__all__]

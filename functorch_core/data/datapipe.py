@@ -43,10 +43,31 @@ T_co = TypeVar("T_co", covariant=True)
 
 
 class DataChunk(list):
-    """A batch: a ``list`` subclass, so ``unbatch`` can tell batches from samples."""
+    """A batch: a ``list`` subclass, so ``unbatch`` can tell batches from samples.
+
+    ``str`` shows it as the list it is, as torch's ``DataChunk``; ``repr`` names
+    the class; ``as_str`` is torch's ``str`` of each item between brackets.
+
+    Example::
+
+        >>> chunk = DataChunk(["a", 1])
+        >>> str(chunk), repr(chunk), chunk.as_str()
+        ("['a', 1]", "DataChunk(['a', 1])", '[a, 1]')
+    """
 
     def __repr__(self) -> str:
         return f"DataChunk({list.__repr__(self)})"
+
+    def __str__(self) -> str:
+        return list.__repr__(self)
+
+    def as_str(self, indent: str = "") -> str:
+        """``indent`` then the items' ``str`` between brackets (torch's ``DataChunk.as_str``)."""
+        return indent + "[" + ", ".join(str(i) for i in self) + "]"
+
+    def raw_iterator(self):
+        """Iterate the items (torch's ``DataChunk.raw_iterator``)."""
+        yield from list.__iter__(self)
 
 
 class _DataPipeBase:

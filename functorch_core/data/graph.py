@@ -8,11 +8,13 @@ is iterative, so a thousand chained pipes do not hit the recursion limit.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .datapipe import _DataPipeBase
 
-__all__ = ["traverse", "list_datapipes", "find", "replace", "render", "sources",
+__all__ = ["traverse", "list_datapipes", "find", "replace", "remove_dp", "render", "sources",
            "apply_sharding", "apply_shuffle_settings", "apply_random_seed", "sharding_pipes"]
 
 
@@ -148,6 +150,53 @@ def replace(dp, old, new):
     return dp
 
 
+def remove_dp(graph, datapipe):
+    """Take ``datapipe`` out of a pipeline: its consumers read its source instead
+    (TorchData's ``dataloader2.graph.remove_dp``).
+
+    The graph is changed in place, as ``replace`` changes it.
+
+    Args:
+        graph (dict or DataPipe): the pipeline, as ``traverse`` returns it (as in
+            TorchData) or as its last pipe.
+        datapipe: a pipe of that graph with exactly one source.
+
+    Returns:
+        the rewritten pipeline in the form given: ``traverse`` of the new last
+        pipe, or the new last pipe (the source of ``datapipe`` if that was last).
+
+    Raises:
+        RuntimeError: ``datapipe`` is a source, or reads from several pipes.
+        ValueError: ``datapipe`` is not in the graph.
+
+    Example::
+
+        >>> dp = IterableWrapper(range(4)).map(abs).batch(2)
+        >>> list(remove_dp(dp, find(dp, Mapper)[0]))
+        [[0, 1], [2, 3]]
+    """
+    as_graph = isinstance(graph, dict)
+    if as_graph:
+        if len(graph) != 1:
+            raise ValueError(f"remove_dp: expected a graph with one last pipe (from "
+                             f"traverse), got {len(graph)}")
+        last = next(iter(graph.values()))[0]
+    else:
+        last = graph
+    _check(last, "remove_dp")
+    inputs = sources(datapipe)
+    if not inputs:
+        raise RuntimeError(f"remove_dp: cannot remove the source DataPipe {datapipe!r} "
+                           "from the graph")
+    if len(inputs) > 1:
+        raise RuntimeError(f"remove_dp: cannot remove {datapipe!r}, which reads from "
+                           f"{len(inputs)} DataPipes")
+    if all(p is not datapipe for p in list_datapipes(last)):
+        raise ValueError(f"remove_dp: {datapipe!r} is not in the graph above {last!r}")
+    new_last = replace(last, datapipe, inputs[0]) if last is not datapipe else inputs[0]
+    return traverse(new_last) if as_graph else new_last
+
+
 def render(dp) -> str:
     """A text drawing of the pipeline above ``dp``, the last pipe at the top.
 
@@ -226,11 +275,35 @@ def apply_sharding(dp, num_of_instances: int, instance_id: int, sharding_group=N
 
 
 def apply_shuffle_settings(dp, shuffle: bool | None = None):
-    """Turn every shuffling pipe above ``dp`` on or off (``None`` leaves them). Returns ``dp``."""
-    if shuffle is not None:
-        for p in list_datapipes(dp):
-            if hasattr(p, "set_shuffle"):
-                p.set_shuffle(shuffle)
+    """Turn every shuffling pipe above ``dp`` on or off (torch's ``graph_settings``).
+
+    Args:
+        dp (IterDataPipe or MapDataPipe): the last pipe of a pipeline.
+        shuffle (bool or None): default ``None`` leaves the pipes as they are.
+            ``True`` on a graph without a shuffling pipe appends ``dp.shuffle()``
+            (default buffer) with a warning, as TorchData does.
+
+    Returns:
+        the new last pipe: ``dp``, or the appended shuffler.
+
+    Example::
+
+        >>> dp = IterableWrapper(range(4)).shuffle()
+        >>> apply_shuffle_settings(dp, shuffle=False) is dp, list(dp)
+        (True, [0, 1, 2, 3])
+    """
+    if shuffle is None:
+        return dp
+    shufflers = [p for p in list_datapipes(dp) if hasattr(p, "set_shuffle")]
+    if not shufflers and shuffle:
+        warnings.warn("apply_shuffle_settings: `shuffle=True` was set, but the datapipe does not "
+                      "contain a `Shuffler`. Adding one at the end. Be aware that the default "
+                      "buffer size might not be sufficient for your task.",
+                      UserWarning, stacklevel=2)
+        dp = dp.shuffle()
+        shufflers = [dp]
+    for p in shufflers:
+        p.set_shuffle(shuffle)
     return dp
 
 

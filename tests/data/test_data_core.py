@@ -214,7 +214,7 @@ def test_mapper_columns():
     assert list(d) == [{"a": 1, "b": 2}]
     with pytest.raises(ValueError, match="double takes 1 positional parameters, but 2"):
         dp.map(double, input_col=[0, 1])
-    with pytest.raises(ValueError, match="output_col=1 must be None when input_col is None"):
+    with pytest.raises(ValueError, match="must be None when input_col is None, got output_col=1"):
         dp.map(str, output_col=1)
     with pytest.raises(KeyError, match="input_col='z' is not in the sample"):
         list(IterableWrapper([{"a": 1}]).map(str, input_col="z"))

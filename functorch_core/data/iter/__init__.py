@@ -16,6 +16,7 @@ __all__ = [name for module in (callable, combinatorics, grouping, selecting, sha
 
 from . import (
     archive,
+    asyncmapper,
     bucketbatcher,
     combining,
     counting,
@@ -23,12 +24,14 @@ from . import (
     forking,
     fsspec,
     httpreader,
+    memory,
     ondiskcache,
     plain_text,
     randomsplitter,
     webdataset,
 )
 from .archive import *  # noqa: F403
+from .asyncmapper import *  # noqa: F403
 from .bucketbatcher import *  # noqa: F403
 from .combining import *  # noqa: F403
 from .counting import *  # noqa: F403
@@ -36,12 +39,13 @@ from .fileio import *  # noqa: F403
 from .forking import *  # noqa: F403
 from .fsspec import *  # noqa: F403
 from .httpreader import *  # noqa: F403
+from .memory import *  # noqa: F403
 from .ondiskcache import *  # noqa: F403
 from .plain_text import *  # noqa: F403
 from .randomsplitter import *  # noqa: F403
 from .webdataset import *  # noqa: F403
 
-__all__ += [name for module in (archive, bucketbatcher, combining, counting, fileio, forking,
-                                fsspec, httpreader, ondiskcache, plain_text, randomsplitter,
-                                webdataset)
+__all__ += [name for module in (archive, asyncmapper, bucketbatcher, combining, counting, fileio,
+                                forking, fsspec, httpreader, memory, ondiskcache, plain_text,
+                                randomsplitter, webdataset)
             for name in module.__all__]

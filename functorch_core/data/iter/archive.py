@@ -22,12 +22,14 @@ import lzma
 import os
 import pathlib
 import tarfile
+import warnings
 import zipfile
 import zlib
 
 from ..datapipe import IterDataPipe, functional_datapipe
+from ._pipeutil import close_quietly
 
-__all__ = ["Bz2FileLoader", "Decompressor", "TarArchiveLoader", "XzFileLoader",
+__all__ = ["Bz2FileLoader", "Decompressor", "Extractor", "TarArchiveLoader", "XzFileLoader",
            "ZipArchiveLoader"]
 
 _CORRUPT = (OSError, EOFError, lzma.LZMAError, zipfile.BadZipFile, tarfile.TarError,
@@ -79,12 +81,6 @@ class _CheckedStream(io.RawIOBase):
         super().close()
 
 
-def _close(stream) -> None:
-    close = getattr(stream, "close", None)
-    if close is not None:
-        close()
-
-
 def _seekable(stream) -> bool:
     seekable = getattr(stream, "seekable", None)
     return bool(seekable()) if seekable is not None else hasattr(stream, "seek")
@@ -99,7 +95,7 @@ class _OwnsSource:
         try:
             super().close()
         finally:
-            _close(self._source)
+            close_quietly(self._source)
 
 
 class _OwningTarFile(_OwnsSource, tarfile.TarFile):
@@ -118,8 +114,30 @@ def _open_tar(stream, mode: str, cls=tarfile.TarFile):
     return cls.open(fileobj=stream, mode=mode)
 
 
+class _ArchiveLoader(IterDataPipe):
+    """Each archive's members out, by the subclass's ``_members(path, stream)``
+    generator; the archive's stream is closed after them."""
+
+    def __init__(self, datapipe, length: int = -1) -> None:
+        self.datapipe = datapipe
+        self.length = length
+
+    def __iter__(self):
+        for path, stream in self.datapipe:
+            try:
+                yield from self._members(path, stream)
+            finally:
+                close_quietly(stream)
+
+    def __len__(self) -> int:
+        if self.length == -1:
+            raise TypeError(f"{type(self).__name__} instance doesn't have valid length "
+                            "(pass length=)")
+        return self.length
+
+
 @functional_datapipe("load_from_tar")
-class TarArchiveLoader(IterDataPipe):
+class TarArchiveLoader(_ArchiveLoader):
     """Yield ``(path/member, stream)`` for each regular file in each tar archive
     (functional name: ``load_from_tar``).
 
@@ -141,46 +159,34 @@ class TarArchiveLoader(IterDataPipe):
     def __init__(self, datapipe, mode: str = "r:*", length: int = -1) -> None:
         if not mode.startswith("r"):
             raise ValueError(f"TarArchiveLoader: mode must be a read mode, got {mode!r}")
-        self.datapipe = datapipe
+        super().__init__(datapipe, length)
         self.mode = mode
-        self.length = length
 
-    def __iter__(self):
-        for path, stream in self.datapipe:
-            try:
+    def _members(self, path, stream):
+        try:
+            tar = stream if isinstance(stream, tarfile.TarFile) else _open_tar(stream, self.mode)
+        except _CORRUPT as e:
+            raise tarfile.ReadError(f"TarArchiveLoader: {path!r} is not a valid tar "
+                                    f"archive (mode {self.mode!r}): {e}") from e
+        with tar:
+            while True:
                 try:
-                    tar = (stream if isinstance(stream, tarfile.TarFile)
-                           else _open_tar(stream, self.mode))
+                    member = tar.next()
                 except _CORRUPT as e:
-                    raise tarfile.ReadError(f"TarArchiveLoader: {path!r} is not a valid tar "
-                                            f"archive (mode {self.mode!r}): {e}") from e
-                with tar:
-                    while True:
-                        try:
-                            member = tar.next()
-                        except _CORRUPT as e:
-                            where = (f"after its member {tar.members[-1].name!r}"
-                                     if tar.members else "at its first member")
-                            raise tarfile.ReadError(f"TarArchiveLoader: {path!r} is corrupt "
-                                                    f"{where}: {e}") from e
-                        if member is None:
-                            break
-                        if not member.isfile():
-                            continue
-                        f = tar.extractfile(member)
-                        yield (os.path.join(path, os.path.normpath(member.name)),
-                               _CheckedStream("TarArchiveLoader", path, "tar archive", f))
-            finally:
-                _close(stream)
-
-    def __len__(self) -> int:
-        if self.length == -1:
-            raise TypeError("TarArchiveLoader instance doesn't have valid length (pass length=)")
-        return self.length
+                    where = (f"after its member {tar.members[-1].name!r}"
+                             if tar.members else "at its first member")
+                    raise tarfile.ReadError(f"TarArchiveLoader: {path!r} is corrupt "
+                                            f"{where}: {e}") from e
+                if member is None:
+                    break
+                if member.isfile():
+                    f = tar.extractfile(member)
+                    yield (os.path.join(path, os.path.normpath(member.name)),
+                           _CheckedStream("TarArchiveLoader", path, "tar archive", f))
 
 
 @functional_datapipe("load_from_zip")
-class ZipArchiveLoader(IterDataPipe):
+class ZipArchiveLoader(_ArchiveLoader):
     """Yield ``(path/member, stream)`` for each file in each zip archive
     (functional name: ``load_from_zip``). The archive's stream must be seekable.
 
@@ -194,38 +200,24 @@ class ZipArchiveLoader(IterDataPipe):
         >>> dp = FileLister("data", "*.zip").open_files("rb").load_from_zip()  # doctest: +SKIP
     """
 
-    def __init__(self, datapipe, length: int = -1) -> None:
-        self.datapipe = datapipe
-        self.length = length
-
-    def __iter__(self):
-        for path, stream in self.datapipe:
+    def _members(self, path, stream):
+        if isinstance(stream, zipfile.ZipFile):
+            archive = stream
+        elif not _seekable(stream):
+            raise ValueError(f"ZipArchiveLoader: the stream of {path!r} cannot seek; a "
+                             "zip archive is read from its end (open it from a file)")
+        else:
             try:
-                if isinstance(stream, zipfile.ZipFile):
-                    archive = stream
-                elif not _seekable(stream):
-                    raise ValueError(f"ZipArchiveLoader: the stream of {path!r} cannot seek; a "
-                                     "zip archive is read from its end (open it from a file)")
-                else:
-                    try:
-                        archive = zipfile.ZipFile(stream)
-                    except _CORRUPT as e:
-                        raise zipfile.BadZipFile(f"ZipArchiveLoader: {path!r} is not a valid "
-                                                 f"zip archive: {e}") from e
-                with archive:
-                    for info in archive.infolist():
-                        if info.is_dir():
-                            continue
-                        f = archive.open(info)
-                        yield (os.path.join(path, info.filename),
-                               _CheckedStream("ZipArchiveLoader", path, "zip archive", f))
-            finally:
-                _close(stream)
-
-    def __len__(self) -> int:
-        if self.length == -1:
-            raise TypeError("ZipArchiveLoader instance doesn't have valid length (pass length=)")
-        return self.length
+                archive = zipfile.ZipFile(stream)
+            except _CORRUPT as e:
+                raise zipfile.BadZipFile(f"ZipArchiveLoader: {path!r} is not a valid "
+                                         f"zip archive: {e}") from e
+        with archive:
+            for info in archive.infolist():
+                if not info.is_dir():
+                    yield (os.path.join(path, info.filename),
+                           _CheckedStream("ZipArchiveLoader", path, "zip archive",
+                                          archive.open(info)))
 
 
 def _strip_suffix(path: str, suffix: str) -> str:
@@ -233,30 +225,31 @@ def _strip_suffix(path: str, suffix: str) -> str:
 
 
 class _SingleFileLoader(IterDataPipe):
+    """One compressed file in, ``(path without the suffix, decompressed stream)`` out;
+    the formats differ only in the rows of ``_single_file_loader`` below."""
+
     _suffix = ""
     _what = ""
+    _opener = None
 
     def __init__(self, datapipe, length: int = -1) -> None:
         self.datapipe = datapipe
         self.length = length
 
-    def _open(self, stream):
-        raise NotImplementedError
-
     def __iter__(self):
-        pipe = type(self).__name__
+        pipe, opener = type(self).__name__, type(self)._opener
         for path, stream in self.datapipe:
             yield (_strip_suffix(path, self._suffix),
-                   _CheckedStream(pipe, path, self._what, self._open(stream), stream))
+                   _CheckedStream(pipe, path, self._what, opener(stream), stream))
 
     def __len__(self) -> int:
         return len(self.datapipe) if self.length == -1 else self.length
 
 
-@functional_datapipe("load_from_bz2")
-class Bz2FileLoader(_SingleFileLoader):
-    """Yield ``(path without .bz2, decompressed stream)`` for each bz2 file
-    (functional name: ``load_from_bz2``).
+def _single_file_loader(name: str, functional: str, suffix: str, what: str, opener):
+    """Define and register the loader ``name`` of ``suffix`` files opened by ``opener``."""
+    doc = f"""Yield ``(path without {suffix}, decompressed stream)`` for each {what}
+    (functional name: ``{functional}``).
 
     Args:
         datapipe (IterDataPipe): yields ``(path, binary stream)``.
@@ -264,33 +257,18 @@ class Bz2FileLoader(_SingleFileLoader):
 
     Example::
 
-        >>> dp = FileLister("data", "*.bz2").open_files("rb").load_from_bz2()  # doctest: +SKIP
+        >>> dp = FileLister("data", "*{suffix}").open_files("rb").{functional}()  # doctest: +SKIP
     """
+    cls = type(name, (_SingleFileLoader,), {
+        "__doc__": doc, "__module__": __name__, "__qualname__": name,
+        "_suffix": suffix, "_what": what, "_opener": staticmethod(opener)})
+    return functional_datapipe(functional)(cls)
 
-    _suffix, _what = ".bz2", "bz2 file"
 
-    def _open(self, stream):
-        return bz2.BZ2File(stream)
-
-
-@functional_datapipe("load_from_xz")
-class XzFileLoader(_SingleFileLoader):
-    """Yield ``(path without .xz, decompressed stream)`` for each xz/lzma file
-    (functional name: ``load_from_xz``).
-
-    Args:
-        datapipe (IterDataPipe): yields ``(path, binary stream)``.
-        length (int): default ``-1`` (the source's length).
-
-    Example::
-
-        >>> dp = FileLister("data", "*.xz").open_files("rb").load_from_xz()  # doctest: +SKIP
-    """
-
-    _suffix, _what = ".xz", "xz file"
-
-    def _open(self, stream):
-        return lzma.LZMAFile(stream)
+Bz2FileLoader = _single_file_loader("Bz2FileLoader", "load_from_bz2", ".bz2", "bz2 file",
+                                    bz2.BZ2File)
+XzFileLoader = _single_file_loader("XzFileLoader", "load_from_xz", ".xz", "xz/lzma file",
+                                   lzma.LZMAFile)
 
 
 _FILE_TYPES = {"gzip": "gzip", "gz": "gzip", "lzma": "lzma", "xz": "lzma", "tar": "tar",
@@ -368,6 +346,32 @@ class Decompressor(IterDataPipe):
                     yield path, _CheckedStream("Decompressor", path, f"{kind} file", inner,
                                                stream)
             except (tarfile.TarError, zipfile.BadZipFile) as e:
-                _close(stream)
+                close_quietly(stream)
                 raise type(e)(f"Decompressor: {path!r} is not a valid {kind} archive: "
                               f"{e}") from e
+
+
+@functional_datapipe("extract")
+class Extractor(IterDataPipe):
+    """Deprecated alias of ``Decompressor`` (functional name: ``extract``), as in TorchData.
+
+    Building one warns (``DeprecationWarning``) and returns a ``Decompressor``.
+
+    Args:
+        source_datapipe (IterDataPipe): yields ``(path, binary stream)``.
+        file_type (str or None): default ``None``; as ``Decompressor``.
+
+    Example::
+
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     dp = IterableWrapper([]).extract(file_type="gzip")
+        >>> type(dp).__name__
+        'Decompressor'
+    """
+
+    def __new__(cls, source_datapipe, file_type: str | None = None):
+        warnings.warn("Extractor (extract) is deprecated: use Decompressor (decompress), "
+                      "which it returns", DeprecationWarning, stacklevel=3)
+        return Decompressor(source_datapipe, file_type)

@@ -36,11 +36,7 @@ class InBatchShuffler(ShuffleSwitch, IterDataPipe):
     def __init__(self, datapipe) -> None:
         self.datapipe = datapipe
 
-    def __iter__(self):
-        if not self._enabled:
-            yield from self.datapipe
-            return
-        rng = self._rng()
+    def _shuffled(self, rng):
         for batch in self.datapipe:
             yield DataChunk([batch[i] for i in rng.permutation(len(batch))])
 

@@ -7,18 +7,20 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import copy
-import inspect
 
 from ..collation import default_collate
 from ..datapipe import IterDataPipe, functional_datapipe
-from ._pipeutil import ShuffleSwitch, apply_on_cols, check_positive
+from ._pipeutil import (
+    ShuffleSwitch,
+    apply_on_cols,
+    check_fn,
+    check_positive,
+    fn_name,
+    no_op_fn,
+)
 
 __all__ = ["BatchMapper", "Collator", "FlatMapper", "Mapper", "ShuffledFlatMapper",
            "ThreadPoolMapper"]
-
-
-def _fn_name(fn) -> str:
-    return getattr(fn, "__qualname__", None) or type(fn).__name__
 
 
 def apply_fn_cols(pipe, fn, data, input_col, output_col):
@@ -58,29 +60,10 @@ def put_result(data, res, input_col, output_col):
     return tuple(data) if is_tuple else data
 
 
-def check_arity(cls_name, fn, input_col) -> None:
-    """Raise if ``fn`` cannot take one argument per column of ``input_col``."""
-    if not isinstance(input_col, (list, tuple)):
-        return
-    try:
-        params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return
-    kinds = {p.kind for p in params}
-    if inspect.Parameter.VAR_POSITIONAL in kinds:
-        return
-    positional = [p for p in params if p.kind in (inspect.Parameter.POSITIONAL_ONLY,
-                                                  inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-    if len(positional) < len(input_col):
-        raise ValueError(f"{cls_name}: {_fn_name(fn)} takes {len(positional)} positional "
-                         f"parameters, but {len(input_col)} are required by "
-                         f"input_col={input_col!r}")
-
-
 def check_cols(cls_name, input_col, output_col):
     if input_col is None and output_col is not None:
-        raise ValueError(f"{cls_name}: output_col={output_col!r} must be None when input_col "
-                         "is None")
+        raise ValueError(f"{cls_name}: output_col must be None when input_col is None, got "
+                         f"output_col={output_col!r}")
     if isinstance(output_col, (list, tuple)):
         if len(output_col) > 1:
             raise ValueError(f"{cls_name}: output_col={output_col!r} must be a single column")
@@ -113,9 +96,7 @@ class Mapper(IterDataPipe):
     _len_source = "datapipe"
 
     def __init__(self, datapipe, fn, input_col=None, output_col=None):
-        if not callable(fn):
-            raise TypeError(f"{type(self).__name__}: fn={fn!r} is not callable")
-        check_arity(type(self).__name__, fn, input_col)
+        check_fn(type(self).__name__, "fn", fn, input_col)
         self.datapipe = datapipe
         self.fn = fn
         self.input_col = input_col
@@ -160,16 +141,11 @@ class Collator(Mapper):
         super().__init__(datapipe, fn)
 
 
-def _identity(data):
-    return data
-
-
 def _iterable_result(pipe, fn, out):
     try:
         return iter(out)
     except TypeError:
-        name = getattr(fn, "__name__", repr(fn))
-        raise TypeError(f"{pipe}: fn {name} must return an iterable, got "
+        raise TypeError(f"{pipe}: fn {fn_name(fn)} must return an iterable, got "
                         f"{type(out).__name__}") from None
 
 
@@ -197,6 +173,7 @@ class BatchMapper(IterDataPipe):
 
     def __init__(self, datapipe, fn, batch_size: int, input_col=None) -> None:
         check_positive("BatchMapper", "batch_size", batch_size)
+        check_fn("BatchMapper", "fn", fn)
         self.datapipe = datapipe
         self.fn = fn
         self.batch_size = batch_size
@@ -260,17 +237,13 @@ class ThreadPoolMapper(IterDataPipe):
                  scheduled_tasks: int = 128, max_workers: int | None = None,
                  **threadpool_kwargs) -> None:
         check_positive("ThreadPoolMapper", "scheduled_tasks", scheduled_tasks)
-        if input_col is None and output_col is not None:
-            raise ValueError("ThreadPoolMapper: output_col must be None when input_col is None")
-        if isinstance(output_col, (list, tuple)):
-            if len(output_col) != 1:
-                raise ValueError("ThreadPoolMapper: output_col must be a single column, got "
-                                 f"{output_col!r}")
-            output_col = output_col[0]
+        if max_workers is not None:
+            check_positive("ThreadPoolMapper", "max_workers", max_workers)
+        check_fn("ThreadPoolMapper", "fn", fn, input_col)
         self.datapipe = source_datapipe
         self.fn = fn
         self.input_col = input_col
-        self.output_col = output_col
+        self.output_col = check_cols("ThreadPoolMapper", input_col, output_col)
         self.scheduled_tasks = scheduled_tasks
         self.max_workers = max_workers
         self.threadpool_kwargs = threadpool_kwargs
@@ -308,7 +281,9 @@ class FlatMapper(IterDataPipe):
 
     Args:
         datapipe (IterDataPipe): the source.
-        fn (callable or None): default ``None``: the items themselves are iterables.
+        fn (callable or None): default ``None``: the items themselves (or their
+            ``input_col`` column; for a list of columns, the tuple of them) are
+            the iterables flattened.
         input_col (int, str, list or None): default ``None``; ``fn`` gets
             ``item[input_col]`` or ``*(item[c] for c in input_col)``.
 
@@ -318,11 +293,14 @@ class FlatMapper(IterDataPipe):
         ...     return [x, x]
         >>> list(IterableWrapper([1, 2]).flatmap(twice))
         [1, 1, 2, 2]
+        >>> list(IterableWrapper([(1, 2, 3), (4, 5, 6)]).flatmap(input_col=(0, 2)))
+        [1, 3, 4, 6]
     """
 
     def __init__(self, datapipe, fn=None, input_col=None) -> None:
         self.datapipe = datapipe
-        self.fn = _identity if fn is None else fn
+        self.fn = no_op_fn if fn is None else fn
+        check_fn("FlatMapper", "fn", self.fn, input_col)
         self.input_col = input_col
 
     def __iter__(self):
@@ -365,7 +343,8 @@ class ShuffledFlatMapper(ShuffleSwitch, IterDataPipe):
     def __init__(self, datapipe, fn=None, input_col=None, buffer_size: int = 100) -> None:
         check_positive("ShuffledFlatMapper", "buffer_size", buffer_size)
         self.datapipe = datapipe
-        self.fn = _identity if fn is None else fn
+        self.fn = no_op_fn if fn is None else fn
+        check_fn("ShuffledFlatMapper", "fn", self.fn, input_col)
         self.input_col = input_col
         self.buffer_size = buffer_size
 
@@ -401,7 +380,10 @@ class ShuffledFlatMapper(ShuffleSwitch, IterDataPipe):
             if ok:
                 yield item
 
+    def _skip(self, n: int) -> bool:
+        return False  # n outputs are not n inputs, shuffled or not
+
     def __len__(self) -> int:
-        if self.fn is _identity and self.input_col is None:
+        if self.fn is no_op_fn and self.input_col is None:
             return sum(len(d) for d in self.datapipe)  # as TorchData: known without fn
         raise TypeError("ShuffledFlatMapper's length relies on the output of its function")

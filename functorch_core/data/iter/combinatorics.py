@@ -42,11 +42,7 @@ class Shuffler(ShuffleSwitch, IterDataPipe):
             unbatch_level=unbatch_level)
         self.buffer_size = buffer_size
 
-    def __iter__(self):
-        if not self._enabled:
-            yield from self.datapipe
-            return
-        rng = self._rng()
+    def _shuffled(self, rng):
         size, buf = self.buffer_size, []
         # draws in blocks: one call to the generator per 1024 items
         draws, k = rng.random(1024), 0
@@ -63,9 +59,6 @@ class Shuffler(ShuffleSwitch, IterDataPipe):
         order = rng.permutation(len(buf))
         for j in order:
             yield buf[j]
-
-    def _skip(self, n: int) -> bool:
-        return False if self._enabled else self.datapipe._skip(n)
 
 
 class SequentialSampler:

@@ -4,9 +4,12 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..datapipe import IterDataPipe, MapDataPipe, functional_datapipe
+from ._pipeutil import check_fn
 
 __all__ = ["Concater", "IterKeyZipper", "MapKeyZipper", "Multiplexer", "MultiplexerLongest",
            "SampleMultiplexer", "Zipper", "ZipperLongest"]
@@ -236,7 +239,8 @@ class IterKeyZipper(IterDataPipe):
             item's key.
         keep_key (bool): default ``False``; yield ``(key, merged)``.
         buffer_size (int or None): default ``10000``; the most reference items held
-            (``None``: no limit).
+            (``None``: no limit). When it is full the oldest is dropped, with a
+            warning (once per iteration), as TorchData.
         merge_fn (callable or None): default ``None``: yield ``(item, ref_item)``;
             otherwise ``merge_fn(item, ref_item)``.
 
@@ -261,6 +265,9 @@ class IterKeyZipper(IterDataPipe):
                             f"{type(ref_datapipe).__name__}")
         if buffer_size is not None and buffer_size <= 0:
             raise ValueError(f"IterKeyZipper: buffer_size must be > 0 or None, got {buffer_size}")
+        check_fn("IterKeyZipper", "key_fn", key_fn)
+        check_fn("IterKeyZipper", "ref_key_fn", ref_key_fn, optional=True)
+        check_fn("IterKeyZipper", "merge_fn", merge_fn, (0, 1), optional=True)
         self.source_datapipe = source_datapipe
         self.ref_datapipe = ref_datapipe
         self.key_fn = key_fn
@@ -270,7 +277,7 @@ class IterKeyZipper(IterDataPipe):
         self.merge_fn = merge_fn
 
     def __iter__(self):
-        buf = {}
+        buf, warned = {}, False
         ref = iter(self.ref_datapipe)
         for data in self.source_datapipe:
             key = self.key_fn(data)
@@ -285,10 +292,16 @@ class IterKeyZipper(IterDataPipe):
                 rkey = self.ref_key_fn(r)
                 if rkey in buf:
                     raise ValueError(f"IterKeyZipper: duplicate key {rkey!r} in ref_datapipe")
-                if self.buffer_size is not None and len(buf) >= self.buffer_size:
-                    raise BufferError(
-                        f"IterKeyZipper: more than buffer_size={self.buffer_size} reference "
-                        f"items read ahead looking for key {key!r}; increase buffer_size")
+                full = self.buffer_size is not None and len(buf) >= self.buffer_size
+                if full and rkey != key:  # the match is taken at once: it never waits
+                    if not warned:
+                        warned = True
+                        warnings.warn(
+                            f"IterKeyZipper: buffer_size={self.buffer_size} reached looking "
+                            f"for key {key!r}: Buffer reaches the upper limit, so reference "
+                            "key-data pair begins to be removed from buffer in FIFO order. "
+                            "Please consider increase buffer size.", UserWarning, stacklevel=2)
+                    del buf[next(iter(buf))]  # the oldest: dicts keep insertion order
                 buf[rkey] = r
             r = buf.pop(key)
             res = (data, r) if self.merge_fn is None else self.merge_fn(data, r)
@@ -324,6 +337,8 @@ class MapKeyZipper(IterDataPipe):
         if not isinstance(map_datapipe, MapDataPipe):
             raise TypeError(f"MapKeyZipper: map_datapipe must be a MapDataPipe, got "
                             f"{type(map_datapipe).__name__}")
+        check_fn("MapKeyZipper", "key_fn", key_fn)
+        check_fn("MapKeyZipper", "merge_fn", merge_fn, (0, 1), optional=True)
         self.source_iterdatapipe = source_iterdatapipe
         self.map_datapipe = map_datapipe
         self.key_fn = key_fn

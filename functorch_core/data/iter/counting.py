@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import itertools
+import warnings
 
 from ..datapipe import IterDataPipe, functional_datapipe
-from ._pipeutil import check_positive
+from ._pipeutil import check_positive, known_len
 
 __all__ = ["Cycler", "Enumerator", "Header", "IndexAdder", "LengthSetter", "Repeater"]
 
@@ -17,7 +18,8 @@ class Header(IterDataPipe):
 
     Args:
         source_datapipe (IterDataPipe): the source.
-        limit (int or None): default ``10``; ``None`` yields everything.
+        limit (int or None): default ``10``; ``None`` yields everything. When the
+            source has no length, ``len`` is ``limit`` with a warning (TorchData's rule).
 
     Example::
 
@@ -44,8 +46,15 @@ class Header(IterDataPipe):
                     return
 
     def __len__(self) -> int:
-        n = len(self.source_datapipe)
-        return n if self.limit is None else min(n, self.limit)
+        n = known_len(self.source_datapipe)
+        if n is not None:
+            return n if self.limit is None else min(n, self.limit)
+        if self.limit is None:
+            raise TypeError("Header instance doesn't have valid length")
+        warnings.warn(f"Header: the length of this Header (limit={self.limit}) is inferred to be "
+                      "equal to its limit; the actual value may be smaller if the source "
+                      "(which has no length) yields fewer items", UserWarning, stacklevel=2)
+        return self.limit
 
 
 @functional_datapipe("set_length")

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import collections
 import copy as copymod
+import warnings
 
 from ..datapipe import IterDataPipe, functional_datapipe
-from ._pipeutil import check_positive
+from ._pipeutil import check_fn, check_positive
 
 __all__ = ["Demultiplexer", "Forker", "RoundRobinDemultiplexer", "UnZipper"]
 
@@ -21,8 +22,14 @@ __all__ = ["Demultiplexer", "Forker", "RoundRobinDemultiplexer", "UnZipper"]
 class _Splitter(IterDataPipe):
     """The shared container: reads ``datapipe`` and routes each item to children."""
 
+    #: the TorchData function named in the unlimited-buffer warning
+    _functional = "fork"
+
     def __init__(self, owner: str, datapipe, num_instances: int, buffer_size: int) -> None:
         check_positive(owner, "num_instances", num_instances)
+        if buffer_size < 0:
+            warnings.warn(f"{owner}: Unlimited buffer size is set for `{self._functional}`, "
+                          "please be aware of OOM at random places", UserWarning, stacklevel=4)
         self.owner = owner
         self.datapipe = datapipe
         self.num_instances = num_instances
@@ -159,7 +166,10 @@ class Forker(IterDataPipe):
 
 
 class _Demux(_Splitter):
+    _functional = "demux"
+
     def __init__(self, datapipe, num_instances, buffer_size, classifier_fn, drop_none):
+        check_fn("Demultiplexer", "classifier_fn", classifier_fn)
         super().__init__("Demultiplexer", datapipe, num_instances, buffer_size)
         self.classifier_fn = classifier_fn
         self.drop_none = drop_none
@@ -208,6 +218,8 @@ class Demultiplexer(IterDataPipe):
 
 
 class _RoundRobin(_Splitter):
+    _functional = "demux"
+
     def __init__(self, datapipe, num_instances, buffer_size):
         super().__init__("RoundRobinDemultiplexer", datapipe, num_instances, buffer_size)
 

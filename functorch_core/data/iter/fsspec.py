@@ -76,8 +76,27 @@ class FSSpecFileLister(IterDataPipe):
                 yield fs.unstrip_protocol(name) if _has_protocol(root) else name
 
 
+class _FSSpecIO(IterDataPipe):
+    """Opens URLs of ``source_datapipe`` with fsspec in ``mode``: the opener and the saver."""
+
+    _len_source = "source_datapipe"
+    _repr_args = ("mode",)
+
+    def __init__(self, source_datapipe, mode: str, kwargs_for_open, kwargs_for_connection):
+        _fsspec(type(self).__name__)
+        self.source_datapipe = source_datapipe
+        self.mode = mode
+        self.kwargs_for_open = dict(kwargs_for_open or {})
+        self.kwargs_for_connection = kwargs_for_connection
+
+    def _open(self, url: str):
+        fs, path = _fsspec(type(self).__name__).core.url_to_fs(
+            url, **self.kwargs_for_connection)
+        return fs.open(path, self.mode, **self.kwargs_for_open)
+
+
 @functional_datapipe("open_files_by_fsspec")
-class FSSpecFileOpener(IterDataPipe):
+class FSSpecFileOpener(_FSSpecIO):
     """Open each URL with fsspec and yield ``(url, stream)``
     (functional name: ``open_files_by_fsspec``).
 
@@ -92,23 +111,14 @@ class FSSpecFileOpener(IterDataPipe):
         >>> FSSpecFileLister("memory://data").open_files_by_fsspec(mode="rb")  # doctest: +SKIP
     """
 
-    _len_source = "source_datapipe"
-    _repr_args = ("mode",)
-
     def __init__(self, source_datapipe, mode: str = "r", *, kwargs_for_open=None,
                  **kwargs) -> None:
-        _fsspec("FSSpecFileOpener")
-        self.source_datapipe = source_datapipe
-        self.mode = mode
-        self.kwargs_for_open = dict(kwargs_for_open or {})
-        self.kwargs_for_connection = kwargs
+        super().__init__(source_datapipe, mode, kwargs_for_open, kwargs)
 
     def __iter__(self):
-        fsspec = _fsspec("FSSpecFileOpener")
         for url in self.source_datapipe:
-            fs, path = fsspec.core.url_to_fs(url, **self.kwargs_for_connection)
             try:
-                stream = fs.open(path, self.mode, **self.kwargs_for_open)
+                stream = self._open(url)
             except FileNotFoundError as e:
                 raise FileNotFoundError(f"FSSpecFileOpener: cannot open {url!r} (mode "
                                         f"{self.mode!r}): no such file") from e
@@ -116,7 +126,7 @@ class FSSpecFileOpener(IterDataPipe):
 
 
 @functional_datapipe("save_by_fsspec")
-class FSSpecSaver(IterDataPipe):
+class FSSpecSaver(_FSSpecIO):
     """Write each ``(meta, data)`` with fsspec and yield the URL
     (functional name: ``save_by_fsspec``).
 
@@ -132,23 +142,14 @@ class FSSpecSaver(IterDataPipe):
         >>> IterableWrapper([("memory://o/a.txt", "hi")]).save_by_fsspec()  # doctest: +SKIP
     """
 
-    _len_source = "source_datapipe"
-    _repr_args = ("mode",)
-
     def __init__(self, source_datapipe, mode: str = "w", filepath_fn=None, *,
                  kwargs_for_open=None, **kwargs) -> None:
-        _fsspec("FSSpecSaver")
-        self.source_datapipe = source_datapipe
-        self.mode = mode
+        super().__init__(source_datapipe, mode, kwargs_for_open, kwargs)
         self.filepath_fn = filepath_fn
-        self.kwargs_for_open = dict(kwargs_for_open or {})
-        self.kwargs_for_connection = kwargs
 
     def __iter__(self):
-        fsspec = _fsspec("FSSpecSaver")
         for meta, data in self.source_datapipe:
             url = meta if self.filepath_fn is None else self.filepath_fn(meta)
-            fs, path = fsspec.core.url_to_fs(url, **self.kwargs_for_connection)
-            with fs.open(path, self.mode, **self.kwargs_for_open) as f:
+            with self._open(url) as f:
                 f.write(data)
             yield url

@@ -15,7 +15,7 @@ import tempfile
 
 from ..datapipe import IterDataPipe, functional_datapipe
 from ..graph import list_datapipes
-from ._pipeutil import HASHES, check_hash_type
+from ._pipeutil import HASHES, check_hash_type, close_quietly
 from .fileio import _write_mode
 
 __all__ = ["EndOnDiskCacheHolder", "OnDiskCacheHolder"]
@@ -109,9 +109,7 @@ def _read_all(data, text: bool, path: str, mode: str):
                         f"{'bytes' if text else 'str'}, which mode {mode!r} cannot write "
                         f"(use mode={'b' if text else 't'!r})") from None
     finally:
-        close = getattr(data, "close", None)
-        if close is not None:
-            close()
+        close_quietly(data)
 
 
 @functional_datapipe("end_caching")

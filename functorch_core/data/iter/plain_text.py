@@ -9,6 +9,7 @@ import itertools
 import json
 
 from ..datapipe import IterDataPipe, functional_datapipe
+from ._pipeutil import close_quietly
 
 __all__ = ["CSVDictParser", "CSVParser", "JsonParser", "LineReader", "ParagraphAggregator"]
 
@@ -28,9 +29,7 @@ def _closing(stream, gen):
     try:
         yield from gen
     finally:
-        close = getattr(stream, "close", None)
-        if close is not None:
-            close()
+        close_quietly(stream)
 
 
 @functional_datapipe("readlines")

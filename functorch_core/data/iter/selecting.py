@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 
 from ..datapipe import IterDataPipe, functional_datapipe
-from .callable import check_arity
+from ._pipeutil import apply_on_cols, check_fn
 
 __all__ = ["Dropper", "Filter", "Flattener", "Slicer"]
 
@@ -39,22 +39,13 @@ class Filter(IterDataPipe):
     _repr_args = ("filter_fn", "input_col")
 
     def __init__(self, datapipe, filter_fn, input_col=None):
-        if not callable(filter_fn):
-            raise TypeError(f"Filter: filter_fn={filter_fn!r} is not callable")
-        check_arity("Filter", filter_fn, input_col)
+        check_fn("Filter", "filter_fn", filter_fn, input_col)
         self.datapipe = datapipe
         self.filter_fn = filter_fn
         self.input_col = input_col
 
     def _keep(self, data) -> bool:
-        col = self.input_col
-        if col is None:
-            res = self.filter_fn(data)
-        elif isinstance(col, (list, tuple)):
-            res = self.filter_fn(*(data[c] for c in col))
-        else:
-            res = self.filter_fn(data[col])
-        return _as_bool(res, data)
+        return _as_bool(apply_on_cols(self.filter_fn, data, self.input_col), data)
 
     def __iter__(self):
         if self.input_col is None:

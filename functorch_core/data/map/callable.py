@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..datapipe import MapDataPipe, functional_datapipe
+from ..iter.callable import check_fn, no_op_fn
 
 __all__ = ["Mapper"]
 
@@ -13,20 +14,21 @@ class Mapper(MapDataPipe):
 
     Args:
         datapipe (MapDataPipe): the source.
-        fn (callable): the function.
+        fn (callable): the function. Default: the identity (as TorchData's).
 
     Example::
 
         >>> SequenceWrapper([1, 2]).map(str)[1]
         '2'
+        >>> SequenceWrapper([1, 2]).map()[0]
+        1
     """
 
     _repr_args = ("fn",)
     _len_source = "datapipe"
 
-    def __init__(self, datapipe, fn):
-        if not callable(fn):
-            raise TypeError(f"Mapper: fn={fn!r} is not callable")
+    def __init__(self, datapipe, fn=no_op_fn):
+        check_fn("Mapper", "fn", fn)
         self.datapipe = datapipe
         self.fn = fn
 
