@@ -45,3 +45,9 @@ __all__ += [name for module in (archive, bucketbatcher, combining, counting, fil
                                 fsspec, httpreader, ondiskcache, plain_text, randomsplitter,
                                 webdataset)
             for name in module.__all__]
+
+# optional-dependency readers (each needs its extra only when used)
+from . import tfrecord  # noqa: E402
+from .tfrecord import *  # noqa: E402, F403
+
+__all__ += [name for module in (tfrecord,) for name in module.__all__]
