@@ -47,7 +47,8 @@ __all__ += [name for module in (archive, bucketbatcher, combining, counting, fil
             for name in module.__all__]
 
 # optional-dependency readers (each needs its extra only when used)
-from . import tfrecord  # noqa: E402
+from . import arrow, tfrecord  # noqa: E402
+from .arrow import *  # noqa: E402, F403
 from .tfrecord import *  # noqa: E402, F403
 
-__all__ += [name for module in (tfrecord,) for name in module.__all__]
+__all__ += [name for module in (arrow, tfrecord) for name in module.__all__]
