@@ -47,8 +47,9 @@ __all__ += [name for module in (archive, bucketbatcher, combining, counting, fil
             for name in module.__all__]
 
 # optional-dependency readers (each needs its extra only when used)
-from . import arrow, tfrecord  # noqa: E402
+from . import arrow, s3, tfrecord  # noqa: E402
 from .arrow import *  # noqa: E402, F403
+from .s3 import *  # noqa: E402, F403
 from .tfrecord import *  # noqa: E402, F403
 
-__all__ += [name for module in (arrow, tfrecord) for name in module.__all__]
+__all__ += [name for module in (arrow, s3, tfrecord) for name in module.__all__]
