@@ -21,10 +21,15 @@ except ImportError:  # the optional s3 extra
 __all__ = ["S3FileLister", "S3FileLoader"]
 
 
-def _need_s3fs(call: str) -> None:
+def _connection(pipe, call: str, source, request_timeout_ms, region, kwargs: dict) -> None:
+    """Check that s3fs is there and keep what a pipe connects with (not a connection)."""
     if s3fs is None:
         raise ModuleNotFoundError(f"{call} needs the optional packages fsspec and s3fs "
                                   "(pip install 'functorch_core[s3]')")
+    pipe.source_datapipe = source
+    pipe.request_timeout_ms = request_timeout_ms
+    pipe.region = region
+    pipe.kwargs = kwargs
 
 
 def _filesystem(request_timeout_ms, region, options: dict):
@@ -86,12 +91,8 @@ class S3FileLister(IterDataPipe):
 
     def __init__(self, source_datapipe, length=-1, request_timeout_ms=-1, region="", masks="",
                  **kwargs):
-        _need_s3fs("S3FileLister")
-        self.kwargs = kwargs
-        self.source_datapipe = source_datapipe
+        _connection(self, "S3FileLister", source_datapipe, request_timeout_ms, region, kwargs)
         self.length = length
-        self.request_timeout_ms = request_timeout_ms
-        self.region = region
         self.masks = _masks(masks)
 
     def __iter__(self):
@@ -143,11 +144,7 @@ class S3FileLoader(IterDataPipe):
         if buffer_size is not None and (not isinstance(buffer_size, int) or buffer_size <= 0):
             raise ValueError(f"S3FileLoader(buffer_size={buffer_size!r}): expected a positive "
                              "int or None")
-        _need_s3fs("S3FileLoader")
-        self.kwargs = kwargs
-        self.source_datapipe = source_datapipe
-        self.request_timeout_ms = request_timeout_ms
-        self.region = region
+        _connection(self, "S3FileLoader", source_datapipe, request_timeout_ms, region, kwargs)
         self.buffer_size = buffer_size
         self.multi_part_download = multi_part_download
 
