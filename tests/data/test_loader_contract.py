@@ -347,6 +347,11 @@ def test_shuffle_true_without_a_shuffler_appends_one_and_warns():
         loader = DataLoader(IterableWrapper(range(30)), shuffle=True, seed=1)
     out = lists(loader)
     assert sorted(out) == list(range(30)) and out != list(range(30))
+    with pytest.warns(UserWarning, match="no Shuffler"):
+        ranks = [lists(DataLoader(IterableWrapper(range(30)), shuffle=True, seed=1, rank=r,
+                                  world_size=2, num_workers=2, timeout=30,
+                                  multiprocessing_context=FORK)) for r in range(2)]
+    assert sorted(ranks[0] + ranks[1]) == list(range(30))  # one shuffled order, split once
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         DataLoader(IterableWrapper(range(30)).shuffle(), shuffle=True)
@@ -384,3 +389,20 @@ def test_loader_docstrings_run():
     result = doctest.testmod(loader_module, extraglobs={"IterableWrapper": IterableWrapper})
     assert result.attempted == 6 and result.failed == 0
     assert doctest.testmod(workers_module).failed == 0
+
+
+class UnpicklableAt3(Squares):
+    def __getitem__(self, i):
+        return (lambda: i) if i == 3 else i
+
+
+def test_spawned_workers_deliver_what_forked_ones_do_and_unpicklable_batches_are_errors():
+    def make(ctx):
+        return DataLoader(Squares(11), batch_size=3, shuffle=True, seed=4, num_workers=2,
+                          timeout=30, multiprocessing_context=ctx)
+
+    assert lists(make("spawn")) == lists(make(FORK))
+    with pytest.raises(DataLoaderWorkerError, match="raised fetching batch 1 of the epoch: "
+                                                    "TypeError: the batch cannot be pickled"):
+        lists(DataLoader(UnpicklableAt3(6), batch_size=2, num_workers=2, collate_fn=list,
+                         timeout=30, multiprocessing_context=FORK))
