@@ -15,9 +15,10 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install -q -e .
 	@touch $@
 
-# + pytest, hypothesis, ruff (~15 MB)
+# + pytest, hypothesis, ruff (~15 MB); the data readers' extras so their tests run:
+# protobuf (~3 MB), pyarrow (~170 MB), s3fs + botocore (~45 MB) and moto's S3 server (~100 MB)
 $(VENV)/.installed-test: $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e '.[test,tfrecord,arrow,s3,s3-test]'
 	@touch $@ $(VENV)/.installed
 
 # + numba-cuda and NVIDIA's compiler wheels for the CUDA simulator and PTX checks (~420 MB of wheels)

@@ -25,16 +25,17 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import inspect
 import multiprocessing as mp
 import os
 import pickle
 import queue
-import random
-import time
 import traceback
+import warnings
 
 import numpy as np
 
+from . import mapstyle
 from .collation import default_collate
 from .datapipe import IterDataPipe, MapDataPipe, _DataPipeBase
 from .graph import list_datapipes, sharding_pipes, sources
@@ -42,57 +43,24 @@ from .iter.callable import Mapper
 from .iter.combinatorics import Shuffler
 from .iter.grouping import Batcher
 from .iter.sharding import SHARDING_PRIORITIES, ShardingFilter
-from .iter.util import FullSync, IterableWrapper, progress_bar
+from .iter.util import FullSync
+from .workers import (
+    DataLoaderWorkerError,
+    Epoch,
+    WorkerInfo,
+    enter_worker,
+    get_worker_info,
+    main_is_gone,
+    next_command,
+    receive,
+    seed_of,
+    stop,
+)
 
 __all__ = ["DataLoader", "DataLoaderWorkerError", "WorkerInfo", "get_worker_info"]
 
 _DEFAULT = object()
 _STATE_VERSION = 1
-
-
-class DataLoaderWorkerError(RuntimeError):
-    """A worker process raised; the message holds the worker's traceback."""
-
-
-class WorkerInfo:
-    """What ``get_worker_info()`` returns inside a worker process.
-
-    Attributes: ``id``, ``num_workers``, ``seed`` (this worker's seed for the
-    epoch), ``rank``, ``world_size``, ``dataset`` (the worker's pipeline copy).
-    """
-
-    def __init__(self, **kw):
-        self.__dict__.update(kw)
-
-    def __repr__(self) -> str:
-        return f"WorkerInfo(id={self.id}, num_workers={self.num_workers}, seed={self.seed})"
-
-
-_worker_info: WorkerInfo | None = None
-
-
-def get_worker_info() -> WorkerInfo | None:
-    """The current worker's ``WorkerInfo``, or ``None`` in the main process."""
-    return _worker_info
-
-
-class _Fetch:
-    """``dataset[i]`` as a picklable callable (a map-style dataset behind an index pipe)."""
-
-    def __init__(self, dataset):
-        self.dataset = dataset
-
-    def __call__(self, index):
-        return self.dataset[index]
-
-
-class _MapSource(Mapper):
-    """Indices -> ``dataset[i]``; holds the dataset as a source when it is a MapDataPipe."""
-
-    def _datapipe_sources(self) -> list:
-        found = super()._datapipe_sources()
-        ds = self.fn.dataset
-        return [*found, ds] if isinstance(ds, _DataPipeBase) else found
 
 
 def _copy(pipe):
@@ -103,16 +71,25 @@ def _copy(pipe):
         return pipe
 
 
-def _seed_of(*words) -> int:
-    return int(np.random.SeedSequence([int(w) for w in words]).generate_state(1, np.uint64)[0]
-               >> np.uint64(1))
+def _is_user_sharding(node) -> bool:
+    """A pipe of the user's with an ``apply_sharding`` method (torch and TorchData accept it)."""
+    return not isinstance(node, ShardingFilter) and inspect.ismethod(
+        getattr(node, "apply_sharding", None))
+
+
+def _shard_user_pipe(node, instances: int, instance: int) -> None:
+    """One ``apply_sharding`` call over every instance, as torch's DataLoader makes it."""
+    if len(inspect.signature(node.apply_sharding).parameters) < 3:
+        node.apply_sharding(instances, instance)
+    else:
+        node.apply_sharding(instances, instance, sharding_group=SHARDING_PRIORITIES.DEFAULT)
 
 
 def _before_sharding(sink) -> set[int]:
-    """Ids of the pipes that feed some sharding filter (their output is shared by instances)."""
+    """Ids of the pipes that feed some sharding pipe (their output is shared by instances)."""
     out: set[int] = set()
     for node in list_datapipes(sink):
-        if isinstance(node, ShardingFilter):
+        if isinstance(node, ShardingFilter) or _is_user_sharding(node):
             out.update(id(p) for p in list_datapipes(node) if p is not node)
     return out
 
@@ -126,13 +103,16 @@ def _prepare_instance(pipe, *, rank, world_size, worker_id, num_workers, seed, e
             node.apply_sharding(world_size, rank, SHARDING_PRIORITIES.DISTRIBUTED)
             node.apply_sharding(max(num_workers, 1), worker_id,
                                 SHARDING_PRIORITIES.MULTIPROCESSING)
+        elif _is_user_sharding(node):
+            _shard_user_pipe(node, world_size * max(num_workers, 1),
+                             rank * max(num_workers, 1) + worker_id)
     shared = _before_sharding(pipe)
     instance = rank * max(num_workers, 1) + worker_id
     k = 0
     for node in nodes:
         if node._is_random:
             words = (seed, epoch, k) if id(node) in shared else (seed, epoch, k, instance + 1)
-            node.set_seed(_seed_of(*words))
+            node.set_seed(seed_of(*words))
             k += 1
     return pipe
 
@@ -161,27 +141,15 @@ def _advance(pipe, skip: int):
 def _worker_loop(pipe, worker_id, num_workers, rank, world_size, results, commands, generation,
                  worker_init_fn):
     """A worker process: run one epoch per command, put tagged outputs on ``results``."""
-    global _worker_info
     initialized = False  # worker_init_fn runs once per process, as in torch
     parent = os.getppid()
-    while True:
-        try:
-            cmd = commands.get(timeout=1.0)
-        except queue.Empty:
-            if os.getppid() != parent:  # the main process is gone: do not linger
-                return
-            continue
-        if cmd is None:
-            return
+    while (cmd := next_command(commands, parent)) is not None:
         gen, epoch, seed, skip = cmd
-        instance_seed = _seed_of(seed, epoch, rank * num_workers + worker_id + 1)
-        random.seed(instance_seed)
-        np.random.seed(instance_seed % 2**32)
         local = pipe
         _prepare_instance(local, rank=rank, world_size=world_size, worker_id=worker_id,
                           num_workers=num_workers, seed=seed, epoch=epoch)
-        _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=instance_seed,
-                                  rank=rank, world_size=world_size, dataset=local)
+        enter_worker(seed_of(seed, epoch, rank * num_workers + worker_id + 1), id=worker_id,
+                     num_workers=num_workers, rank=rank, world_size=world_size, dataset=local)
 
         def put(msg, gen=gen):
             while generation.value == gen:
@@ -189,7 +157,7 @@ def _worker_loop(pipe, worker_id, num_workers, rank, world_size, results, comman
                     results.put(msg, timeout=0.1)
                     return True
                 except queue.Full:
-                    if os.getppid() != parent:
+                    if main_is_gone(parent):
                         os._exit(0)  # the main process is gone: do not linger
             return False
 
@@ -215,47 +183,166 @@ def _worker_loop(pipe, worker_id, num_workers, rank, world_size, results, comman
                  f"{type(e).__name__}: {e}", traceback.format_exc()))
 
 
-class DataLoader:
-    """Load a DataPipe (or a map-style dataset) in batches, in worker processes, resumably.
+def _check_arguments(iterable, batch_size, shuffle, sampler, batch_sampler, num_workers,
+                     drop_last, timeout, prefetch_factor, persistent_workers, rank, world_size):
+    """torch's argument checks, with its messages (prefixed by the call)."""
+    call = f"DataLoader(num_workers={num_workers}, rank={rank}, world_size={world_size})"
+    if not isinstance(num_workers, int) or num_workers < 0:
+        raise ValueError(f"{call}: num_workers option should be non-negative; use "
+                         "num_workers=0 to disable multiprocessing.")
+    if not isinstance(world_size, int) or world_size < 1 or not 0 <= rank < world_size:
+        raise ValueError(f"{call}: expected 0 <= rank < world_size")
+    if batch_size is not None and (not isinstance(batch_size, int) or batch_size <= 0):
+        raise ValueError(f"DataLoader(batch_size={batch_size!r}): expected a positive int")
+    if timeout < 0:
+        raise ValueError(f"DataLoader(timeout={timeout}): timeout option should be non-negative")
+    if num_workers == 0 and prefetch_factor is not None:
+        raise ValueError(f"DataLoader(num_workers=0, prefetch_factor={prefetch_factor}): "
+                         "prefetch_factor option could only be specified in multiprocessing. "
+                         "let num_workers > 0 to enable multiprocessing, otherwise set "
+                         "prefetch_factor to None.")
+    if prefetch_factor is not None and (not isinstance(prefetch_factor, int) or
+                                        prefetch_factor < 1):
+        raise ValueError(f"DataLoader(prefetch_factor={prefetch_factor!r}): expected an int >= 1")
+    if persistent_workers and num_workers == 0:
+        raise ValueError("DataLoader(persistent_workers=True, num_workers=0): "
+                         "persistent_workers option needs num_workers > 0")
+    if iterable:
+        for name, value in (("sampler", sampler), ("batch_sampler", batch_sampler)):
+            if value is not None:
+                raise ValueError(f"DataLoader with IterableDataset: expected unspecified {name} "
+                                 f"option, but got {name}={value!r}")
+        return
+    if sampler is not None and shuffle:
+        raise ValueError("DataLoader(sampler=..., shuffle=True): sampler option is mutually "
+                         "exclusive with shuffle")
+    if batch_sampler is not None and (batch_size not in (None, 1) or shuffle or
+                                      sampler is not None or drop_last):
+        raise ValueError("DataLoader(batch_sampler=...): batch_sampler option is mutually "
+                         "exclusive with batch_size, shuffle, sampler, and drop_last")
+    if batch_sampler is None and batch_size is None and drop_last:
+        raise ValueError("DataLoader(batch_size=None, drop_last=True): batch_size=None option "
+                         "disables auto-batching and is mutually exclusive with drop_last")
 
-    Every sample of an epoch is delivered exactly once across ``world_size``
-    ranks and ``num_workers`` workers per rank: the pipeline is sharded at its
-    ``sharding_filter`` (one is appended at the end if none shards the ranks
-    and workers), and random pipes before the sharding get the same seed in
-    every instance, so the shards split one shuffled order. With
-    ``batch_size`` each worker batches its own shard, so with
+
+def _build_pipeline(loader, data):
+    """The iterable pipeline of a loader: shuffle settings, sharding, batching, collation."""
+    pipe = _copy(data)
+    if loader.shuffle is not None:
+        shufflers = [n for n in list_datapipes(pipe) if hasattr(n, "set_shuffle")]
+        if loader.shuffle and not shufflers:
+            warnings.warn("DataLoader(shuffle=True): the datapipe has no Shuffler; one is "
+                          "added at the end (its default buffer_size may be too small)",
+                          stacklevel=3)
+            pipe = Shuffler(pipe)
+            shufflers = [pipe]
+        for node in shufflers:
+            node.set_shuffle(loader.shuffle)
+    needed = set()
+    if loader.world_size > 1:
+        needed.add(SHARDING_PRIORITIES.DISTRIBUTED)
+    if loader.num_workers > 1:
+        needed.add(SHARDING_PRIORITIES.MULTIPROCESSING)
+    for node in list_datapipes(pipe):
+        if isinstance(node, ShardingFilter) or _is_user_sharding(node):
+            flt = getattr(node, "sharding_group_filter", None)
+            needed -= set(SHARDING_PRIORITIES) if flt is None else {flt}
+    for group in sorted(needed):
+        pipe = ShardingFilter(pipe, sharding_group_filter=group)
+    for group in (SHARDING_PRIORITIES.DISTRIBUTED, SHARDING_PRIORITIES.MULTIPROCESSING):
+        try:
+            sharding_pipes(pipe, group)
+        except RuntimeError as e:
+            raise ValueError(f"DataLoader(datapipe): {e}") from None
+    if loader.batch_size is not None:
+        pipe = Batcher(pipe, loader.batch_size, drop_last=loader.drop_last)
+    if loader.collate_fn is not None:
+        pipe = Mapper(pipe, loader.collate_fn)
+    return pipe
+
+
+def _fullsync_limit(loader):
+    """With FullSync across ranks: the least count of outputs any rank has; else None."""
+    if loader.pipeline is None or loader.world_size == 1 or not any(
+            isinstance(p, FullSync) for p in list_datapipes(loader.pipeline)):
+        return None
+    counts = []
+    for r in range(loader.world_size):
+        try:
+            counts.append(sum(len(loader._instance(r, w, 0))
+                              for w in range(max(loader.num_workers, 1))))
+        except TypeError as e:
+            raise TypeError(f"DataLoader(world_size={loader.world_size}) with FullSync: every "
+                            f"rank's length is needed to stop the ranks together: {e}"
+                            ) from None
+    return min(counts)
+
+
+class DataLoader:
+    """Load a DataPipe or a map-style dataset in batches, in worker processes, resumably.
+
+    **Iterable DataPipes.** Every sample of an epoch is delivered exactly once
+    across ``world_size`` ranks and ``num_workers`` workers per rank: the
+    pipeline is sharded at its ``sharding_filter`` (or a pipe of the user's
+    with ``apply_sharding``; one ``sharding_filter`` is appended at the end if
+    none shards the ranks and workers), and random pipes before the sharding
+    get the same seed in every instance, so the shards split one shuffled
+    order. With ``batch_size`` each worker batches its own shard, so with
     ``drop_last=True`` each instance drops its own short tail.
 
+    **Map-style datasets** (``__getitem__`` and ``__len__``, or a
+    ``MapDataPipe``) are read as torch's ``DataLoader`` reads them: the main
+    process draws indices from ``sampler`` (this rank's every
+    ``world_size``-th), groups them with ``batch_sampler`` and the workers
+    fetch and collate each batch, delivered in sampler order (only the last
+    batch is short).
+
     Args:
-        datapipe (IterDataPipe, MapDataPipe or a map-style dataset): the data.
-            A dataset with ``__getitem__`` and ``__len__`` is read by index.
-        batch_size (int, optional): batch this many outputs and collate them.
-            Default: ``None`` (outputs as the pipeline yields them).
-        shuffle (bool, optional): turn the pipeline's shuffle pipes on
-            (``True``) or off (``False``); ``None`` (default) leaves them as they
-            are. For a map-style dataset ``True`` shuffles the indices.
+        dataset (IterDataPipe, MapDataPipe or a map-style dataset): the data.
+        batch_size (int, optional): batch this many samples and collate them.
+            Default: ``None`` (no batching; torch's default is ``1``).
+        shuffle (bool, optional): for a DataPipe, turn its shuffle pipes on or
+            off (``True`` with none appends a ``Shuffler`` and warns); for a
+            map-style dataset, sample in a random order. Default: ``None``
+            (leave them as they are; sequential order).
+        sampler (iterable of int, optional): the indices of a map-style
+            dataset, e.g. a ``RandomSampler``. Default: ``None`` (sequential,
+            or random with ``shuffle=True``, seeded by ``seed`` and the epoch).
+        batch_sampler (iterable of lists of int, optional): the batches of
+            indices of a map-style dataset; excludes ``batch_size``,
+            ``shuffle``, ``sampler`` and ``drop_last``. Default: ``None``.
         num_workers (int): worker processes per rank; ``0`` (default) loads in
             this process.
         collate_fn (callable, optional): merges a batch. Default:
-            ``default_collate`` (a pytree of NumPy arrays) when ``batch_size`` is
-            given, none otherwise.
-        worker_init_fn (callable, optional): called as ``fn(worker_id)`` in each
-            worker before it loads. Default: ``None``.
-        prefetch_factor (int): outputs each worker may hold ready. Default: ``2``.
-        persistent_workers (bool): keep the worker processes between epochs.
-            Default: ``False``.
+            ``default_collate`` (a pytree of NumPy arrays) when batching, none
+            otherwise.
+        pin_memory (bool): accepted for torch's signature; outputs are NumPy
+            arrays in ordinary host memory, so ``True`` only warns. Default: ``False``.
+        drop_last (bool): drop the short last batch (of each instance, for a
+            DataPipe). Default: ``False``.
         timeout (float): seconds to wait for one output from a worker before
             raising; ``0`` (default) waits as long as the worker is alive.
+        worker_init_fn (callable, optional): called as ``fn(worker_id)`` once
+            in each worker process, after seeding, before it loads; inside it
+            ``get_worker_info()`` gives the id, ``num_workers``, seed and
+            dataset. Default: ``None``.
+        multiprocessing_context (str or context, optional): ``"fork"``,
+            ``"spawn"``, ``"forkserver"`` or a ``multiprocessing`` context.
+            Default: ``None`` (the platform's default).
+        generator (numpy.random.Generator or int, optional): draws ``seed``
+            when ``seed`` is ``None``. Default: ``None`` (fresh entropy).
+        prefetch_factor (int, optional): outputs each worker may hold ready;
+            only with ``num_workers > 0``. Default: ``None`` (``2``).
+        persistent_workers (bool): keep the worker processes between epochs
+            (needs ``num_workers > 0``). Default: ``False``.
+        pin_memory_device (str): accepted for torch's signature. Default: ``""``.
         seed (int, optional): the base seed; with ``set_epoch`` it fixes every
-            random draw of the pipeline. Default: ``None`` (drawn once at
-            construction; ranks > 1 that shuffle must pass one).
+            random draw. Default: ``None`` (drawn once at construction; ranks
+            > 1 that shuffle must pass one).
         rank (int): this process's rank. Default: ``0``.
         world_size (int): how many ranks share the data. Default: ``1``.
         progress (bool): show a progress bar (tqdm if importable, else plain
             text on stderr). Default: ``False``.
-        drop_last (bool): drop each instance's short last batch. Default: ``False``.
-        multiprocessing_context (str, optional): ``"fork"``, ``"spawn"`` or
-            ``"forkserver"``. Default: ``None`` (the platform's default).
 
     Example::
 
@@ -266,91 +353,70 @@ class DataLoader:
         ...     break
         >>> resumed = DataLoader(dp, batch_size=4, num_workers=2, seed=0)
         >>> resumed.load_state_dict(state)      # the rest of that epoch, same order
+        >>> [len(b) for b in DataLoader(list(range(10)), batch_size=4, num_workers=2)]
+        [4, 4, 2]
     """
 
-    def __init__(self, datapipe, batch_size=None, shuffle=None, num_workers=0,
-                 collate_fn=_DEFAULT, worker_init_fn=None, prefetch_factor=2,
-                 persistent_workers=False, timeout=0, seed=None, rank=0, world_size=1,
-                 progress=False, drop_last=False, multiprocessing_context=None):
-        call = f"DataLoader(num_workers={num_workers}, rank={rank}, world_size={world_size})"
-        if not isinstance(num_workers, int) or num_workers < 0:
-            raise ValueError(f"{call}: num_workers must be an int >= 0")
-        if not isinstance(world_size, int) or world_size < 1 or not 0 <= rank < world_size:
-            raise ValueError(f"{call}: expected 0 <= rank < world_size")
-        if batch_size is not None and (not isinstance(batch_size, int) or batch_size <= 0):
-            raise ValueError(f"DataLoader(batch_size={batch_size!r}): expected a positive int")
-        if timeout < 0:
-            raise ValueError(f"DataLoader(timeout={timeout}): expected a value >= 0")
-        if prefetch_factor < 1:
-            raise ValueError(f"DataLoader(prefetch_factor={prefetch_factor}): expected >= 1")
-        self.dataset = datapipe
-        self.batch_size = batch_size
+    def __init__(self, dataset, batch_size=None, shuffle=None, sampler=None, batch_sampler=None,
+                 num_workers=0, collate_fn=_DEFAULT, pin_memory=False, drop_last=False,
+                 timeout=0, worker_init_fn=None, multiprocessing_context=None, generator=None,
+                 *, prefetch_factor=None, persistent_workers=False, pin_memory_device="",
+                 seed=None, rank=0, world_size=1, progress=False):
+        iterable = isinstance(dataset, IterDataPipe)
+        if not iterable and not (isinstance(dataset, MapDataPipe) or (
+                hasattr(dataset, "__getitem__") and hasattr(dataset, "__len__"))):
+            raise TypeError(f"DataLoader(dataset): expected an IterDataPipe, a MapDataPipe or a "
+                            f"dataset with __getitem__ and __len__, got {type(dataset).__name__}")
+        _check_arguments(iterable, batch_size, shuffle, sampler, batch_sampler, num_workers,
+                         drop_last, timeout, prefetch_factor, persistent_workers, rank,
+                         world_size)
+        if pin_memory:
+            warnings.warn("DataLoader(pin_memory=True): the outputs are NumPy arrays in host "
+                          "memory and are not pinned", stacklevel=2)
+        self.dataset = dataset
+        self.batch_size = None if batch_sampler is not None else batch_size
         self.shuffle = shuffle
         self.num_workers = num_workers
-        self.collate_fn = (default_collate if batch_size is not None else None) \
+        batching = self.batch_size is not None or batch_sampler is not None
+        self.collate_fn = (default_collate if batching else None) \
             if collate_fn is _DEFAULT else collate_fn
+        self.pin_memory, self.pin_memory_device = pin_memory, pin_memory_device
         self.worker_init_fn = worker_init_fn
-        self.prefetch_factor = prefetch_factor
-        self.persistent_workers = persistent_workers and num_workers > 0
+        self.prefetch_factor = 2 if prefetch_factor is None and num_workers else prefetch_factor
+        self.persistent_workers = persistent_workers
         self.timeout = timeout
         self.rank = rank
         self.world_size = world_size
         self.progress = progress
         self.drop_last = drop_last
         self.multiprocessing_context = multiprocessing_context
-        self.pipeline = self._build(datapipe)
-        randoms = [p for p in list_datapipes(self.pipeline) if p._is_random and
-                   getattr(p, "_enabled", True)]
+        self.generator = generator
+        self._user_batches = batch_sampler is not None
+        self._seeded_sampler = not iterable and sampler is None and bool(shuffle)
+        if iterable:
+            self.sampler = self.batch_sampler = None
+            self.pipeline = _build_pipeline(self, dataset)
+            randoms = [p for p in list_datapipes(self.pipeline) if p._is_random and
+                       getattr(p, "_enabled", True)]
+        else:
+            self.pipeline = None
+            self.sampler, self.batch_sampler = mapstyle.samplers(
+                dataset, shuffle, sampler, batch_sampler, batch_size, drop_last)
+            randoms = [self.sampler] if self._seeded_sampler else []
         if seed is None and world_size > 1 and randoms:
-            raise ValueError(f"{call}: the pipeline has random pipes ({randoms[0]!r}); ranks "
-                             "must share a seed to shuffle the same way, so pass seed=")
-        self.seed = int(np.random.SeedSequence().entropy % 2**62) if seed is None else int(seed)
+            raise ValueError(f"DataLoader(world_size={world_size}): the pipeline has random "
+                             f"pipes ({randoms[0]!r}); ranks must share a seed to shuffle the "
+                             "same way, so pass seed=")
+        if seed is None:
+            seed = (np.random.SeedSequence().entropy if generator is None else
+                    np.random.default_rng(generator).integers(2**62))
+        self.seed = int(seed) % 2**62
         self._epoch = 0
         self._resume: dict | None = None
-        self._live: _Epoch | None = None
-        self._pool: _WorkerPool | None = None
+        self._live = None
+        self._pool = None
         self._local_pipe = None  # the pipeline copy iterated when num_workers == 0
-        self._limit = self._fullsync_limit()
-
-    # -- the pipeline ----------------------------------------------------------------------
-    def _build(self, data):
-        if isinstance(data, IterDataPipe):
-            pipe = data
-        elif isinstance(data, MapDataPipe) or (hasattr(data, "__getitem__") and
-                                               hasattr(data, "__len__")):
-            pipe = IterableWrapper(range(len(data)), deepcopy=False)
-            if self.shuffle:
-                pipe = Shuffler(pipe, buffer_size=max(len(data), 1))
-            pipe = _MapSource(ShardingFilter(pipe), _Fetch(data))
-        else:
-            raise TypeError(f"DataLoader(datapipe): expected an IterDataPipe, a MapDataPipe or a "
-                            f"dataset with __getitem__ and __len__, got {type(data).__name__}")
-        pipe = _copy(pipe)
-        if self.shuffle is not None:
-            for node in list_datapipes(pipe):
-                if hasattr(node, "set_shuffle"):
-                    node.set_shuffle(self.shuffle)
-        needed = set()
-        if self.world_size > 1:
-            needed.add(SHARDING_PRIORITIES.DISTRIBUTED)
-        if self.num_workers > 1:
-            needed.add(SHARDING_PRIORITIES.MULTIPROCESSING)
-        for node in list_datapipes(pipe):
-            if isinstance(node, ShardingFilter):
-                flt = node.sharding_group_filter
-                needed -= set(SHARDING_PRIORITIES) if flt is None else {flt}
-        for group in sorted(needed):
-            pipe = ShardingFilter(pipe, sharding_group_filter=group)
-        for group in (SHARDING_PRIORITIES.DISTRIBUTED, SHARDING_PRIORITIES.MULTIPROCESSING):
-            try:
-                sharding_pipes(pipe, group)
-            except RuntimeError as e:
-                raise ValueError(f"DataLoader(datapipe): {e}") from None
-        if self.batch_size is not None:
-            pipe = Batcher(pipe, self.batch_size, drop_last=self.drop_last)
-        if self.collate_fn is not None:
-            pipe = Mapper(pipe, self.collate_fn)
-        return pipe
+        self._limit = _fullsync_limit(self)
 
     def _instance(self, rank, worker_id, epoch, pipe=None):
         pipe = _copy(self.pipeline) if pipe is None else pipe
@@ -358,24 +424,11 @@ class DataLoader:
                                  world_size=self.world_size, worker_id=worker_id,
                                  num_workers=self.num_workers, seed=self.seed, epoch=epoch)
 
-    def _fullsync_limit(self):
-        if self.world_size == 1 or not any(isinstance(p, FullSync)
-                                           for p in list_datapipes(self.pipeline)):
-            return None
-        counts = []
-        for r in range(self.world_size):
-            try:
-                counts.append(sum(len(self._instance(r, w, 0))
-                                  for w in range(max(self.num_workers, 1))))
-            except TypeError as e:
-                raise TypeError(f"DataLoader(world_size={self.world_size}) with FullSync: every "
-                                f"rank's length is needed to stop the ranks together: {e}"
-                                ) from None
-        return min(counts)
-
     def __len__(self) -> int:
         if self._limit is not None:
             return self._limit
+        if self.pipeline is None:
+            return mapstyle.num_batches(self)
         return sum(len(self._instance(self.rank, w, self._epoch))
                    for w in range(max(self.num_workers, 1)))
 
@@ -388,12 +441,10 @@ class DataLoader:
     def __iter__(self):
         if self._live is not None:
             self._live.close()
-        n = max(self.num_workers, 1)
-        state = self._resume or {"epoch": self._epoch, "delivered": [0] * n,
-                                 "active": list(range(n)), "pointer": 0}
+        state = self._resume or self._fresh_state()
         self._resume = None
         self._epoch = state["epoch"] + 1
-        self._live = _Epoch(self, state)
+        self._live = (_Epoch if self.pipeline is not None else mapstyle.MapEpoch)(self, state)
         return self._live
 
     def _fresh_state(self):
@@ -406,13 +457,16 @@ class DataLoader:
 
         Inside an epoch it names the outputs delivered so far (outputs the
         workers had prefetched but not delivered are not counted, so they come
-        again); between epochs it names the start of the next one.
+        again); between epochs it names the start of the next one. A map-style
+        dataset resumes by skipping the delivered batches of the sampler's
+        order, so it is exact when the sampler repeats its order (the default
+        samplers do: they are seeded by ``seed`` and the epoch).
 
         Raises:
             RuntimeError: a pipe cannot replay its iteration (it names the pipe
                 and why).
         """
-        for node in list_datapipes(self.pipeline):
+        for node in [] if self.pipeline is None else list_datapipes(self.pipeline):
             if node._resume_blocker:
                 raise RuntimeError(f"DataLoader.state_dict(): {node!r} cannot be resumed: "
                                    f"{node._resume_blocker}")
@@ -449,8 +503,10 @@ class DataLoader:
 
     def _workers(self):
         if self._pool is None or not self._pool.alive():
-            ctx = mp.get_context(self.multiprocessing_context)
-            self._pool = _WorkerPool(self, ctx)
+            ctx = self.multiprocessing_context
+            ctx = mp.get_context(ctx) if ctx is None or isinstance(ctx, str) else ctx
+            self._pool = (_WorkerPool(self, ctx) if self.pipeline is not None else
+                          mapstyle.MapWorkerPool(self, ctx, os.getpid()))
         return self._pool
 
     def close(self) -> None:
@@ -518,49 +574,18 @@ class _WorkerPool:
 
     def get(self, w, gen):
         """The next message of worker ``w`` for generation ``gen``."""
-        timeout = self.loader.timeout
-        start = time.monotonic()
-        while True:
-            try:
-                msg = self.results[w].get(timeout=0.1)
-            except queue.Empty:
-                proc = self.procs[w]
-                if not proc.is_alive():
-                    try:
-                        msg = self.results[w].get(timeout=0.5)
-                    except queue.Empty:
-                        raise DataLoaderWorkerError(
-                            f"DataLoader worker {w} (rank {self.loader.rank}, pid {proc.pid}) "
-                            f"exited unexpectedly with exit code {proc.exitcode}") from None
-                elif timeout and time.monotonic() - start > timeout:
-                    raise DataLoaderWorkerError(
-                        f"DataLoader timed out after {timeout} s waiting for worker {w} "
-                        f"(rank {self.loader.rank}, pid {proc.pid})") from None
-                else:
-                    continue
-            if msg[1] == gen:
-                return msg
+        return receive(self.results[w], self.procs[w], self.loader.timeout,
+                       f"worker {w} (rank {self.loader.rank})", lambda m: m[1] == gen)
 
     def cancel(self) -> None:
         self.generation.value += 1
 
     def shutdown(self) -> None:
         self.generation.value += 1
-        for q in self.commands:
-            with contextlib.suppress(Exception):
-                q.put(None)
-        deadline = time.monotonic() + 0.5
-        for p in self.procs:
-            p.join(max(0.0, deadline - time.monotonic()))
-            if p.is_alive():
-                p.terminate()
-                p.join(1.0)
-        for q in self.results + self.commands:
-            q.close()
-            q.cancel_join_thread()
+        stop(self.procs, self.commands, self.results)
 
 
-class _Epoch:
+class _Epoch(Epoch):
     """One pass over the data; the iterator ``iter(loader)`` returns."""
 
     def __init__(self, loader: DataLoader, state: dict):
@@ -571,13 +596,7 @@ class _Epoch:
         self.pointer = state["pointer"]
         self.finished = False
         self.count = sum(self.delivered)
-        self.bar = None
-        if loader.progress:
-            try:
-                total = len(loader)
-            except TypeError:
-                total = None
-            self.bar = progress_bar("DataLoader", total)
+        self.bar = mapstyle.progress(loader)
         if loader.num_workers == 0:
             if loader._local_pipe is None:
                 loader._local_pipe = _copy(loader.pipeline)
@@ -591,9 +610,6 @@ class _Epoch:
     def position(self) -> dict:
         return {"epoch": self.epoch, "delivered": list(self.delivered),
                 "active": list(self.active), "pointer": self.pointer}
-
-    def __iter__(self):
-        return self
 
     def _next_local(self):
         try:
@@ -634,32 +650,7 @@ class _Epoch:
                     self.pointer %= len(self.active)
                 continue
             self.delivered[w] += 1
-            self.count += 1
             self.pointer = (self.pointer + 1) % len(self.active)
-            if self.bar is not None:
-                self.bar.update(1)
-            return item
+            return self._delivered(item)
         self.close()
         raise StopIteration
-
-    def close(self) -> None:
-        if self.finished:
-            return
-        self.finished = True
-        if self.bar is not None:
-            self.bar.close()
-        if self.pool is not None:
-            if self.loader.persistent_workers:
-                self.pool.cancel()
-            else:
-                self.pool.shutdown()
-                if self.loader._pool is self.pool:
-                    self.loader._pool = None
-        if self.loader._live is self:
-            # the state after a finished epoch is the start of the next one
-            self.loader._live = None
-
-    def __del__(self):
-        with contextlib.suppress(Exception):
-            self.close()
-

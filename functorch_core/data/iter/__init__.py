@@ -49,3 +49,11 @@ __all__ += [name for module in (archive, asyncmapper, bucketbatcher, combining, 
                                 forking, fsspec, httpreader, memory, ondiskcache, plain_text,
                                 randomsplitter, webdataset)
             for name in module.__all__]
+
+# optional-dependency readers (each needs its extra only when used)
+from . import arrow, s3, tfrecord  # noqa: E402
+from .arrow import *  # noqa: E402, F403
+from .s3 import *  # noqa: E402, F403
+from .tfrecord import *  # noqa: E402, F403
+
+__all__ += [name for module in (arrow, s3, tfrecord) for name in module.__all__]
