@@ -27,6 +27,7 @@ from ._core import (
     to_result,
     weak_marker,
 )
+from ._shifts import left_shift_build, right_shift_build
 from ._writes import ufunc_out
 
 __all__: list[str] = []
@@ -326,6 +327,8 @@ _public("logical_xor", np.logical_xor, _logical(P.xor))
 _public("bitwise_and", np.bitwise_and, _prim(P.and_))
 _public("bitwise_or", np.bitwise_or, _prim(P.or_))
 _public("bitwise_xor", np.bitwise_xor, _prim(P.xor))
+_public("left_shift", np.left_shift, left_shift_build, "bitwise_left_shift")
+_public("right_shift", np.right_shift, right_shift_build, "bitwise_right_shift")
 
 
 @implements(np.real)

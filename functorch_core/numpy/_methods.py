@@ -115,7 +115,8 @@ METHODS = {
 for _name, _fn in [("add", "add"), ("sub", "subtract"), ("mul", "multiply"),
                    ("truediv", "true_divide"), ("floordiv", "floor_divide"),
                    ("mod", "remainder"), ("pow", "power"), ("matmul", "matmul"),
-                   ("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "bitwise_xor")]:
+                   ("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "bitwise_xor"),
+                   ("lshift", "left_shift"), ("rshift", "right_shift")]:
     METHODS[f"__{_name}__"] = _binary(_fn)
     METHODS[f"__r{_name}__"] = _binary(_fn, reflected=True)
     METHODS[f"__i{_name}__"] = _inplace(_fn)
