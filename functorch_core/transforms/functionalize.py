@@ -310,6 +310,15 @@ def is_c_contiguous(tracer) -> bool:
                                          strict=True) if d > 1)
 
 
+def reshape_is_view(tracer, shape) -> bool:
+    """Whether NumPy would reshape the array ``tracer`` (of the current trace) stands for to
+    ``shape`` without a copy, as far as the trace shows (``x.shape = shape`` needs that)."""
+    if tracer._trace is not current_trace():
+        return True
+    lay = views_in_current_trace()(tracer._var)[1]
+    return view_layout(P.reshape, lay, tracer.aval, {"new_sizes": tuple(shape)}) is not None
+
+
 def input_plan(leaves, fname) -> Plan | None:
     """How the argument leaves overlap in memory (part of every cache key)."""
     try:
