@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from functorch_core.ir import dtypes
 from functorch_core.ir import primitives as P
 
 from ._core import (
@@ -48,9 +49,21 @@ def _resolve(name, ufunc, ops, dtype):
                                             + (None,) * ufunc.nout)
         return resolved
     except TypeError:
+        _refuse_unsupported(name, ops)
         types = ", ".join(str(aval(o).dtype) for o in ops)
         raise TypeError(f"{name}: no implementation for operand dtypes ({types}); "
                         f"NumPy's {ufunc.__name__} rejects them too") from None
+
+
+def _refuse_unsupported(name, ops):
+    """An operand of a dtype the type system lacks (uint16, longdouble...), named."""
+    for i, o in enumerate(ops):
+        if isinstance(o, np.ndarray) and o.dtype not in dtypes.SUPPORTED:
+            try:
+                dtypes.canonical(o.dtype)
+            except TypeError:
+                raise TypeError(dtypes.unsupported_message(
+                    o.dtype, f"{name}: operand {i} (shape {o.shape})")) from None
 
 
 def apply_ufunc(name, ufunc, build, args, dtype=None):

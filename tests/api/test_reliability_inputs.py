@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from functorch_core.ir import dtypes
 
+import functorch_core.numpy as fnp
 from functorch_core import functionalize, grad, jit, vmap
 
 # (dtype, the conversion the message must advise)
@@ -92,3 +93,13 @@ def test_matrix_is_refused_by_name():
         functionalize(lambda x: x * x)(a)
     np.testing.assert_array_equal(jit(lambda a, b: a @ b)(np.asarray(a), np.asarray(a)),
                                   np.asarray(a * a))
+
+
+def test_numpy_functions_name_themselves_and_the_operand():
+    with pytest.raises(TypeError, match=r"sin: operand 0 \(shape \(2,\)\) has dtype uint16, "
+                                        r"which is not supported; .*np\.int32"):
+        fnp.sin(np.ones(2, np.uint16))
+    closed = np.ones(2, np.uint64)
+    with pytest.raises(TypeError, match=r"add: operand 1 \(shape \(2,\)\) has dtype uint64"):
+        jit(lambda x: x + closed)(np.ones(2))
+    np.testing.assert_array_equal(fnp.add(np.ones(2, ">f8"), 1.0), [2.0, 2.0])
