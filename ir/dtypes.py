@@ -29,9 +29,43 @@ def canonical(dtype) -> np.dtype:
     if not dt.isnative:
         dt = dt.newbyteorder("=")
     if dt not in SUPPORTED:
-        names = ", ".join(str(d) for d in SUPPORTED)
-        raise TypeError(f"dtype {dt} is not supported; supported dtypes are {names}")
+        raise TypeError(unsupported_message(dt))
     return dt
+
+
+def unsupported_message(dt, held_by: str = "") -> str:
+    """Why ``dt`` is refused and what to convert to; ``held_by`` names what has it
+    (``"argument x of jit(f) (shape (2,))"``)."""
+    names = ", ".join(str(d) for d in SUPPORTED)
+    lead = f"{held_by} has dtype {dt}, which is" if held_by else f"dtype {dt} is"
+    return (f"{lead} not supported; {convert_hint(dt)}. "
+            f"The supported dtypes are {names}")
+
+
+def convert_hint(dt) -> str:
+    """What an array of the unsupported dtype ``dt`` should be converted to, as advice."""
+    dt = np.dtype(dt)
+    if dt.kind in "iu":     # the smallest supported dtype of the same kind that holds it
+        wider = [d for d in SUPPORTED if d.kind in "iu" and np.can_cast(dt, d)]
+        if wider:
+            return f"convert it with x.astype(np.{wider[0]})"
+        return ("convert it with x.astype(np.int64) (values above 2**63 - 1 wrap) or "
+                "x.astype(np.float64) (exact below 2**53)")
+    if dt.kind == "f":
+        return "convert it with x.astype(np.float64)" + (
+            " (its extra precision is lost)" if dt.itemsize > 8 else "")
+    if dt.kind == "c":
+        return "convert it with x.astype(np.complex128)" + (
+            " (its extra precision is lost)" if dt.itemsize > 16 else "")
+    if dt.kind in "mM":
+        return ("convert it to counts of its unit with x.astype(np.int64) (or to float64 "
+                "seconds) and back after the transform")
+    if dt.kind in "US":
+        return "strings are not numbers: encode them as integer codes first"
+    if dt.kind == "O":
+        return ("an object array holds Python objects: build a numeric array instead, "
+                "e.g. np.asarray(x, dtype=np.float64)")
+    return "convert it to one of the supported dtypes"
 
 
 def is_float(dt) -> bool:

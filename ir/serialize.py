@@ -23,6 +23,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
+import stat
 import struct
 
 import numpy as np
@@ -40,6 +42,30 @@ _HEAD = struct.Struct("<8sI32sQ")
 
 class FormatError(ValueError):
     """A file that is not a graph of this format version, or is damaged."""
+
+
+MAX_JSON_DEPTH = 200    # nested bodies, pytrees and params of real graphs stay far below
+
+
+_NOT_BRACKETS = bytes(c for c in range(256) if c not in b"[]{}")
+_STEPS = bytes.maketrans(b"[{]}", b"\1\1\xff\xff")     # +1, +1, -1, -1 as int8
+
+
+def json_depth(text: bytes) -> int:
+    """How deeply ``text``'s arrays and objects nest, brackets inside strings skipped: the
+    largest prefix sum of +1 per opening and -1 per closing bracket (at C speed: escapes
+    are dropped, then every other piece between quotes is outside a string)."""
+    outside = b"".join(text.replace(b"\\\\", b"").replace(b'\\"', b"").split(b'"')[::2])
+    steps = np.frombuffer(outside.translate(None, _NOT_BRACKETS).translate(_STEPS), np.int8)
+    return int(np.cumsum(steps, dtype=np.int64).max(initial=0))
+
+
+def _parse_header(text: bytes):
+    depth = json_depth(text)
+    if depth > MAX_JSON_DEPTH:
+        raise FormatError(f"the file's header nests {depth} levels deep; a graph file nests "
+                          f"at most {MAX_JSON_DEPTH} (crafted or damaged): refusing it")
+    return json.loads(text)
 
 
 # --- values ------------------------------------------------------------------
@@ -240,7 +266,7 @@ def unpack(data: bytes) -> tuple[dict, list[bytes]]:
                           "modified or damaged; refusing to load it")
     try:
         (n,) = struct.unpack("<Q", bytes(payload[:8]))
-        head = json.loads(bytes(payload[8:8 + n]))
+        head = _parse_header(bytes(payload[8:8 + n]))
         blob = payload[8 + n:]
         arrays = []
         for off, nbytes in head["arrays"]:
@@ -249,9 +275,48 @@ def unpack(data: bytes) -> tuple[dict, list[bytes]]:
             arrays.append(bytes(blob[off:off + nbytes]))
     except FormatError:
         raise
-    except (KeyError, ValueError, TypeError, struct.error) as err:
+    except (KeyError, ValueError, TypeError, struct.error, RecursionError) as err:
         raise FormatError(f"the file's header is malformed: {err!r}") from err
     return head, arrays
+
+
+def read(f, what="the file") -> bytes:
+    """The bytes of a graph file from the binary file object ``f``: the fixed header is
+    read and checked first (magic bytes, version), then exactly the size it declares,
+    so a device (``/dev/zero``), a FIFO or a huge unrelated file is never read whole.
+
+    Raises:
+        FormatError: bad magic bytes or version, a declared size larger than the file,
+            or more bytes than declared.
+    """
+    head = f.read(_HEAD.size)
+    if len(head) < 8 or head[:8] != MAGIC:
+        raise FormatError(f"{what} is not a functorch_core graph file (bad magic bytes)")
+    if len(head) < _HEAD.size:
+        raise FormatError(f"{what} is truncated (incomplete fixed header)")
+    _, version, _, size = _HEAD.unpack(head)
+    if version != FORMAT_VERSION:
+        raise FormatError(f"{what} has format version {version}; this functorch_core "
+                          f"reads version {FORMAT_VERSION} only")
+    try:
+        st = os.fstat(f.fileno())
+    except (AttributeError, OSError, ValueError):   # a file object without a descriptor
+        st = None
+    if st is not None and stat.S_ISREG(st.st_mode) and st.st_size - _HEAD.size != size:
+        raise FormatError(f"{what} is truncated or padded: {size} bytes of contents "
+                          f"declared after the fixed header, {st.st_size - _HEAD.size} "
+                          "in the file")
+    chunks, left = [head], size + 1     # one byte more: padding is an error
+    while left > 0:
+        chunk = f.read(min(left, 1 << 24))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    if left != 1:
+        raise FormatError(f"{what} is truncated or padded: {size} bytes of contents "
+                          f"declared after the fixed header, {size + 1 - left} found")
+    return b"".join(chunks)
 
 
 def dumps(graph: Graph, meta: dict | None = None) -> bytes:
@@ -302,4 +367,4 @@ def save(path, graph: Graph, meta: dict | None = None) -> None:
 def load(path) -> tuple[Graph, dict]:
     """Read (graph, meta) from the file ``path`` (see :func:`loads`)."""
     with open(path, "rb") as f:
-        return loads(f.read())
+        return loads(read(f, str(path)))

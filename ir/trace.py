@@ -71,13 +71,14 @@ class Tracer:
     by ``functorch_core.numpy``; this class keeps only what is not NumPy's.
     """
 
-    __slots__ = ("__weakref__", "_source", "_trace", "_var")
+    __slots__ = ("__weakref__", "_read_only", "_source", "_trace", "_var")
     __array_priority__ = 1000
 
     def __init__(self, trace: GraphTrace, var: Var):
         self._trace = trace
         self._var = var
         self._source = None
+        self._read_only = None      # what made it a read-only view (see mark_read_only)
 
     @classmethod
     def install_methods(cls, methods: dict):
@@ -175,6 +176,27 @@ def _with_source(err: Exception, prim, source, trace=None) -> Exception:
     return type(err)(msg)
 
 
+# Views of a read-only view are read-only, as in NumPy (a reshape is left out: NumPy's
+# copies a strided view, and the copy is writable).
+_VIEWS_KEEPING_READ_ONLY = frozenset({"slice", "dynamic_slice", "transpose", "squeeze",
+                                      "expand_dims", "rev", "real", "imag"})
+
+
+def mark_read_only(t, why: str):
+    """Make the tracer ``t`` a read-only view, as NumPy's ``why`` (``'numpy.diagonal'``)
+    returns one: a write into it, or into a view of it, raises NumPy's ValueError while
+    tracing. Returns ``t``; anything but a tracer is returned as is."""
+    if isinstance(t, Tracer):
+        t._read_only = why
+    return t
+
+
+def _read_only_error(prim, target: Tracer, source, trace) -> ValueError:
+    return ValueError(f"assignment destination is read-only: {prim.name} at {source} while "
+                      f"tracing {trace.name} writes into the result of {target._read_only} "
+                      "(a read-only view in NumPy too); write into a copy (.copy()) instead")
+
+
 def bind(prim, *args, **params):
     """Apply a primitive: record it into the current trace, or run it eagerly."""
     trace = CURRENT_TRACE.get()
@@ -182,6 +204,9 @@ def bind(prim, *args, **params):
         return _bind_eager(prim, args, params)
     atoms = [trace.to_atom(a) for a in args]
     source = user_source()
+    read_only = args and isinstance(args[0], Tracer) and args[0]._read_only
+    if read_only and prim.mutates:
+        raise _read_only_error(prim, args[0], source, trace)
     try:
         avals = prim.shape_rule(*(a.aval for a in atoms), **params)
     except ShapeTooLargeError as err:
@@ -193,6 +218,8 @@ def bind(prim, *args, **params):
     tracers = [Tracer(trace, v) for v in outs]
     for t in tracers:
         t._source = source
+    if read_only and prim.name in _VIEWS_KEEPING_READ_ONLY:
+        tracers[0]._read_only = read_only
     return tracers if prim.multiple_results else tracers[0]
 
 

@@ -46,7 +46,7 @@ from llvmlite import ir
 
 from ..planning import buffers
 from ..planning.plan import Blas, Conv, Fallback, Kernel, Lapack, Loop, Sort
-from . import codegen, engine, scipy_calls, sort
+from . import cnames, codegen, engine, scipy_calls, sort
 from .blas import GemmCall, _numpy_openblas, blas_int_bits, emit_gemm, gemm_layout
 from .lowering import partition
 
@@ -374,8 +374,7 @@ def compile_library(graph, path, name: str, header=None, doc: str = "") -> dict:
     with ``.h``) for ``graph``; returns what :func:`build_module` describes plus the
     header's path. Raises :class:`NotNativeError` for steps that are not native code and
     RuntimeError without a C compiler."""
-    if not name.isidentifier() or not name.isascii():
-        raise ValueError(f"compile_library: name {name!r} is not a C identifier")
+    cnames.check_library_name(name)
     cc = shutil.which(os.environ.get("CC", "cc"))
     if cc is None:
         raise RuntimeError("compile_library: no C compiler (cc) to link the shared library")

@@ -14,7 +14,8 @@ variable takes effect for the next graph compiled.
 Robustness: an entry is written to a temporary file and renamed into place, so readers
 never see half an entry; each entry carries its key, length and SHA-256, and one that
 does not check out (truncated, corrupt, from another format) is ignored and compiled
-again. An entry is opened without blocking and without following a symbolic link, and
+again; so is one whose object code would make LLVM abort (checked by ``objcheck`` before
+LLVM sees it). An entry is opened without blocking and without following a symbolic link, and
 read only when it is a regular file of at most :data:`MAX_ENTRY_BYTES`; anything else at
 its name (a FIFO, a folder, a device, a huge file) is removed and compiled again. Any
 error reading or writing the folder only costs a recompilation, never the call.
@@ -167,6 +168,20 @@ def _read_entry(path: str) -> bytes | None:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def discard(digest: str):
+    """Count the entry for ``digest`` as corrupt (a hit that turned out unusable: see
+    ``objcheck``) and remove it; never raises."""
+    stats["hits"] -= 1
+    stats["corrupt"] += 1
+    stats["misses"] += 1
+    try:
+        folder = _folder()
+        if folder is not None:
+            _remove(_path(folder, digest))
+    except Exception:  # a cache problem only costs a recompilation
+        stats["errors"] += 1
 
 
 def _remove(path: str):

@@ -33,7 +33,7 @@ from functorch_core.ir import specs
 from llvmlite import binding as llvm
 
 from .. import profiling
-from . import cache
+from . import cache, objcheck
 
 # the specs' libm functions, and the helpers' (complex sign: hypot)
 _LIBM_NAMES = (*specs.libm_names(), "fmod", "hypot")
@@ -226,6 +226,9 @@ def add_module(text, digest, names, pipeline):
     llmod = parse(text, tm, engine.context)
     llmod.name = _MODULE + digest
     obj = cache.load(digest)
+    if obj is not None and not objcheck.loadable(obj, tm.triple, names, _resolves):
+        cache.discard(digest)       # checksum right, object wrong: LLVM would abort on it
+        obj = None
     with profiling.span("llvm: disk cache hit" if obj is not None else "llvm: optimize+compile",
                         "compile"):
         if obj is not None:
@@ -236,6 +239,10 @@ def add_module(text, digest, names, pipeline):
             return NativeModule(engine, llmod, names)
         finally:
             _pending.pop(llmod.name, None)
+
+
+def _resolves(symbol: str) -> bool:
+    return llvm.address_of_symbol(symbol) is not None
 
 
 def compile_ir(text, names, pipeline, salt=None, locked=False):

@@ -56,6 +56,20 @@ def check_leaf(leaf, what: str):
             f"{what} is a numpy.ma.MaskedArray; the transforms compute on plain arrays and "
             "would silently drop its mask. Pass x.filled(value) or np.asarray(x.data) and "
             "the mask as a separate boolean array")
+    if isinstance(leaf, np.matrix):
+        raise TypeError(
+            f"{what} is a numpy.matrix, whose `*` and `**` are matrix products; the "
+            "transforms trace plain arrays, where they are elementwise, so the answer would "
+            "silently differ. Pass np.asarray(x) and write matrix products with `@`")
+    if isinstance(leaf, np.ndarray | np.generic) and leaf.dtype not in _NATIVE_SUPPORTED:
+        try:
+            dtypes.canonical(leaf.dtype)
+        except TypeError:
+            raise TypeError(dtypes.unsupported_message(
+                leaf.dtype, f"{what} (shape {leaf.shape})")) from None
+
+
+_NATIVE_SUPPORTED = frozenset(dtypes.SUPPORTED)
 
 
 def native_leaves(leaves: list) -> list:
@@ -79,6 +93,7 @@ def leaf_aval(leaf, what: str) -> AbstractArray:
     if type(leaf) is np.ndarray:
         av = _ARRAY_AVALS.get((leaf.shape, leaf.dtype))
         if av is None:
+            check_leaf(leaf, what)
             av = aval_of(leaf)
             if len(_ARRAY_AVALS) < 4096:
                 _ARRAY_AVALS[(leaf.shape, leaf.dtype)] = av
@@ -194,7 +209,8 @@ def flat_args(args, kwargs, static_argnums, fn=None, what=None):
     leaves, tree = tree_flatten((dyn, kwargs))
     if what is not None:
         for i, x in enumerate(leaves):
-            if type(x) is not np.ndarray and type(x) is not float:
+            if (type(x) is not np.ndarray or x.dtype not in _NATIVE_SUPPORTED) \
+                    and type(x) is not float:
                 check_leaf(x, _LazyPath(fn, tree, i, static_argnums, len(args), what))
     return leaves, tree
 

@@ -349,7 +349,7 @@ def load_exported(path, *, backend=None) -> Exported:
         >>> exp(np.ones((5, 3), np.float32), w)
     """
     with open(path, "rb") as f:
-        data = f.read()
+        data = serialize.read(f, str(path))
     header, raw = serialize.unpack(data)
     if header.get("kind") != KIND:
         raise serialize.FormatError(f"{path} holds no functorch_core export")
@@ -359,5 +359,5 @@ def load_exported(path, *, backend=None) -> Exported:
                                     f"loads version {EXPORT_VERSION}")
     try:
         return Exported(header, raw, backend)
-    except (KeyError, TypeError, IndexError) as err:
+    except (KeyError, TypeError, IndexError, RecursionError) as err:
         raise serialize.FormatError(f"{path}: the export is malformed: {err!r}") from err

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from functorch_core.ir import dtypes
 from functorch_core.ir import primitives as P
 
 from ._core import (
@@ -27,6 +28,7 @@ from ._core import (
     to_result,
     weak_marker,
 )
+from ._shifts import left_shift_build, right_shift_build
 from ._writes import ufunc_out
 
 __all__: list[str] = []
@@ -47,9 +49,21 @@ def _resolve(name, ufunc, ops, dtype):
                                             + (None,) * ufunc.nout)
         return resolved
     except TypeError:
+        _refuse_unsupported(name, ops)
         types = ", ".join(str(aval(o).dtype) for o in ops)
         raise TypeError(f"{name}: no implementation for operand dtypes ({types}); "
                         f"NumPy's {ufunc.__name__} rejects them too") from None
+
+
+def _refuse_unsupported(name, ops):
+    """An operand of a dtype the type system lacks (uint16, longdouble...), named."""
+    for i, o in enumerate(ops):
+        if isinstance(o, np.ndarray) and o.dtype not in dtypes.SUPPORTED:
+            try:
+                dtypes.canonical(o.dtype)
+            except TypeError:
+                raise TypeError(dtypes.unsupported_message(
+                    o.dtype, f"{name}: operand {i} (shape {o.shape})")) from None
 
 
 def apply_ufunc(name, ufunc, build, args, dtype=None):
@@ -326,6 +340,8 @@ _public("logical_xor", np.logical_xor, _logical(P.xor))
 _public("bitwise_and", np.bitwise_and, _prim(P.and_))
 _public("bitwise_or", np.bitwise_or, _prim(P.or_))
 _public("bitwise_xor", np.bitwise_xor, _prim(P.xor))
+_public("left_shift", np.left_shift, left_shift_build, "bitwise_left_shift")
+_public("right_shift", np.right_shift, right_shift_build, "bitwise_right_shift")
 
 
 @implements(np.real)

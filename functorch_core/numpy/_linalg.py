@@ -14,7 +14,7 @@ import string
 
 import numpy as np
 
-from functorch_core.ir import dtypes
+from functorch_core.ir import dtypes, mark_read_only
 from functorch_core.ir import primitives as P
 from functorch_core.ir.source import user_source
 
@@ -236,9 +236,10 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     ``axis2``, as the last axis of the result.
 
     Inside a traced function the result aliases ``a`` when the two axes are its last two
-    and ``a`` is C-contiguous (writes to ``a`` are seen through it, as in NumPy); NumPy's
-    diagonal is read-only, and writes into the result are not refused here."""
-    return to_result(_diagonal(array_operand(a), offset, axis1, axis2))
+    and ``a`` is C-contiguous (writes to ``a`` are seen through it, as in NumPy); as in
+    NumPy it is read-only: a write into it (or a view of it) raises ValueError."""
+    return mark_read_only(to_result(_diagonal(array_operand(a), offset, axis1, axis2)),
+                          "numpy.diagonal")
 
 
 @implements(np.trace)

@@ -6,7 +6,8 @@ is imported. Names resolve through the ``fnp`` module at call time.
 
 from __future__ import annotations
 
-from functorch_core.ir import Tracer
+from functorch_core.ir import Tracer, current_trace
+from functorch_core.transforms.functionalize import reshape_is_view
 
 from ._core import HANDLED_FUNCTIONS
 from ._elementwise import UFUNCS
@@ -115,7 +116,8 @@ METHODS = {
 for _name, _fn in [("add", "add"), ("sub", "subtract"), ("mul", "multiply"),
                    ("truediv", "true_divide"), ("floordiv", "floor_divide"),
                    ("mod", "remainder"), ("pow", "power"), ("matmul", "matmul"),
-                   ("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "bitwise_xor")]:
+                   ("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "bitwise_xor"),
+                   ("lshift", "left_shift"), ("rshift", "right_shift")]:
     METHODS[f"__{_name}__"] = _binary(_fn)
     METHODS[f"__r{_name}__"] = _binary(_fn, reflected=True)
     METHODS[f"__i{_name}__"] = _inplace(_fn)
@@ -131,6 +133,36 @@ for _name in ["sum", "mean", "max", "min", "prod", "var", "std", "argmax", "argm
     METHODS[_name] = _method(_name)
 METHODS["reshape"] = _reshape
 METHODS["transpose"] = _transpose
+
+
+def _sort_in_place(self, axis=-1, kind=None, order=None, *, stable=None):
+    """``ndarray.sort``: sorts in place (a write functionalize carries out); returns None."""
+    if axis is None:
+        raise TypeError("'NoneType' object cannot be interpreted as an integer "
+                        "(x.sort sorts along one axis; np.sort(x, axis=None) flattens)")
+    self[...] = _fnp().sort(self, axis=axis, kind=kind, order=order, stable=stable)
+
+
+def _set_shape(self, shape):
+    """``x.shape = shape``: ``x`` becomes a reshaped view of the same buffer, as in NumPy,
+    whose errors it raises (a size that does not fit: ValueError; a reshape that would
+    need a copy: AttributeError)."""
+    new = _fnp().reshape(self, shape)
+    trace = current_trace()
+    if self._trace is not trace or any(v is self._var for v in trace.inputs):
+        raise TypeError(
+            f"x.shape = {shape!r} on an argument of the traced function ({self._trace.name}), "
+            "or a value it closes over, would change the caller's array, which a transform "
+            f"cannot do; write x = x.reshape({shape!r}) instead")
+    if new is not self and not reshape_is_view(self, new.shape):
+        raise AttributeError("Incompatible shape for in-place modification. Use `.reshape()` "
+                             "to make a copy with the desired shape.")
+    if new is not self:
+        self._var = new._var
+
+
+METHODS["sort"] = _sort_in_place
+METHODS["shape"] = property(lambda self: self.aval.shape, _set_shape)
 
 
 def install():

@@ -21,9 +21,10 @@ Views are the outputs of ``slice``, ``dynamic_slice``, ``transpose``,
 (read-only here) and ``reshape`` where NumPy's reshape would not copy (see
 ``_alias``). Everything else, ``broadcast_in_dim`` included (``fnp.zeros``
 builds fresh buffers with it), makes a new buffer, and integer-array
-indexing (``gather``) copies. Known gap: NumPy's ``broadcast_to`` and
-``diagonal`` return read-only views; here writes into their results are not
-refused (the IR has no read-only marker yet).
+indexing (``gather``) copies. NumPy's ``diagonal`` returns a read-only view: the
+tracer is marked (``ir.mark_read_only``) and a write into it, or into a view of it,
+raises while tracing. Known gap: ``broadcast_to``'s result is a fresh buffer here, so a
+write into it is not refused (NumPy's is a read-only view).
 
 Every transform writes the final values of mutated arguments back into the
 caller's arrays after a successful call: ``jit`` and ``functionalize`` here and
@@ -307,6 +308,15 @@ def is_c_contiguous(tracer) -> bool:
     lay = views_in_current_trace()(tracer._var)[1]
     return all(s == c for s, c, d in zip(lay.strides, c_strides(tracer.shape), tracer.shape,
                                          strict=True) if d > 1)
+
+
+def reshape_is_view(tracer, shape) -> bool:
+    """Whether NumPy would reshape the array ``tracer`` (of the current trace) stands for to
+    ``shape`` without a copy, as far as the trace shows (``x.shape = shape`` needs that)."""
+    if tracer._trace is not current_trace():
+        return True
+    lay = views_in_current_trace()(tracer._var)[1]
+    return view_layout(P.reshape, lay, tracer.aval, {"new_sizes": tuple(shape)}) is not None
 
 
 def input_plan(leaves, fname) -> Plan | None:
