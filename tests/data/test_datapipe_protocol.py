@@ -106,6 +106,10 @@ def read_item(item):
     return item
 
 
+def table_rows(table):
+    return [tuple(c.to_pylist()) for c in table.columns]
+
+
 # -- generated files -------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
@@ -203,6 +207,8 @@ ITER = {
     "collate": (lambda f: src().batch(4).collate(), None),
     "concat": (lambda f: src().concat(src()), None),
     "cycle": (lambda f: src().cycle(2), None),
+    "dataframe": (lambda f: (pytest.importorskip("pyarrow"), IterableWrapper(
+        [(i, f"s{i}") for i in range(N)]).dataframe(dataframe_size=3))[1], table_rows),
     "decompress": (lambda f: opened(f, "e.txt.gz", "f.bz2").decompress(), read_item),
     "demux": (_demux, None),
     "drop": (lambda f: pairs().drop(1), None),
@@ -294,6 +300,12 @@ EXCEPTIONS = {
     ("iter", "list_files_by_fsspec"): "fsspec is an optional dependency (test_data_files.py)",
     ("iter", "open_files_by_fsspec"): "fsspec is an optional dependency (test_data_files.py)",
     ("iter", "save_by_fsspec"): "fsspec is an optional dependency (test_data_files.py)",
+    ("iter", "load_parquet_as_df"): "pyarrow is an optional dependency; reads parquet files "
+                                    "(test_arrow.py)",
+    ("iter", "load_from_tfrecord"): "protobuf is an optional dependency; reads TFRecord files "
+                                    "(test_tfrecord.py)",
+    ("iter", "list_files_by_s3"): "needs an S3 server (test_s3.py starts moto's)",
+    ("iter", "load_files_by_s3"): "needs an S3 server (test_s3.py starts moto's)",
     ("iter", "on_disk_cache"): "only meaningful paired with end_caching; its first epoch "
                                "writes the cache the next reads (test_data_files.py)",
     ("iter", "end_caching"): "the closing half of on_disk_cache (see there)",
