@@ -1214,8 +1214,202 @@ add("tril_indices_from", lambda m, x, k: x[m.tril_indices_from(x, k)],
 add("triu_indices_from", lambda m, x, k: x[m.triu_indices_from(x, k)],
     one_array(lambda d, s: {"k": d(st.integers(-2, 2))}, min_dims=2, max_dims=2))
 add("polyval", lambda m, p, x: m.polyval(p, x), _polyval_case, tol=4.0)
-add("r_", lambda m, a, b: m.r_[a, 2, b], _concatenator_case, np_api=False)
-add("c_", lambda m, a, b: m.c_[a, a], _concatenator_case, np_api=False)
+add("r_", lambda m, a, b: m.r_[a, 2, b], _concatenator_case)
+add("c_", lambda m, a, b: m.c_[a, a], _concatenator_case)
+add("r_directive", lambda m, a, b: m.r_["0,2", a, b], _concatenator_case)
+
+# --- data-dependent shapes with a static size= (as jax.numpy), calculus, histograms ---------
+
+
+def _padded(v, size, fill):
+    v = np.asarray(v)[:size]
+    return np.concatenate([v, np.full((size - len(v),) + v.shape[1:], fill, v.dtype)])
+
+
+def _unique(m, x, *, size, fill_value, **flags):
+    if m is not np:
+        return m.unique(x, size=size, fill_value=fill_value, **flags)
+    out = np.unique(x, **flags)
+    out = list(out) if isinstance(out, tuple) else [out]
+    fill = out[0][0] if fill_value is None and out[0].size else fill_value
+    if fill is None:
+        raise ValueError("unique of an empty array needs a fill_value")
+    res = [_padded(out[0], size, fill)]
+    for flag, v in zip([f for f in ("return_index", "return_inverse", "return_counts")
+                        if flags.get(f)], out[1:], strict=True):
+        res.append(v if flag == "return_inverse" else _padded(v, size, 0))
+    return res[0] if len(res) == 1 else tuple(res)
+
+
+@st.composite
+def _unique_case(draw, dtype):
+    x = draw(array(dtype, shapes(0, 2, 0, 4), lo=-2, hi=2, int_lo=-2, int_hi=2))
+    x = np.round(x) if x.dtype.kind in "fc" else x
+    flags = {f: draw(st.booleans()) for f in ("return_index", "return_inverse",
+                                              "return_counts")}
+    return Case((x,), {"size": draw(st.integers(0, 6)),
+                       "fill_value": draw(st.sampled_from([None, 0, 1])), **flags})
+
+
+def _nonzero(kind):
+    def fn(m, x, *, size, fill_value):
+        if m is not np:
+            return getattr(m, kind)(x, size=size, fill_value=fill_value)
+        fill = 0 if fill_value is None else fill_value
+        if kind == "nonzero":
+            return tuple(_padded(v, size, fill) for v in np.nonzero(x))
+        return _padded(getattr(np, kind)(x), size, fill)
+    return fn
+
+
+@st.composite
+def _nonzero_case(draw, dtype):
+    x = draw(array(dtype, shapes(1, 3, 0, 4), lo=-1, hi=1, int_lo=-1, int_hi=1))
+    x = np.round(x) if x.dtype.kind in "fc" else x
+    return Case((x,), {"size": draw(st.integers(0, 7)),
+                       "fill_value": draw(st.sampled_from([None, -1, 2]))})
+
+
+def _gradient_kwargs(draw, shape):
+    kw = {"edge_order": draw(st.sampled_from([1, 2]))}
+    if draw(st.booleans()):
+        kw["axis"] = draw(st.integers(-len(shape), len(shape) - 1))
+    return kw
+
+
+@st.composite
+def _gradient_case(draw, dtype):
+    shape = draw(shapes(1, 3, 3, 5))
+    f = draw(array(dtype, shape, lo=-5, hi=5))
+    kw = _gradient_kwargs(draw, shape)
+    axes = [kw["axis"]] if "axis" in kw else list(range(len(shape)))
+    spacing = draw(st.sampled_from(["none", "scalar", "coords"]))
+    if spacing == "scalar":
+        return Case((f, draw(st.sampled_from([0.5, 2, np.float32(1.5)]))), kw)
+    if spacing == "coords":
+        coords = tuple(np.cumsum(draw(array(np.float64, (shape[a],), lo=0.5, hi=2,
+                                            specials=False))) for a in axes)
+        return Case((f, *coords), kw)
+    return Case((f,), kw)
+
+
+@st.composite
+def _trapezoid_case(draw, dtype):
+    shape = draw(shapes(1, 3, 0, 4))
+    y = draw(array(dtype, shape, lo=-5, hi=5))
+    axis = draw(st.integers(-len(shape), len(shape) - 1))
+    which = draw(st.sampled_from(["dx", "x1", "xfull"]))
+    if which == "x1":
+        return Case((y, np.cumsum(draw(array(np.float64, (shape[axis],), lo=0, hi=2)))),
+                    {"axis": axis})
+    if which == "xfull":
+        return Case((y, draw(array(_matrix_dtype(draw, dtype), shape, lo=-3, hi=3))),
+                    {"axis": axis})
+    return Case((y,), {"axis": axis, "dx": draw(st.sampled_from([1.0, 0.5, 2]))})
+
+
+@st.composite
+def _ediff1d_case(draw, dtype):
+    x = draw(array(dtype, shapes(0, 2, 0, 4), lo=-5, hi=5))
+    kw = {}
+    if draw(st.booleans()):
+        kw["to_begin"] = draw(st.sampled_from([0, -1, [1, 2], 1.5]))
+    if draw(st.booleans()):
+        kw["to_end"] = draw(st.sampled_from([3, [0, 1]]))
+    return Case((x,), kw)
+
+
+def _unwrap_kwargs(draw, shape):
+    kw = {"axis": draw(st.integers(-len(shape), len(shape) - 1))}
+    if draw(st.booleans()):
+        kw["period"] = draw(st.sampled_from([6, 4.0, 2 * math.pi]))
+    if draw(st.booleans()):
+        kw["discont"] = draw(st.sampled_from([1.0, 5.0]))
+    return kw
+
+
+@st.composite
+def _nan_quantile_case(draw, dtype):
+    x = draw(array(dtype, shapes(1, 3, 1, 4), lo=-5, hi=5))
+    kw = draw(_axis_args(x.ndim))
+    kw["method"] = draw(st.sampled_from(["linear", "lower", "higher", "midpoint", "nearest"]))
+    # NumPy's result dtype for an array q depends on whether its first slice is all NaN
+    # (apply_along_axis): array q only for NaN-free data
+    qs = st.sampled_from([0.0, 0.3, 0.5, 1.0])
+    if not (x.dtype.kind in "fc" and np.isnan(x).any()):
+        qs = st.one_of(qs, array(np.float64, shapes(0, 1, 1, 3), lo=0, hi=1, specials=False))
+    return Case((x, draw(qs)), kw)
+
+
+@st.composite
+def _histogram_case(draw, dtype):
+    x = draw(array(dtype, shapes(0, 2, 0, 5), lo=-3, hi=3, int_lo=-3, int_hi=3))
+    kind = draw(st.sampled_from(["range", "edges", "auto"]))
+    kw = {"density": draw(st.sampled_from([None, True]))}
+    args = (x,)
+    if draw(st.booleans()):
+        args = (x, draw(array(draw(st.sampled_from([np.float64, np.float32, np.int16])),
+                              x.shape, lo=0, hi=2, int_lo=0, int_hi=2, specials=False)))
+    if kind == "range":
+        kw.update(bins=draw(st.integers(1, 4)), range=draw(st.sampled_from([(-2, 2), (0, 1.5)])))
+    elif kind == "edges":
+        kw["bins"] = np.sort(draw(array(np.float64, (draw(st.integers(2, 4)),), lo=-3, hi=3,
+                                        specials=False)))
+    else:
+        kw["bins"] = draw(st.integers(1, 4))
+    return Case(args, kw)
+
+
+@st.composite
+def _polyfit_case(draw, dtype):
+    n = draw(st.integers(3, 6))
+    x = np.arange(n, dtype=np.float64) + draw(st.floats(-1, 1))
+    x = x.astype(dtype) if np.dtype(dtype).kind in "fc" else x
+    y = draw(array(dtype, draw(st.sampled_from([(n,), (n, 2)])), lo=-3, hi=3, specials=False))
+    kw = {"deg": draw(st.integers(0, 2))}
+    if draw(st.booleans()):
+        kw["cov"] = draw(st.sampled_from([True, "unscaled"]))
+    if draw(st.booleans()):
+        return Case((x, y, np.linspace(0.5, 1.5, n)), kw)
+    return Case((x, y), kw)
+
+
+add("unique_size", _unique, _unique_case, np_api=False)
+for _name in ("nonzero", "argwhere", "flatnonzero"):
+    add(f"{_name}_size", _nonzero(_name), _nonzero_case, np_api=False)
+add("gradient", lambda m, f, *h, **kw: m.gradient(f, *h, **kw), _gradient_case, tol=4.0)
+add("trapezoid", lambda m, y, x=None, **kw: m.trapezoid(y, x, **kw), _trapezoid_case, tol=4.0)
+add("ediff1d", lambda m, x, **kw: m.ediff1d(x, **kw), _ediff1d_case)
+add("unwrap", lambda m, p, **kw: m.unwrap(p, **kw), one_array(_unwrap_kwargs, min_dims=1,
+                                                             lo=-10, hi=10), tol=4.0)
+add("nanmedian", _fnp_call("nanmedian"), reduction(min_side=1, min_dims=1))
+add("nanquantile", lambda m, x, q, **kw: m.nanquantile(x, q, **kw), _nan_quantile_case,
+    tol=4.0)
+add("nanpercentile", lambda m, x, q, **kw: m.nanpercentile(x, m.multiply(q, 100), **kw),
+    _nan_quantile_case, tol=4.0)
+def _autodetected_nonfinite(case):
+    x = np.asarray(case.args[0])
+    return "range" not in case.kwargs and np.ndim(case.kwargs["bins"]) == 0 and x.size \
+        and not np.isfinite(x).all()
+
+
+_HISTOGRAM_KNOWN = (
+    Known("histogram of complex data: NumPy bins complex numbers by their lexicographic "
+          "order; fnp's searchsorted refuses complex values (TypeError)",
+          Case((np.array(0j, np.complex64),), {"bins": 1, "range": (-2, 2)}), dtypes=COMPLEX),
+    Known("a traced array whose autodetected range (min, max) is not finite: NumPy raises "
+          "ValueError, which needs the values; under jit fnp returns NaN edges and no counts",
+          Case((np.array([1.0, np.inf]),), {"bins": 2}), modes=("jit", "np"),
+          dtypes=FLOAT, when=_autodetected_nonfinite))
+add("histogram", lambda m, x, w=None, **kw: m.histogram(x, weights=w, **kw), _histogram_case,
+    tol=4.0, known=_HISTOGRAM_KNOWN)
+add("histogram_bin_edges", lambda m, x, w=None, **kw: m.histogram_bin_edges(
+    x, kw["bins"], kw.get("range")), _histogram_case, known=_HISTOGRAM_KNOWN[1:])
+add("vander", lambda m, x, **kw: m.vander(x, **kw), one_array(
+    lambda d, s: {"N": d(st.sampled_from([None, 0, 2, 4])), "increasing": d(st.booleans())},
+    min_dims=1, max_dims=1, lo=-3, hi=3))
+add("polyfit", lambda m, x, y, w=None, **kw: m.polyfit(x, y, w=w, **kw), _polyfit_case,
+    tol=1e3)
 
 OPS_BY_NAME = {op.name: op for op in OPS}
 assert len(OPS_BY_NAME) == len(OPS), "duplicate row names"

@@ -44,7 +44,7 @@ from ._writes import (
     ufunc_out,  # ``x op= y`` is ``op(x, y, out=x)``
 )
 
-__all__ = ["getitem", "setitem", "inplace_update", "take", "take_along_axis", "nonzero",
+__all__ = ["getitem", "setitem", "inplace_update", "take", "take_along_axis",
            "UFuncOutputCastingError"]
 
 
@@ -413,13 +413,3 @@ def take_along_axis(arr, indices, axis=-1):
                   np.arange(n).reshape([-1 if k == d else 1 for k in range(len(shp))])
                   for d, n in enumerate(shp))
     return getitem(x, index)
-
-
-@implements(np.nonzero)
-def nonzero(a):
-    """``numpy.nonzero`` of a concrete array (a traced one has a data-dependent result)."""
-    x = operand(a)
-    if is_tracer(x):
-        raise TracerError("nonzero of a traced array: the number of nonzero elements is not "
-                          "known while tracing. Use fnp.where(cond, x, y) to keep the shape.")
-    return np.nonzero(x)
