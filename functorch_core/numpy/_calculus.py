@@ -241,7 +241,7 @@ def unwrap(p, discont=None, axis=-1, *, period=2 * np.pi):
     Example::
 
         >>> fnp.unwrap(np.array([0.0, 3.0, 6.5, 0.2]))
-        array([ 0.        ,  3.        ,  0.21681469,  0.2       ])
+        array([0.        , 3.        , 0.21681469, 0.2       ])
     """
     pv = array_operand(p)
     nd = aval(pv).ndim

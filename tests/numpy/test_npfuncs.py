@@ -9,6 +9,9 @@ the drawn points, and the messages of the data-dependent refusals.
 
 from __future__ import annotations
 
+import doctest
+import importlib
+
 import numpy as np
 import pytest
 from functorch_core.ir import TracerError
@@ -115,3 +118,22 @@ def test_vmap_of_size_functions():
 def test_numpy_index_tricks_keep_working_on_concrete_values():
     np.testing.assert_array_equal(np.r_[1:4, 7], [1, 2, 3, 7])
     np.testing.assert_array_equal(np.c_[np.array([1, 2]), np.array([3, 4])], [[1, 3], [2, 4]])
+
+
+DOCUMENTED = {"_setops": None, "_calculus": None, "_histograms": None, "_polynomial": None,
+              "_statistics": ("nanmedian", "nanquantile", "nanpercentile")}
+
+
+@pytest.mark.parametrize("module", sorted(DOCUMENTED))
+def test_docstring_examples(module):
+    """The examples of the new functions' docstrings run (NumPy scalars print as in
+    NumPy 1.25: ``3.0``)."""
+    mod = importlib.import_module(f"functorch_core.numpy.{module}")
+    names = DOCUMENTED[module] or mod.__all__
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    with np.printoptions(legacy="1.25"):
+        for name in names:
+            for test in doctest.DocTestFinder().find(getattr(mod, name), name,
+                                                     globs={"np": np, "fnp": fnp}):
+                runner.run(test)
+    assert runner.failures == 0 and runner.tries >= len(names), module
