@@ -1411,6 +1411,56 @@ add("vander", lambda m, x, **kw: m.vander(x, **kw), one_array(
 add("polyfit", lambda m, x, y, w=None, **kw: m.polyfit(x, y, w=w, **kw), _polyfit_case,
     tol=1e3)
 
+
+@st.composite
+def _space_case(draw, dtype):
+    s = draw(hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=1, max_side=3))
+    a = draw(array(dtype, s.input_shapes[0], lo=0.5, hi=3, int_lo=1, int_hi=3, specials=False))
+    b = draw(array(_matrix_dtype(draw, dtype), s.input_shapes[1], lo=-3, hi=3, int_lo=1,
+                   int_hi=3, specials=False))
+    nd = max(len(s.result_shape), 0)
+    return Case((a, b), {"num": draw(st.integers(0, 5)), "endpoint": draw(st.booleans()),
+                         "axis": draw(st.integers(-nd - 1, nd))})
+
+
+def _positions(kind):
+    def make(draw, shape):
+        axis = draw(st.one_of(st.none(), st.integers(-len(shape), len(shape) - 1)))
+        n = math.prod(shape) if axis is None else shape[axis]
+        obj = draw(st.one_of(st.integers(-n, n if kind == "insert" else n - 1),
+                             st.lists(st.integers(-n, n - 1), max_size=3),
+                             st.builds(slice, st.integers(0, 2), st.integers(1, 4))) if n
+                   else st.just(0 if kind == "insert" else []))
+        return {"obj": obj, "axis": axis}
+    return make
+
+
+@st.composite
+def _insert_case(draw, dtype):
+    shape = draw(shapes(1, 2, 1, 4))
+    kw = _positions("insert")(draw, shape)
+    v = draw(array(_matrix_dtype(draw, dtype), draw(st.sampled_from([(), (1,), (2,)])),
+                   lo=-5, hi=5))
+    return Case((draw(array(dtype, shape, lo=-5, hi=5)), v), kw)
+
+
+add("logspace", lambda m, a, b, **kw: m.logspace(a, b, **kw), _space_case, tol=TRANSCENDENTAL)
+add("geomspace", lambda m, a, b, **kw: m.geomspace(a, b, **kw), _space_case,
+    tol=TRANSCENDENTAL, known=(
+        Known("a zero endpoint: NumPy raises ValueError, which needs the values; under jit "
+              "fnp returns NaN/infinite samples",
+              Case((np.array([0.0]), np.array(1.0)), {"num": 2, "endpoint": True, "axis": 0}),
+              modes=("jit", "np"),
+              when=lambda c: any((np.asarray(a) == 0).any() for a in c.args)),))
+add("tri", lambda m, x, n, k: m.tri(n, None, k, dtype=x.dtype) * x, one_array(
+    lambda d, s: {"n": d(st.integers(0, 3)), "k": d(st.integers(-2, 2))}, max_dims=0))
+add("delete", lambda m, x, obj, axis: m.delete(x, obj, axis), one_array(
+    _positions("delete"), min_dims=1, max_dims=2))
+add("insert", lambda m, x, v, obj, axis: m.insert(x, obj, v, axis), _insert_case)
+add("resize", lambda m, x, new_shape: m.resize(x, new_shape), one_array(
+    lambda d, s: {"new_shape": d(st.sampled_from([0, 5, (2, 3), (3, 0, 1)]))}))
+add("i0", _fnp_call("i0"), unary(-10, 10), REAL, tol=TRANSCENDENTAL)
+
 OPS_BY_NAME = {op.name: op for op in OPS}
 assert len(OPS_BY_NAME) == len(OPS), "duplicate row names"
 

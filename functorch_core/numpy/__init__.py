@@ -13,6 +13,7 @@ from . import (
     _calculus,
     _convolve,
     _creation,
+    _editing,
     _elementwise,
     _histograms,
     _indexing,
@@ -21,6 +22,7 @@ from . import (
     _math,
     _mutation,
     _polynomial,
+    _ranges,
     _reductions,
     _rounding,
     _setops,
@@ -34,6 +36,7 @@ from ._arrangement import *  # noqa: F403
 from ._calculus import *  # noqa: F403
 from ._convolve import *  # noqa: F403
 from ._creation import *  # noqa: F403
+from ._editing import *  # noqa: F403
 from ._elementwise import *  # noqa: F403
 from ._histograms import *  # noqa: F403
 from ._indexing import *  # noqa: F403
@@ -42,6 +45,7 @@ from ._linalg import *  # noqa: F403
 from ._math import *  # noqa: F403
 from ._mutation import *  # noqa: F403
 from ._polynomial import *  # noqa: F403
+from ._ranges import *  # noqa: F403
 from ._reductions import *  # noqa: F403
 from ._rounding import *  # noqa: F403
 from ._setops import *  # noqa: F403
@@ -62,7 +66,8 @@ __all__ = [*_elementwise.__all__, *_shape.__all__, *_indexing.__all__, *_sorting
            *_mutation.__all__, *_rounding.__all__, *_convolve.__all__, *_info.__all__,
            *_arrangement.__all__, *_math.__all__, *_statistics.__all__,
            *_setops.__all__, *_calculus.__all__,
-           *_histograms.__all__, *_polynomial.__all__]
+           *_histograms.__all__, *_polynomial.__all__,
+           *_ranges.__all__, *_editing.__all__]
 
 # what a ufunc called on a tracer runs (``__array_ufunc__``): the elementwise ones, and
 # np.matmul, a generalized ufunc

@@ -46,6 +46,13 @@ SMOOTH = {
                                                                RNG.uniform(0.5, 1.5, 5))),
     "polyfit_x": (lambda x, y: np.polyfit(x, y, 1), (X, RNG.normal(size=5))),
     "unique_size": (lambda x: fnp.unique(x, size=4, fill_value=0.0), (X[::-1].copy(),)),
+    "logspace": (lambda a, b: np.logspace(a, b, 4, base=2.0), (0.5, np.array([1.0, 1.5]))),
+    "geomspace": (lambda a, b: np.geomspace(a, b, 5, axis=-1), (X[1:3], X[3:5])),
+    "geomspace_negative": (lambda a: np.geomspace(-a, -3.0, 4), (1.5,)),
+    "insert": (lambda x, v: np.insert(x, [1, 3], v, axis=1), (F, np.array([0.5, 2.0]))),
+    "delete": (lambda x: np.delete(x, [0, 2], axis=1), (F,)),
+    "resize": (lambda x: np.resize(x, (3, 7)), (F,)),
+    "i0": (np.i0, (X - 1.0,)),
     "r_": (lambda a: np.r_[a, 2.0, a * a], (X,)),
     "c_": (lambda a: np.c_[a, np.sin(a)], (X,)),
 }
