@@ -11,7 +11,7 @@ from functorch_core.ir import primitives as P
 
 from . import _elementwise as E
 from ._core import aval, implements, is_tracer, operand, to_result
-from ._creation import _concrete, _dtype, _tracing, _tri_mask, array, asarray, linspace
+from ._creation import _concrete, array, asarray, diagonal_mask, linspace
 from ._shape import concatenate, expand_dims, moveaxis
 
 __all__ = ["logspace", "geomspace", "tri"]
@@ -99,11 +99,4 @@ def tri(N, M=None, k=0, dtype=float, *, like=None):
         array([[1, 1, 0],
                [1, 1, 1]])
     """
-    _concrete("tri", N, M, k)
-    n = operator.index(N)
-    m = n if M is None else operator.index(M)
-    k = operator.index(k)
-    dt = _dtype(dtype)
-    if not _tracing():
-        return np.tri(n, m, k, dtype=dt)
-    return P.convert.bind(_tri_mask(n, m, k, P.le), new_dtype=dt)
+    return diagonal_mask("tri", np.tri, P.le, N, M, k, dtype)

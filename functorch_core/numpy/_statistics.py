@@ -256,11 +256,15 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
         2.5
     """
     _refuse(out, weights, interpolation, "percentile")
+    return _percentiles("percentile", a, q, axis, method, keepdims, False)
+
+
+def _percentiles(name, a, q, axis, method, keepdims, nan_aware):
     qv = array_operand(q)
     if not is_tracer(qv) and not np.all((np.asarray(qv) >= 0) & (np.asarray(qv) <= 100)):
         raise ValueError("Percentiles must be in the range [0, 100]")
-    return _quantiles("percentile", a, q / 100 if _weak(q) else E.true_divide(q, 100), axis,
-                      method, keepdims, False, "percentile")
+    return _quantiles(name, a, q / 100 if _weak(q) else E.true_divide(q, 100), axis,
+                      method, keepdims, nan_aware, name)
 
 
 def _weak(q):
@@ -339,11 +343,7 @@ def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="line
         3.0
     """
     _refuse(out, weights, interpolation, "nanpercentile")
-    qv = array_operand(q)
-    if not is_tracer(qv) and not np.all((np.asarray(qv) >= 0) & (np.asarray(qv) <= 100)):
-        raise ValueError("Percentiles must be in the range [0, 100]")
-    return _quantiles("nanpercentile", a, q / 100 if _weak(q) else E.true_divide(q, 100), axis,
-                      method, _keep(keepdims), True, "nanpercentile")
+    return _percentiles("nanpercentile", a, q, axis, method, _keep(keepdims), True)
 
 
 @implements(np.nanmedian)
