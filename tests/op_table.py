@@ -1461,6 +1461,15 @@ add("resize", lambda m, x, new_shape: m.resize(x, new_shape), one_array(
     lambda d, s: {"new_shape": d(st.sampled_from([0, 5, (2, 3), (3, 0, 1)]))}))
 add("i0", _fnp_call("i0"), unary(-10, 10), REAL, tol=TRANSCENDENTAL)
 
+add("piecewise", lambda m, x: m.piecewise(x, [x.real < 0, x.real > 1], [lambda v: v * 2, 7]),
+    unary(-3, 3))
+add("piecewise_otherwise", lambda m, x: m.piecewise(x, [x.real < 0], [lambda v: v * 3,
+                                                                      lambda v: v + v]),
+    unary(-3, 3))
+add("apply_along_axis", lambda m, x, axis: m.apply_along_axis(lambda v: v[::-1] * 2, axis, x),
+    one_array(lambda d, s: {"axis": d(st.integers(-len(s), len(s) - 1))}, min_dims=1,
+              min_side=1, max_side=3))
+
 OPS_BY_NAME = {op.name: op for op in OPS}
 assert len(OPS_BY_NAME) == len(OPS), "duplicate row names"
 

@@ -15,6 +15,7 @@ from . import (
     _creation,
     _editing,
     _elementwise,
+    _functional,
     _histograms,
     _indexing,
     _info,
@@ -38,6 +39,7 @@ from ._convolve import *  # noqa: F403
 from ._creation import *  # noqa: F403
 from ._editing import *  # noqa: F403
 from ._elementwise import *  # noqa: F403
+from ._functional import *  # noqa: F403
 from ._histograms import *  # noqa: F403
 from ._indexing import *  # noqa: F403
 from ._info import *  # noqa: F403
@@ -67,7 +69,8 @@ __all__ = [*_elementwise.__all__, *_shape.__all__, *_indexing.__all__, *_sorting
            *_arrangement.__all__, *_math.__all__, *_statistics.__all__,
            *_setops.__all__, *_calculus.__all__,
            *_histograms.__all__, *_polynomial.__all__,
-           *_ranges.__all__, *_editing.__all__]
+           *_ranges.__all__, *_editing.__all__,
+           *_functional.__all__]
 
 # what a ufunc called on a tracer runs (``__array_ufunc__``): the elementwise ones, and
 # np.matmul, a generalized ufunc

@@ -53,6 +53,10 @@ SMOOTH = {
     "delete": (lambda x: np.delete(x, [0, 2], axis=1), (F,)),
     "resize": (lambda x: np.resize(x, (3, 7)), (F,)),
     "i0": (np.i0, (X - 1.0,)),
+    "piecewise": (lambda x: np.piecewise(x, [x < 1.0, x > 2.5], [np.sin, lambda v: v * v,
+                                                                 np.exp]), (X + 0.05,)),
+    "apply_along_axis": (lambda x: np.apply_along_axis(lambda v: np.cumsum(v) * v[0], 0, x),
+                         (F,)),
     "r_": (lambda a: np.r_[a, 2.0, a * a], (X,)),
     "c_": (lambda a: np.c_[a, np.sin(a)], (X,)),
 }
@@ -128,6 +132,7 @@ def test_numpy_index_tricks_keep_working_on_concrete_values():
 
 
 DOCUMENTED = {"_setops": None, "_calculus": None, "_histograms": None, "_polynomial": None,
+              "_ranges": None, "_editing": None, "_functional": None, "_math": ("i0",),
               "_statistics": ("nanmedian", "nanquantile", "nanpercentile")}
 
 
