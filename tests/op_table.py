@@ -1470,6 +1470,29 @@ add("apply_along_axis", lambda m, x, axis: m.apply_along_axis(lambda v: v[::-1] 
     one_array(lambda d, s: {"axis": d(st.integers(-len(s), len(s) - 1))}, min_dims=1,
               min_side=1, max_side=3))
 
+
+@st.composite
+def _put_along_axis_case(draw, dtype):
+    shape = draw(shapes(1, 2, 1, 3))
+    axis = draw(st.integers(-len(shape), len(shape) - 1))
+    k = draw(st.integers(1, shape[axis]))
+    # distinct positions along the axis (NumPy's order for repeated ones is a loop detail)
+    order = np.argsort(draw(array(np.float64, shape, lo=0, hi=1, specials=False)), axis=axis,
+                       kind="stable")
+    idx = np.take(order, np.arange(k), axis=axis)
+    v = draw(st.one_of(array(_matrix_dtype(draw, dtype), idx.shape, lo=-5, hi=5),
+                       python_scalar_like(dtype)))
+    return Case((draw(array(dtype, shape, lo=-5, hi=5)), v), {"indices": idx, "axis": axis})
+
+
+def _put_along_axis(m, x, v, *, indices, axis):
+    y = m.copy(x)
+    m.put_along_axis(y, indices, v, axis)
+    return y
+
+
+add("put_along_axis", _put_along_axis, _put_along_axis_case)
+
 OPS_BY_NAME = {op.name: op for op in OPS}
 assert len(OPS_BY_NAME) == len(OPS), "duplicate row names"
 

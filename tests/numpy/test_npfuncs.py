@@ -24,6 +24,12 @@ RNG = np.random.default_rng(29)
 F = RNG.uniform(0.5, 2.0, (4, 5))
 X = np.array([0.0, 0.7, 1.5, 2.0, 3.1])
 
+def _put(x, v):
+    y = np.copy(x)
+    np.put_along_axis(y, np.array([[0], [4], [2], [1]]), v * y[:, :1], axis=1)
+    return y
+
+
 SMOOTH = {
     "gradient": (lambda f: np.gradient(f, 0.5, axis=1), (F,)),
     "gradient_coords": (lambda f, x: np.gradient(f, x, axis=-1, edge_order=2), (F, X)),
@@ -57,6 +63,7 @@ SMOOTH = {
                                                                  np.exp]), (X + 0.05,)),
     "apply_along_axis": (lambda x: np.apply_along_axis(lambda v: np.cumsum(v) * v[0], 0, x),
                          (F,)),
+    "put_along_axis": (lambda x, v: _put(x, v), (F, np.array([[1.5], [2.5], [0.5], [1.0]]))),
     "r_": (lambda a: np.r_[a, 2.0, a * a], (X,)),
     "c_": (lambda a: np.c_[a, np.sin(a)], (X,)),
 }
@@ -133,6 +140,7 @@ def test_numpy_index_tricks_keep_working_on_concrete_values():
 
 DOCUMENTED = {"_setops": None, "_calculus": None, "_histograms": None, "_polynomial": None,
               "_ranges": None, "_editing": None, "_functional": None, "_math": ("i0",),
+              "_indexing": ("put_along_axis",),
               "_statistics": ("nanmedian", "nanquantile", "nanpercentile")}
 
 
