@@ -1214,8 +1214,284 @@ add("tril_indices_from", lambda m, x, k: x[m.tril_indices_from(x, k)],
 add("triu_indices_from", lambda m, x, k: x[m.triu_indices_from(x, k)],
     one_array(lambda d, s: {"k": d(st.integers(-2, 2))}, min_dims=2, max_dims=2))
 add("polyval", lambda m, p, x: m.polyval(p, x), _polyval_case, tol=4.0)
-add("r_", lambda m, a, b: m.r_[a, 2, b], _concatenator_case, np_api=False)
-add("c_", lambda m, a, b: m.c_[a, a], _concatenator_case, np_api=False)
+add("r_", lambda m, a, b: m.r_[a, 2, b], _concatenator_case)
+add("c_", lambda m, a, b: m.c_[a, a], _concatenator_case)
+add("r_directive", lambda m, a, b: m.r_["0,2", a, b], _concatenator_case)
+
+# --- data-dependent shapes with a static size= (as jax.numpy), calculus, histograms ---------
+
+
+def _padded(v, size, fill):
+    v = np.asarray(v)[:size]
+    return np.concatenate([v, np.full((size - len(v),) + v.shape[1:], fill, v.dtype)])
+
+
+def _unique(m, x, *, size, fill_value, **flags):
+    if m is not np:
+        return m.unique(x, size=size, fill_value=fill_value, **flags)
+    out = np.unique(x, **flags)
+    out = list(out) if isinstance(out, tuple) else [out]
+    fill = out[0][0] if fill_value is None and out[0].size else fill_value
+    if fill is None:
+        raise ValueError("unique of an empty array needs a fill_value")
+    res = [_padded(out[0], size, fill)]
+    for flag, v in zip([f for f in ("return_index", "return_inverse", "return_counts")
+                        if flags.get(f)], out[1:], strict=True):
+        res.append(v if flag == "return_inverse" else _padded(v, size, 0))
+    return res[0] if len(res) == 1 else tuple(res)
+
+
+@st.composite
+def _unique_case(draw, dtype):
+    x = draw(array(dtype, shapes(0, 2, 0, 4), lo=-2, hi=2, int_lo=-2, int_hi=2))
+    x = np.round(x) if x.dtype.kind in "fc" else x
+    flags = {f: draw(st.booleans()) for f in ("return_index", "return_inverse",
+                                              "return_counts")}
+    return Case((x,), {"size": draw(st.integers(0, 6)),
+                       "fill_value": draw(st.sampled_from([None, 0, 1])), **flags})
+
+
+def _nonzero(kind):
+    def fn(m, x, *, size, fill_value):
+        if m is not np:
+            return getattr(m, kind)(x, size=size, fill_value=fill_value)
+        fill = 0 if fill_value is None else fill_value
+        if kind == "nonzero":
+            return tuple(_padded(v, size, fill) for v in np.nonzero(x))
+        return _padded(getattr(np, kind)(x), size, fill)
+    return fn
+
+
+@st.composite
+def _nonzero_case(draw, dtype):
+    x = draw(array(dtype, shapes(1, 3, 0, 4), lo=-1, hi=1, int_lo=-1, int_hi=1))
+    x = np.round(x) if x.dtype.kind in "fc" else x
+    return Case((x,), {"size": draw(st.integers(0, 7)),
+                       "fill_value": draw(st.sampled_from([None, -1, 2]))})
+
+
+def _gradient_kwargs(draw, shape):
+    kw = {"edge_order": draw(st.sampled_from([1, 2]))}
+    if draw(st.booleans()):
+        kw["axis"] = draw(st.integers(-len(shape), len(shape) - 1))
+    return kw
+
+
+@st.composite
+def _gradient_case(draw, dtype):
+    shape = draw(shapes(1, 3, 3, 5))
+    f = draw(array(dtype, shape, lo=-5, hi=5))
+    kw = _gradient_kwargs(draw, shape)
+    axes = [kw["axis"]] if "axis" in kw else list(range(len(shape)))
+    spacing = draw(st.sampled_from(["none", "scalar", "coords"]))
+    if spacing == "scalar":
+        return Case((f, draw(st.sampled_from([0.5, 2, np.float32(1.5)]))), kw)
+    if spacing == "coords":
+        coords = tuple(np.cumsum(draw(array(np.float64, (shape[a],), lo=0.5, hi=2,
+                                            specials=False))) for a in axes)
+        return Case((f, *coords), kw)
+    return Case((f,), kw)
+
+
+@st.composite
+def _trapezoid_case(draw, dtype):
+    shape = draw(shapes(1, 3, 0, 4))
+    y = draw(array(dtype, shape, lo=-5, hi=5))
+    axis = draw(st.integers(-len(shape), len(shape) - 1))
+    which = draw(st.sampled_from(["dx", "x1", "xfull"]))
+    if which == "x1":
+        return Case((y, np.cumsum(draw(array(np.float64, (shape[axis],), lo=0, hi=2)))),
+                    {"axis": axis})
+    if which == "xfull":
+        return Case((y, draw(array(_matrix_dtype(draw, dtype), shape, lo=-3, hi=3))),
+                    {"axis": axis})
+    return Case((y,), {"axis": axis, "dx": draw(st.sampled_from([1.0, 0.5, 2]))})
+
+
+@st.composite
+def _ediff1d_case(draw, dtype):
+    x = draw(array(dtype, shapes(0, 2, 0, 4), lo=-5, hi=5))
+    kw = {}
+    if draw(st.booleans()):
+        kw["to_begin"] = draw(st.sampled_from([0, -1, [1, 2], 1.5]))
+    if draw(st.booleans()):
+        kw["to_end"] = draw(st.sampled_from([3, [0, 1]]))
+    return Case((x,), kw)
+
+
+def _unwrap_kwargs(draw, shape):
+    kw = {"axis": draw(st.integers(-len(shape), len(shape) - 1))}
+    if draw(st.booleans()):
+        kw["period"] = draw(st.sampled_from([6, 4.0, 2 * math.pi]))
+    if draw(st.booleans()):
+        kw["discont"] = draw(st.sampled_from([1.0, 5.0]))
+    return kw
+
+
+@st.composite
+def _nan_quantile_case(draw, dtype):
+    x = draw(array(dtype, shapes(1, 3, 1, 4), lo=-5, hi=5))
+    kw = draw(_axis_args(x.ndim))
+    kw["method"] = draw(st.sampled_from(["linear", "lower", "higher", "midpoint", "nearest"]))
+    # NumPy's result dtype for an array q depends on whether its first slice is all NaN
+    # (apply_along_axis): array q only for NaN-free data
+    qs = st.sampled_from([0.0, 0.3, 0.5, 1.0])
+    if not (x.dtype.kind in "fc" and np.isnan(x).any()):
+        qs = st.one_of(qs, array(np.float64, shapes(0, 1, 1, 3), lo=0, hi=1, specials=False))
+    return Case((x, draw(qs)), kw)
+
+
+@st.composite
+def _histogram_case(draw, dtype):
+    x = draw(array(dtype, shapes(0, 2, 0, 5), lo=-3, hi=3, int_lo=-3, int_hi=3))
+    kind = draw(st.sampled_from(["range", "edges", "auto"]))
+    kw = {"density": draw(st.sampled_from([None, True]))}
+    args = (x,)
+    if draw(st.booleans()):
+        args = (x, draw(array(draw(st.sampled_from([np.float64, np.float32, np.int16])),
+                              x.shape, lo=0, hi=2, int_lo=0, int_hi=2, specials=False)))
+    if kind == "range":
+        kw.update(bins=draw(st.integers(1, 4)), range=draw(st.sampled_from([(-2, 2), (0, 1.5)])))
+    elif kind == "edges":
+        kw["bins"] = np.sort(draw(array(np.float64, (draw(st.integers(2, 4)),), lo=-3, hi=3,
+                                        specials=False)))
+    else:
+        kw["bins"] = draw(st.integers(1, 4))
+    return Case(args, kw)
+
+
+@st.composite
+def _polyfit_case(draw, dtype):
+    n = draw(st.integers(3, 6))
+    x = np.arange(n, dtype=np.float64) + draw(st.floats(-1, 1))
+    x = x.astype(dtype) if np.dtype(dtype).kind in "fc" else x
+    y = draw(array(dtype, draw(st.sampled_from([(n,), (n, 2)])), lo=-3, hi=3, specials=False))
+    kw = {"deg": draw(st.integers(0, 2))}
+    if draw(st.booleans()):
+        kw["cov"] = draw(st.sampled_from([True, "unscaled"]))
+    if draw(st.booleans()):
+        return Case((x, y, np.linspace(0.5, 1.5, n)), kw)
+    return Case((x, y), kw)
+
+
+add("unique_size", _unique, _unique_case, np_api=False)
+for _name in ("nonzero", "argwhere", "flatnonzero"):
+    add(f"{_name}_size", _nonzero(_name), _nonzero_case, np_api=False)
+add("gradient", lambda m, f, *h, **kw: m.gradient(f, *h, **kw), _gradient_case, tol=4.0)
+add("trapezoid", lambda m, y, x=None, **kw: m.trapezoid(y, x, **kw), _trapezoid_case, tol=4.0)
+add("ediff1d", lambda m, x, **kw: m.ediff1d(x, **kw), _ediff1d_case)
+add("unwrap", lambda m, p, **kw: m.unwrap(p, **kw), one_array(_unwrap_kwargs, min_dims=1,
+                                                             lo=-10, hi=10), tol=4.0)
+add("nanmedian", _fnp_call("nanmedian"), reduction(min_side=1, min_dims=1))
+add("nanquantile", lambda m, x, q, **kw: m.nanquantile(x, q, **kw), _nan_quantile_case,
+    tol=4.0)
+add("nanpercentile", lambda m, x, q, **kw: m.nanpercentile(x, m.multiply(q, 100), **kw),
+    _nan_quantile_case, tol=4.0)
+def _autodetected_nonfinite(case):
+    x = np.asarray(case.args[0])
+    return "range" not in case.kwargs and np.ndim(case.kwargs["bins"]) == 0 and x.size \
+        and not np.isfinite(x).all()
+
+
+_HISTOGRAM_KNOWN = (
+    Known("histogram of complex data: NumPy bins complex numbers by their lexicographic "
+          "order; fnp's searchsorted refuses complex values (TypeError)",
+          Case((np.array(0j, np.complex64),), {"bins": 1, "range": (-2, 2)}), dtypes=COMPLEX),
+    Known("a traced array whose autodetected range (min, max) is not finite: NumPy raises "
+          "ValueError, which needs the values; under jit fnp returns NaN edges and no counts",
+          Case((np.array([1.0, np.inf]),), {"bins": 2}), modes=("jit", "np"),
+          dtypes=FLOAT, when=_autodetected_nonfinite))
+add("histogram", lambda m, x, w=None, **kw: m.histogram(x, weights=w, **kw), _histogram_case,
+    tol=4.0, known=_HISTOGRAM_KNOWN)
+add("histogram_bin_edges", lambda m, x, w=None, **kw: m.histogram_bin_edges(
+    x, kw["bins"], kw.get("range")), _histogram_case, known=_HISTOGRAM_KNOWN[1:])
+add("vander", lambda m, x, **kw: m.vander(x, **kw), one_array(
+    lambda d, s: {"N": d(st.sampled_from([None, 0, 2, 4])), "increasing": d(st.booleans())},
+    min_dims=1, max_dims=1, lo=-3, hi=3))
+add("polyfit", lambda m, x, y, w=None, **kw: m.polyfit(x, y, w=w, **kw), _polyfit_case,
+    tol=1e3)
+
+
+@st.composite
+def _space_case(draw, dtype):
+    s = draw(hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=1, max_side=3))
+    a = draw(array(dtype, s.input_shapes[0], lo=0.5, hi=3, int_lo=1, int_hi=3, specials=False))
+    b = draw(array(_matrix_dtype(draw, dtype), s.input_shapes[1], lo=-3, hi=3, int_lo=1,
+                   int_hi=3, specials=False))
+    nd = max(len(s.result_shape), 0)
+    return Case((a, b), {"num": draw(st.integers(0, 5)), "endpoint": draw(st.booleans()),
+                         "axis": draw(st.integers(-nd - 1, nd))})
+
+
+def _positions(kind):
+    def make(draw, shape):
+        axis = draw(st.one_of(st.none(), st.integers(-len(shape), len(shape) - 1)))
+        n = math.prod(shape) if axis is None else shape[axis]
+        obj = draw(st.one_of(st.integers(-n, n if kind == "insert" else n - 1),
+                             st.lists(st.integers(-n, n - 1), max_size=3),
+                             st.builds(slice, st.integers(0, 2), st.integers(1, 4))) if n
+                   else st.just(0 if kind == "insert" else []))
+        return {"obj": obj, "axis": axis}
+    return make
+
+
+@st.composite
+def _insert_case(draw, dtype):
+    shape = draw(shapes(1, 2, 1, 4))
+    kw = _positions("insert")(draw, shape)
+    v = draw(array(_matrix_dtype(draw, dtype), draw(st.sampled_from([(), (1,), (2,)])),
+                   lo=-5, hi=5))
+    return Case((draw(array(dtype, shape, lo=-5, hi=5)), v), kw)
+
+
+add("logspace", lambda m, a, b, **kw: m.logspace(a, b, **kw), _space_case, tol=TRANSCENDENTAL)
+add("geomspace", lambda m, a, b, **kw: m.geomspace(a, b, **kw), _space_case,
+    tol=TRANSCENDENTAL, known=(
+        Known("a zero endpoint: NumPy raises ValueError, which needs the values; under jit "
+              "fnp returns NaN/infinite samples",
+              Case((np.array([0.0]), np.array(1.0)), {"num": 2, "endpoint": True, "axis": 0}),
+              modes=("jit", "np"),
+              when=lambda c: any((np.asarray(a) == 0).any() for a in c.args)),))
+add("tri", lambda m, x, n, k: m.tri(n, None, k, dtype=x.dtype) * x, one_array(
+    lambda d, s: {"n": d(st.integers(0, 3)), "k": d(st.integers(-2, 2))}, max_dims=0))
+add("delete", lambda m, x, obj, axis: m.delete(x, obj, axis), one_array(
+    _positions("delete"), min_dims=1, max_dims=2))
+add("insert", lambda m, x, v, obj, axis: m.insert(x, obj, v, axis), _insert_case)
+add("resize", lambda m, x, new_shape: m.resize(x, new_shape), one_array(
+    lambda d, s: {"new_shape": d(st.sampled_from([0, 5, (2, 3), (3, 0, 1)]))}))
+add("i0", _fnp_call("i0"), unary(-10, 10), REAL, tol=TRANSCENDENTAL)
+
+add("piecewise", lambda m, x: m.piecewise(x, [x.real < 0, x.real > 1], [lambda v: v * 2, 7]),
+    unary(-3, 3))
+add("piecewise_otherwise", lambda m, x: m.piecewise(x, [x.real < 0], [lambda v: v * 3,
+                                                                      lambda v: v + v]),
+    unary(-3, 3))
+add("apply_along_axis", lambda m, x, axis: m.apply_along_axis(lambda v: v[::-1] * 2, axis, x),
+    one_array(lambda d, s: {"axis": d(st.integers(-len(s), len(s) - 1))}, min_dims=1,
+              min_side=1, max_side=3))
+
+
+@st.composite
+def _put_along_axis_case(draw, dtype):
+    shape = draw(shapes(1, 2, 1, 3))
+    axis = draw(st.integers(-len(shape), len(shape) - 1))
+    k = draw(st.integers(1, shape[axis]))
+    # distinct positions along the axis (NumPy's order for repeated ones is a loop detail)
+    order = np.argsort(draw(array(np.float64, shape, lo=0, hi=1, specials=False)), axis=axis,
+                       kind="stable")
+    idx = np.take(order, np.arange(k), axis=axis)
+    v = draw(st.one_of(array(_matrix_dtype(draw, dtype), idx.shape, lo=-5, hi=5),
+                       python_scalar_like(dtype)))
+    return Case((draw(array(dtype, shape, lo=-5, hi=5)), v), {"indices": idx, "axis": axis})
+
+
+def _put_along_axis(m, x, v, *, indices, axis):
+    y = m.copy(x)
+    m.put_along_axis(y, indices, v, axis)
+    return y
+
+
+add("put_along_axis", _put_along_axis, _put_along_axis_case)
 
 OPS_BY_NAME = {op.name: op for op in OPS}
 assert len(OPS_BY_NAME) == len(OPS), "duplicate row names"

@@ -10,16 +10,23 @@ import numpy as _np
 
 from . import (
     _arrangement,
+    _calculus,
     _convolve,
     _creation,
+    _editing,
     _elementwise,
+    _functional,
+    _histograms,
     _indexing,
     _info,
     _linalg,
     _math,
     _mutation,
+    _polynomial,
+    _ranges,
     _reductions,
     _rounding,
+    _setops,
     _shape,
     _sorting,
     _statistics,
@@ -27,16 +34,23 @@ from . import (
     linalg,  # noqa: F401  (fnp.linalg: the numpy.linalg namespace)
 )
 from ._arrangement import *  # noqa: F403
+from ._calculus import *  # noqa: F403
 from ._convolve import *  # noqa: F403
 from ._creation import *  # noqa: F403
+from ._editing import *  # noqa: F403
 from ._elementwise import *  # noqa: F403
+from ._functional import *  # noqa: F403
+from ._histograms import *  # noqa: F403
 from ._indexing import *  # noqa: F403
 from ._info import *  # noqa: F403
 from ._linalg import *  # noqa: F403
 from ._math import *  # noqa: F403
 from ._mutation import *  # noqa: F403
+from ._polynomial import *  # noqa: F403
+from ._ranges import *  # noqa: F403
 from ._reductions import *  # noqa: F403
 from ._rounding import *  # noqa: F403
+from ._setops import *  # noqa: F403
 from ._shape import *  # noqa: F403
 from ._sorting import *  # noqa: F403
 from ._statistics import *  # noqa: F403
@@ -52,7 +66,11 @@ uint32 = _np.uint32      # random keys and bits (functorch_core.random)
 __all__ = [*_elementwise.__all__, *_shape.__all__, *_indexing.__all__, *_sorting.__all__,
            *_reductions.__all__, *_creation.__all__, *_linalg.__all__,
            *_mutation.__all__, *_rounding.__all__, *_convolve.__all__, *_info.__all__,
-           *_arrangement.__all__, *_math.__all__, *_statistics.__all__]
+           *_arrangement.__all__, *_math.__all__, *_statistics.__all__,
+           *_setops.__all__, *_calculus.__all__,
+           *_histograms.__all__, *_polynomial.__all__,
+           *_ranges.__all__, *_editing.__all__,
+           *_functional.__all__]
 
 # what a ufunc called on a tracer runs (``__array_ufunc__``): the elementwise ones, and
 # np.matmul, a generalized ufunc

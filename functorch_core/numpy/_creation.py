@@ -441,14 +441,20 @@ def _tri_mask(n, m, k, compare):
 @implements(np.eye)
 def eye(N, M=None, k=0, dtype=float, order="C", *, device=None, like=None):
     """``numpy.eye``: an (N, M) array with ones on the ``k``-th diagonal."""
-    _concrete("eye", N, M, k)
+    return diagonal_mask("eye", np.eye, P.eq, N, M, k, dtype)
+
+
+def diagonal_mask(name, numpy_fn, compare, N, M, k, dtype):
+    """An (N, M) array of ``dtype``: 1 where ``compare(col - row, k)`` (``numpy_fn``'s
+    result outside traces)."""
+    _concrete(name, N, M, k)
     n = operator.index(N)
     m = n if M is None else operator.index(M)
     k = operator.index(k)
     dt = _dtype(dtype)
     if not _tracing():
-        return np.eye(n, m, k, dtype=dt)
-    return P.convert.bind(_tri_mask(n, m, k, P.eq), new_dtype=dt)
+        return numpy_fn(n, m, k, dtype=dt)
+    return P.convert.bind(_tri_mask(n, m, k, compare), new_dtype=dt)
 
 
 @implements(np.identity)

@@ -44,7 +44,7 @@ from ._writes import (
     ufunc_out,  # ``x op= y`` is ``op(x, y, out=x)``
 )
 
-__all__ = ["getitem", "setitem", "inplace_update", "take", "take_along_axis", "nonzero",
+__all__ = ["getitem", "setitem", "inplace_update", "take", "take_along_axis", "put_along_axis",
            "UFuncOutputCastingError"]
 
 
@@ -409,17 +409,37 @@ def take_along_axis(arr, indices, axis=-1):
         raise IndexError("`indices` must be an integer array")
     if aval(idx).ndim != len(shp):
         raise ValueError("`indices` and `arr` must have the same number of dimensions")
-    index = tuple(idx if d == ax else
-                  np.arange(n).reshape([-1 if k == d else 1 for k in range(len(shp))])
-                  for d, n in enumerate(shp))
-    return getitem(x, index)
+    return getitem(x, _along_axis_index(shp, ax, idx))
 
 
-@implements(np.nonzero)
-def nonzero(a):
-    """``numpy.nonzero`` of a concrete array (a traced one has a data-dependent result)."""
-    x = operand(a)
-    if is_tracer(x):
-        raise TracerError("nonzero of a traced array: the number of nonzero elements is not "
-                          "known while tracing. Use fnp.where(cond, x, y) to keep the shape.")
-    return np.nonzero(x)
+def _along_axis_index(shp, ax, idx):
+    return tuple(idx if d == ax else
+                 np.arange(n).reshape([-1 if k == d else 1 for k in range(len(shp))])
+                 for d, n in enumerate(shp))
+
+
+@implements(np.put_along_axis)
+def put_along_axis(arr, indices, values, axis):
+    """``numpy.put_along_axis``: ``arr`` (a tracer or an ndarray) is updated in place, at
+    ``indices`` along ``axis``, with ``values`` (broadcast); returns None.
+
+    Example::
+
+        >>> a = np.zeros((2, 3))
+        >>> fnp.put_along_axis(a, np.array([[2], [0]]), 5.0, axis=1)
+        >>> a
+        array([[0., 0., 5.],
+               [5., 0., 0.]])
+    """
+    idx = _index_array(indices)
+    if axis is None:
+        raise NotImplementedError("put_along_axis(..., axis=None) is not supported: the "
+                                  "flattened view cannot be written back; reshape arr and "
+                                  "pass an axis")
+    shp = aval(operand(arr)).shape
+    ax = normalize_axis(axis, len(shp))
+    if aval(idx).dtype.kind not in "iu":
+        raise IndexError("`indices` must be an integer array")
+    if aval(idx).ndim != len(shp):
+        raise ValueError("`indices` and `arr` must have the same number of dimensions")
+    setitem(arr, _along_axis_index(shp, ax, idx), values)

@@ -14,6 +14,7 @@ import operator
 import numpy as np
 
 from functorch_core.ir import TracerError
+from functorch_core.ir import primitives as P
 
 from . import _elementwise as E
 from ._core import (
@@ -41,7 +42,7 @@ from ._shape import (
 )
 
 __all__ = ["angle", "sinc", "nan_to_num", "isclose", "allclose", "diff", "kron", "cross",
-           "select", "polyval", "interp", "searchsorted", "digitize", "bincount"]
+           "select", "polyval", "interp", "searchsorted", "digitize", "bincount", "i0"]
 
 
 def _is_py_number(x):
@@ -530,3 +531,23 @@ def bincount(x, weights=None, minlength=0, *, length=None):
     w = E.multiply(array_operand(weights), 1.0)
     w = expand_dims(w, 1)
     return sum_(E.where(hits, w, 0.0), axis=0)
+
+
+@implements(np.i0)
+def i0(x):
+    """The modified Bessel function of the first kind of order 0, as ``numpy.i0``
+    (computed in float64 from ``exp(|x|) * i0e(x)`` and rounded once; integers give
+    float64, complex input is refused as in NumPy).
+
+    Example::
+
+        >>> fnp.i0(np.array([0.0, 1.0]))
+        array([1.        , 1.26606588])
+    """
+    xv = array_operand(x)
+    dt = aval(xv).dtype
+    if dt.kind == "c":
+        raise TypeError("i0 not supported for complex values")
+    wide = asarray(xv, dtype=np.float64)
+    y = E.multiply(P.bessel_i0e.bind(operand(wide)), E.exp(E.absolute(wide)))
+    return to_result(operand(asarray(y, dtype=dt if dt.kind == "f" else np.float64)))

@@ -6,6 +6,8 @@ is imported. Names resolve through the ``fnp`` module at call time.
 
 from __future__ import annotations
 
+import numpy as np
+
 from functorch_core.ir import Tracer, current_trace
 from functorch_core.transforms.functionalize import reshape_is_view
 
@@ -165,8 +167,33 @@ METHODS["sort"] = _sort_in_place
 METHODS["shape"] = property(lambda self: self.aval.shape, _set_shape)
 
 
+def _holds_tracer(key) -> bool:
+    items = key if isinstance(key, tuple | list) else (key,)
+    return any(isinstance(e, Tracer) or (isinstance(e, tuple | list) and _holds_tracer(e))
+               for e in items)
+
+
+def _index_trick(cls, name):
+    """``cls.__getitem__`` (the class of ``np.r_`` or ``np.c_``) routing keys that hold
+    tracers to ``fnp.<name>``: NumPy's own converts each entry with ``np.array``, which
+    does not dispatch. Keys without tracers go to NumPy's unchanged."""
+    numpy_getitem = cls.__getitem__
+    if getattr(numpy_getitem, "traces", False):
+        return numpy_getitem
+
+    def __getitem__(self, key):
+        if _holds_tracer(key):
+            return getattr(_fnp(), name)[key]
+        return numpy_getitem(self, key)
+    __getitem__.traces = True
+    __getitem__.__doc__ = numpy_getitem.__doc__
+    return __getitem__
+
+
 def install():
     Tracer.install_methods(METHODS)
+    for trick, name in ((np.r_, "r_"), (np.c_, "c_")):
+        type(trick).__getitem__ = _index_trick(type(trick), name)
 
 
 __all__: list[str] = []

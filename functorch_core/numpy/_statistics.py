@@ -37,13 +37,15 @@ from ._shape import (
     moveaxis,
     reshape,
     squeeze,
+    stack,
     transpose,
 )
 from ._sorting import sort
 
 __all__ = ["average", "ptp", "median", "quantile", "percentile", "cov", "corrcoef",
            "nansum", "nanprod", "nanmax", "nanmin", "nanmean", "nanvar", "nanstd",
-           "nanargmax", "nanargmin", "nancumsum", "nancumprod"]
+           "nanargmax", "nanargmin", "nancumsum", "nancumprod", "nanmedian", "nanquantile",
+           "nanpercentile"]
 
 _METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
 
@@ -136,10 +138,10 @@ def _keepdims(y, axes, nd, lead):
 
 
 @functools.cache
-def _numpy_dtype(fn_name, src, qdt, method):
+def _numpy_dtype(fn_name, src, qdt, method, q_nd=0):
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        q = np.asarray(0.5, qdt) if qdt is not None else 0.5
+        q = np.full((1,) * q_nd, 0.5, qdt) if qdt is not None else 0.5
         return np.asarray(getattr(np, fn_name)(np.ones(2, src), q, method=method)).dtype
 
 
@@ -156,13 +158,17 @@ def _quantiles(name, a, q, axis, method, keepdims, nan_aware, np_name):
         raise ValueError("Quantiles must be in the range [0, 1]")
     nd = aval(x).ndim
     out_dt = _numpy_dtype(np_name, aval(x).dtype,
-                          None if weak_q else aval(qv).dtype, method)
+                          None if weak_q else aval(qv).dtype, method, aval(qv).ndim)
     flat, axes = _reduce_last(x, axis)
     s = sort(flat, axis=-1)
     n_static = aval(operand(s)).shape[-1]
     batch = aval(operand(s)).shape[:-1]
     qshape = aval(qv).shape
     # q's axes first, then the batch axes: (q..., batch..., 1) against s (batch..., n)
+    if nan_aware and n_static == 0 and out_dt.kind == "f":    # empty slices: NaN, as NumPy
+        s = broadcast_to(np.asarray(np.nan, out_dt), qshape + batch)
+        return to_result(operand(_keepdims(s, axes, nd, len(qshape)) if keepdims else s),
+                         scalar=True)
     qb = reshape(asarray(qv, dtype=np.float64), qshape + (1,) * len(batch))
     if nan_aware:
         valid = R.sum(E.logical_not(E.isnan(s)), axis=-1, dtype=np.int64)
@@ -250,11 +256,15 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
         2.5
     """
     _refuse(out, weights, interpolation, "percentile")
+    return _percentiles("percentile", a, q, axis, method, keepdims, False)
+
+
+def _percentiles(name, a, q, axis, method, keepdims, nan_aware):
     qv = array_operand(q)
     if not is_tracer(qv) and not np.all((np.asarray(qv) >= 0) & (np.asarray(qv) <= 100)):
         raise ValueError("Percentiles must be in the range [0, 100]")
-    return _quantiles("percentile", a, q / 100 if _weak(q) else E.true_divide(q, 100), axis,
-                      method, keepdims, False, "percentile")
+    return _quantiles(name, a, q / 100 if _weak(q) else E.true_divide(q, 100), axis,
+                      method, keepdims, nan_aware, name)
 
 
 def _weak(q):
@@ -299,6 +309,67 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
             res = E.where(E.isnan(s[..., -1]), np.asarray(np.nan, aval(operand(res)).dtype),
                           res)
     if keepdims:
+        res = _keepdims(res, axes, nd, 0)
+    return to_result(operand(res), scalar=True)
+
+
+def _keep(keepdims):
+    return False if keepdims is np._NoValue else keepdims
+
+
+@implements(np.nanquantile)
+def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                keepdims=np._NoValue, *, weights=None, interpolation=None):
+    """:func:`quantile` ignoring NaNs, as ``numpy.nanquantile`` (an all-NaN slice gives
+    NaN). The arguments are :func:`quantile`'s.
+
+    Example::
+
+        >>> fnp.nanquantile(np.array([1.0, np.nan, 3.0, 4.0]), 0.5)
+        3.0
+    """
+    _refuse(out, weights, interpolation, "nanquantile")
+    return _quantiles("nanquantile", a, q, axis, method, _keep(keepdims), True, "nanquantile")
+
+
+@implements(np.nanpercentile)
+def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                  keepdims=np._NoValue, *, weights=None, interpolation=None):
+    """:func:`nanquantile` with ``q`` in percent (0 to 100), as ``numpy.nanpercentile``.
+
+    Example::
+
+        >>> fnp.nanpercentile(np.array([1.0, np.nan, 3.0, 4.0]), 50)
+        3.0
+    """
+    _refuse(out, weights, interpolation, "nanpercentile")
+    return _percentiles("nanpercentile", a, q, axis, method, _keep(keepdims), True)
+
+
+@implements(np.nanmedian)
+def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=np._NoValue):
+    """:func:`median` ignoring NaNs, as ``numpy.nanmedian`` (an all-NaN slice gives NaN).
+
+    Example::
+
+        >>> fnp.nanmedian(np.array([3.0, np.nan, 1.0, 4.0]))
+        3.0
+    """
+    if out is not None:
+        raise NotImplementedError("nanmedian(..., out=...) is not supported; use the result")
+    x = array_operand(a)
+    if aval(x).dtype.kind not in "fc" or not aval(x).size:
+        return median(x, axis, keepdims=_keep(keepdims))
+    nd = aval(x).ndim
+    flat, axes = _reduce_last(x, axis)
+    s = sort(flat, axis=-1)
+    last = aval(operand(s)).shape[-1] - 1
+    n = R.sum(E.logical_not(E.isnan(s)), axis=-1, dtype=np.int64)
+    lo = E.clip(E.floor_divide(E.subtract(n, 1), 2), 0, last)
+    hi = E.clip(E.floor_divide(n, 2), 0, last)
+    res = R.mean(stack([_take_last(s, lo), _take_last(s, hi)], axis=-1), axis=-1)
+    res = E.where(E.equal(n, 0), np.asarray(np.nan, aval(operand(res)).dtype), res)
+    if _keep(keepdims):
         res = _keepdims(res, axes, nd, 0)
     return to_result(operand(res), scalar=True)
 
