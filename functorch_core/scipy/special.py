@@ -29,6 +29,7 @@ from .. import numpy as fnp
 from .._internal.horner import horner
 from ..numpy.internal import array_operand, cast, is_tracer, operand, result_type, to_result
 from ..transforms import custom_jvp, stop_gradient
+from . import _gamma_sign as _gs
 from . import _loggamma_complex as _loggamma_c
 from . import _normal_complex as _normal_c
 from ._betaln import betaln as _betaln
@@ -41,7 +42,8 @@ __all__ = ["erf", "erfc", "erfinv", "erfcx", "ndtr", "ndtri", "log_ndtr", "expit
            "xlogy", "xlog1py", "entr", "rel_entr", "kl_div", "gamma", "gammaln", "loggamma",
            "digamma", "psi", "polygamma", "multigammaln", "gammainc", "gammaincc", "betaln",
            "betainc", "zeta", "i0", "i0e", "i1", "i1e", "sinc", "logsumexp", "softmax",
-           "log_softmax", "spence", "jv", "jn", "j0", "j1"]
+           "log_softmax", "spence", "jv", "jn", "j0", "j1", "beta", "rgamma", "gammasgn",
+           "erfcinv"]
 
 
 class _ComplexArgument(TypeError):
@@ -627,6 +629,82 @@ def log_softmax(x, axis=None):
     top = _shift(x, axis)
     shifted = x - fnp.where(fnp.isfinite(top), top, 0.0)      # SciPy's shift
     return to_result(shifted - fnp.log(fnp.sum(fnp.exp(shifted), axis=axis, keepdims=True)))
+
+
+def _rounded(impl, name, doc):
+    """``impl`` (``_gamma_sign``'s) on float64 operands, rounded once to theirs, as SciPy's
+    loops (``f->f``: computed in double)."""
+    def fn(*args):
+        xs = _float(*args)
+        *wide, dtype = _wide(*(xs if len(args) > 1 else [xs]))
+        return to_result(cast(impl(*wide), dtype), scalar=True)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+gammasgn = _rounded(_gs.gammasgn, "gammasgn", """``scipy.special.gammasgn``: the sign of the
+    gamma function, 1 or -1 (-1 at ``-0``), NaN at its poles (``0 > x`` an integer, or
+    ``-inf``) and at NaN; its derivative is 0.
+
+    Args:
+        x: array or scalar; integers become float64.
+
+    Returns:
+        The sign in ``x``'s floating dtype.
+
+    Example::
+
+        >>> gammasgn(np.array([2.5, -0.5, -1.5, -2.0]))
+        array([ 1., -1.,  1., nan])
+    """)
+rgamma = _rounded(_gs.rgamma, "rgamma", """``scipy.special.rgamma``: ``1 / gamma(x)``, 0 at
+    the poles of gamma (and ``-inf``); within 5 ulp of SciPy's (``_gamma_sign``), its
+    derivative ``-rgamma(x) digamma(x)`` (NaN at the poles).
+
+    Args:
+        x: array or scalar; integers become float64.
+
+    Returns:
+        ``1 / gamma(x)`` in ``x``'s floating dtype (float32 computed in float64 and rounded).
+
+    Example::
+
+        >>> rgamma(np.array([4.0, 0.5, -2.0]))
+        array([0.16666667, 0.56418958, 0.        ])
+    """)
+beta = _rounded(_gs.beta, "beta", """``scipy.special.beta``: ``B(a, b) = gamma(a) gamma(b) /
+    gamma(a + b)`` by SciPy's cases (``_gamma_sign``): the ratio of gammas where they are
+    finite, ``exp(betaln)`` with the gammas' signs beyond; differentiable in both
+    arguments (``dB/da = B (digamma(a) - digamma(a + b))``).
+
+    Args:
+        a, b: arrays or scalars (broadcast together); integers become float64.
+
+    Returns:
+        ``B(a, b)`` in the arguments' floating dtype (float32 computed in float64 and
+        rounded).
+
+    Example::
+
+        >>> beta(np.array([2.0, 0.5, 300.0]), np.array([3.0, 0.5, 2.0]))
+        array([8.33333333e-02, 3.14159265e+00, 1.10741971e-05])
+    """)
+erfcinv = _rounded(_gs.erfcinv, "erfcinv", """``scipy.special.erfcinv``: the inverse of
+    :func:`erfc` on [0, 2] (``inf`` at 0, ``-inf`` at 2, NaN outside), as SciPy computes it,
+    ``-ndtri(y / 2) / sqrt(2)``; its derivative ``-sqrt(pi)/2 exp(erfcinv(y)**2)``.
+
+    Args:
+        y: array or scalar; integers become float64.
+
+    Returns:
+        ``erfcinv(y)`` in ``y``'s floating dtype (float32 computed in float64 and rounded).
+
+    Example::
+
+        >>> erfcinv(np.array([1e-10, 0.5, 1.5]))
+        array([ 4.57282497,  0.47693628, -0.47693628])
+    """)
 
 
 def _naming_errors(name, fn):
