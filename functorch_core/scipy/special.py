@@ -4,10 +4,14 @@ derivative is itself a function here).
 Under ``jit`` on the cpu backend every one compiles natively: ``erf``, ``erfc``, ``erfcx``,
 ``digamma``, ``i0e``, ``i1e``, ``zeta`` and ``polygamma`` to inline code that vectorizes,
 ``gammaln`` to the C library's, ``gamma``, ``gammainc``, ``gammaincc``, ``betainc``,
-``spence``, ``jv``, ``j0`` and complex ``erf``, ``erfc`` and ``erfcx`` to calls into SciPy's
-compiled functions (its values to the bit); the functions composed of elementary ones
-(``expit``, ``logit``, ``xlogy``, ``entr``, ``logsumexp``, ``softmax``, ``ndtr``, ``ndtri``,
-``erfinv``, ``sinc``, ``betaln``...) compile with them. Inputs are real floating point
+``spence``, ``jv``, ``j0``, ``y0``, ``y1``, ``yn``, ``iv``, ``ive`` and complex ``erf``,
+``erfc`` and ``erfcx`` to calls into SciPy's compiled functions (its values to the bit); the
+functions composed of elementary ones (``expit``, ``logit``, ``xlogy``, ``entr``,
+``logsumexp``, ``softmax``, ``ndtr``, ``ndtri``, ``erfinv``, ``erfcinv``, ``sinc``,
+``betaln``, ``beta``, ``rgamma``, ``gammasgn``...) compile with them. SciPy's own ufuncs
+called on traced arrays (``scipy.special.gammaln(x)`` in unmodified code) run these
+(``functorch_core/scipy/ufuncs.py``); the others raise ``NotImplementedError`` naming
+``scipy.special``. Inputs are real floating point
 (integers become float64, as in SciPy); ``erf``, ``erfc``, ``erfcx``, ``ndtr``,
 ``log_ndtr``, ``gamma``, ``loggamma``, ``digamma``, ``spence``, ``jv`` (its argument),
 ``logsumexp``, ``softmax``, ``log_softmax``, ``sinc``, ``xlogy`` and ``xlog1py`` also take
@@ -27,54 +31,26 @@ from functorch_core.ir.numerics import COSPI_F64, SINC_F64
 
 from .. import numpy as fnp
 from .._internal.horner import horner
-from ..numpy.internal import array_operand, cast, is_tracer, operand, result_type, to_result
+from ..numpy.internal import cast, is_tracer, operand, result_type, to_result
 from ..transforms import custom_jvp, stop_gradient
-from . import _gamma_sign as _gs
 from . import _loggamma_complex as _loggamma_c
 from . import _normal_complex as _normal_c
 from ._betaln import betaln as _betaln
+from ._more_special import beta, erfcinv, gammasgn, iv, ive, rgamma, y0, y1, yn
 from ._normal import _lower_cdf
 from ._normal import erfinv as _erfinv
 from ._normal import ndtr as _ndtr
 from ._normal import ndtri as _ndtri
+from ._operands import ComplexArgument as _ComplexArgument
+from ._operands import float_operands as _float
+from ._operands import wide as _wide
 
 __all__ = ["erf", "erfc", "erfinv", "erfcx", "ndtr", "ndtri", "log_ndtr", "expit", "logit",
            "xlogy", "xlog1py", "entr", "rel_entr", "kl_div", "gamma", "gammaln", "loggamma",
            "digamma", "psi", "polygamma", "multigammaln", "gammainc", "gammaincc", "betaln",
            "betainc", "zeta", "i0", "i0e", "i1", "i1e", "sinc", "logsumexp", "softmax",
            "log_softmax", "spence", "jv", "jn", "j0", "j1", "beta", "rgamma", "gammasgn",
-           "erfcinv"]
-
-
-class _ComplexArgument(TypeError):
-    """Raised by :func:`_float`; the public function's wrapper adds its own name."""
-
-
-def _float(*xs, complex_ok=False):
-    """The operands in their common floating (or, with ``complex_ok``, complex) dtype
-    (integers: float64)."""
-    xs = [operand(x) for x in xs]
-    dt = result_type(*xs)             # Python scalars are weak (NEP 50)
-    if dt.kind in "biu":
-        dt = np.dtype(np.float64)
-    if dt.kind == "c" and not complex_ok:
-        got = ", ".join(f"{np.dtype(a.dtype).name}{tuple(np.shape(a))}" for a in xs)
-        raise _ComplexArgument(f"complex arguments are not supported (got {got}); only "
-                               "erf, erfc, erfcx, ndtr, log_ndtr, gamma, loggamma, "
-                               "digamma, spence, jv, logsumexp, softmax, log_softmax, sinc, "
-                               "xlogy and xlog1py take them")
-    xs = [cast(array_operand(x), dt) for x in xs]
-    if len(xs) > 1:
-        xs = fnp.broadcast_arrays(*xs)
-    return xs if len(xs) > 1 else xs[0]
-
-
-def _wide(*xs):
-    """The operands in float64 and their own dtype: float32 and float16 results computed in
-    float64 and rounded once, as SciPy's loops do, where the float32 formula would lose
-    several ulps."""
-    dtype = np.dtype(fnp.asarray(xs[0]).dtype)
-    return *(cast(x, np.float64) for x in xs), dtype
+           "erfcinv", "y0", "y1", "yn", "iv", "ive"]
 
 
 def _unary(prim, doc, complex_ok=False):
@@ -629,82 +605,6 @@ def log_softmax(x, axis=None):
     top = _shift(x, axis)
     shifted = x - fnp.where(fnp.isfinite(top), top, 0.0)      # SciPy's shift
     return to_result(shifted - fnp.log(fnp.sum(fnp.exp(shifted), axis=axis, keepdims=True)))
-
-
-def _rounded(impl, name, doc):
-    """``impl`` (``_gamma_sign``'s) on float64 operands, rounded once to theirs, as SciPy's
-    loops (``f->f``: computed in double)."""
-    def fn(*args):
-        xs = _float(*args)
-        *wide, dtype = _wide(*(xs if len(args) > 1 else [xs]))
-        return to_result(cast(impl(*wide), dtype), scalar=True)
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = doc
-    return fn
-
-
-gammasgn = _rounded(_gs.gammasgn, "gammasgn", """``scipy.special.gammasgn``: the sign of the
-    gamma function, 1 or -1 (-1 at ``-0``), NaN at its poles (``0 > x`` an integer, or
-    ``-inf``) and at NaN; its derivative is 0.
-
-    Args:
-        x: array or scalar; integers become float64.
-
-    Returns:
-        The sign in ``x``'s floating dtype.
-
-    Example::
-
-        >>> gammasgn(np.array([2.5, -0.5, -1.5, -2.0]))
-        array([ 1., -1.,  1., nan])
-    """)
-rgamma = _rounded(_gs.rgamma, "rgamma", """``scipy.special.rgamma``: ``1 / gamma(x)``, 0 at
-    the poles of gamma (and ``-inf``); within 5 ulp of SciPy's (``_gamma_sign``), its
-    derivative ``-rgamma(x) digamma(x)`` (NaN at the poles).
-
-    Args:
-        x: array or scalar; integers become float64.
-
-    Returns:
-        ``1 / gamma(x)`` in ``x``'s floating dtype (float32 computed in float64 and rounded).
-
-    Example::
-
-        >>> rgamma(np.array([4.0, 0.5, -2.0]))
-        array([0.16666667, 0.56418958, 0.        ])
-    """)
-beta = _rounded(_gs.beta, "beta", """``scipy.special.beta``: ``B(a, b) = gamma(a) gamma(b) /
-    gamma(a + b)`` by SciPy's cases (``_gamma_sign``): the ratio of gammas where they are
-    finite, ``exp(betaln)`` with the gammas' signs beyond; differentiable in both
-    arguments (``dB/da = B (digamma(a) - digamma(a + b))``).
-
-    Args:
-        a, b: arrays or scalars (broadcast together); integers become float64.
-
-    Returns:
-        ``B(a, b)`` in the arguments' floating dtype (float32 computed in float64 and
-        rounded).
-
-    Example::
-
-        >>> beta(np.array([2.0, 0.5, 300.0]), np.array([3.0, 0.5, 2.0]))
-        array([8.33333333e-02, 3.14159265e+00, 1.10741971e-05])
-    """)
-erfcinv = _rounded(_gs.erfcinv, "erfcinv", """``scipy.special.erfcinv``: the inverse of
-    :func:`erfc` on [0, 2] (``inf`` at 0, ``-inf`` at 2, NaN outside), as SciPy computes it,
-    ``-ndtri(y / 2) / sqrt(2)``; its derivative ``-sqrt(pi)/2 exp(erfcinv(y)**2)``.
-
-    Args:
-        y: array or scalar; integers become float64.
-
-    Returns:
-        ``erfcinv(y)`` in ``y``'s floating dtype (float32 computed in float64 and rounded).
-
-    Example::
-
-        >>> erfcinv(np.array([1e-10, 0.5, 1.5]))
-        array([ 4.57282497,  0.47693628, -0.47693628])
-    """)
 
 
 def _naming_errors(name, fn):

@@ -54,6 +54,8 @@ HOST = {"bessel_i0e": "f", "bessel_i1e": "f", "bessel_jv": "f", "digamma": "f", 
         "igamma": "f", "igammac": "f", "polygamma": "f", "spence": "cf", "zeta": "f",
         "erf": "c", "erfc": "c",
         "igamma_grad_a": "f", "igamma_hess_a": "f", "bessel_j0": "f",
+        "bessel_y0": "f", "bessel_y1": "f", "bessel_yn": "f", "bessel_iv": "f",
+        "bessel_ive": "f",
         "neg": "b", "sign": "bc", "pow": "ciu", "max": "c", "min": "c", "exp2": "c",
         "expm1": "c", "log1p": "c", "logistic": "c",
         **dict.fromkeys(["sin", "cos", "tan", "sinh", "cosh", "tanh", "acosh"], "c")}
