@@ -76,34 +76,34 @@ erfcinv = rounded(_gs.erfcinv, "erfcinv", """``scipy.special.erfcinv``: the inve
         array([ 4.57282497,  0.47693628, -0.47693628])
     """)
 
-y0 = rounded(P.bessel_y0.bind, "y0", """``scipy.special.y0``: the Bessel function of the second
-    kind of order 0, SciPy's own (Cephes's; ``-inf`` at 0, NaN below); derivative ``-y1``.
+
+def _unary_doc(summary, value, call, result):
+    """The docstring of a function of one argument ``x``."""
+    return f"""{summary}
 
     Args:
         x: array or scalar; integers become float64.
 
     Returns:
-        ``Y_0(x)`` in ``x``'s floating dtype (float32 computed in float64 and rounded).
+        ``{value}`` in ``x``'s floating dtype (float32 computed in float64 and rounded).
 
     Example::
 
-        >>> y0(np.array([0.5, 1.0, 10.0]))
-        array([-0.44451873,  0.08825696,  0.05567117])
-    """)
-y1 = rounded(P.bessel_y1.bind, "y1", """``scipy.special.y1``: the Bessel function of the second
-    kind of order 1, SciPy's own (Cephes's); derivative ``y0(x) - y1(x) / x``.
+        >>> {call}
+        {result}
+    """
 
-    Args:
-        x: array or scalar; integers become float64.
 
-    Returns:
-        ``Y_1(x)`` in ``x``'s floating dtype (float32 computed in float64 and rounded).
-
-    Example::
-
-        >>> y1(np.array([0.5, 1.0, 10.0]))
-        array([-1.47147239, -0.78121282,  0.24901542])
-    """)
+y0 = rounded(P.bessel_y0.bind, "y0", _unary_doc(
+    """``scipy.special.y0``: the Bessel function of the second
+    kind of order 0, SciPy's own (Cephes's; ``-inf`` at 0, NaN below); derivative ``-y1``.""",
+    "Y_0(x)", "y0(np.array([0.5, 1.0, 10.0]))",
+    "array([-0.44451873,  0.08825696,  0.05567117])"))
+y1 = rounded(P.bessel_y1.bind, "y1", _unary_doc(
+    """``scipy.special.y1``: the Bessel function of the second
+    kind of order 1, SciPy's own (Cephes's); derivative ``y0(x) - y1(x) / x``.""",
+    "Y_1(x)", "y1(np.array([0.5, 1.0, 10.0]))",
+    "array([-1.47147239, -0.78121282,  0.24901542])"))
 _yn = rounded(P.bessel_yn.bind, "yn", """``scipy.special.yn``: the Bessel function of the second
     kind of integer order ``n``, SciPy's own (its double-order loop: a non-integer ``n`` is
     truncated); differentiable in ``x`` (``(yn(n - 1, x) - yn(n + 1, x)) / 2``), not in
@@ -133,7 +133,7 @@ def yn(n, x):
 
 
 yn.__doc__ = _yn.__doc__
-# the arguments of iv and ive
+# the arguments of iv, ive, kv and kve
 _ORDER_AND_ARGUMENT = """
     Args:
         v: the order (array or scalar), broadcast with ``x``.
@@ -166,5 +166,44 @@ ive = rounded(P.bessel_ive.bind, "ive", """``scipy.special.ive``: ``iv(v, x) * e
         >>> ive(0.5, np.array([0.5, 1.0, 10.0]))
         array([0.35663583, 0.34495131, 0.12615663])
     """)
+k0 = rounded(P.bessel_k0.bind, "k0", _unary_doc(
+    """``scipy.special.k0``: the modified Bessel function of the
+    second kind of order 0, SciPy's own (Cephes's; ``inf`` at 0, NaN below); derivative
+    ``-k1``.""",
+    "K_0(x)", "k0(np.array([0.5, 1.0, 10.0]))",
+    "array([9.24419071e-01, 4.21024438e-01, 1.77800623e-05])"))
+k1 = rounded(P.bessel_k1.bind, "k1", _unary_doc(
+    """``scipy.special.k1``: the modified Bessel function of the
+    second kind of order 1, SciPy's own (Cephes's); derivative ``-k0(x) - k1(x) / x``.""",
+    "K_1(x)", "k1(np.array([0.5, 1.0, 10.0]))",
+    "array([1.65644112e+00, 6.01907230e-01, 1.86487735e-05])"))
+kv = rounded(P.bessel_kv.bind, "kv", """``scipy.special.kv``: the modified Bessel function of the
+    second kind of real order ``v`` and real argument, SciPy's own (AMOS's; NaN for
+    ``x < 0``); differentiable in ``x`` (``-(kv(v - 1, x) + kv(v + 1, x)) / 2``), not in
+    ``v`` (``NotImplementedError``). Complex ``x`` is not supported here (``TypeError``).
+""" + _ORDER_AND_ARGUMENT + """
+    Returns:
+        ``K_v(x)`` in the arguments' floating dtype (float32 computed in float64 and
+        rounded).
 
-__all__ = ["beta", "erfcinv", "gammasgn", "iv", "ive", "rgamma", "y0", "y1", "yn"]
+    Example::
+
+        >>> kv(0.5, np.array([0.5, 1.0, 10.0]))
+        array([1.07504760e+00, 4.61068504e-01, 1.79934781e-05])
+    """)
+kve = rounded(P.bessel_kve.bind, "kve", """``scipy.special.kve``: ``kv(v, x) * exp(x)``,
+    SciPy's own; differentiable in ``x`` (``kve(v, x) - (kve(v - 1, x) + kve(v + 1, x)) /
+    2``), not in ``v``.
+""" + _ORDER_AND_ARGUMENT + """
+    Returns:
+        ``exp(x) K_v(x)`` in the arguments' floating dtype (float32 computed in float64
+        and rounded).
+
+    Example::
+
+        >>> kve(0.5, np.array([0.5, 1.0, 10.0]))
+        array([1.77245385, 1.25331414, 0.39633273])
+    """)
+
+__all__ = ["beta", "erfcinv", "gammasgn", "iv", "ive", "k0", "k1", "kv", "kve", "rgamma", "y0",
+           "y1", "yn"]

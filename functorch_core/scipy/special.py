@@ -4,7 +4,8 @@ derivative is itself a function here).
 Under ``jit`` on the cpu backend every one compiles natively: ``erf``, ``erfc``, ``erfcx``,
 ``digamma``, ``i0e``, ``i1e``, ``zeta`` and ``polygamma`` to inline code that vectorizes,
 ``gammaln`` to the C library's, ``gamma``, ``gammainc``, ``gammaincc``, ``betainc``,
-``spence``, ``jv``, ``j0``, ``y0``, ``y1``, ``yn``, ``iv``, ``ive`` and complex ``erf``,
+``spence``, ``jv``, ``j0``, ``y0``, ``y1``, ``yn``, ``iv``, ``ive``, ``k0``, ``k1``, ``kv``,
+``kve`` and complex ``erf``,
 ``erfc`` and ``erfcx`` to calls into SciPy's compiled functions (its values to the bit); the
 functions composed of elementary ones (``expit``, ``logit``, ``xlogy``, ``entr``,
 ``logsumexp``, ``softmax``, ``ndtr``, ``ndtri``, ``erfinv``, ``erfcinv``, ``sinc``,
@@ -36,7 +37,7 @@ from ..transforms import custom_jvp, stop_gradient
 from . import _loggamma_complex as _loggamma_c
 from . import _normal_complex as _normal_c
 from ._betaln import betaln as _betaln
-from ._more_special import beta, erfcinv, gammasgn, iv, ive, rgamma, y0, y1, yn
+from ._more_special import beta, erfcinv, gammasgn, iv, ive, k0, k1, kv, kve, rgamma, y0, y1, yn
 from ._normal import _lower_cdf
 from ._normal import erfinv as _erfinv
 from ._normal import ndtr as _ndtr
@@ -50,7 +51,7 @@ __all__ = ["erf", "erfc", "erfinv", "erfcx", "ndtr", "ndtri", "log_ndtr", "expit
            "digamma", "psi", "polygamma", "multigammaln", "gammainc", "gammaincc", "betaln",
            "betainc", "zeta", "i0", "i0e", "i1", "i1e", "sinc", "logsumexp", "softmax",
            "log_softmax", "spence", "jv", "jn", "j0", "j1", "beta", "rgamma", "gammasgn",
-           "erfcinv", "y0", "y1", "yn", "iv", "ive"]
+           "erfcinv", "y0", "y1", "yn", "iv", "ive", "k0", "k1", "kv", "kve"]
 
 
 def _unary(prim, doc, complex_ok=False):

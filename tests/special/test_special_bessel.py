@@ -1,8 +1,9 @@
-"""``y0``, ``y1``, ``yn``, ``iv`` and ``ive``: SciPy's own compiled functions, so SciPy's
-bits (eagerly, the interpreter's SciPy ufunc; under ``jit``, the native call into
-``scipy.special.cython_special``), float64 and float32, on grids with the edges (0,
-negative, huge, inf, NaN); derivatives in the argument against finite differences and the
-closed forms; the refused derivative in the order; vmap against a loop."""
+"""``y0``, ``y1``, ``yn``, ``iv``, ``ive``, ``k0``, ``k1``, ``kv`` and ``kve``: SciPy's own
+compiled functions, so SciPy's bits (eagerly, the interpreter's SciPy ufunc; under ``jit``,
+the native call into ``scipy.special.cython_special``), float64 and float32, on grids with
+the edges (0, negative, huge, inf, NaN); derivatives in the argument against finite
+differences and the closed forms; the refused derivative in the order; vmap against a
+loop."""
 
 import warnings
 
@@ -19,7 +20,8 @@ EDGES = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 5e-324, 1e-300, -1.0, -2.5
 X = np.concatenate([EDGES, np.linspace(-30, 60, 2001), np.geomspace(1e-8, 1e4, 400)])
 ORDERS = np.array([-3.0, -1.5, -1.0, 0.0, 0.5, 1.0, 2.0, 3.7, 10.0, 60.0, np.nan, np.inf])
 V, Z = (a.ravel() for a in np.meshgrid(ORDERS, X[::5]))
-ARGS = {"y0": (X,), "y1": (X,), "yn": (np.trunc(V), Z), "iv": (V, Z), "ive": (V, Z)}
+ARGS = {"y0": (X,), "y1": (X,), "yn": (np.trunc(V), Z), "iv": (V, Z), "ive": (V, Z),
+        "k0": (X,), "k1": (X,), "kv": (V, Z), "kve": (V, Z)}
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -48,11 +50,13 @@ X_SMOOTH = np.array([0.3, 1.1, 2.5, 7.0])
 
 @pytest.mark.parametrize("name,order", [("y0", None), ("y1", None), ("yn", 0.0), ("yn", 3.0),
                                         ("iv", 0.0), ("iv", 1.5), ("iv", -2.3), ("iv", 2.0),
-                                        ("ive", 0.5), ("ive", 2.0)])
+                                        ("ive", 0.5), ("ive", 2.0), ("k0", None),
+                                        ("k1", None), ("kv", 0.0), ("kv", 1.5), ("kv", -2.3),
+                                        ("kve", 0.5), ("kve", 3.0)])
 def test_check_grads_order_2(name, order):
     fn = getattr(S, name)
     f = fn if order is None else (lambda x: fn(order, x))
-    # a negative argument only for an integer order (iv is NaN there otherwise)
+    # a negative argument only for an integer order of iv/ive (NaN there otherwise)
     x = X_SMOOTH if order != 2.0 else np.concatenate([X_SMOOTH, -X_SMOOTH])
     check_grads(f, (x,), order=2, modes=("fwd", "rev"), atol=1e-5, rtol=1e-5)
 
@@ -70,9 +74,14 @@ def test_derivatives_in_closed_form():
     d = fc.vmap(fc.grad(lambda t: S.ive(1.5, t)))(-x)
     want = ss.ivp(1.5, -x) * np.exp(-x) + ss.iv(1.5, -x) * np.exp(-x)     # d/dx e^{x} at x<0
     np.testing.assert_allclose(d, want, rtol=1e-12)
+    np.testing.assert_array_equal(fc.vmap(fc.grad(S.k0))(x), -ss.k1(x))
+    d = fc.vmap(fc.grad(lambda t: S.kv(1.5, t)))(x)
+    np.testing.assert_allclose(d, ss.kvp(1.5, x), rtol=1e-12)
+    d = fc.vmap(fc.grad(lambda t: S.kve(1.5, t)))(x)
+    np.testing.assert_allclose(d, (ss.kvp(1.5, x) + ss.kv(1.5, x)) * np.exp(x), rtol=1e-12)
 
 
-@pytest.mark.parametrize("name", ["yn", "iv", "ive"])
+@pytest.mark.parametrize("name", ["yn", "iv", "ive", "kv", "kve"])
 def test_no_derivative_in_the_order(name):
     with pytest.raises(NotImplementedError, match=f"{name}: the derivative with respect to"):
         fc.grad(lambda v: getattr(S, name)(v, 2.0))(1.0)
