@@ -173,6 +173,9 @@ UNARY_MP = {
     "i0e": lambda x: mp.exp(-abs(x)) * mp.besseli(0, x),
     "i1e": lambda x: mp.exp(-abs(x)) * mp.besseli(1, x), "sinc": _sinc, "spence": _spence,
     "j0": lambda x: mp.besselj(0, x), "j1": lambda x: mp.besselj(1, x),
+    "y0": lambda x: mp.bessely(0, x), "y1": lambda x: mp.bessely(1, x),
+    "k0": lambda x: mp.besselk(0, x), "k1": lambda x: mp.besselk(1, x),
+    "rgamma": mp.rgamma, "erfcinv": lambda y: mp.erfinv(1 - y),
     "multigammaln3": lambda a: 3 * mp.log(mp.pi) / 2 + sum(_lgamma(a - mp.mpf(j) / 2)
                                                            for j in range(3)),
 }
@@ -182,6 +185,9 @@ BINARY_MP = {
     "betaln": lambda a, b: _betaln(a, b),
     "zeta": _zeta, "jv": mp.besselj, "betainc": _betainc,
     "polygamma1": lambda n, x: mp.polygamma(1, x),
+    "beta": mp.beta, "yn": mp.bessely, "iv": mp.besseli,
+    "ive": lambda v, x: mp.exp(-abs(x)) * mp.besseli(v, x), "kv": mp.besselk,
+    "kve": lambda v, x: mp.exp(x) * mp.besselk(v, x),
 }
 
 # name: (ours, scipy's, [(range label, args)])
@@ -234,6 +240,19 @@ SPECS = {
     "jv": [("v 0..20, z 0..100", (R.uniform(0, 20, N), R.uniform(0, 100, N)))],
     "j0": [("[-100, 100]", (lin(-100, 100) + 1e-3,))],
     "j1": [("[-100, 100]", (lin(-100, 100) + 1e-3,))],
+    "y0": [("0..100", (lin(0, 100) + 1e-3,))],
+    "y1": [("0..100", (lin(0, 100) + 1e-3,))],
+    "yn": [("n 0..20, x 0..100", (np.floor(R.uniform(0, 20, N)), R.uniform(0, 100, N)))],
+    "iv": [("v 0..20, x 0..100", (R.uniform(0, 20, N), R.uniform(0, 100, N)))],
+    "ive": [("v 0..20, x -100..100", (np.floor(R.uniform(0, 20, N)), R.uniform(-100, 100, N)))],
+    "k0": [("1e-300..700", (logs(1e-300, 700),))],
+    "k1": [("1e-300..700", (logs(1e-300, 700),))],
+    "kv": [("v 0..20, x 1e-3..100", (R.uniform(0, 20, N), np.exp(R.uniform(-7, 4.6, N))))],
+    "kve": [("v 0..20, x 1e-3..1e4", (R.uniform(0, 20, N), np.exp(R.uniform(-7, 9.2, N))))],
+    "rgamma": [("[-170, 170]", (lin(-170, 170) + 1e-3,))],
+    "erfcinv": [("y 0.01..1.99", (lin(0.01, 1.99),))],
+    "beta": [("a,b 1e-3..30", rand_pair(1e-3, 30, 1e-3, 30)),
+             ("a 172..1e4, b 1e-3..30", rand_pair(172, 1e4, 1e-3, 30))],
 }
 OURS = {"polygamma1": lambda n, x: S.polygamma(1, x),
         "multigammaln3": lambda a: S.multigammaln(a, 3)}

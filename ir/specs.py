@@ -167,6 +167,15 @@ SPECIAL_FUNCTIONS = (
     PrimSpec("igamma_hess_a", "binary", "f"),   # d^2P(a, x)/da^2
     _scipy("bessel_jv", "binary", "fc", "jv"),             # J_v(z)
     _scipy("bessel_j0", "unary", "f", "j0"),      # J_0: Cephes, not jv's AMOS
+    _scipy("bessel_y0", "unary", "f", "y0"),      # Y_0, Y_1: Cephes's
+    _scipy("bessel_y1", "unary", "f", "y1"),
+    _scipy("bessel_yn", "binary", "f", "yn"),     # Y_n(x), n truncated to an integer
+    _scipy("bessel_iv", "binary", "f", "iv"),     # I_v(x) of real order and argument
+    _scipy("bessel_ive", "binary", "f", "ive"),   # exp(-|x|) I_v(x)
+    _scipy("bessel_k0", "unary", "f", "k0"),      # K_0, K_1: Cephes's
+    _scipy("bessel_k1", "unary", "f", "k1"),
+    _scipy("bessel_kv", "binary", "f", "kv"),     # K_v(x) of real order and argument
+    _scipy("bessel_kve", "binary", "f", "kve"),   # exp(x) K_v(x)
     _scipy("polygamma", "unary", "f", "polygamma"),
     _scipy("betainc", "special3", "f", "betainc"),        # regularized I_x(a, b)
     PrimSpec("betainc_grad", "special3", "f"),  # dI_x(a, b)/da or /db, or a second one

@@ -31,7 +31,8 @@ SPECIAL = {P.erf: "erf", P.erfc: "erfc", P.erfcx: "erfcx", P.lgamma: "gammaln",
            P.tgamma: "gamma", P.digamma: "digamma", P.bessel_i0e: "i0e",
            P.bessel_i1e: "i1e", P.zeta: "zeta", P.igamma: "gammainc",
            P.igammac: "gammaincc", P.polygamma: "polygamma", P.betainc: "betainc",
-           P.bessel_j0: "j0"}
+           P.bessel_j0: "j0", P.bessel_y0: "y0", P.bessel_y1: "y1",
+           P.bessel_k0: "k0", P.bessel_k1: "k1"}
 _FFT = {"fft": "fftn", "ifft": "ifftn", "rfft": "rfftn", "irfft": "irfftn"}
 
 CALLS = {
@@ -58,6 +59,16 @@ HOST = {P.spence: "cupyx.scipy.special has no spence (CuPy 13): scipy.special.sp
                   "host copy, results copied back",
         P.bessel_jv: "cupyx.scipy.special has no jv of real order (only j0/j1, CuPy 13): "
                      "scipy.special.jv on a host copy, results copied back",
+        P.bessel_yn: "cupyx.scipy.special's yn is not checked against SciPy's double-order "
+                     "loop here: scipy.special.yn on a host copy, results copied back",
+        P.bessel_iv: "cupyx.scipy.special has no iv of real order (only i0/i1): "
+                     "scipy.special.iv on a host copy, results copied back",
+        P.bessel_ive: "cupyx.scipy.special has no ive of real order (only i0e/i1e): "
+                      "scipy.special.ive on a host copy, results copied back",
+        P.bessel_kv: "cupyx.scipy.special has no kv of real order (only k0/k1): "
+                     "scipy.special.kv on a host copy, results copied back",
+        P.bessel_kve: "cupyx.scipy.special has no kve of real order (only k0e/k1e): "
+                      "scipy.special.kve on a host copy, results copied back",
         P.sqrtm: "no Schur form in CuPy/cuSOLVER: SciPy's sqrtm on a host copy, results "
                  "copied back",
         P.sylvester: "no Schur form in CuPy/cuSOLVER: SciPy's solve_sylvester on a host "

@@ -51,6 +51,15 @@ CALLS = {
     P.spence: ("spence", "__pyx_fuse_1spence", None),
     P.bessel_jv: ("jv", "__pyx_fuse_1jv", None),
     P.bessel_j0: ("j0", "j0", None),
+    P.bessel_y0: ("y0", "y0", None),
+    P.bessel_y1: ("y1", "y1", None),
+    P.bessel_yn: ("yn", "__pyx_fuse_0yn", None),       # a double order (SciPy's dd loop)
+    P.bessel_iv: ("iv", "__pyx_fuse_1iv", None),
+    P.bessel_ive: ("ive", "__pyx_fuse_1ive", None),
+    P.bessel_k0: ("k0", "k0", None),
+    P.bessel_k1: ("k1", "k1", None),
+    P.bessel_kv: ("kv", "__pyx_fuse_1kv", None),
+    P.bessel_kve: ("kve", "__pyx_fuse_1kve", None),
     # Cephes's gamma: 2.8x faster than glibc's tgamma per element in float64, 1.5x in
     # float32 (one thread, 1M values), and SciPy's values to the bit
     P.tgamma: ("gamma", "__pyx_fuse_1gamma", None),

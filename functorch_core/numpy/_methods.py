@@ -6,6 +6,9 @@ is imported. Names resolve through the ``fnp`` module at call time.
 
 from __future__ import annotations
 
+import importlib
+import sys
+
 import numpy as np
 
 from functorch_core.ir import Tracer, current_trace
@@ -76,9 +79,23 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
         return _fnp().UFUNC_REDUCTIONS[ufunc](*inputs, **kwargs)
     if method == "at" and ufunc in UFUNCS:
         return _fnp().ufunc_at(ufunc, *inputs, **kwargs)
+    scipy_ufuncs = _scipy_ufuncs()
+    if scipy_ufuncs is not None and ufunc in scipy_ufuncs.SCIPY_NAMES:
+        if method == "__call__" and ufunc in scipy_ufuncs.UFUNC_CALLS:
+            return scipy_ufuncs.UFUNC_CALLS[ufunc](*inputs, **kwargs)
+        raise NotImplementedError(scipy_ufuncs.refusal(ufunc, method))
     what = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
     raise NotImplementedError(f"{what} is not supported on traced arrays; "
                               "see functorch_core.numpy for what is")
+
+
+def _scipy_ufuncs():
+    """``functorch_core.scipy.ufuncs`` (SciPy's ufuncs on tracers) once ``scipy.special`` is
+    imported (a SciPy ufunc cannot exist before), else None: imported on first use, by
+    name, as the layer above this one."""
+    if "scipy.special" not in sys.modules:
+        return None
+    return importlib.import_module("functorch_core.scipy.ufuncs")
 
 
 def _array_function(self, func, types, args, kwargs):

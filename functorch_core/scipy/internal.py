@@ -5,7 +5,6 @@ Not the user API (that is ``functorch_core.scipy.special`` and ``.stats``).
 """
 
 from . import _double_double as double_double
-from .special import _ComplexArgument as ComplexArgument
-from .special import _float as float_operands
+from ._operands import ComplexArgument, float_operands
 
 __all__ = ["ComplexArgument", "double_double", "float_operands"]

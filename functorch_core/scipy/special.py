@@ -4,10 +4,15 @@ derivative is itself a function here).
 Under ``jit`` on the cpu backend every one compiles natively: ``erf``, ``erfc``, ``erfcx``,
 ``digamma``, ``i0e``, ``i1e``, ``zeta`` and ``polygamma`` to inline code that vectorizes,
 ``gammaln`` to the C library's, ``gamma``, ``gammainc``, ``gammaincc``, ``betainc``,
-``spence``, ``jv``, ``j0`` and complex ``erf``, ``erfc`` and ``erfcx`` to calls into SciPy's
-compiled functions (its values to the bit); the functions composed of elementary ones
-(``expit``, ``logit``, ``xlogy``, ``entr``, ``logsumexp``, ``softmax``, ``ndtr``, ``ndtri``,
-``erfinv``, ``sinc``, ``betaln``...) compile with them. Inputs are real floating point
+``spence``, ``jv``, ``j0``, ``y0``, ``y1``, ``yn``, ``iv``, ``ive``, ``k0``, ``k1``, ``kv``,
+``kve`` and complex ``erf``,
+``erfc`` and ``erfcx`` to calls into SciPy's compiled functions (its values to the bit); the
+functions composed of elementary ones (``expit``, ``logit``, ``xlogy``, ``entr``,
+``logsumexp``, ``softmax``, ``ndtr``, ``ndtri``, ``erfinv``, ``erfcinv``, ``sinc``,
+``betaln``, ``beta``, ``rgamma``, ``gammasgn``...) compile with them. SciPy's own ufuncs
+called on traced arrays (``scipy.special.gammaln(x)`` in unmodified code) run these
+(``functorch_core/scipy/ufuncs.py``); the others raise ``NotImplementedError`` naming
+``scipy.special``. Inputs are real floating point
 (integers become float64, as in SciPy); ``erf``, ``erfc``, ``erfcx``, ``ndtr``,
 ``log_ndtr``, ``gamma``, ``loggamma``, ``digamma``, ``spence``, ``jv`` (its argument),
 ``logsumexp``, ``softmax``, ``log_softmax``, ``sinc``, ``xlogy`` and ``xlog1py`` also take
@@ -27,52 +32,26 @@ from functorch_core.ir.numerics import COSPI_F64, SINC_F64
 
 from .. import numpy as fnp
 from .._internal.horner import horner
-from ..numpy.internal import array_operand, cast, is_tracer, operand, result_type, to_result
+from ..numpy.internal import cast, is_tracer, operand, result_type, to_result
 from ..transforms import custom_jvp, stop_gradient
 from . import _loggamma_complex as _loggamma_c
 from . import _normal_complex as _normal_c
 from ._betaln import betaln as _betaln
+from ._more_special import beta, erfcinv, gammasgn, iv, ive, k0, k1, kv, kve, rgamma, y0, y1, yn
 from ._normal import _lower_cdf
 from ._normal import erfinv as _erfinv
 from ._normal import ndtr as _ndtr
 from ._normal import ndtri as _ndtri
+from ._operands import ComplexArgument as _ComplexArgument
+from ._operands import float_operands as _float
+from ._operands import wide as _wide
 
 __all__ = ["erf", "erfc", "erfinv", "erfcx", "ndtr", "ndtri", "log_ndtr", "expit", "logit",
            "xlogy", "xlog1py", "entr", "rel_entr", "kl_div", "gamma", "gammaln", "loggamma",
            "digamma", "psi", "polygamma", "multigammaln", "gammainc", "gammaincc", "betaln",
            "betainc", "zeta", "i0", "i0e", "i1", "i1e", "sinc", "logsumexp", "softmax",
-           "log_softmax", "spence", "jv", "jn", "j0", "j1"]
-
-
-class _ComplexArgument(TypeError):
-    """Raised by :func:`_float`; the public function's wrapper adds its own name."""
-
-
-def _float(*xs, complex_ok=False):
-    """The operands in their common floating (or, with ``complex_ok``, complex) dtype
-    (integers: float64)."""
-    xs = [operand(x) for x in xs]
-    dt = result_type(*xs)             # Python scalars are weak (NEP 50)
-    if dt.kind in "biu":
-        dt = np.dtype(np.float64)
-    if dt.kind == "c" and not complex_ok:
-        got = ", ".join(f"{np.dtype(a.dtype).name}{tuple(np.shape(a))}" for a in xs)
-        raise _ComplexArgument(f"complex arguments are not supported (got {got}); only "
-                               "erf, erfc, erfcx, ndtr, log_ndtr, gamma, loggamma, "
-                               "digamma, spence, jv, logsumexp, softmax, log_softmax, sinc, "
-                               "xlogy and xlog1py take them")
-    xs = [cast(array_operand(x), dt) for x in xs]
-    if len(xs) > 1:
-        xs = fnp.broadcast_arrays(*xs)
-    return xs if len(xs) > 1 else xs[0]
-
-
-def _wide(*xs):
-    """The operands in float64 and their own dtype: float32 and float16 results computed in
-    float64 and rounded once, as SciPy's loops do, where the float32 formula would lose
-    several ulps."""
-    dtype = np.dtype(fnp.asarray(xs[0]).dtype)
-    return *(cast(x, np.float64) for x in xs), dtype
+           "log_softmax", "spence", "jv", "jn", "j0", "j1", "beta", "rgamma", "gammasgn",
+           "erfcinv", "y0", "y1", "yn", "iv", "ive", "k0", "k1", "kv", "kve"]
 
 
 def _unary(prim, doc, complex_ok=False):

@@ -4,7 +4,11 @@ Each derivative is another special function or elementary expression:
 ``erf' = 2/sqrt(pi) exp(-x^2)``, ``lgamma' = digamma``, ``digamma' = polygamma(1)``,
 ``polygamma(n)' = polygamma(n + 1)``, ``tgamma' = tgamma digamma``,
 ``erfcx' = 2x erfcx - 2/sqrt(pi)``, ``i0e' = i1e - sign(x) i0e``,
-``i1e' = i0e - i1e (sign(x) + 1/x)``, ``j0' = -J_1``, ``spence'(x) = log(x) / (1 - x)``,
+``i1e' = i0e - i1e (sign(x) + 1/x)``, ``j0' = -J_1``, ``y0' = -Y_1``, ``y1' = Y_0 - Y_1/x``,
+``dY_n(x)/dx = (Y_(n-1) - Y_(n+1)) / 2``, ``dI_v(x)/dx = (I_(v-1) + I_(v+1)) / 2`` (``ive``:
+the same of ``ive`` minus ``sign(x) ive``), ``k0' = -K_1``, ``k1' = -K_0 - K_1/x``,
+``dK_v(x)/dx = -(K_(v-1) + K_(v+1)) / 2`` (``kve``: the same of ``kve`` plus ``kve``),
+``spence'(x) = log(x) / (1 - x)``,
 ``d zeta(s, q)/dq = -s zeta(s + 1, q)`` (``d/ds``: Euler-Maclaurin differentiated term by
 term, :func:`_zeta_ds`), ``dP(a, x)/dx = x^(a-1) e^-x / Gamma(a)``,
 ``dP(a, x)/da = igamma_grad_a(a, x)`` and ``d^2P/da^2 = igamma_hess_a(a, x)`` (primitives:
@@ -78,6 +82,10 @@ def _i1e_derivative(x, y):
 
 _unary(P.bessel_i1e, _i1e_derivative)
 _unary(P.bessel_j0, lambda x, y: P.neg.bind(P.bessel_jv.bind(_c(1, x), x)))
+_unary(P.bessel_y0, lambda x, y: P.neg.bind(P.bessel_y1.bind(x)))
+_unary(P.bessel_y1, lambda x, y: P.sub.bind(P.bessel_y0.bind(x), P.div.bind(y, x)))
+_unary(P.bessel_k0, lambda x, y: P.neg.bind(P.bessel_k1.bind(x)))
+_unary(P.bessel_k1, lambda x, y: P.neg.bind(P.add.bind(P.bessel_k0.bind(x), P.div.bind(y, x))))
 _unary(P.spence, lambda x, y: P.div.bind(P.log.bind(x), P.sub.bind(_c(1, x), x)))
 
 
@@ -304,6 +312,35 @@ _last_only(P.bessel_jv, "jv", ["v (the order)"],
            lambda v, z: _mul(_c(0.5, z), P.sub.bind(
                P.bessel_jv.bind(P.sub.bind(v, _c(1, v)), z),
                P.bessel_jv.bind(P.add.bind(v, _c(1, v)), z))))
+
+
+def _order_neighbours(prim, v, x):
+    """``prim(v - 1, x)`` and ``prim(v + 1, x)``."""
+    return (prim.bind(P.sub.bind(v, _c(1, v)), x), prim.bind(P.add.bind(v, _c(1, v)), x))
+
+
+def _half_difference(a, b):
+    return _mul(_c(0.5, a), P.sub.bind(a, b))
+
+
+def _half_sum(a, b):
+    return _mul(_c(0.5, a), P.add.bind(a, b))
+
+
+_last_only(P.bessel_yn, "yn", ["n (the order)"],
+           lambda n, x: _half_difference(*_order_neighbours(P.bessel_yn, n, x)))
+_last_only(P.bessel_iv, "iv", ["v (the order)"],
+           lambda v, x: _half_sum(*_order_neighbours(P.bessel_iv, v, x)))
+# ive = exp(-|x|) iv: (ive(v - 1) + ive(v + 1)) / 2 - sign(x) ive(v)
+_last_only(P.bessel_ive, "ive", ["v (the order)"],
+           lambda v, x: P.sub.bind(_half_sum(*_order_neighbours(P.bessel_ive, v, x)),
+                                   _mul(_sign(x), P.bessel_ive.bind(v, x))))
+_last_only(P.bessel_kv, "kv", ["v (the order)"],
+           lambda v, x: P.neg.bind(_half_sum(*_order_neighbours(P.bessel_kv, v, x))))
+# kve = exp(x) kv: kve(v) - (kve(v - 1) + kve(v + 1)) / 2
+_last_only(P.bessel_kve, "kve", ["v (the order)"],
+           lambda v, x: P.sub.bind(P.bessel_kve.bind(v, x),
+                                   _half_sum(*_order_neighbours(P.bessel_kve, v, x))))
 
 BATCH_RULES.register(P.betainc, _elementwise(P.betainc))
 BATCH_RULES.register(P.betainc_grad, _elementwise(P.betainc_grad))

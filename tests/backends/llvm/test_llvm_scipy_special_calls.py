@@ -27,7 +27,10 @@ EDGES = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-300, 5e-324, -1e-300, 0
 # primitive -> (scipy.special name, number of operands)
 PRIMS = {P.igamma: ("gammainc", 2), P.igammac: ("gammaincc", 2), P.betainc: ("betainc", 3),
          P.spence: ("spence", 1), P.bessel_jv: ("jv", 2), P.bessel_j0: ("j0", 1),
-         P.tgamma: ("gamma", 1)}
+         P.tgamma: ("gamma", 1), P.bessel_y0: ("y0", 1), P.bessel_y1: ("y1", 1),
+         P.bessel_yn: ("yn", 2), P.bessel_iv: ("iv", 2), P.bessel_ive: ("ive", 2),
+         P.bessel_k0: ("k0", 1), P.bessel_k1: ("k1", 1), P.bessel_kv: ("kv", 2),
+         P.bessel_kve: ("kve", 2)}
 DTYPES = [np.float64, np.float32, np.float16]
 
 
