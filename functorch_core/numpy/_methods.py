@@ -6,7 +6,6 @@ is imported. Names resolve through the ``fnp`` module at call time.
 
 from __future__ import annotations
 
-import importlib
 import sys
 
 import numpy as np
@@ -91,11 +90,12 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
 
 def _scipy_ufuncs():
     """``functorch_core.scipy.ufuncs`` (SciPy's ufuncs on tracers) once ``scipy.special`` is
-    imported (a SciPy ufunc cannot exist before), else None: imported on first use, by
-    name, as the layer above this one."""
+    imported (a SciPy ufunc cannot exist before), else None. A function-level import: the
+    SciPy layer sits above this one, and importing it loads SciPy."""
     if "scipy.special" not in sys.modules:
         return None
-    return importlib.import_module("functorch_core.scipy.ufuncs")
+    from functorch_core.scipy import ufuncs
+    return ufuncs
 
 
 def _array_function(self, func, types, args, kwargs):
