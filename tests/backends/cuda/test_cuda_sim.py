@@ -30,7 +30,7 @@ from functorch_core.ir import primitives as P
 from graph_builder import Builder
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_llvm_backend import _random_graph, values
+from test_llvm_backend import random_graph_and_args, values
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
@@ -191,10 +191,7 @@ def test_device_put_and_get():
 @settings(deadline=None)
 @given(st.data())
 def test_random_graphs_match_the_interpreter(data):
-    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1), "seed"))
-    graph = _random_graph(data, rng)
-    args = [values(rng, v.aval.shape, v.aval.dtype) for v in graph.inputs]
-    before = [a.copy() for a in args]
+    graph, args, before = random_graph_and_args(data)
     assert_inputs_kept_and_outputs_fresh(args, before, check(graph, args)(args))
 
 
