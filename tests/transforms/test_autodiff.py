@@ -8,6 +8,8 @@ from functorch_core.ir import primitives as P
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from op_table import OPS_BY_NAME
+from prim_cases import CASES as PRIM_CASES
+from prim_cases import INTEGER_OPERANDS, INTEGER_OUTPUT, PIECEWISE_CONSTANT
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
@@ -22,193 +24,47 @@ def _sum(x):
                                                  else x.ndim)))
 
 
-def _axis(shape, k):
-    return k % len(shape)
+# --- the primitive case table (tests/prim_cases.py) crossed with check_grads ----------------
+
+GRAD_CASES = [c for c in PRIM_CASES if c.grad is None]
 
 
-# --- the op table: name -> make(rng, shape) -> (f, args) ------------------------------------
+def _in_inexact(c, args):
+    """``c.f`` as a function of the inexact arguments alone (the others held fixed)."""
+    where = [i for i, a in enumerate(args) if np.asarray(a).dtype.kind in "fc"]
 
-def _u(rng, shape, lo=-2.0, hi=2.0):
-    return rng.uniform(lo, hi, shape)
-
-
-def _distinct(rng, shape):
-    """Values with no ties (max/min/sort/cummax are smooth there)."""
-    n = int(np.prod(shape))
-    return (rng.permutation(n) * 0.37 + rng.uniform(0, 0.1, n) - n * 0.2).reshape(shape)
-
-
-def _distinct_pair(rng, shape):
-    """Two arrays with no ties between or within them (drawn together, once)."""
-    x, y = _distinct(rng, (2,) + shape)
-    return x, y
+    def f(*xs):
+        full = list(args)
+        for i, x in zip(where, xs, strict=True):
+            full[i] = x
+        return c.f(*full)
+    return f, tuple(args[i] for i in where)
 
 
-def _unary(prim, lo=-2.0, hi=2.0):
-    return lambda rng, shape: (prim.bind, (_u(rng, shape, lo, hi),))
+@pytest.mark.parametrize("c", GRAD_CASES, ids=lambda c: c.name)
+@settings(max_examples=2)
+@given(sizes=st.tuples(*[st.integers(1, 3)] * 3), seed=st.integers(0, 2**16))
+def test_check_grads_case_table(c, sizes, seed):
+    f, args = _in_inexact(c, c.args(np.random.default_rng(seed), *sizes))
+    check_grads(f, args, order=c.grad_order, modes=("fwd", "rev"))
 
 
-def _binary(prim, x_range=(-2, 2), y_range=(-2, 2)):
-    return lambda rng, shape: (prim.bind, (_u(rng, shape, *x_range), _u(rng, shape, *y_range)))
-
-
-def _away_from_zero(rng, shape):
-    return rng.uniform(0.3, 2.0, shape) * rng.choice([-1.0, 1.0], shape)
-
-
-def _make_gather(rng, shape):
-    idx = rng.integers(0, shape[0], (3, 1))      # repeats accumulate in the transpose
-    return (lambda x: P.gather.bind(x, idx, axes=(0,))), (_u(rng, shape),)
-
-
-def _make_scatter(prim):
-    def make(rng, shape):
-        idx = np.array([[0], [shape[0] - 1], [0]])   # a repeated index: last write wins
-        upd = _u(rng, (3,) + shape[1:])
-        return (lambda x, u: prim.bind(x, idx, u, axes=(0,))), (_u(rng, shape), upd)
-    return make
-
-
-def _make_dot(rng, shape):
-    # batch dim 0, contract the last lhs dim with rhs dim 1.
-    b, k = 2, shape[-1]
-    lhs, rhs = _u(rng, (b, 3, k)), _u(rng, (b, k, 2))
-    dn = (((2,), (1,)), ((0,), (0,)))
-    return (lambda x, y: P.dot_general.bind(x, y, dimension_numbers=dn)), (lhs, rhs)
-
-
-def _make_pad(rng, shape):
-    cfg = tuple((1, -1 if d > 1 else 0, 1) for d in shape)
-    return (lambda x, v: P.pad.bind(x, v, padding_config=cfg)), (_u(rng, shape), 0.5)
-
-
-def _make_slice(rng, shape):
-    return (lambda x: P.slice.bind(x, start_indices=(0,) * len(shape), limit_indices=shape,
-                                   strides=(2,) * len(shape))), (_u(rng, shape),)
-
-
-def _make_dynamic_slice(rng, shape):
-    sizes = tuple(max(d - 1, 1) for d in shape)
-    idx = [np.int64(1)] * len(shape)
-    return (lambda x: P.dynamic_slice.bind(x, *idx, slice_sizes=sizes)), (_u(rng, shape),)
-
-
-def _make_dus(rng, shape):
-    upd = _u(rng, tuple(max(d - 1, 1) for d in shape))
-    idx = [np.int64(1)] * len(shape)
-    return (lambda x, u: P.dynamic_update_slice.bind(x, u, *idx)), (_u(rng, shape), upd)
-
-
-def _make_layout(kind):
-    def make(rng, shape):
-        nd = len(shape)
-        fns = {
-            "broadcast_in_dim": lambda x: P.broadcast_in_dim.bind(
-                x, shape=(2,) + shape, broadcast_dimensions=tuple(range(1, nd + 1))),
-            "reshape": lambda x: P.reshape.bind(x, new_sizes=(int(np.prod(shape)),)),
-            "transpose": lambda x: P.transpose.bind(x, permutation=tuple(range(nd))[::-1]),
-            "expand_dims": lambda x: P.expand_dims.bind(x, dimensions=(0, nd + 1)),
-            "squeeze": lambda x: P.squeeze.bind(P.expand_dims.bind(x, dimensions=(1,)),
-                                                dimensions=(1,)),
-            "rev": lambda x: P.rev.bind(x, dimensions=(0,)),
-            "concatenate": lambda x: P.concatenate.bind(x, P.neg.bind(x), x, dimension=nd - 1),
-        }
-        return fns[kind], (_u(rng, shape),)
-    return make
-
-
-def _make_reduction(prim, distinct=False):
-    def make(rng, shape):
-        axes = (0,) if len(shape) == 1 else (0, len(shape) - 1)
-        x = _distinct(rng, shape) if distinct else _u(rng, shape, 0.5, 1.5)
-        return (lambda x: prim.bind(x, axes=axes)), (x,)
-    return make
-
-
-def _make_cumulative(prim, distinct=False):
-    def make(rng, shape):
-        axis, rev = _axis(shape, -1), bool(rng.integers(2))
-        x = _distinct(rng, shape) if distinct else _u(rng, shape, 0.5, 1.5)
-        return (lambda x: prim.bind(x, axis=axis, reverse=rev)), (x,)
-    return make
-
-
-def _make_sort(rng, shape):
-    axis = _axis(shape, -1)
-
-    def f(x, y):   # sort y along with the keys x
-        k, v = P.sort.bind(x, y, dimension=axis, num_keys=1)
-        return P.add.bind(k, P.mul.bind(v, v))
-    return f, (_distinct(rng, shape), _u(rng, shape))
-
-
-def _make_select(rng, shape):
-    pred = rng.uniform(size=shape) > 0.5
-    return (lambda x, y: P.select.bind(pred, x, y)), (_u(rng, shape), _u(rng, shape))
-
-
-def _make_argmax_weight(rng, shape):
-    # integer-valued intermediates have zero derivative but must not break anything
-    def f(x):
-        i = P.argmax.bind(x, axis=0, index_dtype=I64)
-        return P.mul.bind(x, P.convert.bind(_sum(i), new_dtype=F64))
-    return f, (_distinct(rng, shape),)
-
-
-def _make_complex(rng, shape):
-    def f(x):
-        z = P.mul.bind(P.convert.bind(x, new_dtype=np.dtype(np.complex128)),
-                       np.complex128(1 + 2j))
-        w = P.mul.bind(P.exp.bind(z), P.conj.bind(z))
-        return P.add.bind(P.real.bind(w), P.mul.bind(P.imag.bind(w), P.abs.bind(w)))
-    return f, (_u(rng, shape, -1, 1),)
-
-
-OPS = {
-    "neg": _unary(P.neg), "exp": _unary(P.exp), "exp2": _unary(P.exp2),
-    "expm1": _unary(P.expm1), "log": _unary(P.log, 0.2, 3), "log1p": _unary(P.log1p, -0.5, 2),
-    "sqrt": _unary(P.sqrt, 0.2, 3), "cbrt": _unary(P.cbrt, 0.2, 3), "tanh": _unary(P.tanh),
-    "logistic": _unary(P.logistic), "sin": _unary(P.sin), "cos": _unary(P.cos),
-    "tan": _unary(P.tan, -1, 1), "asin": _unary(P.asin, -0.8, 0.8),
-    "acos": _unary(P.acos, -0.8, 0.8), "atan": _unary(P.atan), "sinh": _unary(P.sinh),
-    "cosh": _unary(P.cosh), "asinh": _unary(P.asinh), "acosh": _unary(P.acosh, 1.2, 3),
-    "atanh": _unary(P.atanh, -0.8, 0.8),
-    "abs": lambda rng, shape: (P.abs.bind, (_away_from_zero(rng, shape),)),
-    "add": _binary(P.add), "sub": _binary(P.sub), "mul": _binary(P.mul),
-    "div": lambda rng, shape: (P.div.bind, (_u(rng, shape), _away_from_zero(rng, shape))),
-    "pow": _binary(P.pow, (0.3, 2), (-2, 2)),
-    "max": lambda rng, shape: (P.max.bind, _distinct_pair(rng, shape)),
-    "min": lambda rng, shape: (P.min.bind, _distinct_pair(rng, shape)),
-    "atan2": _binary(P.atan2, (0.3, 2), (0.3, 2)),
-    "copysign": lambda rng, shape: (P.copysign.bind, (_away_from_zero(rng, shape),
-                                                      _away_from_zero(rng, shape))),
-    "rem": _binary(P.rem, (0.2, 2.8), (3, 3)),
-    "select": _make_select,
-    "scalar_operand": lambda rng, shape: (lambda x, s: P.mul.bind(P.sin.bind(x), s),
-                                          (_u(rng, shape), np.float64(1.5))),
-    "reduce_sum": _make_reduction(P.reduce_sum), "reduce_prod": _make_reduction(P.reduce_prod),
-    "reduce_max": _make_reduction(P.reduce_max, True),
-    "reduce_min": _make_reduction(P.reduce_min, True),
-    "cumsum": _make_cumulative(P.cumsum), "cumprod": _make_cumulative(P.cumprod),
-    "cummax": _make_cumulative(P.cummax, True), "cummin": _make_cumulative(P.cummin, True),
-    "sort": _make_sort, "argmax": _make_argmax_weight,
-    "gather": _make_gather, "scatter_add": _make_scatter(P.scatter_add),
-    "scatter": _make_scatter(P.scatter), "dot_general": _make_dot, "pad": _make_pad,
-    "slice": _make_slice, "dynamic_slice": _make_dynamic_slice, "dynamic_update_slice": _make_dus,
-    **{k: _make_layout(k) for k in ("broadcast_in_dim", "reshape", "transpose", "expand_dims",
-                                    "squeeze", "rev", "concatenate")},
-    "complex": _make_complex,
-}
-
-shapes = st.lists(st.integers(1, 3), min_size=1, max_size=2).map(tuple)
-
-
-@pytest.mark.parametrize("name", sorted(OPS))
-@settings(max_examples=4)
-@given(shape=shapes, seed=st.integers(0, 2**16))
-def test_check_grads_op_table(name, shape, seed):
-    f, args = OPS[name](np.random.default_rng(seed), shape)
-    check_grads(f, args, order=2, modes=("fwd", "rev"))
+@pytest.mark.parametrize("c", [c for c in PRIM_CASES if c.grad is not None], ids=lambda c: c.name)
+def test_the_grad_exceptions_of_the_case_table_hold(c):
+    """A row's reason for skipping check_grads is checked where it is a fact: integer outputs
+    or operands, and a zero derivative away from the jumps."""
+    args = c.args(np.random.default_rng(0), 3, 2, 3)
+    kinds = [np.asarray(o).dtype.kind for o in fc.tree_leaves(c.f(*args))]
+    if c.grad == INTEGER_OUTPUT:
+        assert not set(kinds) & set("fc"), kinds
+    elif c.grad == INTEGER_OPERANDS:
+        assert not {np.asarray(a).dtype.kind for a in args} & set("fc")
+    elif c.grad == PIECEWISE_CONSTANT:
+        f, xs = _in_inexact(c, args)
+        _, tangent = fc.jvp(f, xs, tuple(np.ones_like(x) for x in xs))
+        np.testing.assert_array_equal(tangent, 0.0)
+    else:
+        assert len(c.grad) > 40, "a reason names why and where it is checked instead"
 
 
 def test_check_grads_catches_a_wrong_rule():

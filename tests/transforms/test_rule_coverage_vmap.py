@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from functorch_core.ir import Primitive
 from functorch_core.ir import primitives as P
+from prim_cases import CASES
 
 import functorch_core as fc
 from functorch_core.transforms.batching import NOT_BATCHED, RULES, batch_graph
@@ -16,7 +17,7 @@ EXPECTED_EXCEPTIONS = {
     "custom_lin": "only forward-mode differentiation evaluates it (custom_vjp forbids that)",
 }
 
-# Rules exercised against loop-and-stack in tests/transforms/test_vmap.py (or, for the
+# Rules exercised against loop-and-stack by tests/prim_cases.py's rows (or, for the
 # custom-rule primitives, by the autodiff tests that own them).
 TESTED_ELSEWHERE = {"custom_jvp_call", "custom_vjp_call",
                     "threefry2x32",   # tests/api/test_random.py: vmap over keys == loop-and-stack
@@ -48,7 +49,6 @@ def test_the_exceptions_are_the_expected_ones():
 
 
 def test_every_rule_is_exercised_by_the_vmap_op_table():
-    from test_vmap import CASES
     seen = set()
     for c in CASES:
         graph = fc.make_graph(c.f)(*c.make(np.random.default_rng(0), 3, 2, 4))

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import itertools
 import warnings
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pytest
@@ -16,6 +14,7 @@ from functorch_core.ir.pytree import tree_flatten, tree_map
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from op_table import OPS, RTOL
+from prim_cases import CASES, dn
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
@@ -24,108 +23,9 @@ from functorch_core.transforms.batching import batch_graph
 
 F64, I64 = np.float64, np.int64
 
-# --- the op table: per-example functions of primitives --------------------------------
-# ``make(rng, m, n, k)`` draws one example's arguments; every argument is an
-# array, so any of them may be batched along any of its axes.
-
-
-@dataclass(frozen=True)
-class Case:
-    name: str
-    f: Any
-    make: Any
-
-
-def normal(*shape):
-    return lambda rng: rng.standard_normal(shape)
-
-
-def ints(lo, hi, *shape):
-    return lambda rng: rng.integers(lo, hi, shape)
-
-
-def case(name, f, *makers):
-    return Case(name, f, lambda rng, m, n, k: [mk(m, n, k)(rng) for mk in makers])
-
-
-def dn(lc, rc, lb=(), rb=()):
-    return ((lc, rc), (lb, rb))
-
-
-CASES = [
-    case("add_scalar", lambda x, s: P.add.bind(x, s), lambda m, n, k: normal(m, n),
-         lambda m, n, k: normal()),
-    case("mul_weak", lambda x: fnp.multiply(x, 2.5), lambda m, n, k: normal(m, n)),
-    case("tanh", lambda x: P.tanh.bind(x), lambda m, n, k: normal(m, n)),
-    case("select", lambda p, a, b: P.select.bind(P.gt.bind(p, np.float64(0)), a, b),
-         lambda m, n, k: normal(m, n), lambda m, n, k: normal(m, n), lambda m, n, k: normal()),
-    case("convert", lambda x: P.convert.bind(x, new_dtype=np.dtype(np.float32)),
-         lambda m, n, k: normal(m, n)),
-    case("reduce_sum", lambda x: P.reduce_sum.bind(x, axes=(1,)),
-         lambda m, n, k: normal(m, n, k)),
-    case("reduce_max", lambda x: P.reduce_max.bind(x, axes=(0, 2)),
-         lambda m, n, k: normal(m, n, k)),
-    case("argmax", lambda x: P.argmax.bind(x, axis=1, index_dtype=np.dtype(np.int32)),
-         lambda m, n, k: normal(m, n)),
-    case("cumsum", lambda x: P.cumsum.bind(x, axis=0, reverse=True),
-         lambda m, n, k: normal(m, n)),
-    case("cummax", lambda x: P.cummax.bind(x, axis=1, reverse=False),
-         lambda m, n, k: normal(m, n)),
-    case("broadcast_in_dim", lambda x: P.broadcast_in_dim.bind(
-        x, shape=(3, x.shape[0], 2, x.shape[1]), broadcast_dimensions=(1, 3)),
-        lambda m, n, k: normal(m, n)),
-    case("broadcast_ones", lambda x: P.broadcast_in_dim.bind(
-        x, shape=(x.shape[0], 4), broadcast_dimensions=(0, 1)), lambda m, n, k: normal(m, 1)),
-    case("reshape", lambda x: P.reshape.bind(x, new_sizes=(x.size,)),
-         lambda m, n, k: normal(m, n)),
-    case("transpose", lambda x: P.transpose.bind(x, permutation=(2, 0, 1)),
-         lambda m, n, k: normal(m, n, k)),
-    case("squeeze", lambda x: P.squeeze.bind(x, dimensions=(1,)),
-         lambda m, n, k: normal(m, 1, n)),
-    case("expand_dims", lambda x: P.expand_dims.bind(x, dimensions=(0, 2, 4)),
-         lambda m, n, k: normal(m, n)),
-    case("rev", lambda x: P.rev.bind(x, dimensions=(1,)), lambda m, n, k: normal(m, n)),
-    case("slice", lambda x: P.slice.bind(x, start_indices=(0, 1), limit_indices=(x.shape[0], 3),
-                                         strides=(2, 1)), lambda m, n, k: normal(m, n + 2)),
-    case("concatenate", lambda x, y: P.concatenate.bind(x, y, x, dimension=1),
-         lambda m, n, k: normal(m, n), lambda m, n, k: normal(m, k)),
-    case("pad", lambda x, v: P.pad.bind(x, v, padding_config=((1, -1, 1), (0, 2, 0))),
-         lambda m, n, k: normal(m + 1, n), lambda m, n, k: normal()),
-    case("dynamic_slice", lambda x, i, j: P.dynamic_slice.bind(x, i, j, slice_sizes=(2, 1)),
-         lambda m, n, k: normal(m + 1, n), lambda m, n, k: ints(-2, m + 3),
-         lambda m, n, k: ints(-1, n + 1)),
-    case("dynamic_slice_full", lambda x, i, j: P.dynamic_slice.bind(
-        x, i, j, slice_sizes=(x.shape[0], 2)), lambda m, n, k: normal(m, n + 1),
-        lambda m, n, k: ints(0, m), lambda m, n, k: ints(-1, n + 2)),
-    case("dynamic_update_slice", lambda x, u, i: P.dynamic_update_slice.bind(
-        x, u, i, np.int64(0)), lambda m, n, k: normal(m + 2, n),
-        lambda m, n, k: normal(2, n), lambda m, n, k: ints(-1, m + 4)),
-    case("gather", lambda x, idx: P.gather.bind(x, idx, axes=(0,)),
-         lambda m, n, k: normal(m, n), lambda m, n, k: ints(-1, m + 1, k, 1)),
-    case("gather_2d", lambda x, idx: P.gather.bind(x, idx, axes=(2, 0)),
-         lambda m, n, k: normal(m, n, 3), lambda m, n, k: ints(0, 3, k, 2, 2)),
-    case("scatter_add", lambda x, idx, u: P.scatter_add.bind(x, idx, u, axes=(1,)),
-         lambda m, n, k: normal(m, n), lambda m, n, k: ints(0, n, k, 1),
-         lambda m, n, k: normal(k, m)),
-    case("scatter", lambda x, idx, u: P.scatter.bind(x, idx, u, axes=(0,)),
-         lambda m, n, k: normal(m, n), lambda m, n, k: ints(0, m, 2, 1),
-         lambda m, n, k: normal(2, n)),
-    case("matmul", lambda a, b: P.dot_general.bind(a, b, dimension_numbers=dn((1,), (0,))),
-         lambda m, n, k: normal(m, k), lambda m, n, k: normal(k, n)),
-    case("batched_dot", lambda a, b: P.dot_general.bind(
-        a, b, dimension_numbers=dn((2,), (1,), (0,), (0,))),
-        lambda m, n, k: normal(2, m, k), lambda m, n, k: normal(2, k, n)),
-    case("vector_dot", lambda a, b: P.dot_general.bind(a, b, dimension_numbers=dn((0,), (0,))),
-         lambda m, n, k: normal(k), lambda m, n, k: normal(k)),
-    case("sort", lambda x, y: P.sort.bind(x, y, dimension=1, num_keys=1),
-         lambda m, n, k: ints(0, 3, m, n), lambda m, n, k: normal(m, n)),
-    case("iota_inside", lambda x: P.add.bind(x, P.convert.bind(
-        P.iota.bind(dtype=np.dtype(I64), shape=x.shape, dimension=0), new_dtype=np.dtype(F64))),
-        lambda m, n, k: normal(m, n)),
-    case("mixed_ops", lambda x, w: P.reduce_sum.bind(P.tanh.bind(P.dot_general.bind(
-        x, w, dimension_numbers=dn((1,), (0,)))), axes=(0,)),
-        lambda m, n, k: normal(m, k), lambda m, n, k: normal(k, n)),
-]
+# --- the primitive case table (tests/prim_cases.py) against loop-and-stack ---------------
+# ``c.make(rng, m, n, k)`` draws one example's arguments; every argument is an array, so any
+# of them may be batched along any of its axes.
 
 
 def draw_batch(c, rng, size, dims, sizes):
@@ -173,6 +73,7 @@ def test_every_in_dims_combination(c):
 
 
 @pytest.mark.parametrize("c", CASES, ids=lambda c: c.name)
+@settings(max_examples=share(4, floor=3))
 @given(data=st.data(), size=st.integers(1, 4), sizes=st.tuples(*[st.integers(1, 4)] * 3),
        seed=st.integers(0, 2**31))
 def test_drawn_sizes_and_dims(c, data, size, sizes, seed):

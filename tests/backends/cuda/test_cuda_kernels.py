@@ -34,6 +34,8 @@ from functorch_core.ir.core import AbstractArray, Lit
 from graph_builder import Builder
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from prim_cases import CASES as PRIM_CASES
+from prim_cases import assert_matches_interpreter, one_graph
 
 CUDA = registry.get("cuda")
 DTYPES = scalar.DTYPES
@@ -128,6 +130,17 @@ def test_the_elementwise_table_has_no_gap_but_the_listed_ones():
             if scalar.gap(p, dt) is not None:
                 gaps[p.name] = "".join(sorted(set(gaps.get(p.name, "") + dt.kind)))
     assert gaps == HOST
+
+
+def test_the_primitive_case_table_matches_the_interpreter():
+    """Every row of tests/prim_cases.py at two sizes in one graph on the simulator (the
+    steps the device cannot run on the host, as in use), against the interpreter."""
+    graph, args, names = one_graph(PRIM_CASES, np.random.default_rng(12), (3, 2, 3),
+                                    (2, 1, 4))
+    got = CUDA.compile(graph)(list(args))
+    with np.errstate(all="ignore"):
+        want = run_graph(graph, list(args))
+    assert_matches_interpreter(got, want, names)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

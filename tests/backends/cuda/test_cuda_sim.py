@@ -22,15 +22,15 @@ pytest.importorskip("numba.cuda")
 if os.environ["NUMBA_ENABLE_CUDASIM"] != "1":
     pytest.skip("numba.cuda was imported without the simulator", allow_module_level=True)
 
+from backend_checks import assert_inputs_kept_and_outputs_fresh, assert_like_the_interpreter
 from functorch_core.backends import registry
 from functorch_core.backends.cuda import emit, runtime
 from functorch_core.backends.cuda.ptx import compile_elsewhere, ptxas_path
-from functorch_core.backends.interpreter import run_graph
 from functorch_core.ir import primitives as P
 from graph_builder import Builder
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_llvm_backend import _random_graph, values
+from test_llvm_backend import random_graph_and_args, values
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
@@ -44,17 +44,8 @@ GENERATED = []      # every kernel source the tests below ran, for the PTX test
 def check(graph, args):
     run = CUDA.compile(graph)
     GENERATED.extend(run.kernel_sources)
-    got = run(list(args))
-    with np.errstate(all="ignore"):
-        want = run_graph(graph, list(args))
-    for g, w in zip(got, want, strict=True):
-        w = np.asarray(w)
-        assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, w.dtype, g.shape, w.shape)
-        if w.dtype.kind == "f":
-            np.testing.assert_allclose(g, w, rtol=RTOL.get(w.dtype, 1e-3),
-                                       atol=RTOL.get(w.dtype, 1e-3), equal_nan=True)
-        else:
-            np.testing.assert_array_equal(g, w)
+    assert_like_the_interpreter(run, graph, args,
+                                lambda dt: RTOL.get(dt, 1e-3) if dt.kind == "f" else None)
     return run
 
 
@@ -200,15 +191,8 @@ def test_device_put_and_get():
 @settings(deadline=None)
 @given(st.data())
 def test_random_graphs_match_the_interpreter(data):
-    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1), "seed"))
-    graph = _random_graph(data, rng)
-    args = [values(rng, v.aval.shape, v.aval.dtype) for v in graph.inputs]
-    before = [a.copy() for a in args]
-    got = check(graph, args)(args)
-    for a, c in zip(args, before, strict=True):
-        np.testing.assert_array_equal(a, c)          # inputs are never written
-    for g in got:
-        assert not any(np.shares_memory(g, a) for a in args)
+    graph, args, before = random_graph_and_args(data)
+    assert_inputs_kept_and_outputs_fresh(args, before, check(graph, args)(args))
 
 
 def test_every_generated_kernel_compiles_to_ptx():

@@ -24,10 +24,10 @@ pytest.importorskip("numba.cuda")
 if os.environ["NUMBA_ENABLE_CUDASIM"] != "1":
     pytest.skip("numba.cuda was imported without the simulator", allow_module_level=True)
 
+from backend_checks import assert_like_the_interpreter
 from functorch_core.backends import determinism, registry
 from functorch_core.backends.cuda import runtime
 from functorch_core.backends.cuda.ptx import compile_elsewhere, ptxas_path
-from functorch_core.backends.interpreter import run_graph
 from functorch_core.ir import primitives as P
 from graph_builder import Builder
 from hypothesis import given, settings
@@ -48,17 +48,12 @@ def check(graph, args, exact=False, rtol=None, record=True):
     run = CUDA.compile(graph)
     if record:
         GENERATED.extend(run.kernel_sources)
-    got = run(list(args))
-    with np.errstate(all="ignore"):
-        want = run_graph(graph, list(args))
-    for g, w in zip(got, want, strict=True):
-        w = np.asarray(w)
-        assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, w.dtype, g.shape, w.shape)
-        if exact or w.dtype.kind not in "fc":
-            np.testing.assert_array_equal(g, w)
-        else:
-            tol = rtol or (1e-5 if w.dtype in (np.float32, np.complex64) else 1e-11)
-            np.testing.assert_allclose(g, w, rtol=tol, atol=tol, equal_nan=True)
+
+    def tol(dtype):
+        if exact or dtype.kind not in "fc":
+            return None
+        return rtol or (1e-5 if dtype in (np.float32, np.complex64) else 1e-11)
+    assert_like_the_interpreter(run, graph, args, tol)
     return run
 
 

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+from backend_checks import assert_inputs_kept_and_outputs_fresh, sums_and_products
 from functorch_core.backends import registry
 from functorch_core.backends.interpreter import run_graph
 from functorch_core.backends.llvm import lowering
@@ -21,6 +22,8 @@ from functorch_core.ir.core import AbstractArray, Lit
 from graph_builder import Builder
 from hypothesis import given
 from hypothesis import strategies as st
+from prim_cases import CASES as PRIM_CASES
+from prim_cases import assert_matches_interpreter, one_graph
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
@@ -106,6 +109,15 @@ def test_fallback_runs_one_equation_not_the_graph():
     z = (rng.standard_normal((5, 3)) + 1j * rng.standard_normal((5, 3))).astype(np.complex64)
     with np.errstate(all="ignore"):
         assert_exact(*both(graph, [z]))
+
+
+def test_the_primitive_case_table_matches_the_interpreter():
+    """Every row of tests/prim_cases.py at two sizes (both ranks) in one compiled graph,
+    against the interpreter."""
+    graph, args, names = one_graph(PRIM_CASES, np.random.default_rng(11), (3, 2, 3),
+                                    (2, 1, 4))
+    got, want = both(graph, args)
+    assert_matches_interpreter(got, want, names)
 
 
 @pytest.mark.parametrize("index_dtype", [np.int8, np.uint8, np.int32, np.int64])
@@ -300,18 +312,20 @@ def _random_layout(data, b, x):
     return b(P.broadcast_in_dim, x, shape=shape, broadcast_dimensions=tuple(range(1, av.ndim + 1)))
 
 
-@given(st.data())
-def test_random_graphs_match_the_interpreter_exactly(data):
+def random_graph_and_args(data):
+    """A drawn graph, arguments for it and a copy of them (to check they stay unwritten)."""
     rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1), "seed"))
     graph = _random_graph(data, rng)
     args = [values(rng, v.aval.shape, v.aval.dtype) for v in graph.inputs]
-    before = [a.copy() for a in args]
+    return graph, args, [a.copy() for a in args]
+
+
+@given(st.data())
+def test_random_graphs_match_the_interpreter_exactly(data):
+    graph, args, before = random_graph_and_args(data)
     got, want = both(graph, args)
     assert_exact(got, want)
-    for a, c in zip(args, before, strict=True):
-        np.testing.assert_array_equal(a, c)          # inputs are never written
-    for g in got:
-        assert not any(np.shares_memory(g, a) for a in args)
+    assert_inputs_kept_and_outputs_fresh(args, before, got)
 
 
 # --- per-op semantics ---------------------------------------------------------------
@@ -350,14 +364,6 @@ TRANSCENDENTAL = [P.exp, P.exp2, P.expm1, P.log, P.log1p, P.sqrt, P.cbrt, P.tanh
                   P.acosh, P.atanh]
 
 
-REFERENCE = {
-    "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1, "log": np.log, "log1p": np.log1p,
-    "sqrt": np.sqrt, "cbrt": np.cbrt, "tanh": np.tanh, "logistic": lambda x: 1 / (1 + np.exp(-x)),
-    "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
-    "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh,
-    "acosh": np.arccosh, "atanh": np.arctanh, "pow": np.power, "atan2": np.arctan2}
-
-
 def error_in_ulps(value, exact):
     """|value - exact| in units of value's spacing at exact; inf where they differ in NaN/inf."""
     wide = np.longdouble if value.dtype == np.float64 else np.float64
@@ -390,7 +396,7 @@ def test_transcendentals_within_two_ulp(dtype):
         if far.any() and extended:
             args = (x, y) if n in ("pow", "atan2") else (x,)
             with np.errstate(all="ignore"):
-                exact = REFERENCE[n](*(a.astype(wide) for a in args))
+                exact = P.ALL[n].spec.reference(*(a.astype(wide) for a in args))
             ours, numpys = error_in_ulps(g, exact), error_in_ulps(w, exact)
             far &= ~(ours <= np.maximum(numpys, 1.0))
         if far.any():
@@ -402,11 +408,7 @@ def test_transcendentals_within_two_ulp(dtype):
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32, np.bool_])
 def test_sum_and_prod_reductions(dtype):
     rng = np.random.default_rng(2)
-    b = Builder()
-    x = b.input((5, 33, 7), dtype)
-    outs = [b(p, x, axes=axes) for p in (P.reduce_sum, P.reduce_prod)
-            for axes in ((0,), (1,), (2,), (0, 2), (0, 1, 2))]
-    graph = b.graph(*outs)
+    graph = sums_and_products(dtype)
     arg = values(rng, (5, 33, 7), dtype, special=False)
     if np.dtype(dtype).kind == "f":
         arg = (rng.random((5, 33, 7)) + 0.5).astype(dtype)
