@@ -38,6 +38,8 @@ class PrimSpec:
     ``cuda``: the CUDA math library's function on float operands.
     ``result``: an elementwise primitive's result dtype: its operands' (``"same"``), their
     real one (``"real"``: abs, real, imag), ``"bool"``, or ``"complex"``.
+    ``domain``: an interval of real operands on which the function is smooth, away from its
+    poles, branch cuts and ties (the primitive-level tests draw every operand from it).
     """
 
     name: str
@@ -49,6 +51,7 @@ class PrimSpec:
     clibm: str | None = None
     cuda: str | None = None
     result: str = "same"
+    domain: tuple[float, float] | None = None
 
     @property
     def attr(self) -> str:
@@ -80,10 +83,10 @@ def _binary(name, kinds, numpy=None, **names):
     return PrimSpec(name, "binary", kinds, numpy=numpy and "numpy." + numpy, **names)
 
 
-def _c99(name, kinds=INEXACT, numpy=None, complex_=True, libm=True):
+def _c99(name, kinds=INEXACT, numpy=None, complex_=True, libm=True, domain=None):
     """A function of C99's math.h (and of complex.h when ``complex_``) under its C name."""
     return _unary(name, kinds, numpy or name, libm=name if libm else None,
-                  clibm="c" + name if complex_ else None, cuda=name)
+                  clibm="c" + name if complex_ else None, cuda=name, domain=domain)
 
 
 def _scipy(name, family, kinds, fn, **names):
@@ -91,33 +94,33 @@ def _scipy(name, family, kinds, fn, **names):
 
 
 _ARITHMETIC = (
-    _unary("neg", NUMERIC, "negative", linear=(0,)),
+    _unary("neg", NUMERIC, "negative", linear=(0,), domain=(-2, 2)),
     _unary("sign", NUMERIC, "sign"),
     _unary("abs", NUMERIC, "abs", result="real"),
     _unary("floor", "f", "floor", cuda="floor"),
     _unary("ceil", "f", "ceil", cuda="ceil"),
     _unary("round", "f", "rint", cuda="rint"),          # half to even
     _unary("is_finite", INEXACT, "isfinite", cuda="isfinite", result="bool"),
-    _c99("exp"),
-    _c99("exp2", complex_=False),
-    _c99("expm1", complex_=False),
-    _c99("log"),
-    _c99("log1p", complex_=False),
-    _c99("sqrt", libm=False),
-    _c99("cbrt", "f", complex_=False),
-    _c99("tanh"),
-    _scipy("logistic", "unary", INEXACT, "expit"),
-    _c99("sin"),
-    _c99("cos"),
-    _c99("tan"),
-    _c99("asin", numpy="arcsin"),
-    _c99("acos", numpy="arccos"),
-    _c99("atan", numpy="arctan"),
-    _c99("sinh"),
-    _c99("cosh"),
-    _c99("asinh", numpy="arcsinh"),
-    _c99("acosh", numpy="arccosh"),
-    _c99("atanh", numpy="arctanh"),
+    _c99("exp", domain=(-2, 2)),
+    _c99("exp2", complex_=False, domain=(-2, 2)),
+    _c99("expm1", complex_=False, domain=(-2, 2)),
+    _c99("log", domain=(0.2, 3)),
+    _c99("log1p", complex_=False, domain=(-0.5, 2)),
+    _c99("sqrt", libm=False, domain=(0.2, 3)),
+    _c99("cbrt", "f", complex_=False, domain=(0.2, 3)),
+    _c99("tanh", domain=(-2, 2)),
+    _scipy("logistic", "unary", INEXACT, "expit", domain=(-2, 2)),
+    _c99("sin", domain=(-2, 2)),
+    _c99("cos", domain=(-2, 2)),
+    _c99("tan", domain=(-1, 1)),
+    _c99("asin", numpy="arcsin", domain=(-0.8, 0.8)),
+    _c99("acos", numpy="arccos", domain=(-0.8, 0.8)),
+    _c99("atan", numpy="arctan", domain=(-2, 2)),
+    _c99("sinh", domain=(-2, 2)),
+    _c99("cosh", domain=(-2, 2)),
+    _c99("asinh", numpy="arcsinh", domain=(-2, 2)),
+    _c99("acosh", numpy="arccosh", domain=(1.2, 3)),
+    _c99("atanh", numpy="arctanh", domain=(-0.8, 0.8)),
     _unary("not", INT_BOOL, "invert"),          # logical not on bool, bitwise on ints
     _unary("real", "c", "real", linear=(0,), result="real"),
     _unary("imag", "c", "imag", linear=(0,), result="real"),
@@ -151,29 +154,30 @@ _ARITHMETIC = (
 # scipy.special's functions (ir.primitives.SPECIAL); erf, erfc, erfcx, spence and
 # bessel_jv's z also take complex operands (the Faddeeva package's, cspence, AMOS's)
 SPECIAL_FUNCTIONS = (
-    _scipy("erf", "unary", "fc", "erf", libm="erf", cuda="erf"),
-    _scipy("erfc", "unary", "fc", "erfc", libm="erfc", cuda="erfc"),
-    _scipy("erfcx", "unary", "fc", "erfcx"),              # exp(x^2) erfc(x)
-    _scipy("lgamma", "unary", "f", "gammaln", libm="lgamma", cuda="lgamma"),    # log |gamma|
-    _scipy("tgamma", "unary", "f", "gamma", libm="tgamma", cuda="tgamma"),
-    _scipy("digamma", "unary", "f", "digamma"),
-    _scipy("bessel_i0e", "unary", "f", "i0e"),            # exp(-|x|) I0(x)
-    _scipy("bessel_i1e", "unary", "f", "i1e"),
-    _scipy("spence", "unary", "fc", "spence"),            # the dilogarithm integral
+    _scipy("erf", "unary", "fc", "erf", libm="erf", cuda="erf", domain=(-2, 2)),
+    _scipy("erfc", "unary", "fc", "erfc", libm="erfc", cuda="erfc", domain=(-2, 2)),
+    _scipy("erfcx", "unary", "fc", "erfcx", domain=(-1, 2)),              # exp(x^2) erfc(x)
+    _scipy("lgamma", "unary", "f", "gammaln", libm="lgamma", cuda="lgamma",   # log |gamma|
+           domain=(0.3, 4)),
+    _scipy("tgamma", "unary", "f", "gamma", libm="tgamma", cuda="tgamma", domain=(0.3, 3)),
+    _scipy("digamma", "unary", "f", "digamma", domain=(0.3, 4)),
+    _scipy("bessel_i0e", "unary", "f", "i0e", domain=(0.2, 3)),            # exp(-|x|) I0(x)
+    _scipy("bessel_i1e", "unary", "f", "i1e", domain=(0.2, 3)),
+    _scipy("spence", "unary", "fc", "spence", domain=(0.2, 2)),   # the dilogarithm integral
     _scipy("zeta", "binary", "f", "zeta"),                # Hurwitz zeta(x, q)
     _scipy("igamma", "binary", "f", "gammainc"),    # regularized lower incomplete P(a, x)
     _scipy("igammac", "binary", "f", "gammaincc"),         # Q(a, x) = 1 - P(a, x)
     PrimSpec("igamma_grad_a", "binary", "f"),   # dP(a, x)/da; the interpreter implements it
     PrimSpec("igamma_hess_a", "binary", "f"),   # d^2P(a, x)/da^2
     _scipy("bessel_jv", "binary", "fc", "jv"),             # J_v(z)
-    _scipy("bessel_j0", "unary", "f", "j0"),      # J_0: Cephes, not jv's AMOS
-    _scipy("bessel_y0", "unary", "f", "y0"),      # Y_0, Y_1: Cephes's
-    _scipy("bessel_y1", "unary", "f", "y1"),
+    _scipy("bessel_j0", "unary", "f", "j0", domain=(-3, 3)),      # J_0: Cephes, not jv's AMOS
+    _scipy("bessel_y0", "unary", "f", "y0", domain=(0.5, 3)),      # Y_0, Y_1: Cephes's
+    _scipy("bessel_y1", "unary", "f", "y1", domain=(0.5, 3)),
     _scipy("bessel_yn", "binary", "f", "yn"),     # Y_n(x), n truncated to an integer
     _scipy("bessel_iv", "binary", "f", "iv"),     # I_v(x) of real order and argument
     _scipy("bessel_ive", "binary", "f", "ive"),   # exp(-|x|) I_v(x)
-    _scipy("bessel_k0", "unary", "f", "k0"),      # K_0, K_1: Cephes's
-    _scipy("bessel_k1", "unary", "f", "k1"),
+    _scipy("bessel_k0", "unary", "f", "k0", domain=(0.5, 3)),      # K_0, K_1: Cephes's
+    _scipy("bessel_k1", "unary", "f", "k1", domain=(0.5, 3)),
     _scipy("bessel_kv", "binary", "f", "kv"),     # K_v(x) of real order and argument
     _scipy("bessel_kve", "binary", "f", "kve"),   # exp(x) K_v(x)
     _scipy("polygamma", "unary", "f", "polygamma"),

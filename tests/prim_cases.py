@@ -20,6 +20,7 @@ steps (1e-4) far from its kinks and ties. Linearity is not restated here: it is 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -114,22 +115,14 @@ def _sum(x):
 
 # --- elementwise: (primitive, domain) --------------------------------------------------
 
-_UNARY_DOMAINS = {
-    "neg": (-2, 2), "exp": (-2, 2), "exp2": (-2, 2), "expm1": (-2, 2), "log": (0.2, 3),
-    "log1p": (-0.5, 2), "sqrt": (0.2, 3), "cbrt": (0.2, 3), "tanh": (-2, 2),
-    "logistic": (-2, 2), "sin": (-2, 2), "cos": (-2, 2), "tan": (-1, 1), "asin": (-0.8, 0.8),
-    "acos": (-0.8, 0.8), "atan": (-2, 2), "sinh": (-2, 2), "cosh": (-2, 2), "asinh": (-2, 2),
-    "acosh": (1.2, 3), "atanh": (-0.8, 0.8), "erf": (-2, 2), "erfc": (-2, 2),
-    "erfcx": (-1, 2), "lgamma": (0.3, 4), "tgamma": (0.3, 3), "digamma": (0.3, 4),
-    "bessel_i0e": (0.2, 3), "bessel_i1e": (0.2, 3), "spence": (0.2, 2), "bessel_j0": (-3, 3),
-}
 _IEEE_EXACT = {"neg", "sqrt"}     # the others are libm/SciPy approximations: 2 ulp each
 
 
 def _unary_rows():
-    rows = [_row(name, getattr(P, name).bind, uniform(lo, hi),
-                 tol=0.0 if name in _IEEE_EXACT else 4.0)
-            for name, (lo, hi) in _UNARY_DOMAINS.items()]
+    # every unary primitive whose spec gives the domain where it is smooth (ir/specs.py)
+    rows = [_row(p.name, p.bind, uniform(*p.spec.domain),
+                 tol=0.0 if p.name in _IEEE_EXACT else 4.0)
+            for p in P.ALL.values() if p.family == "unary" and p.spec.domain is not None]
     rows.append(_row("abs", P.abs.bind, away()))
     rows += [_row(name, getattr(P, name).bind, away(), grad=PIECEWISE_CONSTANT)
              for name in ("sign", "floor", "ceil", "round")]
@@ -158,6 +151,10 @@ def _distinct_pair(prim):
     return Case(prim.name, prim.bind, make)
 
 
+def _with_order(prim, v, z):
+    return prim.bind(np.float64(v), z)
+
+
 def _binary_rows():
     return [
         _binary("add"), _binary("sub"), _binary("mul"),
@@ -174,6 +171,10 @@ def _binary_rows():
         _binary("igammac", (0.5, 3), (0.5, 3), tol=16.0, grad_order=SLOW_SECOND_ORDER),
         _row("bessel_jv", lambda z: P.bessel_jv.bind(np.float64(1.5), z), uniform(0.5, 3),
              tol=16.0),
+        *[_row(name, functools.partial(_with_order, getattr(P, name), v), uniform(0.5, 3),
+               tol=16.0)
+          for name, v in (("bessel_yn", 2.0), ("bessel_iv", 1.5), ("bessel_ive", 1.5),
+                          ("bessel_kv", 1.5), ("bessel_kve", 1.5))],
         _binary("bessel_jv_order", (0.5, 2), (0.5, 3), tol=16.0,
                 grad="the derivative in the order v is not implemented (bessel_jv's jvp rule "
                      "raises NotImplementedError naming it); the z derivative: bessel_jv"),
