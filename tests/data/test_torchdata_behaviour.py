@@ -270,3 +270,47 @@ def test_remove_dp_on_pipes_and_graphs():
         remove_dp(zipped, zipped)
     with pytest.raises(ValueError, match="is not in the graph"):
         remove_dp(last, src.map(odd))
+
+
+# -- archives: member streams outlive the loader's step to the next archive ------------------
+def _tar_file(tmp_path, names):
+    import io
+    import tarfile
+    path = tmp_path / "shard.tar"
+    with tarfile.open(path, "w") as tar:
+        for name in names:
+            data = name.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return str(path)
+
+
+def test_tar_members_read_after_the_loader_moved_past_the_archive(tmp_path):
+    from functorch_core.data import FileOpener
+    path = _tar_file(tmp_path, ["a.txt", "b.txt", "c.txt"])
+    # batch reads one item ahead of what it hands out: the last batch's streams were
+    # handed out when the archive was already exhausted
+    batches = list(FileOpener([path], mode="b").load_from_tar().batch(2))
+    assert [[s.read() for _, s in b] for b in batches] == [[b"a.txt", b"b.txt"], [b"c.txt"]]
+    # and the webdataset grouping of one sample's members
+    path = _tar_file(tmp_path, ["s0.txt", "s0.cls", "s1.txt", "s1.cls"])
+    samples = list(FileOpener([path], mode="b").load_from_tar().webdataset())
+    assert [{k: v.read() for k, v in s.items() if k != "__key__"} for s in samples] == [
+        {".txt": b"s0.txt", ".cls": b"s0.cls"}, {".txt": b"s1.txt", ".cls": b"s1.cls"}]
+
+
+def test_the_archive_closes_when_its_last_member_stream_closes(tmp_path):
+    from functorch_core.data import FileOpener, IterableWrapper
+    path = _tar_file(tmp_path, ["a.txt", "b.txt"])
+    opened = []
+    src = IterableWrapper([path]).open_files("b").map(lambda p: (opened.append(p[1]), p)[1])
+    members = list(src.load_from_tar())
+    assert not opened[0].closed           # two member streams still open
+    members[0][1].close()
+    assert not opened[0].closed
+    members[1][1].close()
+    assert opened[0].closed
+    # a consumer that stops early leaves the open members readable, then closes the rest
+    first = next(iter(IterableWrapper([path]).open_files("b").load_from_tar()))
+    assert first[1].read() == b"a.txt"

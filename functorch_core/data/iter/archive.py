@@ -39,10 +39,11 @@ _CORRUPT = (OSError, EOFError, lzma.LZMAError, zipfile.BadZipFile, tarfile.TarEr
 class _CheckedStream(io.RawIOBase):
     """A read-only stream whose read errors name the pipe and the file."""
 
-    def __init__(self, pipe: str, path: str, what: str, inner, outer=None) -> None:
+    def __init__(self, pipe: str, path: str, what: str, inner, outer=None,
+                 on_close=None) -> None:
         super().__init__()
         self._pipe, self._path, self._what = pipe, path, what
-        self._inner, self._outer = inner, outer
+        self._inner, self._outer, self._on_close = inner, outer, on_close
 
     def _fail(self, e):
         keep = isinstance(e, (EOFError, lzma.LZMAError, zipfile.BadZipFile, tarfile.TarError,
@@ -75,10 +76,46 @@ class _CheckedStream(io.RawIOBase):
 
     def close(self) -> None:
         if not self.closed:
-            self._inner.close()
-            if self._outer is not None:
-                self._outer.close()
+            try:
+                self._inner.close()
+                if self._outer is not None:
+                    self._outer.close()
+            finally:
+                if self._on_close is not None:
+                    self._on_close()
         super().close()
+
+
+class _Members:
+    """An archive's member streams and what they read from (the archive, its source
+    stream): those close when the archive has no member left to give AND every member
+    stream handed out is closed, as TorchData's streams close their parent. A pipe that
+    reads one item ahead (``batch``, ``webdataset``, ``groupby``) still reads the last
+    members of an archive."""
+
+    def __init__(self, *sources) -> None:
+        self.sources, self.open, self.done = list(sources), 0, False
+
+    def hand_out(self, pipe, path, what, inner) -> _CheckedStream:
+        self.open += 1
+        return _CheckedStream(pipe, path, what, inner, on_close=self._closed_one)
+
+    def _closed_one(self) -> None:
+        self.open -= 1
+        self._maybe_close()
+
+    def finish(self) -> None:
+        self.done = True
+        self._maybe_close()
+
+    def close_now(self) -> None:
+        self.done, self.open = True, 0
+        self._maybe_close()
+
+    def _maybe_close(self) -> None:
+        if self.done and self.open <= 0:
+            while self.sources:
+                close_quietly(self.sources.pop())
 
 
 def _seekable(stream) -> bool:
@@ -124,10 +161,14 @@ class _ArchiveLoader(IterDataPipe):
 
     def __iter__(self):
         for path, stream in self.datapipe:
+            members = _Members(stream)
             try:
-                yield from self._members(path, stream)
+                yield from self._members(path, stream, members)
+            except Exception:
+                members.close_now()
+                raise
             finally:
-                close_quietly(stream)
+                members.finish()    # on exhaustion, or when the consumer stops early
 
     def __len__(self) -> int:
         if self.length == -1:
@@ -162,27 +203,27 @@ class TarArchiveLoader(_ArchiveLoader):
         super().__init__(datapipe, length)
         self.mode = mode
 
-    def _members(self, path, stream):
+    def _members(self, path, stream, members):
         try:
             tar = stream if isinstance(stream, tarfile.TarFile) else _open_tar(stream, self.mode)
         except _CORRUPT as e:
             raise tarfile.ReadError(f"TarArchiveLoader: {path!r} is not a valid tar "
                                     f"archive (mode {self.mode!r}): {e}") from e
-        with tar:
-            while True:
-                try:
-                    member = tar.next()
-                except _CORRUPT as e:
-                    where = (f"after its member {tar.members[-1].name!r}"
-                             if tar.members else "at its first member")
-                    raise tarfile.ReadError(f"TarArchiveLoader: {path!r} is corrupt "
-                                            f"{where}: {e}") from e
-                if member is None:
-                    break
-                if member.isfile():
-                    f = tar.extractfile(member)
-                    yield (os.path.join(path, os.path.normpath(member.name)),
-                           _CheckedStream("TarArchiveLoader", path, "tar archive", f))
+        members.sources.append(tar)
+        while True:
+            try:
+                member = tar.next()
+            except _CORRUPT as e:
+                where = (f"after its member {tar.members[-1].name!r}"
+                         if tar.members else "at its first member")
+                raise tarfile.ReadError(f"TarArchiveLoader: {path!r} is corrupt "
+                                        f"{where}: {e}") from e
+            if member is None:
+                break
+            if member.isfile():
+                f = tar.extractfile(member)
+                yield (os.path.join(path, os.path.normpath(member.name)),
+                       members.hand_out("TarArchiveLoader", path, "tar archive", f))
 
 
 @functional_datapipe("load_from_zip")
@@ -200,7 +241,7 @@ class ZipArchiveLoader(_ArchiveLoader):
         >>> dp = FileLister("data", "*.zip").open_files("rb").load_from_zip()  # doctest: +SKIP
     """
 
-    def _members(self, path, stream):
+    def _members(self, path, stream, members):
         if isinstance(stream, zipfile.ZipFile):
             archive = stream
         elif not _seekable(stream):
@@ -212,12 +253,12 @@ class ZipArchiveLoader(_ArchiveLoader):
             except _CORRUPT as e:
                 raise zipfile.BadZipFile(f"ZipArchiveLoader: {path!r} is not a valid "
                                          f"zip archive: {e}") from e
-        with archive:
-            for info in archive.infolist():
-                if not info.is_dir():
-                    yield (os.path.join(path, info.filename),
-                           _CheckedStream("ZipArchiveLoader", path, "zip archive",
-                                          archive.open(info)))
+        members.sources.append(archive)
+        for info in archive.infolist():
+            if not info.is_dir():
+                yield (os.path.join(path, info.filename),
+                       members.hand_out("ZipArchiveLoader", path, "zip archive",
+                                        archive.open(info)))
 
 
 def _strip_suffix(path: str, suffix: str) -> str:
