@@ -18,8 +18,9 @@ from ._elementwise import UFUNCS
 
 
 def _fnp():
-    import functorch_core.numpy as fnp
-    return fnp
+    """The ``functorch_core.numpy`` namespace, read at call time: this module's package,
+    which is in ``sys.modules`` before any of its modules runs."""
+    return sys.modules[__package__]
 
 
 def _operator(name):
