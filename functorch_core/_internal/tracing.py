@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import operator
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,7 +52,10 @@ def check_leaf(leaf, what: str):
             f"{what} is the Python int {leaf}, outside int64 (the dtype a Python int takes): "
             f"the allowed range is [-2**63, 2**63 - 1]; pass a float, or a NumPy array of "
             "a dtype that holds it")
-    if isinstance(leaf, np.ma.MaskedArray):
+    # a masked array exists only once numpy.ma is imported: never import it here (numpy
+    # imports it lazily, and an import in one thread hangs a child forked meanwhile)
+    ma = sys.modules.get("numpy.ma")
+    if ma is not None and isinstance(leaf, ma.MaskedArray):
         raise TypeError(
             f"{what} is a numpy.ma.MaskedArray; the transforms compute on plain arrays and "
             "would silently drop its mask. Pass x.filled(value) or np.asarray(x.data) and "
