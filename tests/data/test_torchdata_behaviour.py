@@ -7,7 +7,9 @@ import asyncio
 import collections
 import functools
 import gzip
+import io
 import pickle
+import tarfile
 import warnings
 
 import numpy as np
@@ -274,8 +276,6 @@ def test_remove_dp_on_pipes_and_graphs():
 
 # -- archives: member streams outlive the loader's step to the next archive ------------------
 def _tar_file(tmp_path, names):
-    import io
-    import tarfile
     path = tmp_path / "shard.tar"
     with tarfile.open(path, "w") as tar:
         for name in names:
@@ -287,7 +287,6 @@ def _tar_file(tmp_path, names):
 
 
 def test_tar_members_read_after_the_loader_moved_past_the_archive(tmp_path):
-    from functorch_core.data import FileOpener
     path = _tar_file(tmp_path, ["a.txt", "b.txt", "c.txt"])
     # batch reads one item ahead of what it hands out: the last batch's streams were
     # handed out when the archive was already exhausted
@@ -301,7 +300,6 @@ def test_tar_members_read_after_the_loader_moved_past_the_archive(tmp_path):
 
 
 def test_the_archive_closes_when_its_last_member_stream_closes(tmp_path):
-    from functorch_core.data import FileOpener, IterableWrapper
     path = _tar_file(tmp_path, ["a.txt", "b.txt"])
     opened = []
     src = IterableWrapper([path]).open_files("b").map(lambda p: (opened.append(p[1]), p)[1])
