@@ -381,9 +381,14 @@ def test_archives_from_decompress_close_their_source(tmp_path):
     for p, load in ((path, "load_from_tar"), (zpath, "load_from_zip")):
         opened = []
         src = IterableWrapper([p]).open_files("b").map(_record(opened))
+        streams = []
         for _, s in getattr(src.decompress(), load)():
             s.read()
-        assert len(opened) == 1 and opened[0].closed, p
+            streams.append(s)
+        assert len(opened) == 1 and not opened[0].closed, p   # its members are still open
+        for s in streams:
+            s.close()
+        assert opened[0].closed, p
 
 
 def _record(into):
