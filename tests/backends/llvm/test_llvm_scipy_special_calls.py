@@ -65,6 +65,9 @@ def _graph(prim, operands):
 def test_native_equals_interpreter_and_scipy_bitwise(prim, dtype):
     name, n = PRIMS[prim]
     operands = _operands(n, dtype, seed=n)
+    if prim is P.bessel_yn:     # SciPy's yn(n, 1e300) recurs |n| times: 20 s at n = 1e300
+        order = operands[0]
+        operands[0] = np.where(np.abs(order) > 2**20, np.copysign(2**20, order), order)
     graph = _graph(prim, operands)
     exe = CPU.compile(graph)
     assert not any(isinstance(s, Fallback) for s in exe.plan.steps)
