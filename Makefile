@@ -29,7 +29,7 @@ $(VENV)/.installed-gpu-sim: $(VENV)/.installed-test
 demo: $(VENV)/.installed
 	$(BIN)/python examples/quickstart.py
 
-# everything but the CUDA simulator's tests (~13 min on 2 cores)
+# everything but the CUDA simulator's tests (~17 min on 2 cores)
 test: $(VENV)/.installed-test
 	$(PYTEST) -m "not gpu_sim"
 
