@@ -46,7 +46,7 @@ def measure(python, root, name, quick):
     for line in proc.stdout.splitlines():
         if line.startswith(RESULT_MARK):
             r = json.loads(line[len(RESULT_MARK):])
-            out[r["workload"]] = (r["functorch_core"], r["peers"].get("numpy"))
+            out[r["workload"]] = (r["functorch_core"], r["peers"].get("NumPy"))
     return out
 
 
