@@ -16,9 +16,10 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml
 	@touch $@
 
 # + pytest, hypothesis, ruff (~15 MB); the data readers' extras so their tests run:
-# protobuf (~3 MB), pyarrow (~170 MB), s3fs + botocore (~45 MB) and moto's S3 server (~100 MB)
+# protobuf (~3 MB), pyarrow (~170 MB), s3fs + botocore (~45 MB) and moto's S3 server (~100 MB);
+# mpi4py + MPICH (~30 MB) for the multi-process tests under mpiexec
 $(VENV)/.installed-test: $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install -q -e '.[test,tfrecord,arrow,s3,s3-test]'
+	$(BIN)/python -m pip install -q -e '.[test,tfrecord,arrow,s3,s3-test,distributed]'
 	@touch $@ $(VENV)/.installed
 
 # + numba-cuda and NVIDIA's compiler wheels for the CUDA simulator and PTX checks (~420 MB of wheels)
