@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 REDUCE_OPS = ("sum", "prod", "max", "min")
+WORLD = "world"     # the reserved axis name of the process axis (``fc.distributed.WORLD``)
 
 
 class DistributedError(RuntimeError):
