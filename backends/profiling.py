@@ -158,14 +158,15 @@ def span(name: str, cat: str, args: dict | None = None):
     return _NO_SPAN if rec is None else _Span(rec, name, cat, args)
 
 
-def timed(fn, name: str, cat: str):
+def timed(fn, name: str, cat: str, details: tuple | None = None):
     """``fn`` recording each call as an event on the thread that makes it (a part of a
-    step that several threads share), while a profile is active."""
+    step that several threads share), while a profile is active; ``details``: the
+    event's args per ``Recorder.detail``."""
     def call(*args):
         rec = recorder
         if rec is None:
             return fn(*args)
-        ev = rec.begin(name, cat)
+        ev = rec.begin(name, cat, details[rec.detail] if details else None)
         try:
             return fn(*args)
         finally:

@@ -272,10 +272,10 @@ class profile:
         if _ACTIVE or profiling.recorder is not None:
             raise RuntimeError("functorch_core.profiler.profile: another profile is already "
                                "active; nest record_function ranges instead")
+        action = self._action(0)
         _ACTIVE.append(self)
-        self.step_num = 0
-        self.current_action = self._action(0)
-        self._begin(None, self.current_action)
+        self.step_num, self.current_action = 0, action
+        self._begin(None, action)
         return self
 
     def __exit__(self, *exc):

@@ -69,16 +69,16 @@ def _wrap(run, name, cat, args):
     return step
 
 
-def _split_step(exe, plan_step, run, name, cat):
+def _split_step(exe, plan_step, run, name, cat, args):
     """The step again, with each thread's part timed, when it splits over threads."""
     if isinstance(plan_step, Kernel):
         fn, slots, outer = exe._fns[id(plan_step)]
         points = math.prod(plan_step.shape)
         if outer and points >= PARALLEL_MIN_POINTS:
-            return native_step(profiling.timed(fn, name + " part", cat), slots, outer, points)
+            return native_step(profiling.timed(fn, name + " part", cat, args), slots, outer, points)
     elif isinstance(plan_step, Sort) and plan_step.rows > plan_step.rows_per_part:
         fn, slots, _ = exe._fns[id(plan_step)]
-        return sort_step(profiling.timed(fn, name + " part", cat), slots, plan_step)
+        return sort_step(profiling.timed(fn, name + " part", cat, args), slots, plan_step)
     return run
 
 
@@ -87,9 +87,10 @@ def _twin(exe):
     plan = exe.plan
     names = [step_name(s, id(s) in exe._fns) for s in plan.steps]
     stacks = [plan.sources.get(id(s), ()) for s in plan.steps]
-    twin.steps = [_wrap(_split_step(exe, s, run, name, cat), name, cat, _args(s, stack))
-                  for s, run, (name, cat), stack in zip(plan.steps, exe.steps, names, stacks,
-                                                        strict=True)]
+    args = [_args(s, stack) for s, stack in zip(plan.steps, stacks, strict=True)]
+    twin.steps = [_wrap(_split_step(exe, s, run, name, cat, a), name, cat, a)
+                  for s, run, (name, cat), a in zip(plan.steps, exe.steps, names, args,
+                                                    strict=True)]
     if exe.entry is not None:
         entry = exe.entry
         listed = {"kernels": [n for n, _ in names]}
