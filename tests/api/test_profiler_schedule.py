@@ -279,3 +279,21 @@ def test_profile_memory_reports_the_arena_and_the_results():
         f(x, w1, w2)
     assert "CPU Mem" not in plain.key_averages().table()
     assert all(e.cpu_memory_usage == 0 for e in plain.events())
+
+
+def test_the_cached_call_path_never_looks_at_the_profiler():
+    from functorch_core.api import Jitted
+    from functorch_core.backends.llvm import fastpath
+    f = fc.jit(lambda x: np.tanh(x) * 2.0)
+    x = np.ones((64, 64))
+    f(x)
+    f(x)
+    exe = next(iter(f.cache.values())).run
+    codes = [Jitted.__call__.__code__, runtime.Executable.__call__.__code__,
+             exe.trusted.__code__, *(s.__code__ for s in exe.steps)]
+    for code in codes:
+        assert not {"profiling", "recorder"} & set(code.co_names), code.co_name
+    assert "profiling" not in vars(fastpath)
+    with profile(with_stack=True, profile_memory=True, record_shapes=True):
+        f(x)
+    assert exe.trusted.__code__ in codes and profiling.recorder is None
