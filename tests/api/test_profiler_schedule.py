@@ -12,7 +12,8 @@ import socket
 import numpy as np
 import pytest
 from functorch_core.backends import profiling
-from functorch_core.backends.llvm import runtime
+from functorch_core.api import Jitted
+from functorch_core.backends.llvm import fastpath, runtime
 from functorch_core.backends.planning.partition import numpy_gap, partition
 
 import functorch_core as fc
@@ -282,8 +283,6 @@ def test_profile_memory_reports_the_arena_and_the_results():
 
 
 def test_the_cached_call_path_never_looks_at_the_profiler():
-    from functorch_core.api import Jitted
-    from functorch_core.backends.llvm import fastpath
     f = fc.jit(lambda x: np.tanh(x) * 2.0)
     x = np.ones((64, 64))
     f(x)
