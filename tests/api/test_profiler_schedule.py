@@ -12,11 +12,11 @@ import socket
 import numpy as np
 import pytest
 from functorch_core.backends import profiling
-from functorch_core.api import Jitted
 from functorch_core.backends.llvm import fastpath, runtime
 from functorch_core.backends.planning.partition import numpy_gap, partition
 
 import functorch_core as fc
+from functorch_core.api import Jitted
 from functorch_core.profiler import (
     ProfilerAction,
     profile,
