@@ -313,7 +313,7 @@ class Partitioner:
             else:
                 DISPATCH[_KIND.get(eqn.prim, eqn.prim.family)](self, eqn)
             if eqn.source and eqn.prim not in VIEW_OPS:
-                origins.append((self._homes(eqn, n), eqn.source))
+                origins.append((_homes(self, eqn, n), eqn.source))
         outputs = [("lit", o.value) if isinstance(o, Lit) else self.array(o)
                    for o in self.graph.outputs]
         for k in list(self.open):
@@ -326,17 +326,19 @@ class Partitioner:
         return Plan(len(self.graph.inputs), self.slots, self.consts, steps, outputs,
                     _sources(steps, origins))
 
-    def _homes(self, eqn, n) -> list:
-        """Where ``eqn`` was planned: the kernels its results are members of, the slots
-        they were written to, the steps (other than kernels) its dispatch added."""
-        homes = [s for s in self.steps[n:] if not isinstance(s, Kernel)]
-        for v in eqn.outputs:
-            loc = self.loc.get(id(v))
-            if isinstance(loc, Member | Reduced):
-                homes.append(loc.kernel)
-            elif isinstance(loc, View):
-                homes.append(loc.slot)
-        return homes
+
+def _homes(planner, eqn, n) -> list:
+    """Where ``eqn`` was planned: the kernels its results are members of, the slots they
+    were written to, the steps (other than kernels) its dispatch added after the first
+    ``n``."""
+    homes = [s for s in planner.steps[n:] if not isinstance(s, Kernel)]
+    for v in eqn.outputs:
+        loc = planner.loc.get(id(v))
+        if isinstance(loc, Member | Reduced):
+            homes.append(loc.kernel)
+        elif isinstance(loc, View):
+            homes.append(loc.slot)
+    return homes
 
 
 def _sources(steps, origins) -> dict:
