@@ -328,6 +328,9 @@ class profile:
                           f"at step {self.step_num}; the window's events are kept, "
                           "on_trace_ready is not called", UserWarning, stacklevel=3)
             self._end_window(save=False)
+        elif prev is ProfilerAction.WARMUP and action is ProfilerAction.NONE:
+            warnings.warn(f"profile: incorrect schedule: WARMUP followed by NONE at step "
+                          f"{self.step_num}; nothing was recorded", UserWarning, stacklevel=3)
         if action is ProfilerAction.NONE:
             self._uninstall()
         elif action is ProfilerAction.WARMUP and prev is not ProfilerAction.WARMUP:

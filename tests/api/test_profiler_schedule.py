@@ -124,10 +124,18 @@ def test_none_steps_keep_the_fast_path():
 
 
 def test_incorrect_schedule_warns_as_torch():
-    actions = [R, N, R, S]
+    actions, saved = [R, N, R, S], []
     with pytest.warns(UserWarning, match="RECORD followed by NONE"):
-        with profile(schedule=lambda i: actions[min(i, 3)], on_trace_ready=print) as prof:
+        with profile(schedule=lambda i: actions[min(i, 3)], on_trace_ready=saved.append) \
+                as prof:
+            with record_function("kept"):
+                pass
             prof.step()
+    assert saved == [] and [e.name for e in prof.events()] == ["ProfilerStep#0", "kept"]
+    with pytest.warns(UserWarning, match="WARMUP followed by NONE at step 1"):
+        with profile(schedule=lambda i: [W, N][min(i, 1)]) as prof:
+            prof.step()
+    assert prof.events() == []
     with pytest.raises(TypeError, match=r"the schedule returned 'record' for step 0"):
         with profile(schedule=lambda i: "record"):
             pass
