@@ -3,18 +3,21 @@
 Run from the repository root: ``python benchmarks/profiler.py [--quick]``. In one
 process, every row is the median over rounds of the median of timed loops of calls.
 
-- *off, never profiled* and *off, after a profile*: the cached call path before any
-  profile ran and after one ended. Nothing on that path looks at the profiler (its fast
-  path and the executable's own steps are never changed), so the ratio is 1.00 up to
-  noise. *off, general call path*: the uncached path (signature, cache look-up) that a
-  profiled call takes, without the profiler.
+- *off, never profiled* and *off, after a profile*: the cached call path of a jitted
+  step never called inside a profile, and of one that was (timed in turn, each round).
+  Nothing on that path looks at the profiler (its fast path and the executable's own
+  steps are never changed), so the ratio is 1.00 up to noise. *off, general call path*:
+  the uncached path (signature, cache look-up) that a profiled call takes, without the
+  profiler.
+- *inside a schedule, NONE steps*: calls between windows of ``schedule(...)``, which take
+  the cached path again.
 - *on*: calls inside ``profile()``: the general call path and the executable's
   instrumented twin (one event per call, per run and per step); *on, every option*: with
   ``record_shapes``, ``with_stack`` and ``profile_memory``.
-- per step: (on - off) / the steps each call records, the overhead one kernel (or BLAS,
-  or fallback) step costs while profiled.
-- *inside a schedule, NONE steps*: calls between windows of ``schedule(...)``, which take
-  the cached path again.
+- per step: the executable's steps run one by one on the same buffers, bare and
+  instrumented inside a profile: the difference over the number of steps is what one
+  step's event costs (a graph with a big kernel or product runs its steps this way; one
+  of small kernels only runs as one native entry, one event).
 
 torch.profiler's overhead on the same step is printed when torch is installed.
 """
@@ -68,11 +71,12 @@ def per_call(fn, arg):
 
 
 def rounds(runs):
-    """name -> median over ROUNDS of per_call, every round timing each run in turn."""
+    """name -> median over ROUNDS of per_call, every round timing each run in turn (odd
+    rounds in the reverse order, so that no row always runs first)."""
     got = {name: [] for name in runs}
-    for _ in range(ROUNDS):
-        for name, run in runs.items():
-            got[name].append(run())
+    for r in range(ROUNDS):
+        for name in list(runs)[::-1 if r % 2 else 1]:
+            got[name].append(runs[name]())
     return {name: float(np.median(t)) for name, t in got.items()}
 
 
@@ -120,18 +124,21 @@ def torch_rows():
     return off, on
 
 
-def call_rows(step, args):
-    """The per-call rows of one workload."""
-    times = rounds({"off, never profiled": lambda: per_call(step, args)})
-    times.update(rounds({
+def call_rows(step, never, args):
+    """The per-call rows of one workload; ``never``: the same step jitted apart, never
+    called inside a profile."""
+    never(args)
+    with profile():
+        step(args)
+    return rounds({
+        "off, never profiled": lambda: per_call(never, args),
         "off, after a profile": lambda: per_call(step, args),
         "off, general call path": lambda: per_call(lambda a: step._call((a,), {}, None), args),
         "inside a schedule, NONE steps": lambda: in_none_steps(step, args),
         "on": lambda: profiled(step, args),
         "on, every option": lambda: profiled(step, args, record_shapes=True,
                                              with_stack=True, profile_memory=True),
-    }))
-    return times
+    })
 
 
 def step_rows(step, args):
@@ -172,7 +179,7 @@ def main():
     print(f"per-call time, median of {ROUNDS} rounds of {REPEATS} loops of {INNER} calls")
     step = fc.jit(lambda a: sgd_step(*a))
     args = init(*SMALL)
-    times = call_rows(step, args)
+    times = call_rows(step, fc.jit(lambda a: sgd_step(*a)), args)
     show(f"jitted MLP sgd step {SMALL[1]}, batch {SMALL[0]} (one native entry, "
          f"{steps_per_call(step, args)} step event per call)", times)
     n, bare, twin, every = step_rows(step, args)
