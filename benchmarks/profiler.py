@@ -41,6 +41,7 @@ from functorch_core.profiler import profile, schedule
 QUICK = "--quick" in sys.argv
 INNER, REPEATS, ROUNDS = (50, 5, 3) if QUICK else (200, 9, 5)
 SMALL = (16, (16, 64, 64, 10))      # (batch, layer widths)
+TINY = (2, (4, 8, 8, 2))            # steps of a microsecond or two: their events' cost shows
 
 
 def init(batch, dims):
@@ -182,9 +183,12 @@ def main():
     times = call_rows(step, fc.jit(lambda a: sgd_step(*a)), args)
     show(f"jitted MLP sgd step {SMALL[1]}, batch {SMALL[0]} (one native entry, "
          f"{steps_per_call(step, args)} step event per call)", times)
-    n, bare, twin, every = step_rows(step, args)
-    print(f"its {n} steps one by one (as a graph with a big kernel runs them), inside a "
-          "profile:")
+    tiny = fc.jit(lambda a: sgd_step(*a))
+    tiny_args = init(*TINY)
+    tiny(tiny_args)
+    n, bare, twin, every = step_rows(tiny, tiny_args)
+    print(f"the same step at {TINY[1]}, batch {TINY[0]}: its {n} steps one by one (as a "
+          "graph with a big kernel runs them), inside a profile:")
     print(f"  bare steps                         {bare * 1e6:9.2f} us")
     print(f"  instrumented steps                 {twin * 1e6:9.2f} us "
           f"({(twin - bare) / n * 1e6:.2f} us per step)")
