@@ -14,6 +14,8 @@ import pytest
 from functorch_core.backends import profiling
 from functorch_core.backends.llvm import fastpath, runtime
 from functorch_core.backends.planning.partition import numpy_gap, partition
+from hypothesis import given
+from hypothesis import strategies as st
 
 import functorch_core as fc
 from functorch_core.api import Jitted
@@ -43,6 +45,37 @@ N, W, R, S = (ProfilerAction.NONE, ProfilerAction.WARMUP, ProfilerAction.RECORD,
 def test_schedule_actions_as_torch(kwargs, expected):
     fn = schedule(**kwargs)
     assert [fn(i) for i in range(len(expected))] == expected
+
+
+def _spelled_out(wait, warmup, active, repeat, skip_first, n):
+    """torch's documented schedule as a list: the idle steps, then the cycles laid end to
+    end, then idle steps."""
+    cycle = [N] * wait + [W] * warmup + [R] * (active - 1) + [S]
+    seq = [N] * skip_first + cycle * (repeat or -(-n // len(cycle)))
+    return (seq + [N] * n)[:n]
+
+
+@given(st.integers(0, 3), st.integers(0, 3), st.integers(1, 4), st.integers(0, 3),
+       st.integers(0, 3), st.integers(0, 30))
+def test_schedule_law_and_one_on_trace_ready_per_window(wait, warmup, active, repeat,
+                                                        skip_first, n):
+    sched = schedule(wait=wait, warmup=warmup, active=active, repeat=repeat,
+                     skip_first=skip_first)
+    expected = _spelled_out(wait, warmup, active, repeat, skip_first, n + 1)
+    assert [sched(i) for i in range(n + 1)] == expected
+    saved = []
+    with profile(schedule=sched, on_trace_ready=lambda p: saved.append(
+            sorted(e.name for e in p.events() if e.name.startswith("it")))) as prof:
+        _loop(prof, n)
+    # a window closes at each RECORD_AND_SAVE step before n, and at exit inside a window
+    windows, current = [], []
+    for i, action in enumerate(expected):
+        if action in (R, S) and i < n:
+            current.append(f"it{i}")
+        if (action is S and i < n) or (i == n and action in (R, S)):
+            windows.append(sorted(current))
+            current = []
+    assert saved == windows
 
 
 @pytest.mark.parametrize("bad, match", [
