@@ -40,15 +40,40 @@ class Event:
         """The duration less that of the events nested directly inside (same thread)."""
         return self.duration_ns - sum(c.duration_ns for c in self.children)
 
+    @property
+    def stack(self) -> list:
+        """The user source lines (``file:line``) of the equations this step runs (a
+        profile with ``with_stack``), else ``[]``."""
+        return list(self.args.get("stack", ())) if self.args else []
+
+    @property
+    def self_cpu_memory_usage(self) -> int:
+        """Bytes this event's call holds or allocates itself (``profile_memory``): an
+        executable's arena and the results it allocates; 0 for other events."""
+        return self.args.get("memory_bytes", 0) if self.args else 0
+
+    @property
+    def cpu_memory_usage(self) -> int:
+        """:attr:`self_cpu_memory_usage` plus that of the events nested inside."""
+        return self.self_cpu_memory_usage + sum(c.cpu_memory_usage for c in self.children)
+
     def __repr__(self):
         return f"Event({self.name!r}, {self.cat!r}, {self.duration_ns / 1e3:.1f} us)"
 
 
 class Recorder:
-    """The events of one profile, from every thread."""
+    """The events of one profile, from every thread.
 
-    def __init__(self, record_shapes: bool = False):
-        self.record_shapes = record_shapes
+    Flags the instrumented runners read: ``record_shapes``, ``with_stack``,
+    ``profile_memory``, ``cuda`` (time each GPU step on the device: the cuda activity)
+    and ``cpu`` (host-side events; False records only the GPU steps). ``detail`` packs
+    the first two as an index (shapes: 1, stack: 2) into a step's prepared args."""
+
+    def __init__(self, record_shapes: bool = False, with_stack: bool = False,
+                 profile_memory: bool = False, cuda: bool = False, cpu: bool = True):
+        self.record_shapes, self.with_stack = record_shapes, with_stack
+        self.profile_memory, self.cuda, self.cpu = profile_memory, cuda, cpu
+        self.detail = int(record_shapes) | 2 * int(with_stack)
         self.events: list = []      # finished events, in the order they ended
         self._local = threading.local()
         self._names: dict = {}      # thread id -> thread name
@@ -72,8 +97,13 @@ class Recorder:
         self.events.append(ev)      # one list operation: atomic under the GIL
 
     def finish(self) -> list:
-        """The events, each with its ``children`` and ``thread_name`` filled in."""
+        """The events, each with its ``children`` and ``thread_name`` filled in (only
+        the GPU steps' when ``cpu`` is False)."""
         events = list(self.events)
+        if not self.cpu:
+            events = [e for e in events if e.cat == "cuda"]
+            for e in events:
+                e.parent = None
         for ev in events:
             ev.children = []
             ev.thread_name = self._names.get(ev.tid, str(ev.tid))
@@ -128,14 +158,15 @@ def span(name: str, cat: str, args: dict | None = None):
     return _NO_SPAN if rec is None else _Span(rec, name, cat, args)
 
 
-def timed(fn, name: str, cat: str):
+def timed(fn, name: str, cat: str, details: tuple | None = None):
     """``fn`` recording each call as an event on the thread that makes it (a part of a
-    step that several threads share), while a profile is active."""
+    step that several threads share), while a profile is active; ``details``: the
+    event's args per ``Recorder.detail``."""
     def call(*args):
         rec = recorder
         if rec is None:
             return fn(*args)
-        ev = rec.begin(name, cat)
+        ev = rec.begin(name, cat, details[rec.detail] if details else None)
         try:
             return fn(*args)
         finally:

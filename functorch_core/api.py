@@ -483,11 +483,17 @@ def _profiled_runner(run, backend):
     return timed
 
 
+_SHAPED = (np.ndarray, np.generic, float, int, complex)
+
+
 def _shapes(args, kwargs):
     """The shapes and dtypes of the arguments' array leaves, for ``record_shapes``."""
-    return {"input_shapes": [f"{np.dtype(np.asarray(x).dtype).name}{list(np.shape(x))}"
-                             for x in tree_leaves((args, kwargs))
-                             if isinstance(x, np.ndarray | np.generic | float | int | complex)]}
+    shapes = []
+    for x in tree_leaves((args, kwargs)):
+        if isinstance(x, _SHAPED):
+            a = x if type(x) is np.ndarray else np.asarray(x)
+            shapes.append(f"{a.dtype.name}{list(a.shape)}")
+    return {"input_shapes": shapes}
 
 
 def _rebuild_jitted(func, static_argnums, backend, static_argnames=(), named_nums=(),

@@ -18,10 +18,11 @@ import numpy as np
 from functorch_core.ir import primitives as P
 from functorch_core.ir.core import Eqn, Graph, Var
 
+from .. import profiling
 from ..interpreter import IMPLS
 from ..planning import buffers
 from ..planning.partition import VIEW_OPS, numpy_gap, partition
-from ..planning.plan import Blas, Fallback, Kernel
+from ..planning.plan import Blas, Fallback, Kernel, kernel_label
 from . import arrays, calls, emit, indexing, products, scalar
 from .availability import array_module, simulated
 
@@ -131,8 +132,69 @@ def compile_graph(graph):
             steps.append(_fallback_step(s, xp, sim, structural))
         else:
             raise NotImplementedError(f"cuda runtime: no step for {type(s).__name__}")
-    n_in = plan.n_inputs
     arena = _Arena(plan, xp)
+    run = _runner(plan, steps, consts, arena, xp)
+    run.profiled = _profiled(run, plan, _timed_steps(plan, steps, xp), consts, arena, xp)
+    run.host_only = host
+    run.arena_offsets, run.arena_bytes = arena.offsets, arena.nbytes
+    run.kernel_sources = [src for srcs in rendered.values() for src in srcs] + structural
+    return run
+
+
+def _step_name(s) -> str:
+    if isinstance(s, Kernel):
+        return f"cuda {kernel_label(s)}"
+    if isinstance(s, Blas):
+        return "cuda dot_general"
+    eqn = s.eqn
+    if eqn.prim is P.call and eqn.params["name"].startswith(_WRAPPED):
+        return f"cuda {eqn.params['graph'].eqns[0].prim.name}"
+    return f"cuda {eqn.prim.name}"
+
+
+def _timed_steps(plan, steps, xp):
+    """The steps, each recorded as a ``cuda`` event that ends when the device has done its
+    work (the device is synchronized after each step: the cuda activity's timing)."""
+    sync = None if xp is np else xp.cuda.runtime.deviceSynchronize
+    timed = []
+    for s, step in zip(plan.steps, steps, strict=True):
+        shape = getattr(s, "shape", None)
+        stack = {"stack": list(plan.sources.get(id(s), ()))}
+        shapes = {"shape": list(shape)} if shape is not None else {}
+        args = (None, shapes or None, stack, {**shapes, **stack})
+        timed.append(_timed(step, _step_name(s), args, sync))
+    return timed
+
+
+def _timed(step, name, args, sync):
+    def run(bufs):
+        rec = profiling.recorder
+        if rec is None:
+            return step(bufs)
+        ev = rec.begin(name, "cuda", args[rec.detail])
+        try:
+            step(bufs)
+            if sync is not None:
+                sync()
+        finally:
+            rec.end(ev)
+    return run
+
+
+def _profiled(run, plan, timed, consts, arena, xp):
+    """``run`` as the profiler sees it: one ``run(cuda)`` event, holding a ``cuda`` event
+    per step when the profile records the cuda activity."""
+    traced = _runner(plan, timed, consts, arena, xp)
+
+    def profiled(args):
+        rec = profiling.recorder
+        with profiling.span("run(cuda)", "run"):
+            return traced(args) if rec is not None and rec.cuda else run(args)
+    return profiled
+
+
+def _runner(plan, steps, consts, arena, xp):
+    n_in = plan.n_inputs
 
     def run(args):
         # results stay where the inputs are: on the device, or (host inputs) copied back
@@ -154,9 +216,6 @@ def compile_graph(graph):
                 outs.append(a.copy() if o[1] < n_in or o[1] in consts else a)
         arena.give_back(views)
         return [arrays.result(o, on_device, xp) for o in outs]
-    run.host_only = host
-    run.arena_offsets, run.arena_bytes = arena.offsets, arena.nbytes
-    run.kernel_sources = [src for srcs in rendered.values() for src in srcs] + structural
     return run
 
 

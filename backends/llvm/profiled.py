@@ -17,29 +17,22 @@ from __future__ import annotations
 import copy
 import math
 
+import numpy as np
+
 from .. import profiling
-from ..planning.plan import Blas, Conv, Fallback, Kernel, Loop, Sort
+from ..planning import buffers
+from ..planning.plan import Blas, Conv, Fallback, Kernel, Loop, Sort, kernel_label
 from . import fft
 from .steps import PARALLEL_MIN_POINTS, native_step, sort_step
 
 _MAX_NAMES = 6
 
 
-def _prim_name(prim) -> str:
-    return prim if isinstance(prim, str) else prim.name
-
-
 def step_name(step, native=False) -> tuple[str, str]:
     """(event name, category) of a plan step; ``native``: a conv compiled as a loop nest
     (tinyconv.py)."""
     if isinstance(step, Kernel):
-        names = [_prim_name(op.prim) for op in step.ops]
-        names += [_prim_name(r.prim) for r in step.reduces]
-        names += ["scatter_add" if sc.add else "scatter" for sc in step.scatters]
-        unique = list(dict.fromkeys(names)) or ["copy"]
-        if len(unique) > _MAX_NAMES:
-            unique = unique[:_MAX_NAMES] + [f"{len(unique) - _MAX_NAMES} more"]
-        return "kernel[" + "+".join(unique) + "]", "kernel"
+        return kernel_label(step, _MAX_NAMES), "kernel"
     if isinstance(step, Sort):
         return "sort", "sort"
     if isinstance(step, Blas):
@@ -55,9 +48,12 @@ def step_name(step, native=False) -> tuple[str, str]:
     return type(step).__name__, "step"
 
 
-def _shape_args(step):
+def _args(step, sources) -> tuple:
+    """A step's event args per ``Recorder.detail``: none, shape, stack, both."""
     shape = getattr(step, "shape", None)
-    return {"shape": list(shape)} if shape is not None else None
+    shapes = {"shape": list(shape)} if shape is not None else {}
+    stack = {"stack": list(sources)}
+    return (None, shapes or None, stack, {**shapes, **stack})
 
 
 def _wrap(run, name, cat, args):
@@ -65,7 +61,7 @@ def _wrap(run, name, cat, args):
         rec = profiling.recorder
         if rec is None:
             return run(bufs)
-        ev = rec.begin(name, cat, args if rec.record_shapes else None)
+        ev = rec.begin(name, cat, args[rec.detail])
         try:
             return run(bufs)
         finally:
@@ -73,36 +69,80 @@ def _wrap(run, name, cat, args):
     return step
 
 
-def _split_step(exe, plan_step, run, name, cat):
+def _split_step(exe, plan_step, run, name, cat, args):
     """The step again, with each thread's part timed, when it splits over threads."""
     if isinstance(plan_step, Kernel):
         fn, slots, outer = exe._fns[id(plan_step)]
         points = math.prod(plan_step.shape)
         if outer and points >= PARALLEL_MIN_POINTS:
-            return native_step(profiling.timed(fn, name + " part", cat), slots, outer, points)
+            return native_step(profiling.timed(fn, name + " part", cat, args), slots, outer, points)
     elif isinstance(plan_step, Sort) and plan_step.rows > plan_step.rows_per_part:
         fn, slots, _ = exe._fns[id(plan_step)]
-        return sort_step(profiling.timed(fn, name + " part", cat), slots, plan_step)
+        return sort_step(profiling.timed(fn, name + " part", cat, args), slots, plan_step)
     return run
 
 
 def _twin(exe):
     twin = copy.copy(exe)
-    names = [step_name(s, id(s) in exe._fns) for s in exe.plan.steps]
-    twin.steps = [_wrap(_split_step(exe, s, run, name, cat), name, cat, _shape_args(s))
-                  for s, run, (name, cat) in zip(exe.plan.steps, exe.steps, names, strict=True)]
+    plan = exe.plan
+    names = [step_name(s, id(s) in exe._fns) for s in plan.steps]
+    stacks = [plan.sources.get(id(s), ()) for s in plan.steps]
+    args = [_args(s, stack) for s, stack in zip(plan.steps, stacks, strict=True)]
+    twin.steps = [_wrap(_split_step(exe, s, run, name, cat, a), name, cat, a)
+                  for s, run, (name, cat), a in zip(plan.steps, exe.steps, names, args,
+                                                    strict=True)]
     if exe.entry is not None:
         entry = exe.entry
         listed = {"kernels": [n for n, _ in names]}
+        stack = {"stack": list(dict.fromkeys(line for lines in stacks for line in lines))}
+        args = (listed, listed, {**listed, **stack}, {**listed, **stack})
+        title = f"native entry ({len(names)} steps)"
 
         def run_entry(*bufs):
-            with profiling.span(f"native entry ({len(names)} steps)", "kernel", listed):
+            with profiling.span(title, "kernel", args[profiling.recorder.detail]):
                 entry(*bufs)
         twin.entry = run_entry
     twin.trusted = twin.trusted_one = None
+    twin.arena_peak_bytes = arena_peak(exe)
     return twin
 
 
 def instrumented(exe):
     """The instrumented twin of ``exe`` (the executable keeps it)."""
     return _twin(exe)
+
+
+def arena_peak(exe) -> int:
+    """The most bytes of intermediates alive at once over ``exe``'s steps (the arena's
+    layout, ``arena_bytes``, is at least this)."""
+    plan = exe.plan
+    keep = set(range(len(plan.slots))) - set(exe.arena_offsets)
+    change: dict = {}
+    for s, (first, last) in buffers.lifetimes(plan.steps, keep).items():
+        n = buffers.nbytes(*plan.slots[s])
+        change[first] = change.get(first, 0) + n
+        change[last + 1] = change.get(last + 1, 0) - n
+    peak = live = 0
+    for k in sorted(change):
+        live += change[k]
+        peak = max(peak, live)
+    return peak
+
+
+def run(twin, args):
+    """``twin(args)`` as one ``run(cpu)`` event; with ``profile_memory`` its args hold the
+    arena's size and peak and the bytes of the results this call allocated."""
+    rec = profiling.recorder
+    if rec is None:
+        return twin(args)
+    ev = rec.begin("run(cpu)", "run")
+    try:
+        outs = twin(args)
+    finally:
+        rec.end(ev)
+    if rec.profile_memory:
+        # a call's results are fresh arrays (the twin never runs donated inputs)
+        fresh = sum(o.nbytes for o in outs if isinstance(o, np.ndarray))
+        ev.args = {"arena_bytes": twin.arena_bytes, "arena_peak_bytes": twin.arena_peak_bytes,
+                   "result_bytes": fresh, "memory_bytes": twin.arena_bytes + fresh}
+    return outs

@@ -23,13 +23,12 @@ from .. import profiling
 from ..planning import buffers
 from ..planning.buffers import nbytes as _nbytes
 from ..planning.plan import Blas, Conv, Fallback, Kernel, Lapack, Loop, Sort
-from . import engine, entries, fastpath, fft, scipy_calls, steps, threads, tinyconv
+from . import engine, entries, fastpath, fft, profiled, scipy_calls, steps, threads, tinyconv
 from .blas import GemmCall, one_thread_always
 from .kernels import compile_plan
 from .lapack_steps import lapack_step
 from .loops import loop_step
 from .lowering import partition
-from .profiled import instrumented
 
 _CACHE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()   # graph key -> Executable
 _COMPILING = Once()
@@ -171,8 +170,8 @@ class Executable:
         """``self(args)`` with a profiler event per step (see ``profiled.py``)."""
         twin = self.__dict__.get("_twin")
         if twin is None:
-            twin = self._twin = instrumented(self)
-        return twin(args)
+            twin = self._twin = profiled.instrumented(self)
+        return profiled.run(twin, args)
 
     def _output_rules(self, refs):
         """(copy?, ref) per result: literals, inputs, constants and a second use of one

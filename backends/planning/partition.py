@@ -29,6 +29,7 @@ from functorch_core.ir import primitives as P
 from functorch_core.ir.core import Graph, Lit, Var
 
 from . import indexing, products, reductions, windows
+from .buffers import step_slots
 from .members import ColumnAtom, Member, Reduced, Splat
 from .plan import (
     Fallback,
@@ -303,12 +304,16 @@ class Partitioner:
         return inputs, outs
 
     def run(self) -> Plan:
+        origins = []        # (kernel, step or slot, source) per equation that computes
         for eqn in self.graph.eqns:
+            n = len(self.steps)
             reason = self.gap(eqn)
             if reason is not None:
                 self.fallback(eqn, reason)
             else:
                 DISPATCH[_KIND.get(eqn.prim, eqn.prim.family)](self, eqn)
+            if eqn.source and eqn.prim not in VIEW_OPS:
+                origins.append((_homes(self, eqn, n), eqn.source))
         outputs = [("lit", o.value) if isinstance(o, Lit) else self.array(o)
                    for o in self.graph.outputs]
         for k in list(self.open):
@@ -318,7 +323,37 @@ class Partitioner:
         for s in steps:
             if isinstance(s, Kernel) and s.reverse is None:
                 s.reverse = False
-        return Plan(len(self.graph.inputs), self.slots, self.consts, steps, outputs)
+        return Plan(len(self.graph.inputs), self.slots, self.consts, steps, outputs,
+                    _sources(steps, origins))
+
+
+def _homes(planner, eqn, n) -> list:
+    """Where ``eqn`` was planned: the kernels its results are members of, the slots they
+    were written to, the steps (other than kernels) its dispatch added after the first
+    ``n``."""
+    homes = [s for s in planner.steps[n:] if not isinstance(s, Kernel)]
+    for v in eqn.outputs:
+        loc = planner.loc.get(id(v))
+        if isinstance(loc, Member | Reduced):
+            homes.append(loc.kernel)
+        elif isinstance(loc, View):
+            homes.append(loc.slot)
+    return homes
+
+
+def _sources(steps, origins) -> dict:
+    """{id(step): the sources of the equations planned into it, in graph order}."""
+    writer, index = {}, {id(s): s for s in steps}
+    for s in steps:
+        for slot in step_slots(s)[1]:
+            writer.setdefault(slot, s)
+    found: dict = {}
+    for homes, source in origins:
+        for h in homes:
+            step = writer.get(h) if isinstance(h, int) else h
+            if step is not None and id(step) in index:
+                found.setdefault(id(step), {})[source] = None
+    return {k: tuple(v) for k, v in found.items()}
 
 
 def numpy_gap(eqn) -> str | None:

@@ -101,6 +101,18 @@ class Kernel:
         return ("read", len(self.reads) - 1)
 
 
+def kernel_label(k: Kernel, most: int = 6) -> str:
+    """``kernel[mul+add+tanh]``: a kernel named by its fused primitives (the first
+    ``most`` distinct ones), as the profilers show it."""
+    names = [getattr(p, "name", p) for p in [op.prim for op in k.ops] +
+             [r.prim for r in k.reduces]]
+    names += ["scatter_add" if sc.add else "scatter" for sc in k.scatters]
+    unique = list(dict.fromkeys(names)) or ["copy"]
+    if len(unique) > most:
+        unique = unique[:most] + [f"{len(unique) - most} more"]
+    return "kernel[" + "+".join(unique) + "]"
+
+
 @dataclass
 class Fallback:
     eqn: object
@@ -206,3 +218,5 @@ class Plan:
     consts: dict          # slot -> array
     steps: list           # Kernel | Fallback | Blas | Sort, in execution order
     outputs: list         # ("slot", slot, shape) | ("lit", value)
+    # id(step) -> the user source lines ("file:line") of the equations planned into it
+    sources: dict = field(default_factory=dict)
