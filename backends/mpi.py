@@ -182,17 +182,18 @@ NATIVE_DTYPES = {"f": "FLOAT", "d": "DOUBLE", "F": "C_FLOAT_COMPLEX", "D": "C_DO
                  "B": "UINT8_T", "H": "UINT16_T", "I": "UINT32_T", "L": "UINT64_T",
                  "Q": "UINT64_T", "?": "C_BOOL"}
 NATIVE_OPS = ("sum", "max", "min", "prod")
+NATIVE_FUNCTIONS = ("MPI_Allreduce", "MPI_Allgather", "MPI_Reduce_scatter_block")
 
 
 @dataclass(frozen=True)
 class NativeMPI:
-    """The MPI library of this process: its path, the address of ``MPI_Allreduce``, the
-    width of a handle in bits, and the handles of ``MPI_COMM_WORLD``, ``MPI_IN_PLACE``,
-    each op of :data:`NATIVE_OPS` and each datatype of :data:`NATIVE_DTYPES` (by dtype
-    char) this library has."""
+    """The MPI library of this process: its path, the addresses of the functions of
+    :data:`NATIVE_FUNCTIONS` (by name), the width of a handle in bits, and the handles of
+    ``MPI_COMM_WORLD``, ``MPI_IN_PLACE``, each op of :data:`NATIVE_OPS` and each datatype
+    of :data:`NATIVE_DTYPES` (by dtype char) this library has."""
 
     library: str
-    allreduce: int
+    functions: dict
     handle_bits: int
     comm: int
     in_place: int
@@ -231,11 +232,13 @@ def _resolve_native() -> NativeMPI:
     mpi = _mpi()
     path = _loaded_libmpi()
     lib = ctypes.CDLL(path) if path else ctypes.CDLL(None)
-    try:
-        allreduce = ctypes.cast(lib.MPI_Allreduce, ctypes.c_void_p).value
-    except AttributeError:
-        raise DistributedError(f"the MPI library {path or '(the process)'} has no "
-                               "MPI_Allreduce") from None
+    functions = {}
+    for name in NATIVE_FUNCTIONS:
+        try:
+            functions[name] = ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+        except AttributeError:
+            raise DistributedError(f"the MPI library {path or '(the process)'} has no "
+                                   f"{name}") from None
     bits = 8 * mpi._sizeof(mpi.Comm)
     datatypes = {}
     for char, name in NATIVE_DTYPES.items():
@@ -243,5 +246,5 @@ def _resolve_native() -> NativeMPI:
         if t is not None and t != mpi.DATATYPE_NULL and t.Get_size() == np.dtype(char).itemsize:
             datatypes[char] = mpi._handleof(t)
     ops = {op: mpi._handleof(_op(op)) for op in NATIVE_OPS}
-    return NativeMPI(path or "", allreduce, bits, mpi._handleof(world().comm),
+    return NativeMPI(path or "", functions, bits, mpi._handleof(world().comm),
                      int(mpi.IN_PLACE), ops, datatypes)

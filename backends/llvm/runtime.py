@@ -125,9 +125,9 @@ class Executable:
                 self.steps.append(lapack_step(step, plan, arena))
             elif fft.runs(step.eqn):
                 self.steps.append(fft.fft_step(step, arena))
-            elif (reduce := collectives.allreduce_call(step)) is not None:
-                self.steps.append(collectives.allreduce_step(reduce))
-                calls.append(reduce)
+            elif (collective := collectives.collective_call(step)) is not None:
+                self.steps.append(collectives.collective_step(collective))
+                calls.append(collective)
                 fresh |= writes & results
             else:
                 self.steps.append(steps.fallback_step(step, arena))

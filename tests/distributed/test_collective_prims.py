@@ -305,14 +305,24 @@ for dt in ("float32", "float64", "int32", "int64", "complex128", "uint8"):
                              fc.jit(g, backend="interpreter")(x).tolist()
                              if not dt.startswith("complex")
                              else np.abs(fc.jit(g, backend="interpreter")(x)).tolist()]
+    for name, g in (("gather", lambda x: lax.all_gather(x + 1, W)),
+                    ("scatter", lambda x: lax.psum_scatter(np.stack([x * (k + 1) for k in
+                                                                     range(w.size)]), W))):
+        out[f"{dt} {name}"] = [np.abs(fc.jit(g)(x)).tolist(),
+                               np.abs(fc.jit(g, backend="interpreter")(x)).tolist()]
 # a training step: the gradient's mean over ranks inside the one native entry
 x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3) + r
 def step(w_, x):
     return lax.pmean(fc.grad(lambda w_: (np.tanh(x @ w_) ** 2).sum())(w_), W)
 w0 = np.full((3, 4), 0.1, np.float32)
 exe = compile_graph(fc.make_graph(step)(w0, x))
-calls = [collectives.allreduce_call(s) for s in exe.plan.steps]
+calls = [collectives.collective_call(s) for s in exe.plan.steps]
 out["entry"] = [exe.entry is not None, sum(c is not None for c in calls)]
+both = compile_graph(fc.make_graph(lambda x: [lax.all_gather(x, W) * 2,
+                                              lax.psum_scatter(np.stack([x] * w.size), W)])(x))
+out["entry gather scatter"] = [both.entry is not None,
+                               sum(collectives.collective_call(s) is not None
+                                   for s in both.plan.steps)]
 out["step"] = [fc.jit(step)(w0, x).tolist(), fc.jit(step, backend="interpreter")(w0, x).tolist()]
 # big kernels: the graph runs step by step, the all-reduce as a ctypes call
 big = np.arange(1 << 18, dtype=np.float64) * (r + 1)
@@ -332,10 +342,11 @@ def test_the_cpu_backend_calls_mpi_allreduce_natively(n):
     for _ in range(n):
         for (rep,) in run_ranks(_NATIVE_SCRIPT, n=n, timeout=150):
             for key, value in rep.items():
-                if key in ("entry", "steps", "big"):
+                if key in ("entry", "entry gather scatter", "steps", "big"):
                     continue
                 np.testing.assert_allclose(value[0], value[1], rtol=1e-6, err_msg=key)
             assert rep["entry"] == [True, 1]
+            assert rep["entry gather scatter"] == [True, 2]
             assert rep["steps"] is True
             assert rep["big"] < 1e-12
 
