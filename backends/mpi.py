@@ -95,6 +95,16 @@ def init(timeout=None) -> World:
         return _world
 
 
+def set_timeout(timeout) -> World:
+    """Set (or, with None, lift) the world's timeout; it joins the world if need be."""
+    global _world
+    timeout = seconds(timeout)
+    w = init()
+    with _lock:
+        _world = World(w.comm, w.rank, w.size, w.local_rank, w.local_size, timeout)
+        return _world
+
+
 def _connect(timeout) -> World:
     mpi = _mpi() if os.environ.get("FUNCTORCH_CORE_NO_MPI") != "1" else None
     if mpi is None:
@@ -140,11 +150,18 @@ def _run(w: World, name: str, what: str, blocking, nonblocking, args) -> None:
     if w.timeout is None:
         blocking(*args)
         return
-    deadline = time.monotonic() + w.timeout
+    start = time.monotonic()
+    deadline = start + w.timeout
     req = nonblocking(*args)
-    pause = 1e-6
+    pause = 0.0
     while not req.Test():
-        if time.monotonic() > deadline:
+        now = time.monotonic()
+        # spin (each Test progresses MPI's transfers) for the first 10 ms, as MPI's blocking
+        # calls do; then back off up to 1 ms between polls: the other ranks are late
+        if now - start > 0.01:
+            time.sleep(pause)
+            pause = min(max(pause * 2, 5e-5), 1e-3)
+        if now > deadline:
             global _broken
             _broken = (f"{name}{what} timed out after {w.timeout:g} s on rank {w.rank} of "
                        f"{w.size}")
@@ -152,8 +169,6 @@ def _run(w: World, name: str, what: str, blocking, nonblocking, args) -> None:
                 f"{name}{what} did not complete within {w.timeout:g} s on rank {w.rank} of "
                 f"{w.size} (a rank that did not call it, or a slow or failed rank); the world "
                 f"is unusable from now on: MPI cannot cancel a collective, so end the job")
-        time.sleep(pause)
-        pause = min(pause * 2, 1e-3)
 
 
 def barrier(what: str = "") -> None:

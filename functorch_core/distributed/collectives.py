@@ -56,21 +56,21 @@ def _groups(dtypes):
 
 def _pack(arrays, idx, dtype, lead=()):
     """The leaves ``idx`` as one C-contiguous buffer of ``dtype`` (shape ``lead + (n,)``);
-    a lone contiguous leaf of that dtype is returned as it is."""
+    a lone contiguous leaf of that dtype is passed as it is (a view, no copy)."""
     rows = math.prod(lead)
-    sizes = [arrays[i].size // rows for i in idx]
     if len(idx) == 1:
-        return np.ascontiguousarray(arrays[idx[0]], dtype).reshape(*lead, sizes[0])
-    buf = np.empty((*lead, sum(sizes)), dtype)
-    o = 0
-    for i, n in zip(idx, sizes, strict=True):
-        buf[..., o:o + n].reshape(arrays[i].shape)[...] = arrays[i]
-        o += n
-    return buf
+        a = arrays[idx[0]]
+        return np.ascontiguousarray(a, dtype).reshape(*lead, a.size // rows)
+    parts = [arrays[i].reshape(*lead, arrays[i].size // rows) for i in idx]
+    return np.concatenate(parts, axis=-1, dtype=dtype)
 
 
 def _unpack(buf, idx, shapes, out, lead=()):
+    """Each leaf ``idx`` as a view of ``buf`` (packed as ``_pack`` packs) shaped ``shapes[i]``."""
     o, rows = 0, math.prod(lead)
+    if len(idx) == 1:
+        out[idx[0]] = buf.reshape(shapes[idx[0]])
+        return
     for i in idx:
         n = math.prod(shapes[i]) // rows
         out[i] = buf[..., o:o + n].reshape(shapes[i])
