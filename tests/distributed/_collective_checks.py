@@ -6,6 +6,7 @@ import collections
 
 import numpy as np
 
+import functorch_core as fc
 import functorch_core.distributed as dist
 
 DTYPES = ["bool", "int8", "uint8", "int32", "int64", "float16", "float32", "float64",
@@ -160,7 +161,6 @@ def mismatches(report):
 
 def in_graph(report):
     """Inside jit the collectives are lax.parallel's over WORLD: the same values as eager."""
-    import functorch_core as fc
     r, n = dist.rank(), dist.world_size()
     t = {"w": leaf("float32", (3, 4), r), "b": leaf("float64", (5,), r)}
     for op in ["sum", "mean", "max", "min"]:
