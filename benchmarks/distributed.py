@@ -143,8 +143,13 @@ def main(args):
         for row in rows:
             print("  " + " | ".join(map(str, row)))
     if wants_write(args):
+        load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
         write("distributed", "distributed.py", tables, notes=[
-            *timing_notes(), "Both ranks share this host's cores: MPICH moves the data "
+            *timing_notes(), f"The host's load average at the end of the run: {load} (1, 5, "
+            f"15 min) on {os.cpu_count()} CPUs. Oversubscribed ranks wait a scheduler slice "
+            "whenever one is preempted between two collectives, so every extra "
+            "synchronisation costs far more here than on idle cores.",
+            "Both ranks share this host's cores: MPICH moves the data "
             "through shared memory; across machines the network sets the large sizes' "
             "times. Ours includes the ranks' check of the tree's signature (one 16-byte "
             "all-reduce before the data), which small messages feel."], argv=args)
