@@ -104,6 +104,10 @@ def run_all(report):
     same(dist.all_reduce(2.5), np.asarray(2.5 * n), "python float")
     same(dist.all_reduce({"k": 3, "f": True}, "sum")["k"], np.asarray(3 * n), "python int")
     same(dist.all_reduce(np.float32(r), "max"), np.asarray(np.float32(n - 1)), "np scalar")
+    # a big-endian input: reduced as its values, the result in native byte order
+    be = (np.arange(4.0) + r).astype(">f4")
+    same(dist.all_reduce(be), sum(np.arange(4.0, dtype=np.float32) + q for q in range(n)),
+         "big-endian")
     # a non-contiguous input
     m = np.arange(24.0).reshape(4, 6)[:, ::2] + r
     same(dist.all_reduce(m), sum(np.arange(24.0).reshape(4, 6)[:, ::2] + q for q in range(n)),
