@@ -6,13 +6,25 @@ of the collective primitives call it. Every function takes and returns host NumP
 
 ``init()`` is idempotent. Without mpi4py, or in a process not started by ``mpiexec``
 (MPI's singleton start), the world has one rank and every collective is a copy.
+
+Dtypes: reductions keep the input's dtype and equal NumPy's ufunc reduced over the ranks'
+copies in that dtype (``np.add`` for sum: integers wrap, bool sum is logical or, bool prod
+logical and). MPI has no float16 arithmetic: float16 is reduced in float32 and rounded once;
+complex max/min (NumPy's lexicographic order, which MPI lacks) gather and reduce locally.
+
+Timeouts: with ``init(timeout=...)`` every collective is MPI's non-blocking call polled until
+the deadline; past it ``DistributedTimeoutError`` is raised and the world is unusable (MPI
+cannot cancel a collective): later collectives raise ``DistributedError``.
 """
 
 from __future__ import annotations
 
 import ctypes
+import datetime
 import os
+import pickle
 import threading
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,8 +53,10 @@ class World:
     timeout: float | None = None
 
 
+_yield = getattr(os, "sched_yield", lambda: None)
 _lock = threading.Lock()
 _world: World | None = None
+_broken: str | None = None      # why the world is unusable (a collective timed out), or None
 
 
 def _mpi():
@@ -54,24 +68,47 @@ def _mpi():
     return MPI
 
 
-def init(timeout: float | None = None) -> World:
+def seconds(timeout) -> float | None:
+    """``timeout`` (seconds, a ``datetime.timedelta`` or None) as float seconds or None."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, datetime.timedelta):
+        timeout = timeout.total_seconds()
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise ValueError(f"init(timeout={timeout!r}): expected None, a positive number of "
+                         f"seconds or a datetime.timedelta")
+    return float(timeout)
+
+
+def init(timeout=None) -> World:
     """Join the MPI world (once per process); later calls return the same world.
 
-    ``timeout`` (seconds) bounds every collective; None waits as long as MPI does.
+    ``timeout`` (seconds or a ``datetime.timedelta``) bounds every collective; None waits
+    as long as MPI does. A later call with another timeout changes it.
     """
     global _world
+    timeout = seconds(timeout)
     with _lock:
         if _world is None:
             _world = _connect(timeout)
         elif timeout is not None and timeout != _world.timeout:
             _world = World(_world.comm, _world.rank, _world.size, _world.local_rank,
-                           _world.local_size, float(timeout))
+                           _world.local_size, timeout)
+        return _world
+
+
+def set_timeout(timeout) -> World:
+    """Set (or, with None, lift) the world's timeout; it joins the world if need be."""
+    global _world
+    timeout = seconds(timeout)
+    w = init()
+    with _lock:
+        _world = World(w.comm, w.rank, w.size, w.local_rank, w.local_size, timeout)
         return _world
 
 
 def _connect(timeout) -> World:
     mpi = _mpi() if os.environ.get("FUNCTORCH_CORE_NO_MPI") != "1" else None
-    timeout = None if timeout is None else float(timeout)
     if mpi is None:
         return World(None, 0, 1, 0, 1, timeout)
     comm = mpi.COMM_WORLD
@@ -89,38 +126,111 @@ def world() -> World:
     return _world if _world is not None else init()
 
 
+def abort(code: int = 1) -> None:
+    """End every rank of the job now (MPI_Abort): the way out after a timeout."""
+    w = world()
+    if w.comm is not None:
+        w.comm.Abort(code)
+    os._exit(code)
+
+
 def _op(op: str):
     mpi = _mpi()
     return {"sum": mpi.SUM, "prod": mpi.PROD, "max": mpi.MAX, "min": mpi.MIN}[op]
 
 
-def barrier() -> None:
+def _usable(w: World, name: str, what: str) -> None:
+    if _broken is not None:
+        raise DistributedError(f"{name}{what}: the world is unusable since {_broken}; MPI "
+                               f"cannot cancel a collective, so end the job (abort())")
+
+
+def _run(w: World, name: str, what: str, blocking, nonblocking, args) -> None:
+    """One MPI call: ``blocking(*args)`` without a timeout, else ``nonblocking(*args)``
+    polled with a short backoff until the world's deadline."""
+    _usable(w, name, what)
+    if w.timeout is None:
+        blocking(*args)
+        return
+    start = time.monotonic()
+    deadline = start + w.timeout
+    req = nonblocking(*args)
+    pause = 0.0
+    while not req.Test():
+        now = time.monotonic()
+        # spin (each Test progresses MPI's transfers) for the first 10 ms, as MPI's blocking
+        # calls do, yielding the core to ranks that share it; then back off up to 1 ms
+        # between polls: the other ranks are late
+        if now - start > 0.01:
+            time.sleep(pause)
+            pause = min(max(pause * 2, 5e-5), 1e-3)
+        else:
+            _yield()
+        if now > deadline:
+            global _broken
+            _broken = (f"{name}{what} timed out after {w.timeout:g} s on rank {w.rank} of "
+                       f"{w.size}")
+            raise DistributedTimeoutError(
+                f"{name}{what} did not complete within {w.timeout:g} s on rank {w.rank} of "
+                f"{w.size} (a rank that did not call it, or a slow or failed rank); the world "
+                f"is unusable from now on: MPI cannot cancel a collective, so end the job")
+
+
+def barrier(what: str = "") -> None:
     w = world()
-    if w.comm is not None:
-        w.comm.Barrier()
+    if w.comm is not None and w.size > 1:
+        _run(w, "barrier", what, w.comm.Barrier, w.comm.Ibarrier, ())
 
 
-def all_reduce(x: np.ndarray, op: str = "sum") -> np.ndarray:
-    """The elementwise reduction of ``x`` over every rank (a new array)."""
+def agree(key: int, name: str = "collective", what: str = "") -> bool:
+    """Whether every rank passed the same 63-bit ``key`` (one 16-byte all-reduce)."""
+    w = world()
+    if w.comm is None or w.size == 1:
+        return True
+    buf = np.array([key, -key], np.int64)
+    out = np.empty(2, np.int64)
+    _run(w, name, what, w.comm.Allreduce, w.comm.Iallreduce, (buf, out, _op("max")))
+    return int(out[0]) == -int(out[1])
+
+
+_BOOL_OPS = {"sum": "max", "max": "max", "prod": "min", "min": "min"}
+
+
+def all_reduce(x: np.ndarray, op: str = "sum", what: str = "") -> np.ndarray:
+    """The elementwise reduction of ``x`` over every rank (a new array, ``x``'s dtype)."""
+    if op not in REDUCE_OPS:
+        raise ValueError(f"all_reduce{what}: op must be one of {REDUCE_OPS}, got {op!r}")
     x = np.ascontiguousarray(x)
     w = world()
     if w.comm is None or w.size == 1:
         return x.copy()
+    if x.dtype == np.bool_:
+        return all_reduce(x.view(np.uint8), _BOOL_OPS[op], what).view(np.bool_)
+    if x.dtype == np.float16:
+        return all_reduce(x.astype(np.float32), op, what).astype(np.float16)
+    if x.dtype.kind == "c" and op in ("max", "min"):
+        ufunc = np.maximum if op == "max" else np.minimum
+        return ufunc.reduce(all_gather(x, what), axis=0)
     out = np.empty_like(x)
-    w.comm.Allreduce(x, out, op=_op(op))
+    _run(w, "all_reduce", what, w.comm.Allreduce, w.comm.Iallreduce, (x, out, _op(op)))
     return out
 
 
-def broadcast(x: np.ndarray, src: int = 0) -> np.ndarray:
+def broadcast(x: np.ndarray, src: int = 0, what: str = "") -> np.ndarray:
     """Rank ``src``'s ``x`` on every rank (``x`` gives the shape and dtype elsewhere)."""
-    out = np.array(x, order="C", copy=True)
     w = world()
+    if not 0 <= src < w.size:
+        raise ValueError(f"broadcast{what}: src={src} is not a rank of a world of {w.size}")
+    if w.comm is not None and w.size > 1 and w.rank != src:
+        out = np.empty(np.shape(x), np.asarray(x).dtype)
+    else:
+        out = np.array(x, order="C", copy=True)
     if w.comm is not None and w.size > 1:
-        w.comm.Bcast(out, root=src)
+        _run(w, "broadcast", what, w.comm.Bcast, w.comm.Ibcast, (out, src))
     return out
 
 
-def all_gather(x: np.ndarray) -> np.ndarray:
+def all_gather(x: np.ndarray, what: str = "") -> np.ndarray:
     """Every rank's ``x`` stacked along a new leading axis, in rank order."""
     x = np.ascontiguousarray(x)
     w = world()
@@ -128,47 +238,105 @@ def all_gather(x: np.ndarray) -> np.ndarray:
     if w.comm is None or w.size == 1:
         out[0] = x
     else:
-        w.comm.Allgather(x, out)
+        _run(w, "all_gather", what, w.comm.Allgather, w.comm.Iallgather, (x, out))
     return out
 
 
-def reduce_scatter(x: np.ndarray, op: str = "sum") -> np.ndarray:
+def reduce_scatter(x: np.ndarray, op: str = "sum", what: str = "") -> np.ndarray:
     """``all_reduce(x, op)[rank]``: ``x`` has a leading axis of the world's size."""
+    if op not in REDUCE_OPS:
+        raise ValueError(f"reduce_scatter{what}: op must be one of {REDUCE_OPS}, got {op!r}")
     x = np.ascontiguousarray(x)
     w = world()
     if x.ndim == 0 or x.shape[0] != w.size:
-        raise ValueError(f"reduce_scatter: the leading axis must be the world size {w.size}, "
-                         f"got shape {x.shape}")
+        raise ValueError(f"reduce_scatter{what}: the leading axis must be the world size "
+                         f"{w.size}, got shape {x.shape}")
     if w.comm is None or w.size == 1:
         return x[0].copy()
+    if x.dtype == np.bool_:
+        return reduce_scatter(x.view(np.uint8), _BOOL_OPS[op], what).view(np.bool_)
+    if x.dtype == np.float16:
+        return reduce_scatter(x.astype(np.float32), op, what).astype(np.float16)
+    if x.dtype.kind == "c" and op in ("max", "min"):
+        return all_reduce(x, op, what)[w.rank]
     out = np.empty(x.shape[1:], x.dtype)
-    w.comm.Reduce_scatter_block(x, out, op=_op(op))
+    _run(w, "reduce_scatter", what, w.comm.Reduce_scatter_block,
+         w.comm.Ireduce_scatter_block, (x, out, _op(op)))
     return out
 
 
-def send(x: np.ndarray, dst: int, tag: int = 0) -> None:
+def send(x: np.ndarray, dst: int, tag: int = 0, what: str = "") -> None:
     w = world()
-    if w.comm is None:
-        raise DistributedError(f"send: there is no rank {dst} in a world of one")
-    w.comm.Send(np.ascontiguousarray(x), dest=dst, tag=tag)
+    if w.comm is None or not 0 <= dst < w.size or dst == w.rank:
+        raise DistributedError(f"send{what}: dst={dst} is not another rank of a world of "
+                               f"{w.size} (this is rank {w.rank})")
+    _run(w, "send", what, w.comm.Send, w.comm.Isend, (np.ascontiguousarray(x), dst, tag))
 
 
-def recv(like: np.ndarray, src: int, tag: int = 0) -> np.ndarray:
+def recv(like: np.ndarray, src: int, tag: int = 0, what: str = "") -> np.ndarray:
     """An array shaped and typed as ``like``, received from rank ``src``."""
     w = world()
-    if w.comm is None:
-        raise DistributedError(f"recv: there is no rank {src} in a world of one")
+    if w.comm is None or not 0 <= src < w.size or src == w.rank:
+        raise DistributedError(f"recv{what}: src={src} is not another rank of a world of "
+                               f"{w.size} (this is rank {w.rank})")
     out = np.empty(np.shape(like), np.asarray(like).dtype)
-    w.comm.Recv(out, source=src, tag=tag)
+    _run(w, "recv", what, w.comm.Recv, w.comm.Irecv, (out, src, tag))
     return out
 
 
-def all_gather_object(obj) -> list:
+def send_object(obj, dst: int, tag: int = 0, what: str = "") -> None:
+    """A small picklable value to rank ``dst`` (a description of what follows)."""
+    w = world()
+    _usable(w, "send", what)
+    if w.timeout is None:
+        w.comm.send(obj, dest=dst, tag=tag)
+    else:
+        _run(w, "send", what, None, lambda: w.comm.isend(obj, dest=dst, tag=tag), ())
+
+
+def recv_object(src: int, tag: int = 0, what: str = ""):
+    """The small value rank ``src`` sent with ``send_object``."""
+    w = world()
+    _usable(w, "recv", what)
+    if w.timeout is None:
+        return w.comm.recv(source=src, tag=tag)
+    box = []
+
+    def irecv():
+        req = w.comm.irecv(source=src, tag=tag)
+        return _Keep(req, box)
+    _run(w, "recv", what, None, irecv, ())
+    return box[0]
+
+
+class _Keep:
+    """An mpi4py object request whose ``Test`` keeps the received value in ``box``."""
+
+    def __init__(self, req, box):
+        self.req, self.box = req, box
+
+    def Test(self):     # mpi4py's name
+        done, value = self.req.test()
+        if done:
+            self.box.append(value)
+        return done
+
+
+def all_gather_object(obj, what: str = "") -> list:
     """Every rank's small Python value (a description of its inputs), in rank order."""
     w = world()
     if w.comm is None or w.size == 1:
         return [obj]
-    return w.comm.allgather(obj)
+    _usable(w, "all_gather", what)
+    if w.timeout is None:
+        return w.comm.allgather(obj)
+    # pickled values of any length: their lengths first, then the bytes (both bounded)
+    data = np.frombuffer(pickle.dumps(obj), np.uint8)
+    sizes = all_gather(np.array([data.size], np.int64), what)[:, 0]
+    out = np.empty(int(sizes.sum()), np.uint8)
+    _run(w, "all_gather", what, None, lambda: w.comm.Iallgatherv(data, (out, sizes)), ())
+    ends = np.cumsum(sizes)
+    return [pickle.loads(out[e - s:e].tobytes()) for s, e in zip(sizes, ends, strict=True)]
 
 
 # --- native interface ------------------------------------------------------------------

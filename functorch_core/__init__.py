@@ -85,11 +85,11 @@ __all__ = [
     "profiler", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
     "is_deterministic_algorithms_warn_only_enabled",
     "backends_available", "device_get", "device_put",
-    "scipy", "data",
+    "scipy", "data", "distributed",
 ]
 __version__ = "0.1.0"
 
-_LAZY = ("data", "scipy")     # imported on first attribute access (PEP 562)
+_LAZY = ("data", "distributed", "scipy")     # imported on first attribute access (PEP 562)
 
 
 def __getattr__(name):

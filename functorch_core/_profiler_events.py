@@ -165,12 +165,16 @@ class EventList(list):
         return "\n".join(out)
 
 
-def write_chrome_trace(events, path) -> None:
+def write_chrome_trace(events, path, rank=None) -> None:
     """``events`` as Chrome trace-event JSON at ``path`` (gzip-compressed when it ends in
-    ``.gz``)."""
-    t0 = events[0].start if events else 0
+    ``.gz``). With a ``rank``, the process is named after it and times are on the machine's
+    monotonic clock (no offset), so the ranks' files line up."""
+    t0 = events[0].start if events and rank is None else 0
     pid = os.getpid()
     trace, threads = [], {}
+    if rank is not None:
+        trace.append({"name": "process_name", "ph": "M", "pid": pid,
+                      "args": {"name": f"rank {rank}"}})
     for ev in events:
         threads.setdefault(ev.tid, ev.thread_name)
         item = {"name": ev.name, "cat": ev.cat, "ph": "X", "pid": pid, "tid": ev.tid,

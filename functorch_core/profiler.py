@@ -34,7 +34,7 @@ import socket
 import time
 import warnings
 
-from functorch_core.backends import profiling
+from functorch_core.backends import mpi, profiling
 
 from ._profiler_events import EventList, FunctionEventAvg, averages, write_chrome_trace
 from .api import drop_fast_paths
@@ -407,14 +407,25 @@ class profile:
         loadable in Perfetto or chrome://tracing; gzip-compressed when ``path`` ends in
         ``.gz``.
 
+        In a distributed job, give every rank the same directory: ``path`` naming a
+        directory writes ``trace.rank<R>.json`` there (``R`` the rank in
+        ``functorch_core.distributed``'s world, 0 before ``init()``), with the rank as the
+        process's name and times on the machine's monotonic clock, so that the ranks of
+        one machine line up when the files are opened together.
+
         Args:
-            path (str or os.PathLike): the file to write.
+            path (str or os.PathLike): the file to write, or an existing directory.
 
         Example::
 
             >>> prof.export_chrome_trace("trace.json")
+            >>> prof.export_chrome_trace("traces/")   # traces/trace.rank0.json, ...rank1...
         """
-        write_chrome_trace(self.events(), path)
+        if os.path.isdir(path):
+            rank = mpi.world().rank if mpi.is_initialized() else 0
+            write_chrome_trace(self.events(), os.path.join(path, f"trace.rank{rank}.json"), rank)
+        else:
+            write_chrome_trace(self.events(), path)
 
 
 class record_function:
