@@ -469,12 +469,18 @@ def test_getitem_errors():
         fc.make_graph(lambda x: fnp.nonzero(x))(x)
 
 
-def test_traced_indices_wrap_and_clamp():
+def test_traced_indices_wrap_and_raise_or_clamp(monkeypatch):
     x = np.arange(5.0)
     f = fc.jit(lambda x, i: x[i])
     np.testing.assert_array_equal(f(x, np.array([-1, -5, 0, 4])), x[[-1, -5, 0, 4]])
-    np.testing.assert_array_equal(f(x, np.array([7, -9])), [4.0, 0.0])   # clamped
-    np.testing.assert_array_equal(f(x, np.array([1, 200], np.uint8)), [1.0, 4.0])
+    with pytest.raises(IndexError, match="index 7 is out of bounds for axis 0 with size 5"):
+        f(x, np.array([7, -9]))
+    with pytest.raises(IndexError, match="index 200 is out of bounds for axis 0 with size 5"):
+        f(x, np.array([1, 200], np.uint8))
+    monkeypatch.setattr(fc.config, "check_bounds", False)
+    g = fc.jit(lambda x, i: x[i])
+    np.testing.assert_array_equal(g(x, np.array([7, -9])), [4.0, 0.0])   # clamped
+    np.testing.assert_array_equal(g(x, np.array([1, 200], np.uint8)), [1.0, 4.0])
 
 
 @given(st.data())

@@ -31,6 +31,7 @@ NOT_LINEAR_REASON = {
     "mutation": "functionalized before any transform",
     "window": "reduce_window_max/min differentiate through select_and_gather_add",
     "special3": "betainc is non-linear: its jvp multiplies the tangent by the density",
+    "indexing": "check_index is integer valued: zero tangent (gather and scatter are linear)",
     "linalg": "factorizations and determinants: their jvp rules are matrix identities "
               "over solve and products",
 }
