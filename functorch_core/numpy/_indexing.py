@@ -18,9 +18,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from functorch_core.config import config
 from functorch_core.ir import Tracer, TracerError
 from functorch_core.ir import primitives as P
-from functorch_core.config import config
 from functorch_core.ir.indexing import (
     advanced_layout,
     broadcast_shapes,
