@@ -23,9 +23,10 @@ FALLBACK = {
     **{p: "LAPACK through NumPy/SciPy's linalg routines for the one equation (no native "
           "batched LAPACK call for it yet; backends/llvm/lapack.py has solve, cholesky, "
           "det, slogdet, lu, triangular_solve)" for p in P.LINALG if p not in lapack_steps.LOWERED},
-    P.check_index: "raises IndexError from the host: NumPy reads the index array once and "
-                   "the kernels after it see only in-bounds indices (config.check_bounds="
-                   "False drops the step; benchmarks/bounds_check.py measures it)",
+    P.check_index: "fused before the partition (backends/llvm/bounds.py: wrap and clamp in "
+                   "the kernels, a flag per check read after the call); only a loop body "
+                   "keeps it, as an interpreter step that raises (its loop then runs from "
+                   "Python)",
     P.fft: "the fft step (backends/llvm/fft.py): pocketfft through scipy.fft for the last "
            "axis, split over threads; native radix-4 transforms along power-of-two leading "
            "axes; long 1-d transforms by the four-step method with native twiddles and "

@@ -8,6 +8,8 @@ import re
 
 import numpy as np
 import pytest
+from functorch_core.backends.llvm.runtime import compile_graph
+from functorch_core.backends.planning.plan import Fallback
 from functorch_core.ir import primitives as P
 from hypothesis import given
 from hypothesis import strategies as st
@@ -15,6 +17,7 @@ from hypothesis import strategies as st
 import functorch_core as fc
 import functorch_core.numpy as fnp
 import functorch_core.testing as fct
+from functorch_core import lax
 
 X = np.arange(6.0)
 M = np.arange(12.0).reshape(3, 4)
@@ -236,3 +239,41 @@ def test_random_indices_match_numpy(data):
         return
     got = fc.jit(f)(x, idx)
     np.testing.assert_array_equal(got, want)
+
+
+# --- the cpu backend's native check ------------------------------------------------------
+
+def test_cpu_check_is_fused_into_the_native_entry():
+    exe = compile_graph(fc.make_graph(_getitem)(X, np.array([1, 2])))
+    assert exe.checks == 1
+    assert not any(isinstance(s, Fallback) for s in exe.plan.steps)
+    assert exe.entry is not None
+    assert exe([X, np.array([-1, 2])])[0].tolist() == [5.0, 2.0]
+    with pytest.raises(IndexError, match="index 8 is out of bounds for axis 0 with size 6"):
+        exe([X, np.array([1, 8])])
+
+
+@pytest.mark.parametrize("where", ["fori_loop", "scan", "cond"])
+def test_checks_inside_control_flow(where):
+    def f(x, i):
+        if where == "fori_loop":
+            return lax.fori_loop(0, 3, lambda k, c: c + x[i + k], 0.0)
+        if where == "scan":
+            return lax.scan(lambda c, k: (c + x[i + k], c), 0.0, np.arange(3))[0]
+        return lax.cond(i > 0, lambda: x[i], lambda: x[0])
+
+    last = 3 if where != "cond" else 5      # the largest i that stays in bounds
+    want = sum(X[last + k] for k in range(3)) if where != "cond" else X[last]
+    np.testing.assert_allclose(fc.jit(f)(X, np.int64(last)), want)
+    with pytest.raises(IndexError, match="index 6 is out of bounds for axis 0 with size 6"):
+        fc.jit(f)(X, np.int64(last + 1) if where != "cond" else np.int64(6))
+
+
+def test_donated_and_profiled_calls_check_too():
+    f = fc.jit(lambda x, i: x * 2.0 + x[i], donate_argnums=(0,))
+    with pytest.raises(IndexError, match="index 9 is out of bounds"):
+        f(X.copy(), np.int64(9))
+    np.testing.assert_array_equal(f(X.copy(), np.int64(-1)), X * 2.0 + 5.0)
+    with fc.profiler.profile():
+        with pytest.raises(IndexError, match="index -9 is out of bounds"):
+            fc.jit(_getitem)(X, np.array([-9]))
