@@ -55,20 +55,105 @@ def _lowered(e, eqns):
                  {"axes": tuple(range(len(shape)))}, src)
 
 
+def _graphs(e):
+    """The graphs an equation's params hold (bodies, branches)."""
+    for v in e.params.values():
+        if isinstance(v, Graph):
+            yield v
+        elif isinstance(v, tuple):
+            yield from (g for g in v if isinstance(g, Graph))
+
+
+def has_checks(graph: Graph) -> bool:
+    """Whether ``graph`` or a graph inside it has a ``check_index``."""
+    return any(e.prim is P.check_index or any(has_checks(g) for g in _graphs(e))
+               for e in graph.eqns)
+
+
+def _max_flag(flags, eqns, src):
+    """One 0-d flag: the max of ``flags`` (a literal 0 when there are none)."""
+    if not flags:
+        return Lit(np.zeros((), _FLAG))
+    acc = flags[0]
+    for f in flags[1:]:
+        acc = _emit(eqns, P.max, [acc, f], AbstractArray((), _FLAG), {}, src)
+    return acc
+
+
+def _with_acc(body, at, n_out):
+    """``body`` fused, with a flag carry: input ``acc`` at ``at``, the output ``max(acc,
+    body's flags)`` after its first ``n_out`` outputs."""
+    fused, k = with_flags(body)
+    acc = Var(AbstractArray((), _FLAG))
+    eqns = list(fused.eqns)
+    outs = list(fused.outputs)
+    flags, outs = outs[len(outs) - k:], outs[:len(outs) - k]
+    new = _max_flag([acc, *flags], eqns, "")
+    inputs = list(fused.inputs[:at]) + [acc] + list(fused.inputs[at:])
+    return Graph(inputs, eqns, outs[:n_out] + [new] + outs[n_out:])
+
+
+def _stopping(cond, at):
+    """The while condition ``cond`` with a flag input at ``at``: false once it is set."""
+    acc = Var(AbstractArray((), _FLAG))
+    eqns, b = list(cond.eqns), AbstractArray((), np.dtype(bool))
+    ok = _emit(eqns, P.eq, [acc, Lit(np.zeros((), _FLAG))], b, {}, "")
+    go = _emit(eqns, P.and_, [cond.outputs[0], ok], b, {}, "")
+    return Graph(list(cond.inputs[:at]) + [acc] + list(cond.inputs[at:]), eqns, [go])
+
+
+def _loop(e, eqns):
+    """A control-flow equation with checks inside: rewritten with a flag result (appended
+    to ``eqns``, the flag returned), or kept (None: a while whose condition checks)."""
+    p, zero, flag = dict(e.params), Lit(np.zeros((), _FLAG)), Var(AbstractArray((), _FLAG))
+    if e.prim is P.scan:
+        n_pre = p["n_consts"] + p["n_carry"]
+        p["body"] = _with_acc(p["body"], n_pre, p["n_carry"])
+        p["n_carry"] += 1
+        outs, ins = tuple(e.outputs), tuple(e.inputs)
+        outs = outs[:p["n_carry"] - 1] + (flag,) + outs[p["n_carry"] - 1:]
+        eqns.append(Eqn(e.prim, ins[:n_pre] + (zero,) + ins[n_pre:], outs, p, e.source))
+        return flag
+    if e.prim is P.while_loop:
+        if has_checks(p["cond_graph"]):
+            return None
+        p["cond_graph"] = _stopping(p["cond_graph"], len(p["cond_graph"].inputs))
+        p["body_graph"] = _with_acc(p["body_graph"], len(p["body_graph"].inputs),
+                                    len(p["body_graph"].outputs))
+        eqns.append(Eqn(e.prim, tuple(e.inputs) + (zero,), tuple(e.outputs) + (flag,), p,
+                        e.source))
+        return flag
+    branches = []
+    for g in p["branches"]:
+        fused, k = with_flags(g)
+        body_eqns, outs = list(fused.eqns), list(fused.outputs)
+        flags, outs = outs[len(outs) - k:], outs[:len(outs) - k]
+        branches.append(Graph(fused.inputs, body_eqns, outs + [_max_flag(flags, body_eqns, "")]))
+    p["branches"] = tuple(branches)
+    eqns.append(Eqn(e.prim, tuple(e.inputs), tuple(e.outputs) + (flag,), p, e.source))
+    return flag
+
+
 def with_flags(graph: Graph) -> tuple[Graph, int]:
-    """``graph`` with its ``check_index`` equations fused and their flags as extra
-    results, and how many flags there are (0: ``graph`` itself)."""
-    if not any(e.prim is P.check_index for e in graph.eqns):
+    """``graph`` with its ``check_index`` equations fused (in loop bodies and branches
+    too: a loop carries a flag, and a while loop stops once it is set) and their flags as
+    extra results, and how many flags there are (0: ``graph`` itself)."""
+    if not has_checks(graph):
         return graph, 0
     eqns, flags = [], []
     for e in graph.eqns:
-        if e.prim is not P.check_index:
+        if e.prim is P.check_index:
+            flag = _lowered(e, eqns)
+        elif any(has_checks(g) for g in _graphs(e)):
+            flag = _loop(e, eqns)
+            if flag is None:
+                eqns.append(e)
+        else:
             eqns.append(e)
             continue
-        flag = _lowered(e, eqns)
         if flag is not None:
             flags.append(flag)
-    return Graph(graph.inputs, eqns, tuple(graph.outputs) + tuple(flags)), len(flags)
+    return Graph(graph.inputs, eqns, list(graph.outputs) + flags), len(flags)
 
 
 def raise_first(graph: Graph, args):

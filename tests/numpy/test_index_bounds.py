@@ -5,6 +5,8 @@ take / take_along_axis modes against NumPy's own; ``config.check_bounds=False`` 
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -267,6 +269,61 @@ def test_checks_inside_control_flow(where):
     np.testing.assert_allclose(fc.jit(f)(X, np.int64(last)), want)
     with pytest.raises(IndexError, match="index 6 is out of bounds for axis 0 with size 6"):
         fc.jit(f)(X, np.int64(last + 1) if where != "cond" else np.int64(6))
+
+
+def test_native_loop_with_a_check_stays_native():
+    def f(x, i):
+        return lax.fori_loop(0, 3, lambda k, c: c + x[i + k], 0.0)
+    g = fc.make_graph(f)(X, np.int64(0))
+    exe = compile_graph(g)
+    loops = [run for step, run in zip(exe.plan.steps, exe.steps, strict=True)
+             if type(step).__name__ == "Loop"]
+    assert exe.checks == 1 and [run.native for run in loops] == [True]
+
+
+def test_nested_loops_and_a_cond_in_a_body():
+    def f(x, i):
+        def outer(k, c):
+            inner = lax.fori_loop(0, 2, lambda j, d: d + x[i + j + k], 0.0)
+            return c + lax.cond(k > 0, lambda: x[i - k], lambda: inner)
+        return lax.fori_loop(0, 2, outer, 0.0)
+
+    def loop(x, i):
+        c = 0.0
+        for k in range(2):
+            inner = sum(x[i + j + k] for j in range(2))
+            c += x[i - k] if k > 0 else inner
+        return c
+    jf = fc.jit(f)
+    for i in (1, 3):
+        np.testing.assert_allclose(jf(X, np.int64(i)), loop(X, i))
+    for i in (0, 4):        # x[-1] is fine in NumPy, x[6] is not; x[i - k] at i=0,k=1: -1
+        try:
+            want = loop(X, i)
+        except IndexError as e:
+            with pytest.raises(IndexError, match=re.escape(str(e))):
+                jf(X, np.int64(i))
+        else:
+            np.testing.assert_allclose(jf(X, np.int64(i)), want)
+
+
+_WHILE = """
+import numpy as np, functorch_core as fc
+from functorch_core import lax
+x = np.arange(6.0)
+f = fc.jit(lambda x: lax.while_loop(lambda c: x[c] != 99.0, lambda c: c + 1, 0))
+try:
+    f(x)
+except IndexError as e:
+    print("raised:", e)
+"""
+
+
+def test_a_while_loop_on_a_bad_index_stops_and_raises():
+    # clamped, x[c] would read x[5] forever: the flag stops the loop
+    out = subprocess.run([sys.executable, "-c", _WHILE], capture_output=True, text=True,
+                         timeout=120, check=True)
+    assert "raised: index 6 is out of bounds for axis 0 with size 6" in out.stdout, out
 
 
 def test_donated_and_profiled_calls_check_too():
