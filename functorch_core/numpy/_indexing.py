@@ -44,7 +44,7 @@ from ._core import (
 )
 from ._masked import READ_HINT, MaskedValues, masked_write, traced_mask
 from ._methods import _fnp
-from ._shape_base import broadcast_to, ravel
+from ._shape_base import broadcast_view, ravel
 from ._writes import (
     UFuncOutputCastingError,
     _concrete_target_error,
@@ -251,7 +251,7 @@ def _stack_indices(parts, bshape):
     cols = []
     for p in parts:
         if is_tracer(p):
-            p = p if p.shape == bshape else broadcast_to(p, bshape)
+            p = p if p.shape == bshape else broadcast_view(p, bshape)
             cols.append(P.expand_dims.bind(p, dimensions=(len(bshape),)))
         else:
             cols.append(np.broadcast_to(p, bshape)[..., None])
@@ -366,7 +366,7 @@ def setitem(x, index, value, call="x[index] = value"):
     if len(vshape) > len(target):     # drop the leading 1s NumPy ignores
         value = P.reshape.bind(value, new_sizes=vshape[len(vshape) - len(target):])
     if perm is not None:              # lay the value out as the indexer reads it
-        value = P.transpose.bind(broadcast_to(value, numpy_target), permutation=perm)
+        value = P.transpose.bind(broadcast_view(value, numpy_target), permutation=perm)
     P.setitem.bind(x, value, *arrays, indexer=indexer)
 
 

@@ -728,3 +728,32 @@ def test_methods_on_tracers():
     check_graph(fc.make_graph(ours)(x))
     with pytest.raises(TypeError):
         fc.make_graph(lambda x: x.reshape())(x)
+
+
+def test_broadcast_to_is_read_only_as_in_numpy():
+    x = np.arange(3.0)
+
+    def write(view):
+        def f(x):
+            b = np.broadcast_to(x, (2, 3))
+            view(b)[...] = 5.0
+            return b
+        return f
+    for view in (lambda b: b, lambda b: b[0], lambda b: b.T):
+        with pytest.raises(ValueError) as numpy_error:
+            write(view)(x.copy())
+        with pytest.raises(ValueError, match=r"read-only.*numpy\.broadcast_to"):
+            fc.jit(write(view))(x)
+        assert str(numpy_error.value).startswith("assignment destination is read-only")
+    assert not fnp.broadcast_to(x, (2, 3)).flags.writeable
+    # a copy, and broadcast_arrays' results (writable in NumPy), take writes
+    np.testing.assert_array_equal(
+        fc.jit(lambda x: _written(np.broadcast_to(x, (2, 3)).copy()))(x), [[7, 1, 2], [0, 1, 2]])
+    np.testing.assert_array_equal(
+        fc.jit(lambda x: _written(np.broadcast_arrays(x, np.ones((2, 1)))[0]))(x),
+        [[7, 1, 2], [0, 1, 2]])
+
+
+def _written(b):
+    b[0, 0] = 7.0
+    return b
