@@ -17,6 +17,9 @@ from functorch_core.ir import primitives as P
 from functorch_core.ir.core import AbstractArray, Eqn, Graph, Lit, Var
 
 _I64, _FLAG = np.dtype(np.int64), np.dtype(np.int32)
+# control flow whose bodies get the fused checks and a flag; the graphs of other
+# equations (custom rules run as they are) keep the interpreter's check
+_REWRITTEN = (P.scan, P.while_loop, P.cond)
 
 
 def _lit(value, dtype, shape):
@@ -144,7 +147,7 @@ def with_flags(graph: Graph) -> tuple[Graph, int]:
     for e in graph.eqns:
         if e.prim is P.check_index:
             flag = _lowered(e, eqns)
-        elif any(has_checks(g) for g in _graphs(e)):
+        elif e.prim in _REWRITTEN and any(has_checks(g) for g in _graphs(e)):
             flag = _loop(e, eqns)
             if flag is None:
                 eqns.append(e)
@@ -159,6 +162,16 @@ def with_flags(graph: Graph) -> tuple[Graph, int]:
 def raise_first(graph: Graph, args):
     """Raise the IndexError of ``graph`` on ``args`` (a flag of its fused form was set)."""
     eval_graph(graph, list(args))
-    e = next(e for e in graph.eqns if e.prim is P.check_index)
+    e = _first_check(graph)
     raise IndexError(f"an index is out of bounds for axis {e.params['axis']} with size "
                      f"{e.params['size']} (a native check failed), in {e.params['where']}")
+
+
+def _first_check(graph):
+    for e in graph.eqns:
+        if e.prim is P.check_index:
+            return e
+        for g in _graphs(e):
+            if has_checks(g):
+                return _first_check(g)
+    return None
