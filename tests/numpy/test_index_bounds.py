@@ -334,3 +334,44 @@ def test_donated_and_profiled_calls_check_too():
     with fc.profiler.profile():
         with pytest.raises(IndexError, match="index -9 is out of bounds"):
             fc.jit(_getitem)(X, np.array([-9]))
+
+
+def _set_along(x, i, axis):
+    b = x * 1.0
+    b[(slice(None),) * axis + (i,)] = -1.0
+    return b
+
+
+def _add_at_along(x, i, axis):
+    b = x * 1.0
+    np.add.at(b, (slice(None),) * axis + (i,), 1.0)
+    return b
+
+
+_HYPOTHESIS_FORMS = {
+    "take": lambda x, i, axis: np.take(x, i, axis=axis),
+    "take_along_axis": lambda x, i, axis: np.take_along_axis(
+        x, i.reshape((1,) * axis + (-1,) + (1,) * (x.ndim - axis - 1)), axis=axis),
+    "setitem": _set_along,
+    "np.add.at": _add_at_along,
+}
+
+
+@given(st.data())
+def test_random_indices_match_numpy_in_every_form(data):
+    shape = data.draw(st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple))
+    x = np.arange(np.prod(shape), dtype=np.float64).reshape(shape)
+    axis = data.draw(st.integers(0, len(shape) - 1))
+    n = shape[axis]
+    idx = np.array(data.draw(st.lists(st.integers(-2 * n - 1, 2 * n), min_size=1, max_size=5)),
+                   dtype=data.draw(st.sampled_from([np.int64, np.int32])))
+    name = data.draw(st.sampled_from(sorted(_HYPOTHESIS_FORMS)))
+    form = _HYPOTHESIS_FORMS[name]
+    f = lambda x, i: form(x, i, axis)  # noqa: E731
+    try:
+        want = f(x, idx)
+    except IndexError as e:
+        with pytest.raises(IndexError, match=re.escape(str(e))):
+            fc.jit(f)(x, idx)
+        return
+    np.testing.assert_array_equal(fc.jit(f)(x, idx), want)
