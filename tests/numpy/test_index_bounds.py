@@ -375,3 +375,14 @@ def test_random_indices_match_numpy_in_every_form(data):
             fc.jit(f)(x, idx)
         return
     np.testing.assert_array_equal(fc.jit(f)(x, idx), want)
+
+
+def test_an_exported_function_keeps_its_checks(tmp_path):
+    exp = fc.export(lambda x, i: x[i] * 2.0, X, np.array([0, 1]))
+    exp.save(tmp_path / "m.fcx")
+    for backend in ("cpu", "interpreter"):
+        m = fc.load_exported(tmp_path / "m.fcx", backend=backend)
+        np.testing.assert_array_equal(m(X, np.array([1, -1])), [2.0, 10.0])
+        with pytest.raises(IndexError, match="index 6 is out of bounds for axis 0 with size 6, "
+                                             r"in x\[index\] at .*test_index_bounds\.py:"):
+            m(X, np.array([1, 6]))
