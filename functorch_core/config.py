@@ -19,10 +19,25 @@ class Config:
             ``cache_size``; ``None`` for no bound. Default: the environment
             variable ``FUNCTORCH_CORE_JIT_CACHE_SIZE`` (``0`` meaning no bound),
             else 128.
+        check_bounds: whether a traced integer index (``x[i]``, ``x[idx]``,
+            ``take``, ``take_along_axis``, ``x[idx] = v``, ``np.add.at``) is
+            checked when the graph runs, raising NumPy's ``IndexError`` (with
+            the user's call and line) for an index outside ``[-n, n)``. Default:
+            True. False drops the check where speed matters: an out-of-bounds
+            index is then clamped into range (JAX's behaviour), silently. Read
+            when a function is traced: a ``jit`` function keeps the setting of
+            the signatures it has compiled (``fc.clear_caches()`` drops them).
+
+    Example::
+
+        >>> import functorch_core as fc
+        >>> fc.config.check_bounds = False     # clamp, do not check
+        >>> fc.config.check_bounds = True
     """
 
     log_retraces: bool = os.environ.get("FUNCTORCH_CORE_LOG_RETRACES", "") == "1"
     jit_cache_size: int | None = field(default_factory=lambda: _cache_size_from_env())
+    check_bounds: bool = True
 
 
 def _cache_size_from_env() -> int | None:

@@ -25,6 +25,25 @@ def broadcast_shapes(*shapes, what="index arrays"):
                          + " ".join(str(tuple(s)) for s in shapes)) from None
 
 
+def out_of_bounds(index, axis, size, where="") -> IndexError:
+    """NumPy's error for ``index`` into axis ``axis`` of ``size``, then ``where`` (the
+    user's call and line) when it is known."""
+    msg = f"index {index} is out of bounds for axis {axis} with size {size}"
+    return IndexError(f"{msg}, in {where}" if where else msg)
+
+
+def check_index(a, size, axis, where=""):
+    """NumPy's reading of the integer index array ``a`` into an axis of ``size``: int64 with
+    the negatives counted from the end; the first index (C order) outside
+    ``[-size, size)`` raises :func:`out_of_bounds`."""
+    a = np.asarray(a)
+    bad = (a < -size) | (a >= size)
+    if bad.any():
+        raise out_of_bounds(a.flat[int(np.flatnonzero(bad)[0])], axis, size, where)
+    a = a.astype(np.int64)
+    return np.where(a < 0, a + size, a)
+
+
 def normalize(shape, index, is_array):
     """Normalize a user index against ``shape``.
 
@@ -67,7 +86,7 @@ def normalize(shape, index, is_array):
                                  f"got {type(e).__name__}") from None
             n = shape[axis]
             if not -n <= i < n:
-                raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n}")
+                raise out_of_bounds(i, axis, n)
             entries.append(("int", i % n))
             axis += 1
     entries.extend(("slice", 0, shape[a], 1) for a in range(axis, len(shape)))

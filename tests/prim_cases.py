@@ -364,6 +364,9 @@ def _indexing_rows():
         _row("scatter_unique", lambda x, idx, u: P.scatter.bind(x, idx, u, axes=(0,)),
              uniform(), sized(lambda rng, m, n, k: rng.permutation(m)[:, None]),
              sized(lambda rng, m, n, k: _u(rng, (m, *_main(m, n, k)[1:])))),
+        # in-bounds indices (out-of-bounds ones raise: tests/numpy/test_index_bounds.py)
+        _row("check_index", lambda a: P.check_index.bind(a, size=5, axis=1, where=""),
+             ints(-5, 5, 3, 2), grad=INTEGER_OPERANDS),
         _row("gather_clamped", lambda x, idx: P.gather.bind(x, idx, axes=(0,)),
              sized(lambda rng, m, n, k: rng.standard_normal((m, n))),
              sized(lambda rng, m, n, k: rng.integers(-1, m + 1, (k, 1)))),

@@ -58,7 +58,9 @@ CALLS = {
 _COLLECTIVE_HOST = ("a collective over the process axis: MPI moves host buffers here "
                     "(no CUDA-aware MPI assumed), through backends/mpi.py on a host copy, "
                     "results copied back")
-HOST = {P.spence: "cupyx.scipy.special has no spence (CuPy 13): scipy.special.spence on a "
+HOST = {P.check_index: "raises IndexError from the host: NumPy checks a host copy of the "
+                       "indices, which go back to the device wrapped",
+        P.spence: "cupyx.scipy.special has no spence (CuPy 13): scipy.special.spence on a "
                   "host copy, results copied back",
         P.bessel_jv: "cupyx.scipy.special has no jv of real order (only j0/j1, CuPy 13): "
                      "scipy.special.jv on a host copy, results copied back",

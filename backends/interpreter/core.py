@@ -12,7 +12,7 @@ import numpy as np
 from functorch_core.ir import dtypes, eager
 from functorch_core.ir import primitives as P
 from functorch_core.ir.core import Graph, Lit, Primitive
-from functorch_core.ir.indexing import to_numpy_index
+from functorch_core.ir.indexing import check_index, to_numpy_index
 from functorch_core.ir.tables import Table
 
 from .betainc_grad import betainc_grad
@@ -210,6 +210,11 @@ def _indexed_view(x, indices, axes):
 def _gather(x, indices, *, axes):
     x, index = _indexed_view(x, indices, axes)
     return x[index]
+
+
+@_impl(P.check_index)
+def _check_index(a, *, size, axis, where):
+    return check_index(a, size, axis, where)
 
 
 def _scatter_with(write):

@@ -24,7 +24,9 @@ first call, ``dlopen``s it (``NAME_init(NULL)``); ``NAME_init(path)`` loads anot
 (a machine without the same NumPy install) before the first call. The pointers are
 published with release/acquire atomics, so calls racing the first one at most run the
 init twice (``dlopen`` counts references; the same addresses are stored). Return codes: 0 ok,
-1 the BLAS library could not be opened, 2 it lacks a ``?gemm``, 3 out of memory.
+1 the BLAS library could not be opened, 2 it lacks a ``?gemm``, 3 out of memory, 4 an
+integer index was out of bounds (NumPy's IndexError: the outputs hold clamped reads, not
+a result; ``bounds.py``).
 
 Steps that are not native code in this backend (interpreter fallbacks, control flow run
 from Python, convolutions, products whose operands need a copy, LAPACK calls) and kernels
@@ -47,7 +49,7 @@ from llvmlite import ir
 
 from ..planning import buffers
 from ..planning.plan import Blas, Conv, Fallback, Kernel, Lapack, Loop, Sort
-from . import cnames, codegen, engine, scipy_calls, sort
+from . import bounds, cnames, codegen, engine, scipy_calls, sort
 from .blas import GemmCall, _numpy_openblas, blas_int_bits, emit_gemm, gemm_layout
 from .lowering import partition
 
@@ -154,8 +156,11 @@ def _signature_tables(module, name, kind, avals):
 def build_module(graph, name: str):
     """(LLVM IR text of the library, {"inputs": [(shape, dtype)], "outputs": [...],
     "blas": path or None, "arena_bytes": n})."""
+    graph, n_flags = bounds.with_flags(graph)
     plan = partition(graph)
     _check_native(plan)
+    outputs = plan.outputs[:len(plan.outputs) - n_flags]
+    flags = [ref[1] for ref in plan.outputs[len(outputs):]]     # 0-d int32 slots
     n_in = plan.n_inputs
     borrowed = set(range(n_in)) | set(plan.consts)
     results = {r[1] for r in plan.outputs if r[0] == "slot"} - borrowed
@@ -204,7 +209,7 @@ def build_module(graph, name: str):
         const_globals[s] = g
 
     out_avals = []
-    for ref in plan.outputs:
+    for ref in outputs:
         if ref[0] == "lit":
             v = np.asarray(ref[1])
             out_avals.append((v.shape, v.dtype))
@@ -213,7 +218,7 @@ def build_module(graph, name: str):
     in_avals = [plan.slots[i] for i in range(n_in)]
 
     fn = ir.Function(module, ir.FunctionType(I32, [PTR, PTR]), name)
-    inputs, outputs = fn.args
+    inputs, out_table = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     if gemm_dtypes:
         flag = b.load_atomic(ready, "acquire", 4, typ=I32)     # pairs with init's release
@@ -243,14 +248,16 @@ def build_module(graph, name: str):
         ptrs[s] = b.bitcast(g, PTR)
     for s, off in offsets.items():
         ptrs[s] = b.gep(base, [ir.Constant(I64, off)], source_etype=I8)
+    for s in flags:
+        ptrs[s] = b.bitcast(b.alloca(I32), PTR)
     copies = []     # (output index, source pointer, nbytes) after the steps
-    for j, ref in enumerate(plan.outputs):
+    for j, ref in enumerate(outputs):
         n = buffers.nbytes(*out_avals[j])
         if ref[0] == "lit":
             g = _const_bytes(module, f"{name}__lit_out_{j}", np.asarray(ref[1]))
             copies.append((j, g, n))
         elif ref[1] in results and ref[1] not in ptrs:
-            ptrs[ref[1]] = arg(outputs, j)
+            ptrs[ref[1]] = arg(out_table, j)
         else:
             copies.append((j, ref[1], n))
     missing = [s for s in range(len(plan.slots)) if s not in ptrs and any(
@@ -271,10 +278,14 @@ def build_module(graph, name: str):
     for j, src, n in copies:
         if n:
             p = src if not isinstance(src, int) else ptrs[src]
-            b.call(memcpy, [arg(outputs, j), b.bitcast(p, PTR), ir.Constant(I64, n)])
+            b.call(memcpy, [arg(out_table, j), b.bitcast(p, PTR), ir.Constant(I64, n)])
     if raw is not None:
         b.call(free, [raw])
-    b.ret(ir.Constant(I32, 0))
+    rc = ir.Constant(I32, 0)
+    for s in flags:
+        bad = b.icmp_signed("!=", b.load(ptrs[s], typ=I32), ir.Constant(I32, 0))
+        rc = b.select(bad, ir.Constant(I32, 4), rc)
+    b.ret(rc)
 
     _signature_tables(module, name, "input", in_avals)
     _signature_tables(module, name, "output", out_avals)
@@ -347,8 +358,10 @@ def header_text(name: str, info: dict, doc: str = "") -> str:
 {sig(info['inputs'], 'inputs')}
 {sig(info['outputs'], 'outputs')}
  * Returns 0 on success, 1 when the BLAS library cannot be opened, 2 when it lacks a
- * ?gemm, 3 when out of memory. Kernels run in order on the calling thread; each call
- * mallocs its own {info['arena_bytes']}-byte scratch buffer, so concurrent calls are safe.
+ * ?gemm, 3 when out of memory, 4 when an integer index is out of bounds (NumPy raises
+ * IndexError there; the outputs are then no result). Kernels run in order on the
+ * calling thread; each call mallocs its own {info['arena_bytes']}-byte scratch buffer, so
+ * concurrent calls are safe.
 {blas}
  * The code is compiled for the CPU of the machine that built it.
  */

@@ -14,7 +14,7 @@ def trusted_calls(exe):
     ``call`` is ``exe.__call__`` without the argument checks, on local names (results that
     need copies take ``__call__`` itself); ``one`` is ``call(array) -> array`` for a graph of
     one input and one result run by the native entry, else None."""
-    if exe._plain_outputs is None:
+    if exe._plain_outputs is None or exe.checks:
         return exe.__call__, None
     one = None
     if exe.entry is not None and exe.n_inputs == 1 and len(exe._plain_outputs) == 1 \

@@ -26,6 +26,10 @@ FALLBACK = {
     **{p: "a collective over the process axis: backends/mpi.py through the interpreter's "
           "implementation for the one equation (MPI's own call; vmap's named axes never "
           "reach a backend)" for p in P.COLLECTIVES},
+    P.check_index: "fused before the partition (backends/llvm/bounds.py: wrap and clamp in "
+                   "the kernels, a flag per check read after the call); only a loop body "
+                   "keeps it, as an interpreter step that raises (its loop then runs from "
+                   "Python)",
     P.fft: "the fft step (backends/llvm/fft.py): pocketfft through scipy.fft for the last "
            "axis, split over threads; native radix-4 transforms along power-of-two leading "
            "axes; long 1-d transforms by the four-step method with native twiddles and "

@@ -24,6 +24,7 @@ from ..planning import buffers
 from ..planning.buffers import nbytes as _nbytes
 from ..planning.plan import Blas, Conv, Fallback, Kernel, Lapack, Loop, Sort
 from . import (
+    bounds,
     collectives,
     engine,
     entries,
@@ -76,8 +77,11 @@ class Executable:
     """
 
     def __init__(self, graph: Graph, loop_body: bool = False, donate: tuple = ()):
+        # bounds checks fused, their flags as the last results (a loop body keeps the
+        # interpreter's check: a native loop runs its entry, never this object's call)
+        fused, self.checks = (graph, 0) if loop_body else bounds.with_flags(graph)
         with profiling.span("partition", "compile"):
-            self.plan = plan = partition(graph)
+            self.plan = plan = partition(fused)
         self.graph, self.loop_body = graph, loop_body
         # donated inputs: {input: result living in its memory}, inputs returned as they are
         self.donations, self.passthrough = buffers.donations(plan, donate) if donate else \
@@ -188,6 +192,13 @@ class Executable:
             twin = self._twin = profiled.instrumented(self)
         return profiled.run(twin, args)
 
+    def _checked(self, outs, args):
+        """The results without the bounds checks' flags; raises if a flag is set."""
+        k = self.checks
+        if any(outs[-k:]):
+            bounds.raise_first(self.graph, args)
+        return outs[:-k]
+
     def _output_rules(self, refs):
         """(copy?, ref) per result: literals, inputs, constants and a second use of one
         buffer are copied, so no two results and no result and argument share memory."""
@@ -264,9 +275,11 @@ class Executable:
                 for step in self.steps:
                     step(bufs)
             if self._plain_outputs is not None:
-                return [bufs[s] for s in self._plain_outputs]
-            return [np.array(steps.fetch(ref, bufs), copy=True) if copy else steps.fetch(ref, bufs)
-                    for copy, ref in self.outputs]
+                outs = [bufs[s] for s in self._plain_outputs]
+            else:
+                outs = [np.array(steps.fetch(ref, bufs), copy=True) if copy else
+                        steps.fetch(ref, bufs) for copy, ref in self.outputs]
+            return self._checked(outs, args) if self.checks else outs
         finally:
             bufs[:n] = self._no_inputs
             for s in self._results:

@@ -18,7 +18,7 @@ from ._creation import arange, array, linspace
 from ._info import result_type
 from ._shape import (
     _atleast_2d,
-    broadcast_to,
+    broadcast_view,
     concatenate,
     flip,
     ravel,
@@ -273,7 +273,7 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
         out.append(reshape(operand(x), tuple(shape)))
     if not sparse:
         full = np.broadcast_shapes(*(aval(operand(o)).shape for o in out))
-        out = [broadcast_to(o, full) for o in out]
+        out = [broadcast_view(o, full) for o in out]
         out = [o.copy() if isinstance(o, np.ndarray) else o for o in out]
     return tuple(out)
 

@@ -10,7 +10,7 @@ from . import _elementwise as E
 from ._core import aval, implements, normalize_axis, operand, to_result
 from ._creation import array_operand, asarray, zeros_like
 from ._reductions import any as any_
-from ._shape import broadcast_to, moveaxis, reshape, stack
+from ._shape import broadcast_view, moveaxis, reshape, stack
 
 __all__ = ["piecewise", "apply_along_axis"]
 
@@ -52,7 +52,7 @@ def piecewise(x, condlist, funclist, *args, **kw):
     """
     xv = array_operand(x)
     conds = _conditions(condlist, aval(xv).ndim)
-    conds = [broadcast_to(asarray(c, dtype=bool), aval(xv).shape) for c in conds]
+    conds = [broadcast_view(asarray(c, dtype=bool), aval(xv).shape) for c in conds]
     n, funcs = len(conds), list(funclist)
     if len(funcs) == n + 1:
         conds.append(E.logical_not(any_(stack(conds), axis=0)) if n else

@@ -18,9 +18,17 @@ from typing import NamedTuple
 
 import numpy as np
 
+from functorch_core.config import config
 from functorch_core.ir import Tracer, TracerError
 from functorch_core.ir import primitives as P
-from functorch_core.ir.indexing import advanced_layout, broadcast_shapes, indexed_shape, normalize
+from functorch_core.ir.indexing import (
+    advanced_layout,
+    broadcast_shapes,
+    check_index,
+    indexed_shape,
+    normalize,
+)
+from functorch_core.ir.source import user_code, user_source
 
 from ._core import (
     _walk,
@@ -36,7 +44,7 @@ from ._core import (
 )
 from ._masked import READ_HINT, MaskedValues, masked_write, traced_mask
 from ._methods import _fnp
-from ._shape_base import broadcast_to, ravel
+from ._shape_base import broadcast_view, ravel
 from ._writes import (
     UFuncOutputCastingError,
     _concrete_target_error,
@@ -126,20 +134,21 @@ def _entry_axes(indexer):
     return axes
 
 
-def _checked(a, n, axis):
-    """Index array ``a`` into an axis of size ``n``: int64, negatives wrapped, bounds checked."""
-    if is_tracer(a):
-        signed = a.dtype.kind == "i"
-        a = cast(a, np.int64)
-        if not signed:
-            return a
-        wrapped = P.add.bind(a, constant(n, np.int64))
-        return P.select.bind(P.lt.bind(a, constant(0, np.int64)), wrapped, a)
-    bad = (a < -n) | (a >= n)
-    if bad.any():
-        raise IndexError(f"index {a[bad].flat[0]} is out of bounds for axis {axis} with size {n}")
-    a = a.astype(np.int64)
-    return np.where(a < 0, a + n, a)
+def _checked(a, n, axis, call):
+    """Index array ``a`` into an axis of size ``n``: int64, negatives wrapped, bounds checked
+    (a traced ``a`` when the graph runs, unless ``config.check_bounds`` is off: then an
+    out-of-bounds index is clamped into range by ``gather``)."""
+    if not is_tracer(a):
+        return check_index(a, n, axis)
+    if config.check_bounds:
+        return P.check_index.bind(a, size=n, axis=axis,
+                                  where=f"{call} at {user_source()}{user_code()}")
+    signed = a.dtype.kind == "i"
+    a = cast(a, np.int64)
+    if not signed:
+        return a
+    wrapped = P.add.bind(a, constant(n, np.int64))
+    return P.select.bind(P.lt.bind(a, constant(0, np.int64)), wrapped, a)
 
 
 class Parsed(NamedTuple):
@@ -153,15 +162,16 @@ class Parsed(NamedTuple):
     front: bool
 
 
-def parse(shape, index) -> Parsed:
-    """Read a user index into an array of ``shape``."""
+def parse(shape, index, call="x[index]") -> Parsed:
+    """Read a user index into an array of ``shape``; ``call`` names the user's call in the
+    error of a traced out-of-bounds index."""
     entries = tuple(_entry(e) for e in (index if isinstance(index, tuple) else (index,)))
     entries = _expand_masks(shape, entries)
     indexer, arrays = normalize(shape, entries, _is_index_array)
     axes = _entry_axes(indexer)
     for e, ax in zip(indexer, axes, strict=True):
         if e[0] == "array":
-            arrays[e[1]] = _checked(arrays[e[1]], shape[ax], ax)
+            arrays[e[1]] = _checked(arrays[e[1]], shape[ax], ax, call)
     # NumPy's placement rule reads the index as written: an Ellipsis between two advanced
     # entries separates them even where it stands for no axis, which the indexer drops.
     adv = [i for i, e in enumerate(entries)
@@ -170,9 +180,9 @@ def parse(shape, index) -> Parsed:
     return Parsed(indexer, arrays, any(e is Ellipsis for e in entries), front)
 
 
-def parse_index(shape, index):
+def parse_index(shape, index, call="x[index]"):
     """``(indexer, index arrays, has_ellipsis)`` of a user index into an array of ``shape``."""
-    return parse(shape, index)[:3]
+    return parse(shape, index, call)[:3]
 
 
 def _front_layout(indexer, target, front):
@@ -241,7 +251,7 @@ def _stack_indices(parts, bshape):
     cols = []
     for p in parts:
         if is_tracer(p):
-            p = p if p.shape == bshape else broadcast_to(p, bshape)
+            p = p if p.shape == bshape else broadcast_view(p, bshape)
             cols.append(P.expand_dims.bind(p, dimensions=(len(bshape),)))
         else:
             cols.append(np.broadcast_to(p, bshape)[..., None])
@@ -290,7 +300,7 @@ def read_index(x, parsed: Parsed):
     return P.expand_dims.bind(out, dimensions=dims) if dims else out
 
 
-def getitem(x, index):
+def getitem(x, index, call="x[index]"):
     """``x[index]`` with NumPy's semantics; the tracer's ``__getitem__``.
 
     Basic indices (slices of any step, integers, None, Ellipsis) give views;
@@ -298,15 +308,16 @@ def getitem(x, index):
     of the broadcast index dimensions. A traced boolean mask (alone, over the
     leading axes) gives :class:`MaskedValues`, which only arithmetic and a write
     back (``x[mask] += v``) accept; other boolean masks must be concrete.
-    Concrete out-of-bounds indices raise IndexError; traced indices are
-    wrapped when negative and clamped into range.
+    Out-of-bounds indices raise IndexError as in NumPy: concrete ones here,
+    traced ones when the graph runs, naming ``call`` and the user's line
+    (clamped into range instead when ``config.check_bounds`` is False).
     """
     x = operand(x)
     if not is_tracer(x) and not isinstance(x, np.ndarray):
         x = np.asarray(x)
     if traced_mask(x, index) is not None:       # a read here, or the first half of a write
         return MaskedValues(x, traced_mask(x, index))
-    parsed = parse(aval(x).shape, index)
+    parsed = parse(aval(x).shape, index, call)
     out = read_index(x, parsed)
     if is_tracer(out) and not out.ndim and not parsed.has_ellipsis and not parsed.arrays:
         out = P.convert.bind(out, new_dtype=out.dtype)   # NumPy gives a scalar: a copy
@@ -324,7 +335,7 @@ def _assignable(src, dst) -> bool:
                                         zip(src[::-1], dst[::-1], strict=False))
 
 
-def setitem(x, index, value):
+def setitem(x, index, value, call="x[index] = value"):
     """``x[index] = value``; the tracer's ``__setitem__``.
 
     On a tracer it records ``setitem(x, value, *index_arrays, indexer=...)``
@@ -341,7 +352,7 @@ def setitem(x, index, value):
     mask = traced_mask(x, index)
     if mask is not None:
         return masked_write(x, mask, value)
-    indexer, arrays, has_ellipsis, front = parse(x.shape, index)
+    indexer, arrays, has_ellipsis, front = parse(x.shape, index, call)
     target = indexed_shape(x.shape, indexer, [aval(a).shape for a in arrays])
     numpy_target, perm = _front_layout(indexer, target, front)
     value = assign_cast(value, x.dtype)
@@ -355,7 +366,7 @@ def setitem(x, index, value):
     if len(vshape) > len(target):     # drop the leading 1s NumPy ignores
         value = P.reshape.bind(value, new_sizes=vshape[len(vshape) - len(target):])
     if perm is not None:              # lay the value out as the indexer reads it
-        value = P.transpose.bind(broadcast_to(value, numpy_target), permutation=perm)
+        value = P.transpose.bind(broadcast_view(value, numpy_target), permutation=perm)
     P.setitem.bind(x, value, *arrays, indexer=indexer)
 
 
@@ -374,13 +385,81 @@ def inplace_update(x, fn_name, other):
 
 # --- take, take_along_axis, nonzero ------------------------------------------
 
+_TAKE_MODES = ("raise", "wrap", "clip", "fill")
+
+
+def _moded(idx, n, mode, name, wrap_negative):
+    """``idx`` into an axis of size ``n`` under ``mode``: (the index to read with, the mask
+    of the in-bounds indices for mode 'fill', else None). 'raise' leaves the check to the
+    read; 'wrap' takes ``idx`` modulo ``n``; 'clip' clamps into ``[0, n)`` (after counting
+    negatives from the end when ``wrap_negative``); 'fill' reads 0 where out of bounds."""
+    if mode not in _TAKE_MODES:
+        raise ValueError(f"{name}: mode must be one of {', '.join(map(repr, _TAKE_MODES))}, "
+                         f"got {mode!r}")
+    if mode == "raise":
+        return idx, None
+    if n == 0:
+        raise IndexError(f"{name}: cannot do a non-empty take from an empty axis "
+                         f"(mode={mode!r})")
+    fnp = _fnp()
+    idx = cast(idx, np.int64)
+    if mode == "wrap":
+        return fnp.mod(idx, n), None
+    if mode == "clip":
+        if wrap_negative:
+            idx = fnp.where(idx < 0, idx + n, idx)
+        return fnp.clip(idx, 0, n - 1), None
+    valid = (idx >= -n) & (idx < n)
+    return fnp.where(valid, idx, 0), valid
+
+
+def _default_fill(dt):
+    """JAX's fill for mode='fill': NaN, the most negative signed or the largest unsigned
+    integer, True."""
+    if dt.kind in "fc":
+        return np.nan
+    if dt.kind in "iu":
+        return np.iinfo(dt).min if dt.kind == "i" else np.iinfo(dt).max
+    return True
+
+
+def _filled(out, valid, shape, fill_value):
+    """``out`` where ``valid`` (broadcast to ``shape``), else ``fill_value`` cast."""
+    fnp = _fnp()
+    dt = aval(out).dtype
+    fill = np.asarray(_default_fill(dt) if fill_value is None else fill_value).astype(dt)
+    return fnp.where(fnp.reshape(valid, shape), out, fill)
+
+
 @implements(np.take)
-def take(a, indices, axis=None, out=None, mode="raise"):
-    """``numpy.take`` (mode 'raise' only): elements of ``a`` at ``indices`` along ``axis``."""
+def take(a, indices, axis=None, out=None, mode="raise", fill_value=None):
+    """``numpy.take``: elements of ``a`` at ``indices`` along ``axis``.
+
+    Args:
+        a: the array (or array-like) to read from.
+        indices: integer indices (an array, list, scalar or tracer).
+        axis: the axis to take along. Default: None (the flattened ``a``).
+        out: not supported (must be None). Default: None.
+        mode: what an index outside ``[-n, n)`` does. ``'raise'`` (NumPy's default):
+            IndexError, also under ``jit`` when the graph runs (unless
+            ``config.check_bounds`` is False); ``'wrap'``: taken modulo ``n``;
+            ``'clip'``: clamped into ``[0, n)`` (NumPy's: negative indices give the
+            first element); ``'fill'`` (JAX's): negatives in range count from the end, any
+            other index gives ``fill_value``. Default: ``'raise'``.
+        fill_value: the value of the out-of-bounds elements for mode ``'fill'``. Default:
+            None (JAX's: NaN for inexact dtypes, the most negative signed or the largest
+            unsigned integer, True for booleans).
+
+    Example::
+
+        >>> fnp.take(np.arange(4.0), np.array([1, 7]), mode="fill", fill_value=-1.0)
+        array([ 1., -1.])
+    """
     if out is not None:
         raise NotImplementedError("take(..., out=...) is not supported")
-    if mode != "raise":
-        raise NotImplementedError(f"take(mode={mode!r}) is not supported; only mode='raise'")
+    if fill_value is not None and mode != "fill":
+        raise ValueError(f"numpy.take: fill_value is only read with mode='fill', got "
+                         f"mode={mode!r}")
     x = operand(a)
     if axis is None:
         x, axis = ravel(x), 0
@@ -392,12 +471,45 @@ def take(a, indices, axis=None, out=None, mode="raise"):
     elif dt.kind not in "iu":
         raise TypeError(f"Cannot cast array data from {dt!r} to dtype('int64') according to "
                         "the rule 'safe'")
-    return getitem(x, (slice(None),) * ax + (idx,))
+    shp = aval(x).shape
+    idx, valid = _moded(idx, shp[ax], mode, "numpy.take", wrap_negative=False)
+    res = getitem(x, (slice(None),) * ax + (idx,), "numpy.take")
+    if valid is None:
+        return res
+    ishape = aval(idx).shape
+    return _filled(res, valid, (1,) * ax + ishape + (1,) * (len(shp) - ax - 1), fill_value)
 
 
 @implements(np.take_along_axis)
-def take_along_axis(arr, indices, axis=-1):
-    """``numpy.take_along_axis``: pick along ``axis`` with ``indices`` (None: flattened)."""
+def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None):
+    """``numpy.take_along_axis``: pick along ``axis`` with ``indices``.
+
+    Args:
+        arr: the array to read from.
+        indices: integer indices with ``arr``'s number of dimensions (broadcast against
+            it outside ``axis``).
+        axis: the axis to pick along; None for the flattened ``arr`` (then ``indices`` is
+            1-d). Default: -1.
+        mode: what an index outside ``[-n, n)`` does (JAX's argument; NumPy has none).
+            None or ``'raise'``: IndexError as in NumPy, also under ``jit`` (unless
+            ``config.check_bounds`` is False); ``'clip'``: negatives count from the end,
+            then clamped into ``[0, n)``; ``'wrap'``: modulo ``n``; ``'fill'``: the
+            out-of-bounds elements are ``fill_value``. Default: None.
+        fill_value: the value of the out-of-bounds elements for mode ``'fill'``. Default:
+            None (NaN for inexact dtypes, the most negative signed or largest unsigned
+            integer, True for booleans).
+
+    Example::
+
+        >>> fnp.take_along_axis(np.array([[1., 2.], [3., 4.]]), np.array([[1], [5]]),
+        ...                     axis=1, mode="clip")
+        array([[2.],
+               [4.]])
+    """
+    mode = "raise" if mode is None else mode
+    if fill_value is not None and mode != "fill":
+        raise ValueError(f"numpy.take_along_axis: fill_value is only read with mode='fill', "
+                         f"got mode={mode!r}")
     x, idx = operand(arr), _index_array(indices)
     if axis is None:
         if aval(idx).ndim != 1:
@@ -409,7 +521,9 @@ def take_along_axis(arr, indices, axis=-1):
         raise IndexError("`indices` must be an integer array")
     if aval(idx).ndim != len(shp):
         raise ValueError("`indices` and `arr` must have the same number of dimensions")
-    return getitem(x, _along_axis_index(shp, ax, idx))
+    idx, valid = _moded(idx, shp[ax], mode, "numpy.take_along_axis", wrap_negative=True)
+    res = getitem(x, _along_axis_index(shp, ax, idx), "numpy.take_along_axis")
+    return res if valid is None else _filled(res, valid, aval(valid).shape, fill_value)
 
 
 def _along_axis_index(shp, ax, idx):
@@ -442,4 +556,4 @@ def put_along_axis(arr, indices, values, axis):
         raise IndexError("`indices` must be an integer array")
     if aval(idx).ndim != len(shp):
         raise ValueError("`indices` and `arr` must have the same number of dimensions")
-    setitem(arr, _along_axis_index(shp, ax, idx), values)
+    setitem(arr, _along_axis_index(shp, ax, idx), values, "numpy.put_along_axis")

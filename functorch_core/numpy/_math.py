@@ -33,7 +33,7 @@ from ._reductions import all as all_
 from ._reductions import sum as sum_
 from ._shape import (
     broadcast_arrays,
-    broadcast_to,
+    broadcast_view,
     concatenate,
     expand_dims,
     moveaxis,
@@ -185,7 +185,7 @@ def _diff_edge(x, v, axis):
     if aval(v).ndim == 0:
         shape = list(aval(x).shape)
         shape[axis] = 1
-        v = broadcast_to(v, tuple(shape))
+        v = broadcast_view(v, tuple(shape))
     return v
 
 
@@ -336,7 +336,7 @@ def select(condlist, choicelist, default=0):
     for c, v in zip(conds[::-1], choices[-2::-1], strict=True):
         result = E.where(c, asarray(v, dtype=dt), result)
     shape = np.broadcast_shapes(*(aval(o).shape for o in conds + choices))
-    out = broadcast_to(result, shape)
+    out = broadcast_view(result, shape)
     return out.copy() if isinstance(out, np.ndarray) else out
 
 

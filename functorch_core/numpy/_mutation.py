@@ -126,7 +126,7 @@ def ufunc_at(ufunc, a, indices, b=None):
         return ufunc.at(a, indices, b)
     if ufunc not in UFUNCS or ufunc.nout != 1 or (b is None) != (ufunc.nin == 1):
         raise NotImplementedError(f"{name} is not supported on traced arrays")
-    pos = _positions(a, indices)
+    pos = _positions(a, indices, name)
     if math.prod(pos.shape) == 0 or a.size == 0:
         return None
     fn = UFUNCS[ufunc]
@@ -147,14 +147,14 @@ def _in_own_dtype(ufunc, a, b):
     return all(d == a.dtype for d in dts)
 
 
-def _positions(a, indices):
+def _positions(a, indices, name):
     """Flat positions of ``a[indices]``: an ndarray when the index is concrete."""
     parts = indices if isinstance(indices, tuple) else (indices,)
     if not _any_tracer(*parts):
         iota = np.arange(a.size, dtype=np.int64).reshape(a.shape)
         return np.ascontiguousarray(iota[indices])
 
-    indexer, arrays, _ = parse_index(a.shape, indices)
+    indexer, arrays, _ = parse_index(a.shape, indices, name)
     atoms = [x if is_tracer(x) else Lit(np.asarray(x)) for x in arrays]
     return flat_positions(a.shape, indexer, atoms)
 

@@ -14,7 +14,7 @@ from ._creation import array_operand, asarray, ones
 from ._linalg import matmul, outer
 from ._reductions import cumprod
 from ._reductions import sum as sum_
-from ._shape import broadcast_to, concatenate, expand_dims
+from ._shape import broadcast_view, concatenate, expand_dims
 from .linalg import inv, lstsq
 
 __all__ = ["vander", "polyfit"]
@@ -50,7 +50,7 @@ def vander(x, N=None, increasing=False):
     xv = asarray(xv, dtype=dt)
     if n == 0:
         return to_result(operand(ones((m, 0), dt)))
-    cols = concatenate([ones((m, 1), dt), broadcast_to(expand_dims(xv, 1), (m, n - 1))], axis=1)
+    cols = concatenate([ones((m, 1), dt), broadcast_view(expand_dims(xv, 1), (m, n - 1))], axis=1)
     v = cumprod(cols, axis=1)
     return to_result(operand(v if increasing else v[:, ::-1]))
 

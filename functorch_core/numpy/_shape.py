@@ -32,7 +32,7 @@ from ._core import (
 )
 from ._indexing import _index_array, getitem, take
 from ._methods import _fnp
-from ._shape_base import _as_shape, _check_order, _ints, broadcast_to, ravel
+from ._shape_base import _as_shape, _check_order, _ints, broadcast_to, broadcast_view, ravel
 from ._writes import assign_cast
 
 __all__ = [
@@ -161,7 +161,7 @@ def broadcast_arrays(*args, subok=False):
     """``numpy.broadcast_arrays``: a tuple of views broadcast to one shape."""
     ops = [operand(a) for a in args]
     shape = np.broadcast_shapes(*(aval(o).shape for o in ops))
-    return tuple(broadcast_to(o, shape) for o in ops)
+    return tuple(broadcast_view(o, shape) for o in ops)
 
 
 def _join_dtype(name, ops, dtype, casting):

@@ -7,7 +7,7 @@ import operator
 
 import numpy as np
 
-from functorch_core.ir import TracerError
+from functorch_core.ir import TracerError, mark_read_only
 from functorch_core.ir import primitives as P
 from functorch_core.transforms.functionalize import is_c_contiguous
 
@@ -44,9 +44,9 @@ def ravel(a, order="C"):
     return out
 
 
-@implements(np.broadcast_to)
-def broadcast_to(array, shape, subok=False):
-    """``numpy.broadcast_to``: a (read-only in NumPy) view of ``array`` with ``shape``."""
+def broadcast_view(array, shape):
+    """``array`` broadcast to ``shape`` (NumPy's rules), as a value the caller may write
+    into: what ``broadcast_to`` gives, without its read-only mark."""
     x = operand(array)
     shape = _as_shape(shape, "broadcast_to(shape)")
     xs = aval(x).shape
@@ -60,3 +60,24 @@ def broadcast_to(array, shape, subok=False):
                          f"[original->remapped]: {xs} and requested shape {shape}")
     return P.broadcast_in_dim.bind(x, shape=shape,
                                    broadcast_dimensions=tuple(range(lead, len(shape))))
+
+
+@implements(np.broadcast_to)
+def broadcast_to(array, shape, subok=False):
+    """``numpy.broadcast_to``: a read-only view of ``array`` with ``shape``.
+
+    Args:
+        array: the array (or array-like) to broadcast.
+        shape: the target shape (an int or a tuple of ints).
+        subok: accepted for NumPy's signature (no subclasses here). Default: False.
+
+    As in NumPy, the result is read-only: a write into it (or a view of it) inside a
+    traced function raises ValueError naming the call.
+
+    Example::
+
+        >>> fnp.broadcast_to(np.arange(3.0), (2, 3))
+        array([[0., 1., 2.],
+               [0., 1., 2.]])
+    """
+    return mark_read_only(broadcast_view(array, shape), "numpy.broadcast_to")

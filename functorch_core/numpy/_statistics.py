@@ -31,7 +31,7 @@ from ._indexing import take_along_axis
 from ._linalg import diag, dot
 from ._shape import (
     _atleast_2d,
-    broadcast_to,
+    broadcast_view,
     concatenate,
     expand_dims,
     moveaxis,
@@ -105,7 +105,7 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
             raise ValueError("average: length of weights not compatible with specified "
                              f"axis {axis} for shape {aval(x).shape}")
         w = moveaxis(reshape(w, aval(w).shape + (1,) * (aval(x).ndim - 1)), 0, axes[0])
-        w = broadcast_to(w, aval(x).shape)
+        w = broadcast_view(w, aval(x).shape)
     scl = R.sum(w, axis, dtype=dt, keepdims=keepdims)
     if not is_tracer(scl) and np.any(np.asarray(scl) == 0.0):
         raise ZeroDivisionError("Weights sum to zero, can't be normalized")
@@ -113,7 +113,7 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
                              keepdims=keepdims), scl)
     if returned:
         if aval(operand(scl)).shape != aval(operand(avg)).shape:
-            scl = broadcast_to(scl, aval(operand(avg)).shape)
+            scl = broadcast_view(scl, aval(operand(avg)).shape)
         return avg, scl
     return avg
 
@@ -166,7 +166,7 @@ def _quantiles(name, a, q, axis, method, keepdims, nan_aware, np_name):
     qshape = aval(qv).shape
     # q's axes first, then the batch axes: (q..., batch..., 1) against s (batch..., n)
     if nan_aware and n_static == 0 and out_dt.kind == "f":    # empty slices: NaN, as NumPy
-        s = broadcast_to(np.asarray(np.nan, out_dt), qshape + batch)
+        s = broadcast_view(np.asarray(np.nan, out_dt), qshape + batch)
         return to_result(operand(_keepdims(s, axes, nd, len(qshape)) if keepdims else s),
                          scalar=True)
     qb = reshape(asarray(qv, dtype=np.float64), qshape + (1,) * len(batch))
@@ -212,13 +212,13 @@ def _quantiles(name, a, q, axis, method, keepdims, nan_aware, np_name):
 
 
 def _broadcast_lead(s, qshape):
-    return broadcast_to(s, tuple(qshape) + aval(operand(s)).shape)
+    return broadcast_view(s, tuple(qshape) + aval(operand(s)).shape)
 
 
 def _take_last(s, idx):
     """``s[..., idx]``: ``idx`` broadcasts against ``s`` without its last axis."""
     target = aval(operand(s)).shape[:-1] + (1,)
-    return take_along_axis(s, broadcast_to(expand_dims(idx, -1), target), axis=-1)[..., 0]
+    return take_along_axis(s, broadcast_view(expand_dims(idx, -1), target), axis=-1)[..., 0]
 
 
 @implements(np.quantile)

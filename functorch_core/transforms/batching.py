@@ -251,6 +251,12 @@ def _pad(args, dims, *, padding_config):
 
 # --- dynamic slicing, gather, scatter -----------------------------------------------
 
+def _check_index(args, dims, **params):
+    """Elementwise: the batch dimension stays where it is; an example's bad index raises
+    with that index, as the loop over examples would."""
+    return [P.check_index.bind(args[0], **params)], [dims[0]]
+
+
 def _dynamic_slice(args, dims, *, slice_sizes):
     (x, *idx), (d, *idims) = args, dims
     size = _axis_size(args, dims)
@@ -472,7 +478,7 @@ for _p, _rule in (
     (P.dynamic_update_slice, _dynamic_update_slice), (P.gather, _gather),
     (P.scatter, _scatter(P.scatter)), (P.scatter_add, _scatter(P.scatter_add)),
     (P.dot_general, _dot_general), (P.sort, _sort), (P.threefry2x32, _threefry2x32),
-    (P.conv_general_dilated, _conv), (P.fft, _fft),
+    (P.conv_general_dilated, _conv), (P.fft, _fft), (P.check_index, _check_index),
 ):
     BATCH_RULES.register(_p, _rule)
 

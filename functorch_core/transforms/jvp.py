@@ -168,7 +168,7 @@ def _abs_tangent(t, x, y):
 
 
 for _p in (P.sign, P.floor, P.ceil, P.round, P.is_finite, P.not_, P.iota, P.argmax, P.argmin,
-           *P.COMPARISONS, P.floor_div, P.and_, P.or_, P.xor, P.threefry2x32):
+           *P.COMPARISONS, P.floor_div, P.and_, P.or_, P.xor, P.threefry2x32, P.check_index):
     JVP_RULES.register(_p, zero_rule(_p))
 for _p in (P.neg, P.real, P.imag, P.conj, P.convert, P.broadcast_in_dim, P.reshape,
            P.transpose, P.squeeze, P.expand_dims, P.rev, P.slice, P.reduce_sum, P.cumsum,

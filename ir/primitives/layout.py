@@ -17,7 +17,7 @@ from .checks import check_axes, same_dtype
 __all__ = [
     "iota", "broadcast_in_dim", "reshape", "transpose", "squeeze", "expand_dims", "rev",
     "concatenate", "pad", "slice", "dynamic_slice", "dynamic_update_slice", "gather",
-    "scatter_add", "scatter"
+    "scatter_add", "scatter", "check_index"
 ]
 
 
@@ -207,3 +207,18 @@ def _scatter_rule(name):
 
 scatter_add = _register("scatter_add", _scatter_rule("scatter_add"), "indexing")
 scatter = _register("scatter", _scatter_rule("scatter"), "indexing")   # last write wins
+
+
+def _check_index_rule(a, *, size, axis, where):
+    """The NumPy index ``a`` into an axis of ``size``, as int64 in ``[0, size)``."""
+    if not dtypes.is_integer(a.dtype):
+        raise TypeError(f"check_index: indices must be integers, got {a.dtype}")
+    if size < 0 or axis < 0:
+        _fail(f"check_index: size {size} and axis {axis} must be >= 0")
+    return [AbstractArray(a.shape, np.dtype(np.int64))]
+
+
+# check_index(a, size, axis, where) -> a + size where a < 0: NumPy's reading of index a into
+# axis ``axis`` of ``size``. An index outside [-size, size) raises IndexError with NumPy's
+# message and ``where`` (the user's call and line) when the graph runs.
+check_index = _register("check_index", _check_index_rule, "indexing")

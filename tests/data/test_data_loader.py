@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -294,6 +295,32 @@ def test_state_dict_refuses_unreplayable_pipes_and_mismatched_loaders():
     with pytest.raises(ValueError, match="saved with num_workers=2 but this loader has "
                                          "num_workers=1"):
         DataLoader(pipeline(5), num_workers=1, seed=0).load_state_dict(state)
+
+
+@pytest.mark.parametrize("field, value, why", [
+    ("delivered", [-1, 0], "a list of 2 counts >= 0"),
+    ("delivered", [1], "a list of 2 counts >= 0"),
+    ("delivered", [1.5, 0], "a list of 2 counts >= 0"),
+    ("active", [1, 0], "an increasing list of distinct workers in \\[0, 2\\)"),
+    ("active", [0, 2], "an increasing list of distinct workers"),
+    ("pointer", 2, "an int in \\[0, 2\\)"),
+    ("pointer", -1, "an int in"),
+    ("epoch", -3, "an int >= 0"),
+    ("seed", True, "an int in \\[0, 2\\*\\*62\\)"),
+    ("version", 99, "this loader reads version"),
+])
+def test_load_state_dict_refuses_a_corrupt_state_by_field(field, value, why):
+    state = DataLoader(pipeline(5), num_workers=2, seed=0).state_dict()
+    state[field] = value
+    loader = DataLoader(pipeline(5), num_workers=2, seed=0)
+    with pytest.raises(ValueError, match=f"field '{field}' is {re.escape(repr(value))}: "
+                                         f"it must be {why}" if field != "version" else why):
+        loader.load_state_dict(state)
+    assert loader._resume is None                   # nothing was taken from it
+    with pytest.raises(ValueError, match="the state has no field 'pointer'"):
+        loader.load_state_dict({k: v for k, v in state.items() if k != "pointer"})
+    with pytest.raises(TypeError, match="state must be a dict"):
+        loader.load_state_dict([("epoch", 0)])
 
 
 # -- worker errors -----------------------------------------------------------------------

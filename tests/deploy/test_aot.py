@@ -89,6 +89,20 @@ def test_library_through_ctypes_in_a_fresh_process(tmp_path):
         np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6)
 
 
+def test_an_out_of_bounds_index_returns_4(tmp_path):
+    x = RNG.standard_normal(6)
+    exp = fc.export(lambda x, i: x[i] * 2.0, x, np.array([0, 5]))
+    exp.compile_library(tmp_path / "libtake.so", "take")
+    for idx, rc in ((np.array([-1, 5]), 0), (np.array([1, 6]), 4), (np.array([-7, 0]), 4)):
+        report, outs = _call_ctypes_elsewhere(tmp_path / "libtake.so", "take", [x, idx],
+                                              tmp_path)
+        assert report["rc"] == rc, (idx, report)
+        if rc == 0:
+            np.testing.assert_array_equal(outs[0], x[idx] * 2.0)
+    assert "4 when an integer index is out of bounds" in \
+        (tmp_path / "libtake.h").read_text()
+
+
 def test_outputs_that_are_inputs_constants_literals_or_repeated(tmp_path):
     c = np.arange(6, dtype=np.float64).reshape(2, 3)
 

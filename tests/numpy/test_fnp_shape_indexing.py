@@ -469,12 +469,18 @@ def test_getitem_errors():
         fc.make_graph(lambda x: fnp.nonzero(x))(x)
 
 
-def test_traced_indices_wrap_and_clamp():
+def test_traced_indices_wrap_and_raise_or_clamp(monkeypatch):
     x = np.arange(5.0)
     f = fc.jit(lambda x, i: x[i])
     np.testing.assert_array_equal(f(x, np.array([-1, -5, 0, 4])), x[[-1, -5, 0, 4]])
-    np.testing.assert_array_equal(f(x, np.array([7, -9])), [4.0, 0.0])   # clamped
-    np.testing.assert_array_equal(f(x, np.array([1, 200], np.uint8)), [1.0, 4.0])
+    with pytest.raises(IndexError, match="index 7 is out of bounds for axis 0 with size 5"):
+        f(x, np.array([7, -9]))
+    with pytest.raises(IndexError, match="index 200 is out of bounds for axis 0 with size 5"):
+        f(x, np.array([1, 200], np.uint8))
+    monkeypatch.setattr(fc.config, "check_bounds", False)
+    g = fc.jit(lambda x, i: x[i])
+    np.testing.assert_array_equal(g(x, np.array([7, -9])), [4.0, 0.0])   # clamped
+    np.testing.assert_array_equal(g(x, np.array([1, 200], np.uint8)), [1.0, 4.0])
 
 
 @given(st.data())
@@ -722,3 +728,32 @@ def test_methods_on_tracers():
     check_graph(fc.make_graph(ours)(x))
     with pytest.raises(TypeError):
         fc.make_graph(lambda x: x.reshape())(x)
+
+
+def test_broadcast_to_is_read_only_as_in_numpy():
+    x = np.arange(3.0)
+
+    def write(view):
+        def f(x):
+            b = np.broadcast_to(x, (2, 3))
+            view(b)[...] = 5.0
+            return b
+        return f
+    for view in (lambda b: b, lambda b: b[0], lambda b: b.T):
+        with pytest.raises(ValueError) as numpy_error:
+            write(view)(x.copy())
+        with pytest.raises(ValueError, match=r"read-only.*numpy\.broadcast_to"):
+            fc.jit(write(view))(x)
+        assert str(numpy_error.value).startswith("assignment destination is read-only")
+    assert not fnp.broadcast_to(x, (2, 3)).flags.writeable
+    # a copy, and broadcast_arrays' results (writable in NumPy), take writes
+    np.testing.assert_array_equal(
+        fc.jit(lambda x: _written(np.broadcast_to(x, (2, 3)).copy()))(x), [[7, 1, 2], [0, 1, 2]])
+    np.testing.assert_array_equal(
+        fc.jit(lambda x: _written(np.broadcast_arrays(x, np.ones((2, 1)))[0]))(x),
+        [[7, 1, 2], [0, 1, 2]])
+
+
+def _written(b):
+    b[0, 0] = 7.0
+    return b

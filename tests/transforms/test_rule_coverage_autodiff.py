@@ -33,6 +33,7 @@ NOT_LINEAR_REASON = {
     "special3": "betainc is non-linear: its jvp multiplies the tangent by the density",
     "collective": "axis_index has no operands (an integer position); all_reduce and "
                   "reduce_scatter are linear only with op 'sum' (their specs say BY_PARAMS)",
+    "indexing": "check_index is integer valued: zero tangent (gather and scatter are linear)",
     "linalg": "factorizations and determinants: their jvp rules are matrix identities "
               "over solve and products",
 }

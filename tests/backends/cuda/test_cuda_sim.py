@@ -188,6 +188,14 @@ def test_device_put_and_get():
         fc.device_put(tree, device="tpu")
 
 
+def test_out_of_bounds_indices_raise_like_numpy():
+    x = np.arange(6.0)
+    f = fc.jit(lambda x, i: x[i] * 2.0, backend="cuda")
+    np.testing.assert_array_equal(fc.device_get(f(x, np.array([1, -1]))), [2.0, 10.0])
+    with pytest.raises(IndexError, match="index 7 is out of bounds for axis 0 with size 6"):
+        f(x, np.array([1, 7]))
+
+
 @settings(deadline=None)
 @given(st.data())
 def test_random_graphs_match_the_interpreter(data):
