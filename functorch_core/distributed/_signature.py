@@ -35,8 +35,23 @@ class Leaves:
     def path(self, i: int) -> str:
         return _tree(self.td)[1][i] or "(the tree itself)"
 
-    def describe(self, indices) -> str:
-        names = [self.path(i) for i in indices]
+    def describe(self, indices=None) -> Described:
+        """`` (leaves ['w'], ['b'])``, formatted only when an error message needs it."""
+        return Described(self, range(len(self.arrays)) if indices is None else indices)
+
+
+class Described:
+    __slots__ = ("indices", "leaves")
+
+    def __init__(self, leaves: Leaves, indices):
+        self.leaves, self.indices = leaves, indices
+
+    def __str__(self) -> str:
+        names = [self.leaves.path(i) for i in self.indices]
+        if not names:
+            return " (no leaves)"
+        if names == ["(the tree itself)"]:
+            return ""
         shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
         return f" (leaf {shown})" if len(names) == 1 else f" (leaves {shown})"
 
@@ -115,8 +130,9 @@ def agree(leaves: Leaves, extra=None) -> None:
     (naming the leaf and the ranks) when not, or when a leaf is not an array."""
     sig = local(leaves, extra)
     w = mpi.world()
-    if w.size > 1 and not mpi.agree(key(sig), leaves.call):
-        why = mismatch(mpi.all_gather_object(sig, f" ({leaves.call}: its inputs' signature)"))
+    if w.size > 1 and not mpi.agree(key(sig), leaves.call, leaves.describe()):
+        why = mismatch(mpi.all_gather_object(sig, f" ({leaves.call}: gathering the ranks' "
+                                                  f"inputs to compare them)"))
         raise mpi.DistributedError(f"{leaves.call}: {why} (this is rank {w.rank} of {w.size})")
     if leaves.bad:
         i, why = leaves.bad[0]

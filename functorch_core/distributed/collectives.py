@@ -96,6 +96,15 @@ def _mean_dtype(dt):
     return np.dtype(np.float32) if dt == np.float16 else dt
 
 
+def _divide(total, n):
+    """``total / n`` as ``np.mean`` divides: a complex sum part by part."""
+    if total.dtype.kind != "c":
+        return total / total.dtype.type(n)
+    out = np.empty_like(total)
+    out.real, out.imag = total.real / out.real.dtype.type(n), total.imag / out.real.dtype.type(n)
+    return out
+
+
 def all_reduce(tree, op="sum"):
     """Reduce every leaf elementwise over the ranks; every rank gets the result.
 
@@ -132,7 +141,7 @@ def all_reduce(tree, op="sum"):
             red = mpi.all_reduce(_pack(arrays, idx, dt), "sum" if op == "mean" else op,
                                  leaves.describe(idx))
             if op == "mean":
-                red = red / red.dtype.type(n)
+                red = _divide(red, n)
             _unpack(red, idx, [a.shape for a in arrays], out)
         if op == "mean":
             out = [o.astype(a.dtype) if a.dtype == np.float16 else o
@@ -225,7 +234,7 @@ def reduce_scatter(tree, op="sum"):
             red = mpi.reduce_scatter(_pack(arrays, idx, dt, lead=(w.size,)),
                                      "sum" if op == "mean" else op, leaves.describe(idx))
             if op == "mean":
-                red = red / red.dtype.type(w.size)
+                red = _divide(red, w.size)
             _unpack(red, idx, [a.shape[1:] for a in arrays], out)
         if op == "mean":
             out = [o.astype(a.dtype) if a.dtype == np.float16 else o
