@@ -195,6 +195,9 @@ LINEAR = {
     "dot_general": (0, 1), "conv_general_dilated": (0, 1), "reduce_window_sum": (0,),
     "select_and_gather_add": (0,), "select_and_scatter_add": (0,), "fft": (0,),
     "solve": (1,), "triangular_solve": (1,), "sylvester": (2,),
+    # all_reduce and reduce_scatter are linear with op "sum" (max/min differentiate through
+    # masks and sums); all_gather always
+    "all_reduce": BY_PARAMS, "reduce_scatter": BY_PARAMS, "all_gather": (0,),
     # the tangents after n_res residuals; the tangent operands of a jvp's cond, scan or
     # while loop (a while loop's transpose is the error that asks for max_steps)
     "custom_lin": BY_PARAMS, "cond": BY_PARAMS, "scan": BY_PARAMS, "while": BY_PARAMS,

@@ -449,6 +449,11 @@ NO_CASE = {
                        "tests",
     "custom_lin": "only forward mode of a custom_vjp function evaluates it (which that forbids)",
     "call": "inlined (passes.inline) before any transform or backend sees the graph",
+    **dict.fromkeys(["all_reduce", "all_gather", "reduce_scatter", "axis_index"],
+                    "a collective: over the process axis it needs MPI (never initialised in "
+                    "the pytest process), over a vmap axis a named vmap: "
+                    "tests/distributed/test_collective_prims.py checks grads, jvp, vmap "
+                    "against loop-and-stack and the backends on real ranks"),
     "setitem": "rewritten into pure updates by functionalize before any transform sees it",
 }
 

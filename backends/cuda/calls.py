@@ -55,6 +55,9 @@ CALLS = {
     P.custom_vjp_call: "the primal graph compiled for cuda",
     P.custom_lin: "raises as the interpreter does (it exists only inside differentiation)",
 }
+_COLLECTIVE_HOST = ("a collective over the process axis: MPI moves host buffers here "
+                    "(no CUDA-aware MPI assumed), through backends/mpi.py on a host copy, "
+                    "results copied back")
 HOST = {P.spence: "cupyx.scipy.special has no spence (CuPy 13): scipy.special.spence on a "
                   "host copy, results copied back",
         P.bessel_jv: "cupyx.scipy.special has no jv of real order (only j0/j1, CuPy 13): "
@@ -80,7 +83,8 @@ HOST = {P.spence: "cupyx.scipy.special has no spence (CuPy 13): scipy.special.sp
         P.betainc_grad: "no CuPy function: the interpreter's continued fraction on a host "
                         "copy, results copied back",
         P.setitem: "never reaches a backend (jit's functionalize pass rewrites mutations "
-                    "into scatters and dynamic updates first)"}
+                    "into scatters and dynamic updates first)",
+        **dict.fromkeys(P.COLLECTIVES, _COLLECTIVE_HOST)}
 
 # SPECIAL's primitives whose complex operands CuPy has no loop for (CuPy 13's erf, erfc
 # and erfcx are float only): scipy.special's on a host copy, as HOST

@@ -16,10 +16,11 @@ from functorch_core.ir.indexing import to_numpy_index
 from functorch_core.ir.tables import Table
 
 from .betainc_grad import betainc_grad
+from .collectives import COLLECTIVE_IMPLS
 from .igamma_grad import igamma_grad_a
 from .linalg import LINALG_IMPLS
 
-IMPLS: Table[Primitive, Callable] = Table("interpreter")  # + LINALG_IMPLS, at the end
+IMPLS: Table[Primitive, Callable] = Table("interpreter")  # + LINALG_IMPLS, COLLECTIVE_IMPLS
 
 
 def _quiet(fn):
@@ -515,7 +516,7 @@ def run_graph(graph: Graph, args):
     return [read(o) for o in graph.outputs]
 
 
-IMPLS.include(LINALG_IMPLS)
+IMPLS.include(LINALG_IMPLS, COLLECTIVE_IMPLS)
 _get = IMPLS.get
 eager.register_host(IMPLS)
 MISSING = sorted(p.name for p in P.ALL.values() if p not in IMPLS)

@@ -23,6 +23,9 @@ FALLBACK = {
     **{p: "LAPACK through NumPy/SciPy's linalg routines for the one equation (no native "
           "batched LAPACK call for it yet; backends/llvm/lapack.py has solve, cholesky, "
           "det, slogdet, lu, triangular_solve)" for p in P.LINALG if p not in lapack_steps.LOWERED},
+    **{p: "a collective over the process axis: backends/mpi.py through the interpreter's "
+          "implementation for the one equation (MPI's own call; vmap's named axes never "
+          "reach a backend)" for p in P.COLLECTIVES},
     P.fft: "the fft step (backends/llvm/fft.py): pocketfft through scipy.fft for the last "
            "axis, split over threads; native radix-4 transforms along power-of-two leading "
            "axes; long 1-d transforms by the four-step method with native twiddles and "

@@ -1,8 +1,9 @@
 """lax-style functions: structured primitives below the NumPy API.
 
-Convolutions (``conv``), windowed reductions and pooling (``windowed``), and
-structured control flow (``control_flow``), each over primitives with every transform
-rule.
+Convolutions (``conv``), windowed reductions and pooling (``windowed``),
+structured control flow (``control_flow``) and collectives over named axes
+(``parallel``: ``psum``, ``pmean``, ``pmax``, ``pmin``, ``all_gather``, ``psum_scatter``,
+``axis_index``), each over primitives with every transform rule.
 """
 
 from .control_flow import (  # noqa: F401
@@ -15,6 +16,15 @@ from .control_flow import (  # noqa: F401
     while_loop,
 )
 from .conv import conv, conv_dimension_numbers, conv_general_dilated, conv_transpose  # noqa: F401
+from .parallel import (  # noqa: F401
+    all_gather,
+    axis_index,
+    pmax,
+    pmean,
+    pmin,
+    psum,
+    psum_scatter,
+)
 from .windowed import (  # noqa: F401
     adaptive_avg_pool,
     adaptive_max_pool,

@@ -15,6 +15,8 @@ where a primitive needs it somewhere in particular.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from collections.abc import Callable
 
 import numpy as np
@@ -31,6 +33,13 @@ BatchRule = Callable[..., tuple[list, list]]
 RULES: Table[Primitive, BatchRule] = Table("batching")
 # Primitives the pass never sees batched, and why (the coverage test reads this).
 NOT_BATCHED: Table[Primitive, str] = Table("not batched")
+# Collectives over the axis being batched (vmap's axis_name):
+#   rule(args, dims, size, **params) -> (outs, out_dims), applied batched or not
+NAMED: Table[Primitive, BatchRule] = Table("batching: named axis")
+# The name of the vmap axis the pass is batching (None: an unnamed vmap); the bodies of
+# control flow, batched inside the pass, see the same axis.
+_AXIS: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "functorch_core_batched_axis", default=None)
 
 BATCH_RULES: Table[Primitive, BatchRule] = Table("batching.py: batching")
 NOT_BATCHED_REASONS: Table[Primitive, str] = Table("batching.py: not batched")
@@ -474,7 +483,11 @@ def batched_aval(aval: AbstractArray, d: int | None, size: int) -> AbstractArray
     return aval if d is None else aval.update(shape=_insert(aval.shape, d, size))
 
 
-def batch_graph(graph: Graph, in_dims, axis_size: int, out_dims, *, name="vmap"):
+_INHERIT = object()
+
+
+def batch_graph(graph: Graph, in_dims, axis_size: int, out_dims, *, name="vmap",
+                axis_name=_INHERIT):
     """Rewrite ``graph`` to run on a batch of ``axis_size`` examples.
 
     Args:
@@ -485,6 +498,9 @@ def batch_graph(graph: Graph, in_dims, axis_size: int, out_dims, *, name="vmap")
             its batch dimension goes, or None to require it to be unbatched
             (``BatchedOutputError`` otherwise).
         name: the name of the new graph's trace.
+        axis_name: the name of the batched axis (None for none): collectives over it
+            go through their ``NAMED`` rule. By default the axis of the pass this call
+            runs inside (the bodies of control flow), else none.
 
     Returns:
         ``(graph, captured)`` as ``trace_flat`` returns them; the new graph
@@ -494,19 +510,31 @@ def batch_graph(graph: Graph, in_dims, axis_size: int, out_dims, *, name="vmap")
                 for v, d in zip(graph.inputs, in_dims, strict=True)]
 
     def walk(*args):
-        outs = batch_eval(graph, args, in_dims)
+        outs = batch_eval(graph, args, in_dims, axis_size)
         return [_finish(i, x, d, od, axis_size)
                 for i, ((x, d), od) in enumerate(zip(outs, out_dims, strict=True))]
 
-    return trace_flat(walk, in_avals, name=name)
+    with contextlib.nullcontext() if axis_name is _INHERIT else _batching(axis_name):
+        return trace_flat(walk, in_avals, name=name)
 
 
-def batch_eval(graph: Graph, args, in_dims) -> list[tuple]:
+@contextlib.contextmanager
+def _batching(axis_name):
+    token = _AXIS.set(axis_name)
+    try:
+        yield
+    finally:
+        _AXIS.reset(token)
+
+
+def batch_eval(graph: Graph, args, in_dims, axis_size=None) -> list[tuple]:
     """Emit the batched equations of ``graph`` into the current trace.
 
-    Returns one ``(value, batch_dim)`` pair per graph output.
+    Returns one ``(value, batch_dim)`` pair per graph output. ``axis_size`` is the batch
+    size (needed only by collectives over the named axis being batched).
     """
     env = {id(v): (a, d) for v, a, d in zip(graph.inputs, args, in_dims, strict=True)}
+    axis = _AXIS.get()
 
     def read(atom):
         return (atom, None) if isinstance(atom, Lit) else env[id(atom)]
@@ -518,7 +546,9 @@ def batch_eval(graph: Graph, args, in_dims) -> list[tuple]:
             raise NotImplementedError(
                 f"vmap: cannot batch {eqn.prim.name} (at {eqn.source}): "
                 f"{NOT_BATCHED.get(eqn.prim, 'it mutates its operand')}")
-        if all(d is None for d in dims):
+        if axis is not None and eqn.prim in NAMED and eqn.params["axis_name"] == axis:
+            outs, out_dims = NAMED[eqn.prim](vals, dims, axis_size, **eqn.params)
+        elif all(d is None for d in dims):
             outs = bind(eqn.prim, *vals, **eqn.params)
             outs, out_dims = (outs if eqn.prim.multiple_results else [outs]), None
         else:

@@ -429,7 +429,7 @@ def _cond_batch(args, dims, *, branches):
                 raise AssertionError("vmap of a cond branch captured an outer value")
             graphs.append(bg)
         return list(P.cond.bind(index, *ops, branches=tuple(graphs))), out_dims
-    per_branch = [[batch_at(x, d, size, 0) for x, d in batch_eval(g, ops, op_dims)]
+    per_branch = [[batch_at(x, d, size, 0) for x, d in batch_eval(g, ops, op_dims, size)]
                   for g in branches]
     return _select_outputs(moveaxis(index, dims[0], 0), per_branch, size), \
         [0] * len(branches[0].outputs)
@@ -465,7 +465,7 @@ def _while_batch(args, dims, *, cond_graph, body_graph, n_cond_consts, n_body_co
         return list(outs), kd
 
     def lanes(c_vals, k_vals):
-        (p, d), = batch_eval(cond_graph, list(c_vals) + list(k_vals), cd + kd)
+        (p, d), = batch_eval(cond_graph, list(c_vals) + list(k_vals), cd + kd, size)
         return batch_at(p, d, size, 0)
 
     def new_cond(*a):
@@ -474,7 +474,7 @@ def _while_batch(args, dims, *, cond_graph, body_graph, n_cond_consts, n_body_co
     def new_body(*a):
         c_vals, b_vals, k_vals = a[:ncc], a[ncc:ncc + nbc], a[ncc + nbc:]
         active = lanes(c_vals, k_vals)
-        stepped = batch_eval(body_graph, list(b_vals) + list(k_vals), bd + kd)
+        stepped = batch_eval(body_graph, list(b_vals) + list(k_vals), bd + kd, size)
         stepped = [[batch_at(x, d, size, 0) for x, d in stepped]]
         return _select_outputs(P.convert.bind(active, new_dtype=np.dtype(np.int32)),
                                [list(k_vals)] + stepped, size)

@@ -13,7 +13,7 @@ Tables that one module fills and reads alone stay there: functionalize's
 
 from __future__ import annotations
 
-from . import batching, control_flow, custom, linalg, special, transpose
+from . import batching, collectives, control_flow, custom, linalg, special, transpose
 from .jvp import JVP, JVP_RULES  # by name: the package's ``jvp`` is the function
 
 JVP.include(
@@ -22,12 +22,14 @@ JVP.include(
     linalg.JVP_RULES,
     control_flow.JVP_RULES,
     custom.JVP_RULES,
+    collectives.JVP_RULES,
 )
 transpose.TRANSPOSE.include(
     transpose.TRANSPOSE_RULES,
     linalg.TRANSPOSE_RULES,
     control_flow.TRANSPOSE_RULES,
     custom.TRANSPOSE_RULES,
+    collectives.TRANSPOSE_RULES,
 )
 batching.RULES.include(
     batching.BATCH_RULES,
@@ -35,8 +37,11 @@ batching.RULES.include(
     linalg.BATCH_RULES,
     control_flow.BATCH_RULES,
     custom.BATCH_RULES,
+    collectives.BATCH_RULES,
 )
+batching.NAMED.include(collectives.NAMED_RULES)
 batching.NOT_BATCHED.include(
     batching.NOT_BATCHED_REASONS,
     custom.NOT_BATCHED_REASONS,
+    collectives.NOT_BATCHED_REASONS,
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import operator
 import weakref
@@ -16,6 +17,7 @@ from functorch_core.ir.pytree import tree_flatten, tree_unflatten
 from functorch_core.ir.trace import Tracer
 
 from .. import random
+from .._internal import axis_env
 from .._internal.random_scope import FRESH_KEY, Scope, current_scope, fill
 from .._internal.tracing import flat_args, fn_name, leaf_aval
 from .batching import BatchedOutputError, batch_graph
@@ -27,7 +29,7 @@ _RANDOMNESS = ("error", "different", "same")
 
 
 def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None,
-         in_axes=_UNSET, out_axes=_UNSET):
+         in_axes=_UNSET, out_axes=_UNSET, axis_name=None):
     """Vectorize ``func`` over a batch axis of its inputs.
 
     ``vmap(func)(xs)`` computes ``func`` on every slice of ``xs`` along the batch
@@ -68,6 +70,13 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None,
             bounds memory (of jacobians, for instance). ``None`` runs the whole
             batch at once.
         in_axes, out_axes: keyword aliases of ``in_dims``/``out_dims`` (JAX spelling).
+        axis_name (str or None, default ``None``): a name for the batch axis, as in JAX:
+            inside ``func`` the collectives of ``functorch_core.lax`` (``psum``,
+            ``pmean``, ``pmax``, ``pmin``, ``all_gather``, ``psum_scatter``,
+            ``axis_index``) given this name act across the examples of the batch
+            (``psum(x, "i")`` is the sum over the batch, the same for every example).
+            Nested vmaps bind different names; ``"world"`` is reserved for the process
+            axis (``functorch_core.distributed.WORLD``). Not with ``chunk_size``.
 
     Writes ``func`` makes into its arguments (``b[0] = x.sum()``, BatchNorm's running
     statistics) reach the caller's arrays after the call: each example's slice of a
@@ -91,6 +100,8 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None,
         (2, 3)
         >>> vmap(vmap(np.outer))(np.ones((5, 2, 3)), np.ones((5, 2, 4))).shape
         (5, 2, 3, 4)
+        >>> vmap(lambda x: x / fc.lax.psum(x, "i"), axis_name="i")(np.array([1., 3.]))
+        array([0.25, 0.75])
     """
     in_dims = _alias(in_dims, in_axes, "in_dims", "in_axes")
     out_dims = _alias(out_dims, out_axes, "out_dims", "out_axes")
@@ -102,10 +113,16 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None,
                                    or chunk_size < 1):
         raise ValueError(f"vmap({fname}): chunk_size must be None or a positive int, "
                          f"got {chunk_size!r}")
+    if axis_name is not None:
+        axis_env.check_name(axis_name, f"vmap({fname})")
+        if chunk_size is not None:
+            raise ValueError(f"vmap({fname}): chunk_size={chunk_size!r} with "
+                             f"axis_name={axis_name!r}: a collective over the axis would see "
+                             "one chunk of the batch only; drop chunk_size")
     if isinstance(in_dims, list):
         in_dims = tuple(in_dims)
     spec = _Spec(fname, in_dims, out_dims, chunk_size)
-    spec.randomness = randomness
+    spec.randomness, spec.axis_name = randomness, axis_name
 
     @functools.wraps(func)
     def batched(*args, **kwargs):
@@ -311,7 +328,8 @@ def _run(func, spec, args, kwargs, dims, size, targets=None):
     """
     leaves, _, sig_key = signature(func, args, kwargs, spec.call)
     flat_dims = tuple(d for d, _, _ in dims) + (None,) * (len(leaves) - len(dims))
-    entry = cached(spec.owner, ("vmap", flat_dims, spec.out_key, spec.randomness), sig_key,
+    entry = cached(spec.owner, ("vmap", flat_dims, spec.out_key, spec.randomness,
+                                spec.axis_name), sig_key,
                    lambda: _build(func, spec, args, kwargs, dims, flat_dims, size))
     captured = fill(entry.captured, lambda: _fresh_key(spec.randomness, size))
     if not entry.mutated:
@@ -373,8 +391,10 @@ def _build(func, spec, args, kwargs, dims, flat_dims, size) -> Transformed:
         examples[i] = np.array(examples[i])
     scope = Scope(spec.call, spec.randomness)
     scope.in_dims = flat_dims
-    traced = trace_for_transform(func, tree_unflatten(arg_tree, examples), kwargs,
-                                 spec.fname, scope)
+    with axis_env.bound(spec.axis_name, size) if spec.axis_name is not None \
+            else contextlib.nullcontext():
+        traced = trace_for_transform(func, tree_unflatten(arg_tree, examples), kwargs,
+                                     spec.fname, scope)
     written = [i for i in traced.mutated if i in crossed]
     if written:
         i, j = written[0], crossed[written[0]]
@@ -395,7 +415,7 @@ def _build(func, spec, args, kwargs, dims, flat_dims, size) -> Transformed:
     write_dims = [flat_dims[i] for i in traced.mutated]
     try:
         graph, captured = batch_graph(traced.graph, in_dims, size, out_dims + write_dims,
-                                      name=spec.call)
+                                      name=spec.call, axis_name=spec.axis_name)
     except BatchedOutputError as err:
         if err.index >= len(out_dims):
             i = traced.mutated[err.index - len(out_dims)]

@@ -93,6 +93,7 @@ def fold_constants(graph: Graph, *, grow=True) -> Graph:
         impl = host_impl(eqn.prim)
         foldable = (impl is not None and not _has_effect(eqn)
                     and eqn.prim.family != "control"     # a loop would run at compile time
+                    and eqn.prim.family != "collective"  # talks to the other processes
                     and all(isinstance(a, Lit) for a in inputs)
                     and _fold_size_ok(inputs, eqn.outputs, grow))
         if foldable:

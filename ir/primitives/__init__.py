@@ -1,8 +1,9 @@
 """The primitive catalogue: a small, closed, lax-like set with shape/dtype rules.
 
 One module per family: ``elementwise`` (declared from the rows of ``ir/specs.py``),
-``layout``, ``reductions``, ``windows``, ``fourier``, ``structure``; control flow and linear
-algebra live in ``ir/control_flow.py`` and ``ir/linalg.py``. This package gathers them:
+``layout``, ``reductions``, ``windows``, ``fourier``, ``structure``, ``collectives``;
+control flow and linear algebra live in ``ir/control_flow.py`` and ``ir/linalg.py``. This
+package gathers them:
 ``P.tanh``, ``P.reshape``, ``P.cond``. ``ALL`` maps every name to its primitive; tests walk
 it to make sure every transform and backend covers every primitive.
 """
@@ -28,6 +29,7 @@ from ..linalg import (  # noqa: F401
     sylvester,
     triangular_solve,
 )
+from .collectives import *  # noqa: F403
 from .elementwise import *  # noqa: F403
 from .fourier import *  # noqa: F403
 from .layout import *  # noqa: F403

@@ -31,6 +31,8 @@ NOT_LINEAR_REASON = {
     "mutation": "functionalized before any transform",
     "window": "reduce_window_max/min differentiate through select_and_gather_add",
     "special3": "betainc is non-linear: its jvp multiplies the tangent by the density",
+    "collective": "axis_index has no operands (an integer position); all_reduce and "
+                  "reduce_scatter are linear only with op 'sum' (their specs say BY_PARAMS)",
     "linalg": "factorizations and determinants: their jvp rules are matrix identities "
               "over solve and products",
 }

@@ -15,6 +15,7 @@ EXPECTED_EXCEPTIONS = {
     "call": "inlined before any transform",
     "setitem": "functionalized before any transform",
     "custom_lin": "only forward-mode differentiation evaluates it (custom_vjp forbids that)",
+    "axis_index": "no operands: replayed as is (vmap of its axis: the named rule's iota)",
 }
 
 # Rules exercised against loop-and-stack by tests/prim_cases.py's rows (or, for the
@@ -31,7 +32,10 @@ TESTED_ELSEWHERE = {"custom_jvp_call", "custom_vjp_call",
                     "eigh", "eig", "lu", "lu_pivots_to_permutation", "slogdet_inv_t",
                     "sqrtm", "sylvester",   # tests/linalg_fft/test_linalg_sqrtm.py
                     "betainc",   # tests/special/test_scipy_special.py
-                    "betainc_grad"}   # tests/special/test_betainc_grad.py
+                    "betainc_grad",   # tests/special/test_betainc_grad.py
+                    # tests/distributed/test_collective_prims.py: vmap over another axis and
+                    # over the named axis itself against loop-and-stack
+                    "all_reduce", "all_gather", "reduce_scatter"}
 
 
 @pytest.mark.parametrize("prim", list(P.ALL.values()), ids=lambda p: p.name)
