@@ -7,7 +7,7 @@ At the end every rank checks that its final parameters and buffers equal a singl
 run over the same global batches (the ranks' batches of each step, concatenated), to
 float32 rounding, and exits non-zero otherwise.
 
-Run: mpiexec -n 2 python examples/ddp_digits.py      (or plain python: a world of one)
+Run: mpiexec -n 2 python examples/ddp_digits.py [EPOCHS]   (or plain python: a world of one)
 """
 
 import sys
@@ -24,7 +24,7 @@ from functorch_core.data import DataLoader
 from functorch_core.nn import functional as F
 from functorch_core.nn.parallel import DistributedDataParallel
 
-EPOCHS, BATCH, LR, MOMENTUM = 2, 64, 0.05, 0.9
+BATCH, LR, MOMENTUM = 64, 0.05, 0.9
 
 
 class Digits:
@@ -61,7 +61,7 @@ def loader(data, rank, world_size):
                       rank=rank, world_size=world_size)
 
 
-def train(model, batches, log=None):
+def train(model, batches, epochs, log=None):
     """Train ``model`` on ``batches(epoch)``; its final parameters and buffers, and the
     number of steps. ``log(epoch, mean_loss)`` is called after each epoch."""
     params = {k: np.array(v) for k, v in model.named_parameters()}
@@ -71,7 +71,7 @@ def train(model, batches, log=None):
     step = make_step(model, opt)
     model.train()
     steps = 0
-    for epoch in range(EPOCHS):
+    for epoch in range(epochs):
         losses = []
         for x, y in batches(epoch):
             params, buffers, opt_state, loss = step(params, buffers, opt_state,
@@ -83,7 +83,7 @@ def train(model, batches, log=None):
     return {**params, **buffers}, steps
 
 
-def main():
+def main(epochs=2):
     dist.init(timeout=120)
     rank, world = dist.rank(), dist.world_size()
     x_train, y_train, _, _ = load_digits()
@@ -98,7 +98,7 @@ def main():
         return own
 
     t0 = time.perf_counter()
-    state, steps = train(ddp, own_batches, lambda epoch, loss: print(
+    state, steps = train(ddp, own_batches, epochs, lambda epoch, loss: print(
         f"rank {rank}/{world} epoch {epoch}: mean loss {loss:.4f}", flush=True))
     print(f"rank {rank}: {steps} steps in {time.perf_counter() - t0:.2f} s", flush=True)
 
@@ -113,7 +113,7 @@ def main():
         for parts in zip(*shards, strict=True):
             yield (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
 
-    ref_state, ref_steps = train(reference, global_batches)
+    ref_state, ref_steps = train(reference, global_batches, epochs)
     assert ref_steps == steps, (ref_steps, steps)
 
     # Each step's gradient is summed in a different order (per rank, then over the ranks),
@@ -137,4 +137,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(*map(int, sys.argv[1:2])))

@@ -11,6 +11,7 @@ where its gradients are complete, before the rest of the backward pass.
 from __future__ import annotations
 
 import contextlib
+from collections import OrderedDict
 
 import numpy as np
 
@@ -22,7 +23,7 @@ from functorch_core.transforms import custom_vjp, stop_gradient
 
 from .module import Module, shape_of
 from .normalization import _BatchNorm
-from .stateless import functional_call
+from .stateless import functional_call, with_state
 
 __all__ = ["DistributedDataParallel", "SyncBatchNorm", "WORLD"]
 
@@ -122,6 +123,56 @@ def _check_same_layout(who, named):
                              f"(name, shape, dtype): {diff}")
 
 
+class _Record:
+    """What the last traced forward did: ``order``, the buckets in the order the backward
+    reduces them. Compared by identity in the module's pytree structure."""
+
+    __slots__ = ("order",)
+
+    def __init__(self):
+        self.order = None
+
+
+def _call_with_bucket_hooks(ddp, sync, buckets, inputs, kwargs):
+    """Call a copy of ``ddp.module`` whose modules each pass the buckets holding their
+    parameters through ``sync`` just before their forward runs (once per call): each
+    bucket's identity then sits before the first use of its parameters, so the backward
+    reduces it as soon as its gradients are complete."""
+    named = dict(_trainable(ddp.module))
+    bucket_of = {id(named[n]): b for b, names in enumerate(buckets) for n in names}
+    root = with_state(ddp.module, {})
+    copies = [m for _, m in root.named_modules()]
+    order = []
+
+    def pre_hook(module, args):
+        for v in list(module.__dict__["_parameters"].values()):
+            b = None if v is None else bucket_of.get(id(v))
+            if b is None or b in order:
+                continue
+            order.append(b)
+            leaves = tuple(named[n] for n in buckets[b])
+            new = {id(a): o for a, o in zip(leaves, sync(leaves), strict=True)}
+            for m in copies:
+                ps = m.__dict__["_parameters"]
+                for k, p in ps.items():
+                    if p is not None and id(p) in new:
+                        ps[k] = new[id(p)]
+
+    for m in copies:
+        if any(v is not None and id(v) in bucket_of for v in m.__dict__["_parameters"].values()):
+            m.__dict__["_forward_pre_hooks"] = OrderedDict(
+                [("ddp_bucket_sync", pre_hook), *m.__dict__["_forward_pre_hooks"].items()])
+    out = root(*inputs, **kwargs)
+    missing = [n for b, names in enumerate(buckets) if b not in order for n in names]
+    if missing:
+        raise RuntimeError(f"DistributedDataParallel: the forward did not run the modules "
+                           f"holding parameters {missing} (unused, or read outside their "
+                           f"module's forward), so their gradients would not be averaged; "
+                           f"pass find_unused_parameters=True")
+    ddp._record.order = tuple(reversed(order))
+    return out
+
+
 class DistributedDataParallel(Module):
     """Data parallelism over the process world, as ``torch.nn.parallel.DistributedDataParallel``.
 
@@ -188,6 +239,7 @@ class DistributedDataParallel(Module):
         self.join_divide_by_count = None        # None: not joined; else join()'s divisor
         self._static_plan = None
         self.last_joiner = None
+        self._record = _Record()
         named = list(module.named_parameters()) + list(module.named_buffers())
         _check_same_layout("DistributedDataParallel", named)
         for _, v in named:
@@ -216,13 +268,17 @@ class DistributedDataParallel(Module):
             self._broadcast_buffers()
         if not self.require_backward_grad_sync or dist.world_size() == 1:
             return self.module(*inputs, **kwargs)
-        arrays = dict(_trainable(self.module))
-        synced = {}
         sync = _SYNC[bool(self.join_divide_by_count)]
-        for names in self.buckets():
-            out = sync(tuple(arrays[n] for n in names))
-            synced.update(zip(names, out, strict=True))
-        return functional_call(self.module, synced, inputs, kwargs)
+        buckets = self.buckets()
+        if self.find_unused_parameters:
+            # every bucket enters before the forward: right whatever reads the parameters
+            arrays = dict(_trainable(self.module))
+            synced = {}
+            for names in reversed(buckets):
+                synced.update(zip(names, sync(tuple(arrays[n] for n in names)), strict=True))
+            self._record.order = tuple(range(len(buckets)))
+            return functional_call(self.module, synced, inputs, kwargs)
+        return _call_with_bucket_hooks(self, sync, buckets, inputs, kwargs)
 
     def _broadcast_buffers(self):
         """Rank 0's buffers written into every rank's (one ``psum`` per dtype, inside the
@@ -320,8 +376,11 @@ class DistributedDataParallel(Module):
                 self.__dict__["join_divide_by_count"] = old
 
     def _layout(self):
+        """(size, dtype) of each bucket reduction of a step, in the order they run."""
         named = _trainable(self.module)
-        return _bucket_sizes(named, plan_buckets(named, self.bucket_cap_mb * 2 ** 20))
+        sizes = _bucket_sizes(named, plan_buckets(named, self.bucket_cap_mb * 2 ** 20))
+        order = self._record.order
+        return sizes if order is None else tuple(sizes[b] for b in order)
 
     def _shadow(self):
         """Match the other ranks' bucket reductions with zeros until no rank sends a
