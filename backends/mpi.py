@@ -19,6 +19,7 @@ cannot cancel a collective): later collectives raise ``DistributedError``.
 
 from __future__ import annotations
 
+import ctypes
 import datetime
 import os
 import pickle
@@ -95,6 +96,16 @@ def init(timeout=None) -> World:
         return _world
 
 
+def set_timeout(timeout) -> World:
+    """Set (or, with None, lift) the world's timeout; it joins the world if need be."""
+    global _world
+    timeout = seconds(timeout)
+    w = init()
+    with _lock:
+        _world = World(w.comm, w.rank, w.size, w.local_rank, w.local_size, timeout)
+        return _world
+
+
 def _connect(timeout) -> World:
     mpi = _mpi() if os.environ.get("FUNCTORCH_CORE_NO_MPI") != "1" else None
     if mpi is None:
@@ -140,11 +151,18 @@ def _run(w: World, name: str, what: str, blocking, nonblocking, args) -> None:
     if w.timeout is None:
         blocking(*args)
         return
-    deadline = time.monotonic() + w.timeout
+    start = time.monotonic()
+    deadline = start + w.timeout
     req = nonblocking(*args)
-    pause = 1e-6
+    pause = 0.0
     while not req.Test():
-        if time.monotonic() > deadline:
+        now = time.monotonic()
+        # spin (each Test progresses MPI's transfers) for the first 10 ms, as MPI's blocking
+        # calls do; then back off up to 1 ms between polls: the other ranks are late
+        if now - start > 0.01:
+            time.sleep(pause)
+            pause = min(max(pause * 2, 5e-5), 1e-3)
+        if now > deadline:
             global _broken
             _broken = (f"{name}{what} timed out after {w.timeout:g} s on rank {w.rank} of "
                        f"{w.size}")
@@ -152,8 +170,6 @@ def _run(w: World, name: str, what: str, blocking, nonblocking, args) -> None:
                 f"{name}{what} did not complete within {w.timeout:g} s on rank {w.rank} of "
                 f"{w.size} (a rank that did not call it, or a slow or failed rank); the world "
                 f"is unusable from now on: MPI cannot cancel a collective, so end the job")
-        time.sleep(pause)
-        pause = min(pause * 2, 1e-3)
 
 
 def barrier(what: str = "") -> None:
@@ -317,3 +333,82 @@ def all_gather_object(obj, what: str = "") -> list:
     _run(w, "all_gather", what, None, lambda: w.comm.Iallgatherv(data, (out, sizes)), ())
     ends = np.cumsum(sizes)
     return [pickle.loads(out[e - s:e].tobytes()) for s, e in zip(sizes, ends, strict=True)]
+
+
+# --- native interface ------------------------------------------------------------------
+# What compiled code needs to call the MPI library that mpi4py loaded, without Python: the
+# library, MPI_Allreduce's address and the handles (ints in MPICH's ABI, pointers in Open
+# MPI's). All of it is of this process: compiled code refers to it by symbol names bound
+# when the code is loaded (backends/llvm/collectives.py), never by a baked-in address.
+
+NATIVE_DTYPES = {"f": "FLOAT", "d": "DOUBLE", "F": "C_FLOAT_COMPLEX", "D": "C_DOUBLE_COMPLEX",
+                 "b": "INT8_T", "h": "INT16_T", "i": "INT32_T", "l": "INT64_T", "q": "INT64_T",
+                 "B": "UINT8_T", "H": "UINT16_T", "I": "UINT32_T", "L": "UINT64_T",
+                 "Q": "UINT64_T", "?": "C_BOOL"}
+NATIVE_OPS = ("sum", "max", "min", "prod")
+NATIVE_FUNCTIONS = ("MPI_Allreduce", "MPI_Allgather", "MPI_Reduce_scatter_block")
+
+
+@dataclass(frozen=True)
+class NativeMPI:
+    """The MPI library of this process: its path, the addresses of the functions of
+    :data:`NATIVE_FUNCTIONS` (by name), the width of a handle in bits, and the handles of
+    ``MPI_COMM_WORLD``, ``MPI_IN_PLACE``, each op of :data:`NATIVE_OPS` and each datatype
+    of :data:`NATIVE_DTYPES` (by dtype char) this library has."""
+
+    library: str
+    functions: dict
+    handle_bits: int
+    comm: int
+    in_place: int
+    ops: dict
+    datatypes: dict
+
+
+_native: list = []
+
+
+def native() -> NativeMPI | None:
+    """The native handles of the world's MPI library, or None in a world without MPI (no
+    mpi4py, or ``FUNCTORCH_CORE_NO_MPI=1``), where a collective over the world is a copy.
+    Joins the world first if need be."""
+    w = world()
+    if w.comm is None:
+        return None
+    if not _native:
+        _native.append(_resolve_native())
+    return _native[0]
+
+
+def _loaded_libmpi() -> str | None:
+    """The path of the libmpi this process has mapped (the one mpi4py linked), if any."""
+    try:
+        with open("/proc/self/maps") as f:
+            paths = [line.split(None, 5)[-1].strip() for line in f]
+    except OSError:
+        return None
+    names = [(p, os.path.basename(p)) for p in paths]
+    return next((p for p, b in names if b.startswith("libmpi.so")
+                 or (b.startswith("libmpi_") and ".so" in b)), None)
+
+
+def _resolve_native() -> NativeMPI:
+    mpi = _mpi()
+    path = _loaded_libmpi()
+    lib = ctypes.CDLL(path) if path else ctypes.CDLL(None)
+    functions = {}
+    for name in NATIVE_FUNCTIONS:
+        try:
+            functions[name] = ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+        except AttributeError:
+            raise DistributedError(f"the MPI library {path or '(the process)'} has no "
+                                   f"{name}") from None
+    bits = 8 * mpi._sizeof(mpi.Comm)
+    datatypes = {}
+    for char, name in NATIVE_DTYPES.items():
+        t = getattr(mpi, name, None)
+        if t is not None and t != mpi.DATATYPE_NULL and t.Get_size() == np.dtype(char).itemsize:
+            datatypes[char] = mpi._handleof(t)
+    ops = {op: mpi._handleof(_op(op)) for op in NATIVE_OPS}
+    return NativeMPI(path or "", functions, bits, mpi._handleof(world().comm),
+                     int(mpi.IN_PLACE), ops, datatypes)

@@ -25,7 +25,7 @@ import json
 import os
 import warnings
 
-from functorch_core.backends import profiling
+from functorch_core.backends import mpi, profiling
 
 from . import devices
 from .api import drop_fast_paths
@@ -276,13 +276,28 @@ class profile:
         """Write the events as Chrome trace-event JSON (complete ``"X"`` events in
         microseconds, one track per thread), loadable in Perfetto or chrome://tracing.
 
+        In a distributed job, give every rank the same directory: ``path`` naming a
+        directory writes ``trace.rank<R>.json`` there (``R`` the rank in
+        ``functorch_core.distributed``'s world, 0 before ``init()``), with the rank as the
+        process's name and times on the machine's monotonic clock, so that the ranks of
+        one machine line up when the files are opened together.
+
         Args:
-            path (str or os.PathLike): the file to write.
+            path (str or os.PathLike): the file to write, or an existing directory.
+
+        Example::
+
+            >>> prof.export_chrome_trace("traces/")   # traces/trace.rank0.json, ...rank1...
         """
         events = self.events()
         t0 = events[0].start if events else 0
         pid = os.getpid()
         trace, threads = [], {}
+        if os.path.isdir(path):
+            rank = mpi.world().rank if mpi.is_initialized() else 0
+            path, t0 = os.path.join(path, f"trace.rank{rank}.json"), 0
+            trace.append({"name": "process_name", "ph": "M", "pid": pid,
+                          "args": {"name": f"rank {rank}"}})
         for ev in events:
             threads.setdefault(ev.tid, ev.thread_name)
             item = {"name": ev.name, "cat": ev.cat, "ph": "X", "pid": pid, "tid": ev.tid,

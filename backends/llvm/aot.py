@@ -29,7 +29,8 @@ init twice (``dlopen`` counts references; the same addresses are stored). Return
 Steps that are not native code in this backend (interpreter fallbacks, control flow run
 from Python, convolutions, products whose operands need a copy, LAPACK calls) and kernels
 calling SciPy's special functions (``scipy_calls.py``: pointers only a process that
-imported SciPy has) make compilation raise :class:`NotNativeError` naming the primitive.
+imported SciPy has) make compilation raise :class:`NotNativeError` naming the primitive;
+so do collectives (``all_reduce``...: the MPI library and world of the process).
 """
 
 from __future__ import annotations
@@ -61,6 +62,11 @@ class NotNativeError(NotImplementedError):
 
 def _check_native(plan):
     for step in plan.steps:
+        if isinstance(step, Fallback) and step.eqn.prim.family == "collective":
+            raise NotNativeError(f"compile_library: {step.eqn.prim.name} is a collective "
+                                 "over the process axis: it calls the MPI library of this "
+                                 "process and needs its world; a shared library cannot "
+                                 "hold either (jit it in the MPI job instead)")
         if isinstance(step, Fallback):
             raise NotNativeError(f"compile_library: {step.eqn.prim.name} runs in the "
                                  f"interpreter in this backend ({step.reason}); a shared "

@@ -14,6 +14,7 @@ from llvmlite import ir
 from ..planning.plan import Blas, Plan
 from . import cache, engine, entry_codegen
 from .blas import GemmCall, gemm_address, gemm_layout, one_thread_each
+from .collectives import CollectiveCall
 from .kernels import PackedKernel
 
 _gemm_symbols: set = set()
@@ -74,7 +75,8 @@ def graph_entry(calls, n_args):
     """One native function that runs kernels in order: a builtin whose ``__self__`` keeps
     its own code, its method definition and the kernels' modules alive.
 
-    ``calls`` holds ``(ctypes kernel, slot indices, lo, hi)`` or a :class:`GemmCall`. The
+    ``calls`` holds ``(ctypes kernel, slot indices, lo, hi)``, a :class:`GemmCall` or an
+    :class:`CollectiveCall`. The
     entry is a builtin (METH_FASTCALL) taking one array per slot, so calling it costs what
     calling any builtin costs instead of a ctypes call per step; it holds the GIL, so it
     is only for kernels too small to split over threads and for small products.
@@ -83,7 +85,7 @@ def graph_entry(calls, n_args):
     with engine.lock:
         engine.target_machine()   # the target names the entry's digest
         for call in calls:
-            if isinstance(call, GemmCall):
+            if isinstance(call, GemmCall | CollectiveCall):
                 named.append(call)
                 continue
             fn, slots, lo, hi = call

@@ -10,6 +10,7 @@ from llvmlite import ir
 from ..planning.plan import NativeLoop
 from . import irloop
 from .blas import GemmCall, emit_gemm
+from .collectives import CollectiveCall, emit_collective
 from .ops import I64
 
 _PTR = ir.PointerType()
@@ -51,7 +52,8 @@ def emit_graph_entry(module: ir.Module, name: str, calls, n_args: int, none_symb
     ``args`` are the graph's array objects, one per slot; ``calls`` lists, in execution
     order, ``(array-entry symbol, slot indices, lo, hi, packed)`` per kernel (each entry
     reads its arrays' data pointers itself; a packed one gets ``args`` and a constant
-    table of its slots) or a :class:`blas.GemmCall` (data pointers read here,
+    table of its slots), a :class:`blas.GemmCall` or a :class:`collectives.CollectiveCall`
+    (data pointers read here,
     at ``data_offset`` in the array object). Returns ``None`` (a new reference,
     so incremented unless this CPython's None is immortal), or NULL for a wrong ``nargs``.
     ``None`` is the external symbol ``none_symbol``: no address of this process is in the
@@ -74,6 +76,9 @@ def emit_graph_entry(module: ir.Module, name: str, calls, n_args: int, none_symb
     for call in calls:
         if isinstance(call, GemmCall):
             emit_gemm(b, call, data)
+            continue
+        if isinstance(call, CollectiveCall):
+            emit_collective(b, call, data)
             continue
         symbol, slots, lo, hi, packed = call
         bounds = [ir.Constant(I64, lo), ir.Constant(I64, hi)]

@@ -23,7 +23,7 @@ from .. import profiling
 from ..planning import buffers
 from ..planning.buffers import nbytes as _nbytes
 from ..planning.plan import Blas, Conv, Fallback, Kernel, Lapack, Loop, Sort
-from . import engine, entries, fastpath, fft, scipy_calls, steps, threads, tinyconv
+from . import collectives, engine, entries, fastpath, fft, scipy_calls, steps, threads, tinyconv
 from .blas import GemmCall, one_thread_always
 from .kernels import compile_plan
 from .lapack_steps import lapack_step
@@ -125,6 +125,10 @@ class Executable:
                 self.steps.append(lapack_step(step, plan, arena))
             elif fft.runs(step.eqn):
                 self.steps.append(fft.fft_step(step, arena))
+            elif (collective := collectives.collective_call(step)) is not None:
+                self.steps.append(collectives.collective_step(collective))
+                calls.append(collective)
+                fresh |= writes & results
             else:
                 self.steps.append(steps.fallback_step(step, arena))
         # results the kernels write: allocated for each call, handed to the caller

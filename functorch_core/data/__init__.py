@@ -9,6 +9,7 @@ map-style pipes whose names repeat an iter pipe's (``Mapper``, ``Batcher``,
 from . import iter as _iter
 from .collation import collate, default_collate
 from .datapipe import DataChunk, IterDataPipe, MapDataPipe, functional_datapipe
+from .distributed import DistributedSampler
 from .graph import (
     apply_random_seed,
     apply_sharding,
@@ -29,5 +30,6 @@ __all__ = ["DataChunk", "IterDataPipe", "MapDataPipe", "functional_datapipe",
            "apply_random_seed", "apply_sharding", "apply_shuffle_settings",
            "find", "list_datapipes", "remove_dp", "render", "replace", "traverse",
            "IterToMapConverter", "MapToIterConverter", "SequenceWrapper",
-           "DataLoader", "DataLoaderWorkerError", "WorkerInfo", "get_worker_info",
+           "DataLoader", "DataLoaderWorkerError", "DistributedSampler", "WorkerInfo",
+           "get_worker_info",
            *_iter.__all__]

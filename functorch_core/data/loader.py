@@ -35,7 +35,7 @@ import warnings
 
 import numpy as np
 
-from . import mapstyle
+from . import distributed, mapstyle
 from .collation import default_collate
 from .datapipe import IterDataPipe, MapDataPipe, _DataPipeBase
 from .graph import list_datapipes, sharding_pipes, sources
@@ -262,9 +262,15 @@ def _build_pipeline(loader, data):
 
 
 def _fullsync_limit(loader):
-    """With FullSync across ranks: the least count of outputs any rank has; else None."""
+    """With FullSync across ranks: the least count of outputs any rank has; else None.
+    Across the processes of the initialised world the ranks agree item by item instead
+    (``loader._sync``: an all-reduce of "I have an item" flags), and no length is needed."""
+    loader._sync = False
     if loader.pipeline is None or loader.world_size == 1 or not any(
             isinstance(p, FullSync) for p in list_datapipes(loader.pipeline)):
+        return None
+    if distributed.spans(loader.world_size):
+        loader._sync = True
         return None
     counts = []
     for r in range(loader.world_size):
@@ -339,8 +345,10 @@ class DataLoader:
         seed (int, optional): the base seed; with ``set_epoch`` it fixes every
             random draw. Default: ``None`` (drawn once at construction; ranks
             > 1 that shuffle must pass one).
-        rank (int): this process's rank. Default: ``0``.
-        world_size (int): how many ranks share the data. Default: ``1``.
+        rank (int, optional): this process's rank. Default: ``None`` (the rank of
+            ``functorch_core.distributed``'s world once ``init()`` ran, else ``0``).
+        world_size (int, optional): how many ranks share the data. Default:
+            ``None`` (the initialised world's size, else ``1``).
         progress (bool): show a progress bar (tqdm if importable, else plain
             text on stderr). Default: ``False``.
 
@@ -361,7 +369,8 @@ class DataLoader:
                  num_workers=0, collate_fn=_DEFAULT, pin_memory=False, drop_last=False,
                  timeout=0, worker_init_fn=None, multiprocessing_context=None, generator=None,
                  *, prefetch_factor=None, persistent_workers=False, pin_memory_device="",
-                 seed=None, rank=0, world_size=1, progress=False):
+                 seed=None, rank=None, world_size=None, progress=False):
+        rank, world_size = distributed.ranks(rank, world_size)
         iterable = isinstance(dataset, IterDataPipe)
         if not iterable and not (isinstance(dataset, MapDataPipe) or (
                 hasattr(dataset, "__getitem__") and hasattr(dataset, "__len__"))):
@@ -639,6 +648,7 @@ class _Epoch(Epoch):
 
     def __next__(self):
         limit = self.loader._limit
+        synced = not self.loader._sync or self.finished   # FullSync's flag sent this step
         while self.active and not self.finished:
             if limit is not None and self.count >= limit:
                 break
@@ -649,8 +659,13 @@ class _Epoch(Epoch):
                 if self.active:
                     self.pointer %= len(self.active)
                 continue
+            if not synced and not distributed.all_have(True):
+                synced = True
+                break
             self.delivered[w] += 1
             self.pointer = (self.pointer + 1) % len(self.active)
             return self._delivered(item)
+        if not synced:
+            distributed.all_have(False)
         self.close()
         raise StopIteration

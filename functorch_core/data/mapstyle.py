@@ -18,6 +18,7 @@ import itertools
 import pickle
 import traceback
 
+from .distributed import DistributedSampler
 from .iter.util import progress_bar
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
 from .workers import (
@@ -62,9 +63,18 @@ def epoch_sampler(loader, epoch: int):
     return s
 
 
+def _share(loader) -> tuple[int, int]:
+    """``(rank, world_size)`` to split the sampler's indices by: ``(0, 1)`` when the
+    sampler is a ``DistributedSampler``, which gives this rank's share already."""
+    inner = getattr(loader.batch_sampler, "sampler", None) if loader._user_batches else None
+    if isinstance(loader.sampler, DistributedSampler) or isinstance(inner, DistributedSampler):
+        return 0, 1
+    return loader.rank, loader.world_size
+
+
 def index_lists(loader, epoch: int):
     """This rank's index lists (or single indices without auto-batching) for ``epoch``."""
-    r, ws = loader.rank, loader.world_size
+    r, ws = _share(loader)
     if loader._user_batches:
         return itertools.islice(iter(loader.batch_sampler), r, None, ws)
     indices = itertools.islice(iter(epoch_sampler(loader, epoch)), r, None, ws)
@@ -75,7 +85,7 @@ def index_lists(loader, epoch: int):
 
 def num_batches(loader) -> int:
     """``len(loader)`` for a map-style dataset: this rank's batches (or samples)."""
-    r, ws = loader.rank, loader.world_size
+    r, ws = _share(loader)
     if loader._user_batches:
         n = len(loader.batch_sampler)
         return n // ws + (r < n % ws)

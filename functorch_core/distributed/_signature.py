@@ -22,6 +22,9 @@ class Leaves:
         self.call, self.td = call, td
         self.arrays, self.bad = [], []
         for i, leaf in enumerate(leaves):
+            if type(leaf) is np.ndarray and leaf.dtype.kind in "biufc":
+                self.arrays.append(leaf)
+                continue
             try:
                 a = np.asarray(leaf)
             except Exception as e:     # reported on every rank by agree()
@@ -75,7 +78,10 @@ def local(leaves: Leaves, extra) -> tuple:
     return (leaves.call, extra, *_tree(leaves.td), entries)
 
 
+@functools.lru_cache(maxsize=1024)
 def key(sig) -> int:
+    """A 62-bit hash of ``sig`` that every process computes alike (``hash()`` of a string
+    differs between processes)."""
     digest = hashlib.blake2b(repr(sig).encode(), digest_size=8).digest()
     return int.from_bytes(digest, "little") & (2 ** 62 - 1)
 
@@ -128,9 +134,10 @@ def mismatch(sigs, labels=None) -> str:
 def agree(leaves: Leaves, extra=None) -> None:
     """Check that every rank made this call on a tree like this one; raise on every rank
     (naming the leaf and the ranks) when not, or when a leaf is not an array."""
-    sig = local(leaves, extra)
     w = mpi.world()
-    if w.size > 1 and not mpi.agree(key(sig), leaves.call, leaves.describe()):
+    if w.size == 1:
+        sig = None
+    elif not mpi.agree(key(sig := local(leaves, extra)), leaves.call, leaves.describe()):
         why = mismatch(mpi.all_gather_object(sig, f" ({leaves.call}: gathering the ranks' "
                                                   f"inputs to compare them)"))
         raise mpi.DistributedError(f"{leaves.call}: {why} (this is rank {w.rank} of {w.size})")

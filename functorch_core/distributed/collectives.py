@@ -14,8 +14,9 @@ import math
 import numpy as np
 
 from functorch_core.backends import mpi, profiling
-from functorch_core.ir.pytree import tree_flatten, tree_unflatten
+from functorch_core.ir.pytree import tree_flatten, tree_map, tree_unflatten
 from functorch_core.ir.trace import Tracer
+from functorch_core.lax import parallel
 
 from . import _signature
 from .world import ReduceOp
@@ -23,6 +24,8 @@ from .world import ReduceOp
 __all__ = ["all_gather", "all_reduce", "broadcast", "recv", "reduce_scatter", "send"]
 
 OPS = ("sum", "mean", "max", "min", "prod")
+_IN_GRAPH = {"sum": parallel.psum, "mean": parallel.pmean, "max": parallel.pmax,
+             "min": parallel.pmin}
 
 
 def _op(call: str, op) -> str:
@@ -32,17 +35,28 @@ def _op(call: str, op) -> str:
     return value
 
 
-def _check_traced(call, leaves):
-    if any(isinstance(x, Tracer) for x in leaves):
-        raise NotImplementedError(
-            f"{call} inside jit/grad/vmap needs the collective primitives "
-            f"(functorch_core.lax.parallel), which this build does not have yet; call it "
-            f"outside the transform")
+def _in_graph(call: str, tree, op=None):
+    """The collective on a tree with a tracer leaf (inside ``jit``, ``grad``, ``vmap``):
+    ``functorch_core.lax.parallel``'s over the process axis ``WORLD``."""
+    if call == "all_gather":
+        return parallel.all_gather(tree, mpi.WORLD)
+    if call == "reduce_scatter" and op in ("sum", "mean"):
+        out = parallel.psum_scatter(tree, mpi.WORLD)
+        return out if op == "sum" else tree_map(lambda x: x / mpi.world().size, out)
+    if call == "all_reduce" and op in _IN_GRAPH:
+        return _IN_GRAPH[op](tree, mpi.WORLD)
+    what = f"{call}(op={op!r})" if op is not None else call
+    raise NotImplementedError(
+        f"{what} inside jit/grad/vmap: there is no such collective primitive (in a graph: "
+        f"all_reduce with op sum, mean, max or min; all_gather; reduce_scatter with sum or "
+        f"mean); call it outside the transform")
 
 
 def _prepare(call, tree):
+    """The tree's leaves for an eager collective, or None when one is a tracer."""
     leaves, td = tree_flatten(tree)
-    _check_traced(call, leaves)
+    if any(type(x) is not np.ndarray and isinstance(x, Tracer) for x in leaves):
+        return None
     return _signature.Leaves(call, leaves, td)
 
 
@@ -56,21 +70,21 @@ def _groups(dtypes):
 
 def _pack(arrays, idx, dtype, lead=()):
     """The leaves ``idx`` as one C-contiguous buffer of ``dtype`` (shape ``lead + (n,)``);
-    a lone contiguous leaf of that dtype is returned as it is."""
+    a lone contiguous leaf of that dtype is passed as it is (a view, no copy)."""
     rows = math.prod(lead)
-    sizes = [arrays[i].size // rows for i in idx]
     if len(idx) == 1:
-        return np.ascontiguousarray(arrays[idx[0]], dtype).reshape(*lead, sizes[0])
-    buf = np.empty((*lead, sum(sizes)), dtype)
-    o = 0
-    for i, n in zip(idx, sizes, strict=True):
-        buf[..., o:o + n].reshape(arrays[i].shape)[...] = arrays[i]
-        o += n
-    return buf
+        a = arrays[idx[0]]
+        return np.ascontiguousarray(a, dtype).reshape(*lead, a.size // rows)
+    parts = [arrays[i].reshape(*lead, arrays[i].size // rows) for i in idx]
+    return np.concatenate(parts, axis=-1, dtype=dtype)
 
 
 def _unpack(buf, idx, shapes, out, lead=()):
+    """Each leaf ``idx`` as a view of ``buf`` (packed as ``_pack`` packs) shaped ``shapes[i]``."""
     o, rows = 0, math.prod(lead)
+    if len(idx) == 1:
+        out[idx[0]] = buf.reshape(shapes[idx[0]])
+        return
     for i in idx:
         n = math.prod(shapes[i]) // rows
         out[i] = buf[..., o:o + n].reshape(shapes[i])
@@ -132,6 +146,8 @@ def all_reduce(tree, op="sum"):
     op = _op("all_reduce", op)
     call = f"all_reduce(op={op!r})"
     leaves = _prepare(call, tree)
+    if leaves is None:
+        return _in_graph("all_reduce", tree, op)
     with _span("all_reduce", leaves, op=op):
         _signature.agree(leaves)
         arrays, n = leaves.arrays, mpi.world().size
@@ -166,6 +182,8 @@ def broadcast(tree, src: int = 0):
     """
     call = f"broadcast(src={src})"
     leaves = _prepare(call, tree)
+    if leaves is None:
+        _in_graph(call, tree)
     with _span("broadcast", leaves, src=src):
         _signature.agree(leaves)
         arrays = leaves.arrays
@@ -191,6 +209,8 @@ def all_gather(tree):
         array([0., 1.], dtype=float32)
     """
     leaves = _prepare("all_gather", tree)
+    if leaves is None:
+        return _in_graph("all_gather", tree)
     with _span("all_gather", leaves):
         _signature.agree(leaves)
         arrays, n = leaves.arrays, mpi.world().size
@@ -220,6 +240,8 @@ def reduce_scatter(tree, op="sum"):
     op = _op("reduce_scatter", op)
     call = f"reduce_scatter(op={op!r})"
     leaves = _prepare(call, tree)
+    if leaves is None:
+        return _in_graph("reduce_scatter", tree, op)
     with _span("reduce_scatter", leaves, op=op):
         _signature.agree(leaves)
         arrays, w = leaves.arrays, mpi.world()
@@ -260,6 +282,8 @@ def send(tree, dst: int, tag: int = 0) -> None:
     """
     call = f"send(dst={dst}, tag={tag})"
     leaves = _prepare(call, tree)
+    if leaves is None:
+        _in_graph(call, tree)
     if leaves.bad:
         i, why = leaves.bad[0]
         raise TypeError(f"{call}: leaf {leaves.path(i)} is not an array: {why}")
@@ -291,6 +315,8 @@ def recv(like, src: int, tag: int = 0):
     """
     call = f"recv(src={src}, tag={tag})"
     leaves = _prepare(call, like)
+    if leaves is None:
+        _in_graph(call, like)
     with _span("recv", leaves, src=src, tag=tag):
         theirs = mpi.recv_object(src, tag, f" ({call}: the tree's description)")
         mine = _signature.local(leaves, None)

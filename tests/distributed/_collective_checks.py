@@ -156,3 +156,27 @@ def mismatches(report):
                 report(["recv", str(e)])
     # the world is still usable after every mismatch
     report(["after", float(dist.all_reduce(np.ones(())))])
+
+
+def in_graph(report):
+    """Inside jit the collectives are lax.parallel's over WORLD: the same values as eager."""
+    import functorch_core as fc
+    r, n = dist.rank(), dist.world_size()
+    t = {"w": leaf("float32", (3, 4), r), "b": leaf("float64", (5,), r)}
+    for op in ["sum", "mean", "max", "min"]:
+        got = fc.jit(lambda x, op=op: dist.all_reduce(x, op))(t)
+        want = dist.all_reduce(t, op)
+        for k in t:
+            same(got[k], want[k], f"jit all_reduce {op} {k}")
+    same(fc.jit(dist.all_gather)(t)["w"], dist.all_gather(t)["w"], "jit all_gather")
+    rs = {"w": np.stack([leaf("float32", (4,), r, salt=s) for s in range(n)])}
+    for op in ["sum", "mean"]:
+        same(fc.jit(lambda x, op=op: dist.reduce_scatter(x, op))(rs)["w"],
+             dist.reduce_scatter(rs, op)["w"], f"jit reduce_scatter {op}")
+    errors = []
+    for fn in [lambda x: dist.all_reduce(x, "prod"), lambda x: dist.broadcast(x, 0)]:
+        try:
+            fc.jit(fn)(t)
+        except NotImplementedError as e:
+            errors.append(str(e).split(":")[0])
+    report(["in_graph", errors])

@@ -1,8 +1,14 @@
 """The collective primitives: named vmap axes against explicit loops, JAX's semantics and
 finite differences in this process; the process axis on real ranks under mpiexec."""
 
+import os
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
+from functorch_core.backends.llvm.aot import NotNativeError, compile_library
 from functorch_core.ir import passes
 from functorch_core.ir import primitives as P
 from mpirun import needs_mpi, run_ranks
@@ -275,3 +281,92 @@ def test_collectives_over_the_process_axis(n):
     # the sum over ranks of the jvps along ones is the global objective's directional
     # derivative
     np.testing.assert_allclose(jvp_total, grads.sum(), rtol=1e-6)
+
+
+# --- the cpu backend's native MPI_Allreduce ---------------------------------------------
+
+_NATIVE_SCRIPT = '''
+import numpy as np, functorch_core as fc
+from functorch_core import lax
+from functorch_core.backends import mpi
+from functorch_core.backends.llvm import collectives
+from functorch_core.backends.llvm.runtime import compile_graph
+w = mpi.init(); r = w.rank
+W = "world"
+out = {}
+for dt in ("float32", "float64", "int32", "int64", "complex128", "uint8"):
+    x = (np.arange(5) + 3 * r).astype(dt)
+    ops = ("sum",) if dt.startswith("complex") else ("sum", "max", "min")
+    for op in ops:
+        f = {"sum": lax.psum, "max": lax.pmax, "min": lax.pmin}[op]
+        g = lambda x: f(x * 2, W)
+        out[f"{dt} {op}"] = [fc.jit(g)(x).tolist() if not dt.startswith("complex")
+                             else np.abs(fc.jit(g)(x)).tolist(),
+                             fc.jit(g, backend="interpreter")(x).tolist()
+                             if not dt.startswith("complex")
+                             else np.abs(fc.jit(g, backend="interpreter")(x)).tolist()]
+    for name, g in (("gather", lambda x: lax.all_gather(x + 1, W)),
+                    ("scatter", lambda x: lax.psum_scatter(np.stack([x * (k + 1) for k in
+                                                                     range(w.size)]), W))):
+        out[f"{dt} {name}"] = [np.abs(fc.jit(g)(x)).tolist(),
+                               np.abs(fc.jit(g, backend="interpreter")(x)).tolist()]
+# a training step: the gradient's mean over ranks inside the one native entry
+x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3) + r
+def step(w_, x):
+    return lax.pmean(fc.grad(lambda w_: (np.tanh(x @ w_) ** 2).sum())(w_), W)
+w0 = np.full((3, 4), 0.1, np.float32)
+exe = compile_graph(fc.make_graph(step)(w0, x))
+calls = [collectives.collective_call(s) for s in exe.plan.steps]
+out["entry"] = [exe.entry is not None, sum(c is not None for c in calls)]
+both = compile_graph(fc.make_graph(lambda x: [lax.all_gather(x, W) * 2,
+                                              lax.psum_scatter(np.stack([x] * w.size), W)])(x))
+out["entry gather scatter"] = [both.entry is not None,
+                               sum(collectives.collective_call(s) is not None
+                                   for s in both.plan.steps)]
+out["step"] = [fc.jit(step)(w0, x).tolist(), fc.jit(step, backend="interpreter")(w0, x).tolist()]
+# big kernels: the graph runs step by step, the all-reduce as a ctypes call
+big = np.arange(1 << 18, dtype=np.float64) * (r + 1)
+h = lambda x: lax.psum(np.sin(x) * 2, W) + 1
+exe = compile_graph(fc.make_graph(h)(big))
+out["steps"] = exe.entry is None
+out["big"] = float(np.abs(fc.jit(h)(big) - fc.jit(h, backend="interpreter")(big)).max())
+report(out)
+'''
+
+
+@needs_mpi
+@pytest.mark.parametrize("n", [1, 2])
+def test_the_cpu_backend_calls_mpi_allreduce_natively(n):
+    # on 2 ranks twice: the second job loads the entries' object code from the disk cache
+    # (the test session's folder), bound again to that job's MPI library
+    for _ in range(n):
+        for (rep,) in run_ranks(_NATIVE_SCRIPT, n=n, timeout=150):
+            for key, value in rep.items():
+                if key in ("entry", "entry gather scatter", "steps", "big"):
+                    continue
+                np.testing.assert_allclose(value[0], value[1], rtol=1e-6, err_msg=key)
+            assert rep["entry"] == [True, 1]
+            assert rep["entry gather scatter"] == [True, 2]
+            assert rep["steps"] is True
+            assert rep["big"] < 1e-12
+
+
+def test_world_of_one_without_mpi_is_a_copy_natively():
+    source = textwrap.dedent('''
+        import numpy as np, functorch_core as fc
+        from functorch_core import lax
+        x = np.arange(4.0, dtype=np.float32)
+        f = fc.jit(lambda x: lax.psum(x * 3, "world") + lax.axis_index("world"))
+        print(f(x).tolist(), lax.all_gather(x, "world").shape)
+    ''')
+    done = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True,
+                          timeout=120, env={**os.environ,
+                                            "FUNCTORCH_CORE_NO_MPI": "1"})
+    assert done.stdout.strip() == "[0.0, 3.0, 6.0, 9.0] (1, 4)", done.stderr
+
+
+def test_compile_library_refuses_a_collective_by_name(tmp_path):
+    graph = fc.make_graph(lambda x: P.all_reduce.bind(x, op="sum", axis_name="world"))(
+        np.ones(3))
+    with pytest.raises(NotNativeError, match="all_reduce is a collective over the process"):
+        compile_library(graph, tmp_path / "lib.so", "f")

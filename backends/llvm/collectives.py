@@ -1,0 +1,173 @@
+"""Collectives over the process axis as native calls of the MPI library:
+``all_reduce`` -> ``MPI_Allreduce``, ``all_gather`` -> ``MPI_Allgather``,
+``reduce_scatter`` -> ``MPI_Reduce_scatter_block``.
+
+The partitioner plans a collective as an interpreter step (``lowering.FALLBACK``); the
+runtime replaces one over the world on a slot of a dtype MPI has by a
+:class:`CollectiveCall`: a ctypes call of the MPI library when the graph runs step by
+step, or a call inside the native graph entry (``entry_codegen``), so a jitted step
+whose kernels and products fit the entry runs its backward pass and its gradient
+reduction in one native call, with no Python in between.
+
+The code names the functions and the handles by symbols (``fc_mpi_allreduce``..., the
+table ``fc_mpi_handles``: the communicator, ``MPI_IN_PLACE``, the ops, the datatypes),
+bound to this process's library with ``llvm.add_symbol`` before the code is loaded: the
+IR, its digest and the disk-cached object code hold no address, so a cached object is
+bound again in every process. ``compile_library`` refuses collectives by name
+(``aot.py``). In a world without MPI (a world of one) each is a copy.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+
+import numpy as np
+from functorch_core.ir import primitives as P
+from llvmlite import binding as llvm
+from llvmlite import ir
+
+from .. import mpi
+from ..planning.plan import Fallback
+from . import engine
+
+HANDLES = "fc_mpi_handles"
+# primitive -> (the MPI function, its symbol in compiled code, whether it takes an op)
+FUNCTIONS = {P.all_reduce: ("MPI_Allreduce", "fc_mpi_allreduce"),
+             P.all_gather: ("MPI_Allgather", "fc_mpi_allgather"),
+             P.reduce_scatter: ("MPI_Reduce_scatter_block", "fc_mpi_reduce_scatter_block")}
+_CHARS = tuple(mpi.NATIVE_DTYPES)
+# the table's layout: comm, in_place, one entry per op, one per datatype char
+_COMM, _IN_PLACE, _OPS = 0, 1, 2
+_TYPES = _OPS + len(mpi.NATIVE_OPS)
+_bound: dict = {}       # "table" and each primitive's ctypes function, once bound here
+_MAX_COUNT = 2 ** 31 - 1   # MPI's counts are C ints
+
+
+@dataclass(frozen=True)
+class CollectiveCall:
+    """A collective over the world on slots ``send`` -> ``recv``: ``count`` elements per
+    rank (all_reduce's whole operand, all_gather's operand, reduce_scatter's result),
+    the table indices of its op and datatype; ``copy`` in a world without MPI (each of
+    the three is then a copy of ``nbytes``)."""
+
+    prim: object
+    send: int
+    recv: int
+    count: int
+    nbytes: int
+    op: int
+    datatype: int
+    handle_bits: int
+    copy: bool
+
+
+def collective_call(step) -> CollectiveCall | None:
+    """``step`` (a plan step) as a native collective, or None when it is not one (another
+    step, an operand that is a literal, a dtype the MPI library has no type for, a graph
+    traced for another world size, whose interpreter step raises)."""
+    if not isinstance(step, Fallback) or step.eqn.prim not in FUNCTIONS \
+            or step.eqn.params["axis_name"] != mpi.WORLD or step.inputs[0][0] != "slot":
+        return None
+    eqn, native = step.eqn, mpi.native()
+    size = 1 if native is None else mpi.world().size
+    if eqn.params.get("axis_size", size) != size:
+        return None
+    # the per-rank count: the operand's for all_gather, the result's for the others
+    aval = eqn.inputs[0].aval if eqn.prim is P.all_gather else eqn.outputs[0].aval
+    count = aval.size
+    if native is not None and (aval.dtype.char not in native.datatypes or count > _MAX_COUNT
+                               or count * size > _MAX_COUNT):
+        return None
+    if native is not None:
+        _bind(native)
+    op = eqn.params.get("op", "sum")
+    return CollectiveCall(eqn.prim, step.inputs[0][1], step.outputs[0], count,
+                          eqn.outputs[0].aval.size * aval.dtype.itemsize,
+                          _OPS + mpi.NATIVE_OPS.index(op), _TYPES + _CHARS.index(aval.dtype.char),
+                          0 if native is None else native.handle_bits, native is None)
+
+
+def _bind(native):
+    with engine.lock:
+        if _bound:
+            return
+        values = [native.comm, native.in_place, *(native.ops[o] for o in mpi.NATIVE_OPS),
+                  *(native.datatypes.get(c, 0) for c in _CHARS)]
+        table = (ctypes.c_int64 * len(values))(*values)
+        h, ptr, i32 = (ctypes.c_int32 if native.handle_bits == 32 else ctypes.c_int64,
+                       ctypes.c_void_p, ctypes.c_int)
+        protos = {P.all_reduce: (ptr, ptr, i32, h, h, h),
+                  P.all_gather: (ptr, i32, h, ptr, i32, h, h),
+                  P.reduce_scatter: (ptr, ptr, i32, h, h, h)}
+        llvm.add_symbol(HANDLES, ctypes.addressof(table))
+        _bound["table"] = table
+        for prim, (name, symbol) in FUNCTIONS.items():
+            address = native.functions[name]
+            llvm.add_symbol(symbol, address)
+            _bound[prim] = ctypes.CFUNCTYPE(ctypes.c_int, *protos[prim])(address)
+
+
+def collective_step(call: CollectiveCall):
+    """The Python-driven step: one ctypes call of the MPI function on the slots' memory."""
+    if call.copy:
+        def copy(bufs):
+            np.copyto(bufs[call.recv].reshape(-1), bufs[call.send].reshape(-1))
+        return copy
+    table, fn = _bound["table"], _bound[call.prim]
+    comm, in_place = table[_COMM], table[_IN_PLACE]
+    op, datatype = table[call.op], table[call.datatype]
+    name = FUNCTIONS[call.prim][0]
+
+    def run(bufs):
+        send, recv = bufs[call.send], bufs[call.recv]
+        if not send.flags.c_contiguous:
+            send = np.ascontiguousarray(send)
+        s, r = send.ctypes.data, recv.ctypes.data
+        if call.prim is P.all_gather:
+            code = fn(s, call.count, datatype, r, call.count, datatype, comm)
+        else:
+            code = fn(in_place if s == r else s, r, call.count, datatype, op, comm)
+        if code != 0:
+            raise mpi.DistributedError(f"{call.prim.name} over {mpi.WORLD!r}: {name} "
+                                       f"returned error code {code}")
+    return run
+
+
+def emit_collective(b: ir.IRBuilder, call: CollectiveCall, data):
+    """The call at ``b``; ``data(slot)`` is the slot's data pointer. MPI's error handler
+    on the world communicator (``MPI_ERRORS_ARE_FATAL`` unless the user sets another)
+    ends the job on a failure, so the return code is not read here."""
+    module, i32, i64, ptr = b.module, ir.IntType(32), ir.IntType(64), ir.PointerType()
+    send, recv = data(call.send), data(call.recv)
+    if call.copy:
+        move = module.globals.get("llvm.memmove.p0.p0.i64") or ir.Function(
+            module, ir.FunctionType(ir.VoidType(), [ptr, ptr, i64, ir.IntType(1)]),
+            "llvm.memmove.p0.p0.i64")
+        b.call(move, [recv, send, ir.Constant(i64, call.nbytes), ir.Constant(ir.IntType(1), 0)])
+        return
+    h = ir.IntType(call.handle_bits)
+    n = _TYPES + len(_CHARS)
+    table = module.globals.get(HANDLES) or ir.GlobalVariable(module, ir.ArrayType(i64, n),
+                                                             HANDLES)
+
+    def entry(index):
+        return b.load(b.gep(table, [ir.Constant(i64, 0), ir.Constant(i64, index)],
+                            source_etype=ir.ArrayType(i64, n)), typ=i64)
+
+    def handle(index):
+        value = entry(index)
+        return value if call.handle_bits == 64 else b.trunc(value, h)
+    symbol = FUNCTIONS[call.prim][1]
+    count = ir.Constant(i32, call.count)
+    if call.prim is P.all_gather:
+        fn = module.globals.get(symbol) or ir.Function(
+            module, ir.FunctionType(i32, [ptr, i32, h, ptr, i32, h, h]), symbol)
+        dtype = handle(call.datatype)
+        b.call(fn, [send, count, dtype, recv, count, dtype, handle(_COMM)])
+        return
+    fn = module.globals.get(symbol) or ir.Function(
+        module, ir.FunctionType(i32, [ptr, ptr, i32, h, h, h]), symbol)
+    source = b.select(b.icmp_unsigned("==", send, recv), b.inttoptr(entry(_IN_PLACE), ptr),
+                      send)
+    b.call(fn, [source, recv, count, handle(call.datatype), handle(call.op), handle(_COMM)])
