@@ -90,6 +90,27 @@ def test_nested_names_and_tuples_of_names():
     np.testing.assert_array_equal(m, np.broadcast_to(xs.max((0, 1)), xs.shape))
 
 
+def test_collectives_over_an_outer_axis_batched_by_an_inner_vmap():
+    # the inner vmaps batch collectives over the outer name "i": the batching rules that
+    # carry a batched operand through a collective over another axis
+    xs = RNG.normal(size=(3, 2, 3))      # i: 3, then j (or unnamed): 2, rows of 3 (one per i)
+
+    def f(x):
+        return lax.all_gather(x, "i"), lax.psum_scatter(x, "i"), lax.pmin(x, "i")
+
+    for inner in (lambda g: fc.vmap(g, axis_name="j"), fc.vmap):
+        g, sc, mn = fc.vmap(inner(f), axis_name="i")(xs)
+        for i in range(3):
+            for j in range(2):
+                np.testing.assert_array_equal(g[i, j], xs[:, j])
+                np.testing.assert_allclose(sc[i, j], xs[:, j].sum(0)[i], rtol=1e-12)
+                np.testing.assert_array_equal(mn[i, j], xs[:, j].min(0))
+    # batch axes in the middle and last: a[r, i, j] = xs[i, j, r]
+    g = fc.vmap(fc.vmap(lambda x: lax.all_gather(x, "i"), in_axes=1, out_axes=1),
+                in_axes=1, axis_name="i")(xs.transpose(2, 0, 1))
+    np.testing.assert_array_equal(g, np.broadcast_to(xs, (3, 3, 2, 3)))
+
+
 def test_one_body_with_the_axis_name_as_a_parameter():
     def normalize(x, axis_name):
         return x / lax.psum(x, axis_name)
@@ -125,7 +146,7 @@ COLLECTIVE_FNS = {
     "pmean": lambda x: lax.pmean(np.exp(x), "i") * x,
     "pmax": lambda x: lax.pmax(x, "i") * x,
     "pmin": lambda x: np.cos(lax.pmin(x, "i")) + x,
-    "all_gather": lambda x: np.tanh(lax.all_gather(x, "i")).sum(0) * x,
+    "all_gather": lambda x: np.sin(lax.all_gather(x, "i")).sum(0) * x,
     "psum_scatter": lambda x: lax.psum_scatter(np.outer(np.arange(1.0, 5.0), x) ** 2, "i"),
 }
 
@@ -229,6 +250,11 @@ out["jvp"] = float(fc.jvp(f, (x,), (np.ones(3),))[1])
 out["f"] = float(f(x))
 # one body vmapped over a local axis and over ranks at once
 out["vmap"] = fc.vmap(lambda y: lax.psum(y, ("i", W)), axis_name="i")(np.stack([x, 2 * x])).tolist()
+# an unnamed vmap of collectives over the world: the operands carry the batch through
+pair = np.stack([x, 2 * x], 1)
+out["vmap world"] = [v.tolist() for v in fc.jit(fc.vmap(lambda y: [
+    lax.all_gather(y, W), lax.psum_scatter(np.stack([y] * n), W), lax.pmax(y, W)],
+    in_axes=1))(pair)]
 report(out)
 '''
 
@@ -278,6 +304,10 @@ def test_collectives_over_the_process_axis(n):
             np.testing.assert_allclose(rep[f"grad {backend}"], grads[r], rtol=1e-6)
         np.testing.assert_allclose(rep["grad eager"], grads[r], rtol=1e-6)
         np.testing.assert_allclose(rep["vmap"], np.tile(3 * xs.sum(0), (2, 1)))
+        gathered, scattered, top = rep["vmap world"]
+        np.testing.assert_allclose(gathered, np.stack([xs, 2 * xs]))
+        np.testing.assert_allclose(scattered, np.stack([xs.sum(0), 2 * xs.sum(0)]))
+        np.testing.assert_allclose(top, np.stack([xs.max(0), 2 * xs.max(0)]))
     # the sum over ranks of the jvps along ones is the global objective's directional
     # derivative
     np.testing.assert_allclose(jvp_total, grads.sum(), rtol=1e-6)
@@ -313,7 +343,7 @@ for dt in ("float32", "float64", "int32", "int64", "complex128", "uint8"):
 # a training step: the gradient's mean over ranks inside the one native entry
 x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3) + r
 def step(w_, x):
-    return lax.pmean(fc.grad(lambda w_: (np.tanh(x @ w_) ** 2).sum())(w_), W)
+    return lax.pmean(fc.grad(lambda w_: (np.sin(x @ w_) ** 2).sum())(w_), W)
 w0 = np.full((3, 4), 0.1, np.float32)
 exe = compile_graph(fc.make_graph(step)(w0, x))
 calls = [collectives.collective_call(s) for s in exe.plan.steps]
