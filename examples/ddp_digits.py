@@ -56,7 +56,8 @@ def make_step(model, opt):
     return step
 
 
-def loader(data, rank, world_size):
+def loader(data, rank=None, world_size=None):
+    """The batches of ``rank`` of ``world_size`` (default: this rank of the world)."""
     return DataLoader(data, batch_size=BATCH, shuffle=True, drop_last=True, seed=0,
                       rank=rank, world_size=world_size)
 
@@ -91,7 +92,7 @@ def main(epochs=2):
 
     fc.manual_seed(rank)          # different draws on each rank: wrapping broadcasts rank 0's
     ddp = DistributedDataParallel(nn.SyncBatchNorm.convert_sync_batchnorm(make_model()))
-    own = loader(data, rank, world)
+    own = loader(data)              # this rank's shard: the DataLoader reads the world
 
     def own_batches(epoch):
         own.set_epoch(epoch)

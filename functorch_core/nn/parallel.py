@@ -17,6 +17,7 @@ import numpy as np
 
 import functorch_core.numpy as fnp
 from functorch_core import distributed as dist
+from functorch_core.api import jit
 from functorch_core.backends import mpi
 from functorch_core.lax import parallel as lp
 from functorch_core.transforms import custom_vjp, stop_gradient
@@ -79,6 +80,13 @@ def _make_sync(by_count):
         return (_reduce_flat(cts, by_count),)
     sync.defvjp(lambda leaves: (leaves, None), bwd)
     return sync
+
+
+# A finished rank's stand-in for a bucket reduction: the same psum, compiled as the other
+# ranks' jitted steps compile theirs, so that both make the same MPI call (a blocking
+# MPI_Allreduce of native code does not match the non-blocking one of an eager call
+# under a timeout).
+_shadow_psum = jit(lambda zeros: lp.psum(zeros, WORLD))
 
 
 # divided by the world size (torch's default, also under ``join()``), or by the number of
@@ -392,9 +400,7 @@ class DistributedDataParallel(Module):
         if dist.world_size() > 1 and layout:
             while True:
                 rounds += 1
-                counts = [mpi.all_reduce(np.zeros(n + 1, np.dtype(dt)), "sum",
-                                         " (DistributedDataParallel.join: shadowing a bucket)")[-1]
-                          for n, dt in layout]
+                counts = [_shadow_psum(np.zeros(n + 1, np.dtype(dt)))[-1] for n, dt in layout]
                 if counts[0] == 0:
                     break
         every = mpi.all_gather_object(rounds, " (DistributedDataParallel.join: rounds)")
