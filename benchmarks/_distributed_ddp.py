@@ -10,8 +10,9 @@ Variants, ours: ``DistributedDataParallel`` with 25 MiB buckets (one bucket for 
 models) and with 0.25 MiB buckets (several, each reduced inside the backward where its
 gradients are complete), ``dist.all_reduce(grads, op="mean")`` inside the jitted step (one
 reduction after the backward), and the same reduction eagerly after the jitted gradient;
-torch: ``torch.nn.parallel.DistributedDataParallel`` over gloo (same model, same batch,
-one thread per rank) when torch is installed. Weak scaling: the same per-rank batch on 1
+torch: ``torch.nn.parallel.DistributedDataParallel`` over gloo (same model, same batch)
+when torch is installed. Every rank computes on one thread (ours, torch, OpenBLAS): the
+host has two cores. Weak scaling: the same per-rank batch on 1
 and on 2 ranks.
 
 Run alone: ``python benchmarks/_distributed_ddp.py [--quick]``.
@@ -49,6 +50,7 @@ def _job(n, model, variant, steps, repeats, timeout=300):
     """The medians of one variant on ``n`` ranks: {"median": s, "spread": (q1, q3)}, or None
     when the job failed (its output on stderr)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+           "FUNCTORCH_CORE_NUM_THREADS": "1",
            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()),
            "PYTHONPATH": os.pathsep.join([str(ROOT / "examples"), str(ROOT)])}
     cmd = [_mpiexec(), "-n", str(n), sys.executable, str(Path(__file__).resolve()),

@@ -250,8 +250,9 @@ class DistributedDataParallel(Module):
         self._record = _Record()
         named = list(module.named_parameters()) + list(module.named_buffers())
         _check_same_layout("DistributedDataParallel", named)
-        for _, v in named:
-            v[...] = dist.broadcast(np.asarray(v), src=0)
+        got = dist.broadcast([np.asarray(v) for _, v in named], src=0)
+        for (_, v), b in zip(named, got, strict=True):
+            v[...] = b
 
     # --- the forward --------------------------------------------------------------------
 

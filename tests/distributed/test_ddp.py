@@ -192,6 +192,21 @@ def test_wrapping_no_sync_join_and_buckets():
                          rtol=1e-5, atol=1e-6) for i in (0, 2) for k in ("weight", "bias"))
     report(["plain call grad", ok])
 
+    # SyncBatchNorm with an empty batch on rank 1: finite, and rank 0's statistics alone
+    ddp = DDP(mlp(nn.SyncBatchNorm, seed=0))
+    x, y = batches(1, 4, seed=3)
+    n_mine = 4 if RANK == 0 else 0
+    xb, yb = x[0][:n_mine], y[0][:n_mine]
+    f = lambda m, x, y: ((m(x) - y) ** 2).sum() / 4
+    g = fc.jit(fc.grad(f))(ddp, xb, yb)
+    ref = mlp(nn.BatchNorm1d, seed=0)
+    want = fc.grad(f)(ref, x[0][:4], y[0][:4])
+    leaves = fc.tree_leaves(g)
+    report(["empty batch", all(bool(np.all(np.isfinite(v))) for v in leaves) and all(
+        np.allclose(a, b / WORLD, rtol=1e-5, atol=1e-6)
+        for a, b in zip(leaves, fc.tree_leaves(want), strict=True))
+        and bool(np.allclose(ddp.module[1].running_mean, ref[1].running_mean, atol=1e-6))])
+
     # no_sync: each rank's own gradients; their sum over micro-batches, reduced once,
     # equals the global gradient summed over the micro-batches
     net = DDP(mlp(seed=0), bucket_cap_mb=100 / 2 ** 20)
@@ -247,6 +262,7 @@ def test_wrapping_no_sync_join_and_buckets():
         assert len(got["buckets"]) > 1 and got["buckets"][0][0] == "3.bias", \
             got["buckets"]
         assert got["plain call grad"] is True, r
+        assert got["empty batch"] is True, r
         assert got["no_sync local"] is True and got["no_sync total"] is True, r
         assert got[("join", True, 0)] is True and got[("join", False, 0)] is True, (r, got)
 
