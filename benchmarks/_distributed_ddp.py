@@ -8,8 +8,10 @@ examples/cnn_digits.py and an MLP 784-512-512-10 (ReLU, cross-entropy).
 
 Variants, ours: ``DistributedDataParallel`` with 25 MiB buckets (one bucket for these
 models) and with 0.25 MiB buckets (several, each reduced inside the backward where its
-gradients are complete), ``dist.all_reduce(grads, op="mean")`` inside the jitted step (one
-reduction after the backward), and the same reduction eagerly after the jitted gradient;
+gradients are complete), the same step traced inside ``no_sync()`` (no reduction: the
+compute alone, as slowed by the other rank on the same cores),
+``dist.all_reduce(grads, op="mean")`` inside the jitted step (one reduction after the
+backward), and the same reduction eagerly after the jitted gradient;
 torch: ``torch.nn.parallel.DistributedDataParallel`` over gloo (same model, same batch)
 when torch is installed. Every rank computes on one thread (ours, torch, OpenBLAS): the
 host has two cores. Weak scaling: the same per-rank batch on 1
@@ -73,7 +75,8 @@ def ddp_rows(quick=False):
     steps, repeats = (5, 3) if quick else (20, 7)
     rows = {}
     for model in ("cnn", "mlp"):
-        for variant in ("ddp25", "ddp0.25", "in_graph_after", "eager_after", "torch"):
+        for variant in ("ddp25", "ddp0.25", "in_graph_after", "eager_after", "ddp_nosync",
+                        "torch"):
             rows[(model, variant, 2)] = _job(2, model, variant, steps, repeats)
         for variant in ("ddp25", "torch"):
             rows[(model, variant, 1)] = _job(1, model, variant, steps, repeats)
@@ -121,8 +124,8 @@ def _ours(model_name, variant):
                               nn.Linear(512, 10))
         x = np.random.default_rng(dist.rank()).random((BATCH, 784), np.float32)
     y = np.random.default_rng(dist.rank() + 100).integers(0, 10, BATCH)
-    wrapped = DistributedDataParallel(model, bucket_cap_mb=float(variant[3:])) \
-        if variant.startswith("ddp") else model
+    wrapped = model if not variant.startswith("ddp") else DistributedDataParallel(
+        model, bucket_cap_mb=25.0 if variant == "ddp_nosync" else float(variant[3:]))
     params = {k: np.array(v) for k, v in wrapped.named_parameters()}
     buffers = {k: np.array(v) for k, v in wrapped.named_buffers()}
     opt = optim.sgd(lr=0.01)
@@ -153,6 +156,9 @@ def _ours(model_name, variant):
 
         def step(params, buffers, ost):
             return jstep(params, buffers, ost, x, y)
+        if variant == "ddp_nosync":          # traced inside no_sync: no reduction at all
+            with wrapped.no_sync():
+                jstep(params, buffers, ost, x, y)
     state = [params, buffers, ost]
 
     def run():
