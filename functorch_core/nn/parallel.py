@@ -135,10 +135,11 @@ class _Record:
     """What the last traced forward did: ``order``, the buckets in the order the backward
     reduces them. Compared by identity in the module's pytree structure."""
 
-    __slots__ = ("order",)
+    __slots__ = ("order", "static_plan")
 
     def __init__(self):
         self.order = None
+        self.static_plan = None     # static_graph=True: the buckets of the first forward
 
 
 def _call_with_bucket_hooks(ddp, sync, buckets, inputs, kwargs):
@@ -208,9 +209,15 @@ class DistributedDataParallel(Module):
         bucket_cap_mb (float): the size of a gradient bucket, in MiB. Default ``25``.
         broadcast_buffers (bool): copy rank 0's buffers to every rank at each training
             forward. Default ``True``.
-        find_unused_parameters (bool): accepted for torch's signature; an unused parameter
-            gets a zero gradient that is reduced with its bucket, so no rank waits for it.
-            Default ``False``.
+        find_unused_parameters (bool): ``False``: each bucket enters the forward just
+            before the first module holding one of its parameters runs (so its reduction
+            overlaps the rest of the backward), and a forward that does not run some
+            parameter's module is an error naming it. ``True``: every bucket enters
+            before the forward, so parameters that are unused, or read outside their
+            module's forward, get their (possibly zero) gradient averaged too. Default
+            ``False``.
+        device_ids, output_device: accepted for torch's signature; the model computes
+            where its arrays are.
 
     Example::
 
@@ -245,7 +252,6 @@ class DistributedDataParallel(Module):
         self.find_unused_parameters = bool(find_unused_parameters)
         self.require_backward_grad_sync = True
         self.join_divide_by_count = None        # None: not joined; else join()'s divisor
-        self._static_plan = None
         self.last_joiner = None
         self._record = _Record()
         named = list(module.named_parameters()) + list(module.named_buffers())
@@ -264,13 +270,14 @@ class DistributedDataParallel(Module):
         if not self.static_graph:
             return plan
         layout = (plan, _bucket_sizes(named, plan))
-        if self._static_plan is None:
-            self.__dict__["_static_plan"] = layout
-        elif self._static_plan != layout:
+        first = self._record.static_plan
+        if first is None:
+            self._record.static_plan = layout
+        elif first != layout:
             raise ValueError(f"DistributedDataParallel(static_graph=True): the trainable "
-                             f"parameters changed after the first step: buckets "
-                             f"{self._static_plan} became {layout}")
-        return self._static_plan[0]
+                             f"parameters changed after the first step: buckets {first} "
+                             f"became {layout}")
+        return plan
 
     def forward(self, *inputs, **kwargs):
         if self.training and self.broadcast_buffers and self.join_divide_by_count is None:

@@ -207,6 +207,33 @@ def test_wrapping_no_sync_join_and_buckets():
         for a, b in zip(leaves, fc.tree_leaves(want), strict=True))
         and bool(np.allclose(ddp.module[1].running_mean, ref[1].running_mean, atol=1e-6))])
 
+    # a submodule the forward never runs (one parameter per bucket): an error naming it, or
+    # (find_unused_parameters)
+    # its zero gradient averaged with the rest; static_graph keeps the first plan
+    class Partial(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.used, self.unused = nn.Linear(6, 3), nn.Linear(6, 3)
+
+        def forward(self, x):
+            return self.used(x)
+    x, y = batches(1, 4, seed=4)
+    f = lambda m, x, y: ((m(x) - y) ** 2).mean()
+    try:
+        fc.grad(f)(DDP(Partial(), bucket_cap_mb=1e-6), mine(x[0]), mine(y[0]))
+        report(["unused error", "no error"])
+    except RuntimeError as e:
+        report(["unused error", "unused.weight" in str(e) and "find_unused_parameters" in str(e)])
+    fc.manual_seed(0)
+    m = DDP(Partial(), find_unused_parameters=True, static_graph=True)
+    fc.manual_seed(0)
+    ref = Partial()
+    gs = [fc.jit(fc.grad(f))(m, mine(x[0]), mine(y[0])) for _ in range(2)]
+    local = [fc.grad(f)(ref, mine(x[0], r), mine(y[0], r)) for r in range(WORLD)]
+    report(["unused averaged", all(
+        np.allclose(g.module.used.weight, sum(l.used.weight for l in local) / WORLD,
+                    rtol=1e-5, atol=1e-6) and not np.any(g.module.unused.weight) for g in gs)])
+
     # no_sync: each rank's own gradients; their sum over micro-batches, reduced once,
     # equals the global gradient summed over the micro-batches
     net = DDP(mlp(seed=0), bucket_cap_mb=100 / 2 ** 20)
@@ -263,6 +290,7 @@ def test_wrapping_no_sync_join_and_buckets():
             got["buckets"]
         assert got["plain call grad"] is True, r
         assert got["empty batch"] is True, r
+        assert got["unused error"] is True and got["unused averaged"] is True, r
         assert got["no_sync local"] is True and got["no_sync total"] is True, r
         assert got[("join", True, 0)] is True and got[("join", False, 0)] is True, (r, got)
 
