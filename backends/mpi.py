@@ -53,6 +53,7 @@ class World:
     timeout: float | None = None
 
 
+_yield = getattr(os, "sched_yield", lambda: None)
 _lock = threading.Lock()
 _world: World | None = None
 _broken: str | None = None      # why the world is unusable (a collective timed out), or None
@@ -158,10 +159,13 @@ def _run(w: World, name: str, what: str, blocking, nonblocking, args) -> None:
     while not req.Test():
         now = time.monotonic()
         # spin (each Test progresses MPI's transfers) for the first 10 ms, as MPI's blocking
-        # calls do; then back off up to 1 ms between polls: the other ranks are late
+        # calls do, yielding the core to ranks that share it; then back off up to 1 ms
+        # between polls: the other ranks are late
         if now - start > 0.01:
             time.sleep(pause)
             pause = min(max(pause * 2, 5e-5), 1e-3)
+        else:
+            _yield()
         if now > deadline:
             global _broken
             _broken = (f"{name}{what} timed out after {w.timeout:g} s on rank {w.rank} of "

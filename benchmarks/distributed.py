@@ -8,10 +8,12 @@ another count). Needs mpi4py and mpiexec (``pip install -e '.[distributed]'``).
     eagerly (its cross-rank check of the tree's signature included: one 16-byte
     all-reduce), the same with a timeout set (MPI's non-blocking call, polled), raw
     ``comm.Allreduce`` on the same buffers into a preallocated output (the limit) and
-    into a new array each call (what ours must do: its result is a new array).
+    into a new array each call (what ours must do: its result is a new array), and
+    ``jit(lambda v: lax.psum(v, WORLD))`` (the cpu backend's native MPI_Allreduce).
 
-Each time is the slowest rank's, per call, the median over repeats; every repeat starts
-after a barrier and runs the columns one after another (a slow spell falls on all).
+Each time is the slowest rank's, per call, the median over repeats (in brackets the 10th
+to 90th percentile); every repeat starts after a barrier and runs the columns one after
+another (a slow spell falls on all).
 
 Where to add: an all_reduce column (the in-graph one, say) is a function in
 ``ALL_REDUCE_COLUMNS``: ``(x, comm) -> {name: callable}``; a section with its own table
@@ -34,6 +36,7 @@ from _results import require, timing_notes, wants_write, write
 from _timing import result
 from functorch_core.backends import mpi
 
+import functorch_core as fc
 import functorch_core.distributed as dist
 
 MPI = require("mpi4py.MPI", "distributed.py")
@@ -69,7 +72,8 @@ def timed(comm, fns, repeats, inner):
                 fn()
             dt = (time.perf_counter() - t0) / inner
             got[name].append(comm.allreduce(dt, op=MPI.MAX))
-    return {name: float(np.median(t)) for name, t in got.items()}
+    return {name: (float(np.median(t)), float(np.percentile(t, 10)), float(np.percentile(t, 90)))
+            for name, t in got.items()}
 
 
 def eager_columns(x, comm):
@@ -90,7 +94,12 @@ def eager_columns(x, comm):
             "mpi4py Allreduce, new output": lambda: comm.Allreduce(x, np.empty_like(x))}
 
 
-ALL_REDUCE_COLUMNS = [eager_columns]     # in-graph columns go here
+def in_graph_columns(x, comm):
+    step = fc.jit(lambda v: fc.lax.psum(v, dist.WORLD))
+    return {"ours in-graph (jit psum)": lambda: step(x)}
+
+
+ALL_REDUCE_COLUMNS = [eager_columns, in_graph_columns]     # more columns go here
 
 
 def all_reduce_section(args):
@@ -105,13 +114,15 @@ def all_reduce_section(args):
         inner = max(1, min(200, (1 << 22) // nbytes))
         t = timed(comm, fns, repeats=5 if quick else 9, inner=inner)
         names = list(t)
-        raw = t["mpi4py Allreduce"]
+        raw = t["mpi4py Allreduce"][0]
         label = f"{nbytes >> 10} KB" if nbytes < 1 << 20 else f"{nbytes >> 20} MB"
-        rows.append([label, *[f"{1e6 * t[k]:.1f} us ({t[k] / raw:.2f}x)" for k in names]])
+        rows.append([label, *[f"{1e6 * m:.0f} us ({m / raw:.2f}x) [{1e6 * lo:.0f}-{1e6 * hi:.0f}]"
+                              for m, lo, hi in (t[k] for k in names)]])
         if comm.Get_rank() == 0:
             result(f"distributed all_reduce float32 {label}, {comm.Get_size()} ranks",
-                   t["ours eager"], unit="us")
-    title = f"all_reduce(sum) of float32 on {comm.Get_size()} ranks (time per call, x raw mpi4py)"
+                   t["ours eager"][0], unit="us")
+    title = (f"all_reduce(sum) of float32 on {comm.Get_size()} ranks (median time per call, "
+             f"x raw mpi4py, [p10-p90])")
     return title, ["size", *names], rows
 
 
@@ -132,8 +143,13 @@ def main(args):
         for row in rows:
             print("  " + " | ".join(map(str, row)))
     if wants_write(args):
+        load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
         write("distributed", "distributed.py", tables, notes=[
-            *timing_notes(), "Both ranks share this host's cores: MPICH moves the data "
+            *timing_notes(), f"The host's load average at the end of the run: {load} (1, 5, "
+            f"15 min) on {os.cpu_count()} CPUs. Oversubscribed ranks wait a scheduler slice "
+            "whenever one is preempted between two collectives, so every extra "
+            "synchronisation costs far more here than on idle cores.",
+            "Both ranks share this host's cores: MPICH moves the data "
             "through shared memory; across machines the network sets the large sizes' "
             "times. Ours includes the ranks' check of the tree's signature (one 16-byte "
             "all-reduce before the data), which small messages feel."], argv=args)

@@ -22,7 +22,7 @@ class Leaves:
         self.call, self.td = call, td
         self.arrays, self.bad = [], []
         for i, leaf in enumerate(leaves):
-            if type(leaf) is np.ndarray and leaf.dtype.kind in "biufc":
+            if type(leaf) is np.ndarray and leaf.dtype.kind in "biufc" and leaf.dtype.isnative:
                 self.arrays.append(leaf)
                 continue
             try:
@@ -33,6 +33,8 @@ class Leaves:
             else:
                 if a.dtype.kind not in "biufc":
                     self.bad.append((i, f"{type(leaf).__name__} of dtype {a.dtype}"))
+                elif not a.dtype.isnative:      # MPI's types are native: a copy, swapped
+                    a = a.astype(a.dtype.newbyteorder("="))
             self.arrays.append(a)
 
     def path(self, i: int) -> str:

@@ -6,6 +6,7 @@ import collections
 
 import numpy as np
 
+import functorch_core as fc
 import functorch_core.distributed as dist
 
 DTYPES = ["bool", "int8", "uint8", "int32", "int64", "float16", "float32", "float64",
@@ -103,6 +104,10 @@ def run_all(report):
     same(dist.all_reduce(2.5), np.asarray(2.5 * n), "python float")
     same(dist.all_reduce({"k": 3, "f": True}, "sum")["k"], np.asarray(3 * n), "python int")
     same(dist.all_reduce(np.float32(r), "max"), np.asarray(np.float32(n - 1)), "np scalar")
+    # a big-endian input: reduced as its values, the result in native byte order
+    be = (np.arange(4.0) + r).astype(">f4")
+    same(dist.all_reduce(be), sum(np.arange(4.0, dtype=np.float32) + q for q in range(n)),
+         "big-endian")
     # a non-contiguous input
     m = np.arange(24.0).reshape(4, 6)[:, ::2] + r
     same(dist.all_reduce(m), sum(np.arange(24.0).reshape(4, 6)[:, ::2] + q for q in range(n)),
@@ -160,7 +165,6 @@ def mismatches(report):
 
 def in_graph(report):
     """Inside jit the collectives are lax.parallel's over WORLD: the same values as eager."""
-    import functorch_core as fc
     r, n = dist.rank(), dist.world_size()
     t = {"w": leaf("float32", (3, 4), r), "b": leaf("float64", (5,), r)}
     for op in ["sum", "mean", "max", "min"]:

@@ -1,6 +1,7 @@
 """functorch_core.distributed's collectives on real ranks (1, 2, 3) against NumPy on the
 ranks' inputs rebuilt on every rank; mismatched inputs; a collective that times out."""
 
+import datetime
 import os
 import subprocess
 import sys
@@ -8,7 +9,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from functorch_core.backends import mpi
 from mpirun import needs_mpi, run_ranks
+
+import functorch_core.distributed as dist
 
 HERE = Path(__file__).parent
 ENV = {"PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
@@ -18,6 +22,13 @@ CHECKS = '''
     import functorch_core.distributed as dist
     import _collective_checks as c
     dist.init(timeout=float(sys.argv[1]) if sys.argv[1] != "none" else None)
+    dist.init_process_group("mpi", world_size=dist.world_size(), rank=dist.rank())
+    try:
+        dist.init_process_group("mpi", world_size=dist.world_size() + 1)
+    except ValueError as e:
+        report(["init_process_group", str(e)])
+    report(["names", [dist.get_rank() == dist.rank(), dist.get_world_size(),
+                      dist.is_initialized(), 0 <= dist.local_rank() < dist.world_size()]])
     c.run_all(report)
     c.mismatches(report)
     if sys.argv[2:] == ["graph"]:
@@ -30,6 +41,10 @@ def _check(out, n):
         reports = dict(map(tuple, out[r]))
         assert reports["checks"] > 0
         assert reports["after"] == float(n)
+        assert reports["names"] == [True, n, True, True]
+        assert reports["init_process_group"] == (
+            f"init_process_group(world_size={n + 1}): MPI started this process with "
+            f"world_size {n}")
         assert n != 2 or reports["in_graph"] == ["all_reduce(op='prod') inside jit/grad/vmap",
                                        "broadcast(src=0) inside jit/grad/vmap"]
         if n == 1:
@@ -99,3 +114,16 @@ def test_collective_on_one_rank_times_out():
     assert "the world is unusable" in msg
     assert out[0][1].startswith("broadcast(src=0): the world is unusable since all_reduce")
     assert out[1] == []
+
+
+def test_timeouts_and_reduce_op_names():
+    # no world is joined here: these are the argument conversions only
+    assert mpi.seconds(datetime.timedelta(milliseconds=1500)) == 1.5
+    assert mpi.seconds(2) == 2.0 and mpi.seconds(None) is None
+    for bad in (0, -1.0, "3", True):
+        with pytest.raises(ValueError, match=r"init\(timeout="):
+            mpi.seconds(bad)
+    assert [op.value for op in dist.ReduceOp] == ["sum", "prod", "max", "min", "mean"]
+    assert dist.ReduceOp.AVG == "mean"
+    with pytest.raises(ValueError, match="op must be one of"):
+        dist.all_reduce(1.0, op="avg")

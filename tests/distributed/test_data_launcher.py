@@ -170,8 +170,9 @@ def test_launcher_runs_two_ranks_and_forwards_args_and_status(tmp_path):
         import os, sys
         import functorch_core.distributed as dist
         dist.init()
-        print("rank", dist.rank(), "of", dist.world_size(), sys.argv[1:],
-              os.environ.get("FC_LAUNCH_PROBE"), flush=True)
+        with open(os.path.join(os.path.dirname(__file__), f"rank{dist.rank()}.txt"), "w") as f:
+            f.write(f"rank {dist.rank()} of {dist.world_size()} {sys.argv[1:]} "
+                    f"{os.environ.get('FC_LAUNCH_PROBE')}")
         dist.barrier()
         sys.exit(int(sys.argv[1]) if dist.rank() == 1 else 0)
     '''))
@@ -181,8 +182,9 @@ def test_launcher_runs_two_ranks_and_forwards_args_and_status(tmp_path):
                               "--nproc-per-node", "2", str(script), str(status), "--lr", "1"],
                              capture_output=True, text=True, timeout=60, env=env)
         assert res.returncode == status, res.stdout + res.stderr
-        for r in range(2):
-            assert f"rank {r} of 2 ['{status}', '--lr', '1'] forwarded" in res.stdout
+        for r in range(2):   # a file per rank: the ranks' stdout lines may interleave
+            assert (tmp_path / f"rank{r}.txt").read_text() == \
+                f"rank {r} of 2 ['{status}', '--lr', '1'] forwarded"
 
 
 def test_launcher_command_line(monkeypatch, tmp_path):
