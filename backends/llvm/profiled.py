@@ -50,6 +50,8 @@ def step_name(step, native=False) -> tuple[str, str]:
         return f"loop[{step.eqn.prim.name}]", "loop"
     if isinstance(step, Fallback) and fft.runs(step.eqn):
         return "fft", "fft"
+    if isinstance(step, Fallback) and step.eqn.prim.family == "collective":
+        return f"{step.eqn.prim.name} (mpi)", "collective"
     if isinstance(step, Fallback):
         return f"fallback[{step.eqn.prim.name}]", "fallback"
     return type(step).__name__, "step"

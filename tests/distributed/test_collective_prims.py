@@ -8,9 +8,12 @@ import textwrap
 
 import numpy as np
 import pytest
+from budget import share
 from functorch_core.backends.llvm.aot import NotNativeError, compile_library
 from functorch_core.ir import passes
 from functorch_core.ir import primitives as P
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from mpirun import needs_mpi, run_ranks
 
 import functorch_core as fc
@@ -46,6 +49,24 @@ def test_a_collective_over_the_vmapped_axis_matches_a_loop(name, collective, ref
     np.testing.assert_allclose(got, _loop(reference, xs), rtol=1e-12)
     np.testing.assert_allclose(fc.jit(fc.vmap(collective, axis_name="i"))(xs), got,
                                rtol=1e-12)
+
+
+_LAWS = {"psum": (lax.psum, lambda xs: xs.sum(0)), "pmax": (lax.pmax, lambda xs: xs.max(0)),
+         "pmin": (lax.pmin, lambda xs: xs.min(0)), "all_gather": (lax.all_gather, lambda xs: xs)}
+
+
+@settings(max_examples=share(5))
+@given(name=st.sampled_from(sorted(_LAWS)), size=st.integers(1, 4),
+       shape=st.lists(st.integers(1, 3), max_size=2), data=st.data())
+def test_collectives_match_a_loop_for_any_batch_axis(name, size, shape, data):
+    collective, reference = _LAWS[name]
+    axis = data.draw(st.integers(0, len(shape)), label="in_axes")
+    out_axis = data.draw(st.integers(0, len(shape) + (name == "all_gather")), label="out_axes")
+    xs = np.random.default_rng(size).normal(size=(size, *shape))
+    got = fc.vmap(lambda x: collective(x, "i"), in_axes=axis, out_axes=out_axis,
+                  axis_name="i")(np.moveaxis(xs, 0, axis))
+    expect = np.stack([reference(xs)] * size)
+    np.testing.assert_allclose(np.moveaxis(got, out_axis, 0), expect, rtol=1e-12)
 
 
 def test_psum_scatter_gives_each_example_its_row_of_the_sum():

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from functorch_core.backends.interpreter import run_graph
 from functorch_core.ir import passes, serialize
+from functorch_core.ir import primitives as P
 from functorch_core.ir.core import Eqn, Graph
 from functorch_core.ir.pytree import tree_flatten
 from hypothesis import given, settings
@@ -134,6 +135,14 @@ def test_save_and_load_files(tmp_path):
 NOT_SAVED = {"setitem", "call", "custom_jvp_call", "custom_vjp_call", "custom_lin"}
 
 
+def _collectives(x):
+    world = dict(axis_name="world", axis_size=2)
+    gathered = P.all_gather.bind(x, **world)
+    return [P.all_reduce.bind(x, op="max", axis_name="world"),
+            P.reduce_scatter.bind(gathered, op="sum", **world),
+            P.axis_index.bind(**world)]
+
+
 def test_every_structural_primitive_round_trips():
     """Graphs with convolutions and pools (and their derivatives), random bits, sorts,
     indexing and scans, saved and loaded: the same bits, and together with the elementwise
@@ -181,6 +190,11 @@ def test_every_structural_primitive_round_trips():
         seen |= _prims(graph)
         loaded = _round_trip(graph)
         assert _bits(run_graph(loaded, args)) == _bits(run_graph(graph, args))
+    # collectives over the process axis, compared as text: running them needs MPI, which
+    # the pytest process never starts (tests/distributed/test_collective_prims.py runs them)
+    graph = passes.simplify(fc.make_graph(_collectives)(x[0, 0]))
+    seen |= _prims(graph)
+    assert str(_round_trip(graph)) == str(graph)
     families = {p.name for p in ALL.values()
                 if p.family in ("unary", "binary", "reduction", "arg_reduction", "cumulative",
                                 "select", "convert", "layout", "creation", "contraction")}
