@@ -15,13 +15,12 @@ import time
 
 import numpy as np
 from _digits import load_digits
-from cnn_digits import make_model
+from cnn_digits import make_model, make_train_step
 
 import functorch_core as fc
 import functorch_core.distributed as dist
 from functorch_core import nn, optim
 from functorch_core.data import DataLoader
-from functorch_core.nn import functional as F
 from functorch_core.nn.parallel import DistributedDataParallel
 
 BATCH, LR, MOMENTUM = 64, 0.05, 0.9
@@ -40,22 +39,6 @@ class Digits:
         return self.x[i], self.y[i]
 
 
-def make_step(model, opt):
-    """The jitted step ``(params, buffers, opt_state, x, y) -> (params, buffers, opt_state,
-    loss)`` of ``model`` (a DistributedDataParallel or the plain model)."""
-
-    def loss_fn(params, buffers, x, y):
-        logits = fc.functional_call(model, (params, buffers), (x,))
-        return F.cross_entropy(logits, y), buffers
-
-    @fc.jit
-    def step(params, buffers, opt_state, x, y):
-        (loss, buffers), grads = fc.value_and_grad(loss_fn, has_aux=True)(params, buffers, x, y)
-        params, opt_state = opt.update(grads, opt_state, params)
-        return params, buffers, opt_state, loss
-    return step
-
-
 def loader(data, rank=None, world_size=None):
     """The batches of ``rank`` of ``world_size`` (default: this rank of the world)."""
     return DataLoader(data, batch_size=BATCH, shuffle=True, drop_last=True, seed=0,
@@ -69,7 +52,7 @@ def train(model, batches, epochs, log=None):
     buffers = {k: np.array(v) for k, v in model.named_buffers()}
     opt = optim.sgd(lr=LR, momentum=MOMENTUM)
     opt_state = opt.init(params)
-    step = make_step(model, opt)
+    step = make_train_step(model, opt)      # works for the DDP module and the plain one
     model.train()
     steps = 0
     for epoch in range(epochs):

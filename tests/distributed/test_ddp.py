@@ -63,23 +63,9 @@ def plain(d):
     return {k.removeprefix("module."): v for k, v in d.items()}
 
 
-def train_ddp(ddp, opt, xs, ys):
-    params, buffers = state(ddp)
-    ost = opt.init(params)
-    loss = loss_of(ddp)
-
-    @fc.jit
-    def step(params, buffers, ost, x, y):
-        (_, buffers), g = fc.value_and_grad(loss, has_aux=True)(params, buffers, x, y)
-        params, ost = opt.update(g, ost, params)
-        return params, buffers, ost
-    for x, y in zip(xs, ys, strict=True):
-        params, buffers, ost = step(params, buffers, ost, mine(x), mine(y))
-    return plain(params), plain(buffers)
-
-
-def train_global(model, opt, xs, ys):
-    """One process on the concatenated batches (SyncBatchNorm's reference)."""
+def train(model, opt, xs, ys, shard=mine):
+    """Train through a jitted step on ``shard`` of each global batch: a DDP on this rank's,
+    or one process on the concatenated batches (``shard=None``: SyncBatchNorm's reference)."""
     params, buffers = state(model)
     ost = opt.init(params)
     loss = loss_of(model)
@@ -90,8 +76,9 @@ def train_global(model, opt, xs, ys):
         params, ost = opt.update(g, ost, params)
         return params, buffers, ost
     for x, y in zip(xs, ys, strict=True):
-        params, buffers, ost = step(params, buffers, ost, x, y)
-    return params, buffers
+        params, buffers, ost = step(params, buffers, ost, *((x, y) if shard is None else
+                                                             (shard(x), shard(y))))
+    return plain(params), plain(buffers)
 
 
 def train_per_rank_stats(model, opt, xs, ys):
@@ -142,9 +129,9 @@ for config in sys.argv[1:]:
     norm, opt = (None if norm_name == "none" else getattr(nn, norm_name)), OPTS[opt_name]
     if True:
         ddp = DDP(mlp(norm, seed=RANK))            # each rank draws its own; rank 0's wins
-        p, b = train_ddp(ddp, opt, xs, ys)
+        p, b = train(ddp, opt, xs, ys)
         if norm_name == "SyncBatchNorm":
-            rp, rb = train_global(mlp(nn.BatchNorm1d, seed=0), opt, xs, ys)
+            rp, rb = train(mlp(nn.BatchNorm1d, seed=0), opt, xs, ys, shard=None)
         else:
             rp, rb = train_per_rank_stats(mlp(norm, seed=0), opt, xs, ys)
         ok_b = close(b, rb, STEPS) if RANK == 0 or norm_name == "SyncBatchNorm" else True
