@@ -10,7 +10,7 @@ Example::
     (8, 3)
 """
 
-from . import functional, init, utils  # noqa: F401
+from . import functional, init, parallel, utils  # noqa: F401
 from .activation import (  # noqa: F401
     ELU,
     GELU,
@@ -65,6 +65,7 @@ from .normalization import (  # noqa: F401
     InstanceNorm2d,
     LayerNorm,
 )
+from .parallel import DistributedDataParallel, SyncBatchNorm  # noqa: F401
 from .pooling import (  # noqa: F401
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,

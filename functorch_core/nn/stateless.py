@@ -46,7 +46,7 @@ def _merge(parameters_and_buffers):
     return merged
 
 
-def _with_state(module, values):
+def with_state(module, values):
     """A copy of ``module``'s hierarchy with ``values`` under their dotted names.
 
     Each module is copied once (a submodule registered twice stays shared); the copies
@@ -148,7 +148,7 @@ def functional_call(module, parameters_and_buffers, args=None, kwargs=None, *,
                                + "\n\t".join(errors))
     args = () if args is None else args if isinstance(args, tuple) else (args,)
     try:
-        return _with_state(module, values)(*args, **(kwargs or {}))
+        return with_state(module, values)(*args, **(kwargs or {}))
     except BatchedStatWriteError as err:
         raise _named_write_error(module, values, err) from None
 
