@@ -19,6 +19,10 @@ Where to add: an all_reduce column (the in-graph one, say) is a function in
 ``ALL_REDUCE_COLUMNS``: ``(x, comm) -> {name: callable}``; a section with its own table
 (DDP's training step, say) is a function in ``SECTIONS``: ``(args) -> (title, columns,
 rows)``, run on every rank (rank 0 prints and writes).
+
+(b) DDP training steps (benchmarks/_distributed_ddp.py, its own ``mpiexec`` jobs: 1 and 2
+    ranks, the digits CNN and a 784-512-512-10 MLP) follow when the script is run plainly;
+    ``--no-ddp`` leaves them out.
 """
 
 from __future__ import annotations
@@ -159,4 +163,9 @@ if __name__ == "__main__":
     if under_mpiexec():
         main(sys.argv[1:])
     else:
-        sys.exit(launch(sys.argv[1:]))
+        argv = [a for a in sys.argv[1:] if a != "--no-ddp"]
+        status = launch(argv)
+        if status == 0 and "--no-ddp" not in sys.argv:
+            from _distributed_ddp import ddp_rows, print_rows
+            print_rows(ddp_rows("--quick" in argv))
+        sys.exit(status)
