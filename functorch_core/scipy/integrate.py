@@ -1,6 +1,6 @@
 """A subset of ``scipy.integrate``, traceable and differentiable: the sampled-data rules
 ``trapezoid``, ``cumulative_trapezoid`` and ``simpson``, and ``odeint`` (adaptive
-Dormand–Prince, as ``jax.experimental.ode.odeint``) whose reverse-mode derivative is the
+Dormand-Prince, as ``jax.experimental.ode.odeint``) whose reverse-mode derivative is the
 adjoint method; ``solve_ivp`` (RK45 with a static ``t_eval``) runs on it.
 """
 
@@ -168,7 +168,7 @@ def simpson(y, *, x=None, dx=1.0, axis=-1):
     return to_result(total)
 
 
-# --- odeint: Dormand–Prince 5(4) with the adjoint method for reverse mode ---------------------
+# --- odeint: Dormand-Prince 5(4) with the adjoint method for reverse mode ---------------------
 
 _C = (0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0)
 _A = ((),
@@ -225,7 +225,7 @@ def _integrate(f, y0, ts, rtol, atol, mxstep, hmax):
         y, fy, t, h, ok = carry
 
         def running(s):
-            y, fy, t, h, n = s
+            _, _, t, h, n = s
             return (t < target) & (n < mxstep) & (h > 0)
 
         def attempt(s):
@@ -266,7 +266,7 @@ def _check_tol(name, arg, v):
 
 def odeint(func, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=math.inf, hmax=math.inf):
     """``jax.experimental.ode.odeint``: the solution of ``dy/dt = func(y, t, *args)`` with
-    ``y(t[0]) = y0`` at every time in ``t``, by adaptive Dormand–Prince 5(4) steps that land
+    ``y(t[0]) = y0`` at every time in ``t``, by adaptive Dormand-Prince 5(4) steps that land
     on each ``t[i]``.
 
     Reverse mode (``grad``, ``vjp``, to any order) is the adjoint method: the adjoint system
