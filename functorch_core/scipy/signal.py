@@ -136,6 +136,12 @@ def _empty(in1, in2):
     return 0 in aval(in1).shape or 0 in aval(in2).shape
 
 
+def _not_empty(name, in1, in2):
+    if _empty(in1, in2):
+        raise ValueError(f"{name}: in1 and in2 must not be empty, got shapes "
+                         f"{aval(in1).shape} and {aval(in2).shape}")
+
+
 def convolve(in1, in2, mode="full", method="auto"):
     """``scipy.signal.convolve``: the n-d discrete linear convolution of two arrays.
 
@@ -165,8 +171,7 @@ def convolve(in1, in2, mode="full", method="auto"):
     fft = _use_fft(dt, method, s1, s2, name)
     if not s1:
         return to_result(fnp.multiply(cast(in1, dt), cast(in2, dt)))
-    if _empty(in1, in2):
-        return np.array([])
+    _not_empty(name, in1, in2)
     if _swap_needed(name, mode, s1, s2):
         in1, in2, s1, s2 = in2, in1, s2, s1
     if fft:
@@ -203,8 +208,7 @@ def correlate(in1, in2, mode="full", method="auto"):
     fft = _use_fft(dt, method, s1, s2, name)
     if not s1:
         return to_result(fnp.multiply(cast(in1, dt), _conj(cast(in2, dt))))
-    if _empty(in1, in2):
-        return np.array([])
+    _not_empty(name, in1, in2)
     if fft:
         out = _fft_convolve(name, in1, _reverse(_conj(in2)), mode, None)
         return to_result(cast(out, dt))
@@ -247,7 +251,10 @@ def _fft_convolve(name, in1, in2, mode, axes):
         if aval(out).dtype.kind in "biu":
             out = cast(out, np.float64)
     else:
-        complex_ = aval(in1).dtype.kind == "c" or aval(in2).dtype.kind == "c"
+        dt = np.result_type(aval(in1).dtype, aval(in2).dtype)
+        dt = np.dtype(np.float64) if dt.kind in "biu" else dt
+        in1, in2 = cast(in1, dt), cast(in2, dt)      # both transforms in the result's precision
+        complex_ = dt.kind == "c"
         fwd, inv = (fnp.fft.fftn, fnp.fft.ifftn) if complex_ else (fnp.fft.rfftn,
                                                                    fnp.fft.irfftn)
         prod = fwd(in1, s=full, axes=axes) * fwd(in2, s=full, axes=axes)
@@ -310,8 +317,7 @@ def _conv2d(name, in1, in2, mode, boundary, fillvalue, correlation):
     if boundary not in ("fill", "wrap", "symm"):
         raise ValueError(f"{name}: acceptable boundary flags are 'fill', 'wrap', and 'symm', "
                          f"got {boundary!r}")
-    if _empty(in1, in2):
-        raise ValueError(f"{name}: in1 {s1} and in2 {s2} must not be empty")
+    _not_empty(name, in1, in2)
     swapped = _swap_needed(name, mode, s1, s2)
     if swapped:
         in1, in2, s1, s2 = in2, in1, s2, s1
