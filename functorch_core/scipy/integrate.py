@@ -29,13 +29,21 @@ def _along(nd, axis, sl):
     return tuple(sl if i == axis else slice(None) for i in range(nd))
 
 
-def _spacing(name, y, x, dx, axis):
+def _spacing(name, y, x, dx, axis, broadcast=True):
     """The sample spacings along ``axis``, broadcastable against ``y``'s differences."""
     nd = aval(y).ndim
     if x is None:
         return dx
     x = array_operand(x)
     xs, ys = aval(x).shape, aval(y).shape
+    if broadcast and len(xs) > 1:
+        try:
+            np.broadcast_shapes(xs, ys)
+        except ValueError:
+            raise ValueError(f"{name}: x of shape {xs} does not broadcast to y of shape "
+                             f"{ys}") from None
+        x = fnp.broadcast_to(x, ys)
+        xs = ys
     if len(xs) == 1:
         if xs[0] != ys[axis]:
             raise ValueError(f"{name}: x of shape {xs} does not match y of shape {ys} along "
@@ -51,10 +59,13 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
 
     Args:
         y: the samples.
-        x (array, default ``None``): the sample points, 1-D along ``axis`` or shaped as
-            ``y``; ``None`` spaces them ``dx`` apart.
+        x (array, default ``None``): the sample points, 1-D along ``axis`` or broadcastable
+            to ``y``; ``None`` spaces them ``dx`` apart.
         dx (scalar, default ``1.0``): the spacing when ``x`` is ``None``.
         axis (int, default ``-1``): the axis to integrate along.
+
+    Returns:
+        The integral in ``y``'s floating dtype (float64 for integer ``y``), as SciPy.
 
     Example::
 
@@ -63,8 +74,16 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
     """
     y = array_operand(y)
     ax = _axis("trapezoid", y, axis)
-    _spacing("trapezoid", y, x, dx, ax)
-    return fnp.trapezoid(y, x=x, dx=dx, axis=ax)
+    d = _spacing("trapezoid", y, x, dx, ax, broadcast=True)
+    dt = _float_of(aval(y).dtype)
+    nd = aval(y).ndim
+    pair = fnp.add(y[_along(nd, ax, slice(1, None))], y[_along(nd, ax, slice(None, -1))])
+    return to_result(fnp.sum(fnp.multiply(d, pair) / 2.0, axis=ax, dtype=dt))
+
+
+def _float_of(dt):
+    """SciPy's result dtype for samples of dtype ``dt``: itself if inexact, else float64."""
+    return dt if dt.kind in "fc" else np.dtype(np.float64)
 
 
 def cumulative_trapezoid(y, x=None, dx=1.0, axis=-1, initial=None):
@@ -123,7 +142,7 @@ def simpson(y, *, x=None, dx=1.0, axis=-1):
 
     Args:
         y: the samples.
-        x (array, default ``None``): the sample points, 1-D along ``axis`` or shaped as
+        x (array, default ``None``): the sample points, 1-D along ``axis`` or broadcastable to
             ``y``; ``None`` spaces them ``dx`` apart.
         dx (scalar, default ``1.0``): the spacing when ``x`` is ``None``.
         axis (int, default ``-1``): the axis to integrate along.
@@ -142,7 +161,7 @@ def simpson(y, *, x=None, dx=1.0, axis=-1):
     n = aval(y).shape[ax]
     d = _spacing(name, y, x, dx, ax)
     if n < 3:
-        return trapezoid(y, x=x, dx=dx, axis=ax)
+        return fnp.trapezoid(y, x=x, dx=dx, axis=ax)
 
     def h(start, stop):
         return d if x is None else d[_along(nd, ax, slice(start, stop))]
@@ -336,10 +355,12 @@ def _adjoint_solver(func, shape, rtol, atol, mxstep, hmax):
     """A custom_vjp ``(y0 flat, t, *args) -> ys (len(t),) + shape``."""
     f = _flat(func, shape)
 
-    @custom_vjp
     def solve(y0, t, *args):
         ys = _integrate(lambda y, s: f(y, s, *args), y0, t, rtol, atol, mxstep, hmax)
         return fnp.reshape(ys, (aval(t).shape[0],) + shape)
+
+    solve.__name__ = solve.__qualname__ = f"odeint({getattr(func, '__name__', 'func')})"
+    solve = custom_vjp(solve)
 
     def fwd(y0, t, *args):
         ys = solve(y0, t, *args)
@@ -364,15 +385,17 @@ def _adjoint_solver(func, shape, rtol, atol, mxstep, hmax):
 
         aug = _adjoint_solver(augmented, (2 * m + sum(sizes),), rtol, atol, mxstep, hmax)
 
-        def back(carry, i):
+        def back(carry, xs):
             a, abar = carry
-            t_bar = fnp.sum(f(ys[i], t[i], *args) * g[i])
-            state = fnp.concatenate([ys[i], a, abar])
-            out = aug(state, fnp.stack([-t[i], -t[i - 1]]), *args)[1]
-            return (out[m:2 * m] + g[i - 1], out[2 * m:]), t_bar
+            y_i, t_i, t_prev, g_i, g_prev = xs
+            t_bar = fnp.sum(f(y_i, t_i, *args) * g_i)
+            state = fnp.concatenate([y_i, a, abar])
+            out = aug(state, fnp.stack([-t_i, -t_prev]), *args)[1]
+            return (out[m:2 * m] + g_prev, out[2 * m:]), t_bar
 
         zeros = fnp.zeros((sum(sizes),), aval(ys).dtype)
-        (a, abar), t_bars = scan(back, (g[n - 1], zeros), fnp.arange(n - 1, 0, -1))
+        steps = tuple(x[::-1] for x in (ys[1:], t[1:], t[:-1], g[1:], g[:-1]))
+        (a, abar), t_bars = scan(back, (g[n - 1], zeros), steps)
         t0_bar = -fnp.sum((a - g[0]) * f(ys[0], t[0], *args))
         t_bar = fnp.concatenate([t0_bar[None], t_bars[::-1]])
         arg_bars, at = [], 0
