@@ -15,7 +15,8 @@ from ..lax import scan, while_loop
 from ..numpy.internal import array_operand, aval, cast, to_result
 from ..transforms import custom_vjp, vjp
 
-__all__ = ["trapezoid", "cumulative_trapezoid", "simpson", "odeint"]
+__all__ = ["trapezoid", "cumulative_trapezoid", "simpson", "odeint", "solve_ivp",
+           "OdeSolution"]
 
 
 def _axis(name, y, axis):
@@ -409,3 +410,109 @@ def _adjoint_solver(func, shape, rtol, atol, mxstep, hmax):
 
 
 
+
+
+def _time_first(fun):
+    def func(y, t, *args):
+        return fun(t, y, *args)
+    func.__name__ = getattr(fun, "__name__", "fun")
+    return func
+
+
+class OdeSolution:
+    """What :func:`solve_ivp` returns: ``t`` (the ``t_eval`` times), ``y`` (shape
+    ``(n, len(t))``), ``status`` (``0``: reached the end; ``-1``: a time not reached, its
+    columns NaN), ``success`` (``status == 0``) and ``message``; ``status`` and ``success``
+    are arrays (traced under a transform, where ``message`` names both outcomes)."""
+
+    def __init__(self, t, y, status):
+        self.t, self.y, self.status = t, y, status
+        self.success = status == 0
+        self.sol, self.t_events, self.y_events = None, None, None
+        if isinstance(status, np.ndarray | np.generic):
+            self.message = (_REACHED if int(status) == 0 else _NOT_REACHED)
+        else:
+            self.message = (f"status 0: {_REACHED}; status -1: {_NOT_REACHED} (the status "
+                            "is traced)")
+
+    def __repr__(self):
+        return (f"OdeSolution(t={self.t!r}, y={self.y!r}, status={self.status!r}, "
+                f"message={self.message!r})")
+
+
+_REACHED = "The solver successfully reached the end of the integration interval."
+_NOT_REACHED = "Required step size is less than spacing between numbers."
+
+
+def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, events=None,
+              vectorized=False, args=None, rtol=1e-3, atol=1e-6, **options):
+    """``scipy.integrate.solve_ivp`` for ``method='RK45'`` with a given ``t_eval``: the
+    solution of ``dy/dt = fun(t, y, *args)``, ``y(t_span[0]) = y0``, at the times
+    ``t_eval``, by :func:`odeint`'s adaptive Dormand-Prince 5(4) steps (landing on each
+    time rather than interpolating, so values agree with SciPy's to the tolerances, not to
+    the bit). Differentiable in ``y0``, ``args`` and ``t_eval`` by the adjoint method
+    (reverse mode only), ``jit``- and ``vmap``-able.
+
+    Without ``t_eval`` SciPy returns the solver's own steps, a number that depends on the
+    values; that (and ``dense_output``, ``events``, other methods) is refused.
+
+    Args:
+        fun: ``fun(t, y, *args) -> dy/dt`` (SciPy's argument order), shaped as ``y``.
+        t_span: ``(t0, t1)`` with ``t0 <= t1``.
+        y0: the 1-D initial state.
+        method (str, default ``'RK45'``): only ``'RK45'``.
+        t_eval: the increasing times to report, within ``t_span``.
+        args (tuple, default ``None``): extra arrays passed to ``fun`` (differentiable).
+        rtol (float, default ``1e-3``): relative tolerance.
+        atol (float, default ``1e-6``): absolute tolerance.
+        **options: ``max_step`` (default inf) is the largest step.
+
+    Example::
+
+        >>> sol = solve_ivp(lambda t, y: -y, (0.0, 1.0), np.array([1.0]),
+        ...                 t_eval=np.array([0.0, 1.0]), rtol=1e-8)
+        >>> sol.y.shape
+        (1, 2)
+    """
+    name = "solve_ivp"
+    if method != "RK45":
+        raise NotImplementedError(f"{name}: method={method!r} is not supported; only 'RK45'")
+    if t_eval is None:
+        raise ValueError(f"{name}: t_eval=None returns the solver's own steps, whose number "
+                         "depends on the values, which a traced function cannot return; pass "
+                         "the times to report as t_eval")
+    if dense_output or events is not None:
+        raise NotImplementedError(f"{name}: dense_output and events are not supported")
+    unknown = set(options) - {"max_step"}
+    if unknown:
+        raise TypeError(f"{name}: unsupported options {sorted(unknown)}")
+    try:
+        t0, t1 = t_span
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: t_span must be a pair (t0, t1), got {t_span!r}") from None
+    y0 = array_operand(y0)
+    if aval(y0).ndim != 1:
+        raise ValueError(f"{name}: y0 must be 1-D, got shape {aval(y0).shape}")
+    t_eval = array_operand(t_eval)
+    if aval(t_eval).ndim != 1:
+        raise ValueError(f"{name}: t_eval must be 1-D, got shape {aval(t_eval).shape}")
+    concrete = [v for v in (t0, t1, t_eval) if isinstance(v, int | float | np.ndarray |
+                                                         np.generic)]
+    if len(concrete) == 3:
+        if t1 < t0:
+            raise NotImplementedError(f"{name}: a decreasing t_span {t_span} is not supported")
+        te = np.asarray(t_eval)
+        if te.size and (te.min() < t0 or te.max() > t1):
+            raise ValueError(f"{name}: values in t_eval are not within t_span {t_span}")
+        if np.any(np.diff(te) < 0):
+            raise ValueError(f"{name}: t_eval must be increasing")
+    args = () if args is None else tuple(args)
+    times = fnp.concatenate([fnp.reshape(fnp.asarray(t0, dtype=aval(t_eval).dtype if
+                                                     aval(t_eval).dtype.kind == "f"
+                                                     else np.float64), (1,)),
+                             t_eval])
+    ys = odeint(_time_first(fun), y0, times, *args, rtol=rtol, atol=atol,
+                hmax=options.get("max_step", math.inf))
+    ys = fnp.transpose(ys[1:])
+    status = fnp.where(fnp.all(fnp.isfinite(ys)), 0, -1)
+    return OdeSolution(t_eval, to_result(ys), to_result(status))

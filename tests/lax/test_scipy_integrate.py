@@ -212,3 +212,52 @@ def test_odeint_errors():
     with pytest.raises(ValueError, match=r"custom_vjp\(odeint\(<lambda>\)\) closes over a value "
                                          r"that is being differentiated"):
         fc.grad(lambda k: np.sum(I.odeint(lambda y, t: -k * y, Y0, TS)))(0.7)
+
+
+# --- solve_ivp (RK45 with a static t_eval, on odeint) ------------------------------------
+
+def _spring(t, y, k):
+    return np.stack([y[1], -k * y[0]])
+
+
+def test_solve_ivp_matches_scipy_and_the_exact_solution():
+    te = np.linspace(0.0, 2.0, 5)
+    y0 = np.array([1.0, 0.0])
+    for tol in (1e-4, 1e-10):
+        sol = I.solve_ivp(_spring, (0.0, 2.0), y0, t_eval=te, args=(4.0,), rtol=tol, atol=tol)
+        ref = si.solve_ivp(_spring, (0.0, 2.0), y0, t_eval=te, args=(4.0,), rtol=1e-12,
+                           atol=1e-12)
+        assert sol.y.shape == ref.y.shape == (2, 5) and sol.y.dtype == ref.y.dtype
+        np.testing.assert_array_equal(sol.t, te)
+        assert sol.status == 0 and sol.success and sol.message == ref.message
+        # the same bound as odeint's: ~1e3 accepted steps of local error below tol at most
+        np.testing.assert_allclose(sol.y, ref.y, rtol=0, atol=1e3 * tol)
+        np.testing.assert_allclose(sol.y[0], np.cos(2 * te), rtol=0, atol=1e3 * tol)
+    jitted = fc.jit(lambda y0: I.solve_ivp(_spring, (0.0, 2.0), y0, t_eval=te,
+                                           args=(4.0,)).y)(y0)
+    np.testing.assert_allclose(jitted, I.solve_ivp(_spring, (0.0, 2.0), y0, t_eval=te,
+                                                   args=(4.0,)).y, rtol=1e-12)
+
+
+def test_solve_ivp_gradient():
+    te = np.array([0.5, 1.0])
+
+    def loss(k):
+        return np.sum(I.solve_ivp(_spring, (0.0, 1.0), np.array([1.0, 0.0]), t_eval=te,
+                                  args=(k,), rtol=1e-10, atol=1e-10).y[0])
+    # y0 = cos(sqrt(k) t): d/dk = -sin(sqrt(k) t) t / (2 sqrt(k))
+    want = np.sum(-np.sin(2.0 * te) * te / 4.0)
+    np.testing.assert_allclose(fc.grad(loss)(4.0), want, rtol=0, atol=1e-6)
+
+
+def test_solve_ivp_refusals():
+    y0 = np.array([1.0, 0.0])
+    with pytest.raises(ValueError, match="solve_ivp: t_eval=None returns the solver's own "
+                                         "steps, whose number depends on the values"):
+        I.solve_ivp(_spring, (0.0, 1.0), y0, args=(4.0,))
+    with pytest.raises(NotImplementedError, match="method='LSODA' is not supported"):
+        I.solve_ivp(_spring, (0.0, 1.0), y0, method="LSODA", t_eval=[1.0], args=(4.0,))
+    with pytest.raises(ValueError, match=r"values in t_eval are not within t_span"):
+        I.solve_ivp(_spring, (0.0, 1.0), y0, t_eval=[2.0], args=(4.0,))
+    with pytest.raises(ValueError, match=r"solve_ivp: y0 must be 1-D, got shape \(2, 1\)"):
+        I.solve_ivp(_spring, (0.0, 1.0), y0[:, None], t_eval=[1.0], args=(4.0,))
