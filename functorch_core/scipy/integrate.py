@@ -70,7 +70,7 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
 
     Example::
 
-        >>> trapezoid(np.array([1.0, 2.0, 3.0]))
+        >>> float(trapezoid(np.array([1.0, 2.0, 3.0])))
         4.0
     """
     y = array_operand(y)
@@ -150,7 +150,7 @@ def simpson(y, *, x=None, dx=1.0, axis=-1):
 
     Example::
 
-        >>> simpson(np.array([0.0, 1.0, 4.0]), dx=1.0)
+        >>> float(simpson(np.array([0.0, 1.0, 4.0]), dx=1.0))
         2.6666666666666665
     """
     name = "simpson"
@@ -313,7 +313,7 @@ def odeint(func, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=math.inf, hmax=m
     Example::
 
         >>> odeint(lambda y, t, k: -k * y, np.array([1.0]), np.array([0.0, 1.0]), 2.0)[-1]
-        array([0.13533528])
+        array([0.13533529])
     """
     name = f"odeint({getattr(func, '__name__', 'func')})"
     rtol, atol = _check_tol(name, "rtol", rtol), _check_tol(name, "atol", atol)

@@ -281,7 +281,7 @@ def fftconvolve(in1, in2, mode="full", axes=None):
 
     Example::
 
-        >>> fftconvolve(np.array([1.0, 2.0, 3.0]), np.array([0.0, 1.0, 0.5]))
+        >>> np.round(fftconvolve(np.array([1.0, 2.0, 3.0]), np.array([0.0, 1.0, 0.5])), 12)
         array([0. , 1. , 2.5, 4. , 1.5])
     """
     name = "fftconvolve"
