@@ -281,8 +281,9 @@ def fftconvolve(in1, in2, mode="full", axes=None):
 
     Example::
 
-        >>> np.round(fftconvolve(np.array([1.0, 2.0, 3.0]), np.array([0.0, 1.0, 0.5])), 12)
-        array([0. , 1. , 2.5, 4. , 1.5])
+        >>> a, v = np.array([1.0, 2.0, 3.0]), np.array([0.0, 1.0, 0.5])
+        >>> bool(np.allclose(fftconvolve(a, v), np.convolve(a, v)))
+        True
     """
     name = "fftconvolve"
     in1, in2, dt = _operands(name, in1, in2)
