@@ -142,6 +142,17 @@ def _not_empty(name, in1, in2):
                          f"{aval(in1).shape} and {aval(in2).shape}")
 
 
+def _prologue(name, in1, in2, mode, method):
+    """The operands, their result dtype and whether to take the FFT path; 0-d inputs pass,
+    empty ones are refused."""
+    in1, in2, dt = _operands(name, in1, in2)
+    _check_mode(name, mode)
+    fft = _use_fft(dt, method, aval(in1).shape, aval(in2).shape, name)
+    if aval(in1).shape:
+        _not_empty(name, in1, in2)
+    return in1, in2, dt, fft
+
+
 def convolve(in1, in2, mode="full", method="auto"):
     """``scipy.signal.convolve``: the n-d discrete linear convolution of two arrays.
 
@@ -164,26 +175,13 @@ def convolve(in1, in2, mode="full", method="auto"):
         >>> convolve(np.array([1.0, 2.0, 3.0]), np.array([0.0, 1.0, 0.5]))
         array([0. , 1. , 2.5, 4. , 1.5])
     """
-    name = "convolve"
-    in1, in2, dt = _operands(name, in1, in2)
-    _check_mode(name, mode)
-    s1, s2 = aval(in1).shape, aval(in2).shape
-    fft = _use_fft(dt, method, s1, s2, name)
-    if not s1:
-        return to_result(fnp.multiply(cast(in1, dt), cast(in2, dt)))
-    _not_empty(name, in1, in2)
-    if _swap_needed(name, mode, s1, s2):
-        in1, in2, s1, s2 = in2, in1, s2, s1
-    if fft:
-        return to_result(cast(_fft_convolve(name, in1, in2, mode, None), dt))
-    full = _direct_full(in1, _reverse(in2), dt)
-    return to_result(_slices(full, aval(full).shape, s1, s2, mode, range(len(s1))))
+    return _nd("convolve", in1, in2, mode, method, False)
 
 
 def correlate(in1, in2, mode="full", method="auto"):
     """``scipy.signal.correlate``: the n-d cross-correlation
     ``z[k] = sum_n in1[n + k] * conj(in2[n])``, ``k`` running from ``-(s2 - 1)`` to
-    ``s1 - 1`` along each axis.
+    ``s1 - 1`` along each axis, in ``numpy.result_type(in1, in2)``.
 
     Args:
         in1: the first input (any dimensionality, real or complex, int or bool).
@@ -193,31 +191,30 @@ def correlate(in1, in2, mode="full", method="auto"):
         method (str, default ``'auto'``): ``'direct'``, ``'fft'`` or ``'auto'`` as in
             :func:`convolve`.
 
-    Returns:
-        An array of ``numpy.result_type(in1, in2)``.
-
     Example::
 
         >>> correlate(np.array([1.0, 2.0, 3.0]), np.array([0.0, 1.0, 0.5]))
         array([0.5, 2. , 3.5, 3. , 0. ])
     """
-    name = "correlate"
-    in1, in2, dt = _operands(name, in1, in2)
-    _check_mode(name, mode)
+    return _nd("correlate", in1, in2, mode, method, True)
+
+
+def _nd(name, in1, in2, mode, method, correlation):
+    in1, in2, dt, fft = _prologue(name, in1, in2, mode, method)
     s1, s2 = aval(in1).shape, aval(in2).shape
-    fft = _use_fft(dt, method, s1, s2, name)
+    if correlation:
+        in2 = _conj(cast(in2, dt))
     if not s1:
-        return to_result(fnp.multiply(cast(in1, dt), _conj(cast(in2, dt))))
-    _not_empty(name, in1, in2)
-    if fft:
-        out = _fft_convolve(name, in1, _reverse(_conj(in2)), mode, None)
-        return to_result(cast(out, dt))
+        return to_result(fnp.multiply(cast(in1, dt), cast(in2, dt)))
+    if fft:     # a correlation is the convolution with the reversed conjugate
+        kernel = _reverse(in2) if correlation else in2
+        return to_result(cast(_fft_convolve(name, in1, kernel, mode, None), dt))
     swapped = _swap_needed(name, mode, s1, s2)
-    if swapped:       # z(in1, in2)[k] = conj(z(in2, in1)[-k])
+    if swapped:      # convolution commutes; z(in1, in2)[k] = sum conj(in2)[n - k] in1[n]
         in1, in2, s1, s2 = in2, in1, s2, s1
-    full = _direct_full(in1, _conj(cast(in2, dt)), dt)
+    full = _direct_full(in1, in2 if correlation else _reverse(in2), dt)
     out = _slices(full, aval(full).shape, s1, s2, mode, range(len(s1)))
-    return to_result(_conj(_reverse(out)) if swapped else out)
+    return to_result(_reverse(out) if swapped and correlation else out)
 
 
 def _fft_axes(name, nd, axes):
@@ -383,7 +380,9 @@ def convolve2d(in1, in2, mode="full", boundary="fill", fillvalue=0):
 
 def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0):
     """``scipy.signal.correlate2d``: the 2-D cross-correlation (``in2`` conjugated), ``in1``
-    extended past its edges as ``boundary`` says.
+    extended past its edges as ``boundary`` says. As SciPy's: ``'same'`` starts at offset
+    ``s2 // 2`` of the full result (``correlate``'s at ``(s2 - 1) // 2``), and in ``'valid'``
+    mode with ``in2`` the larger the result is the conjugate of the correlation.
 
     Args:
         in1: a 2-D array.
@@ -395,8 +394,9 @@ def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0):
 
     Example::
 
-        >>> correlate2d(np.eye(2), np.ones((1, 2)))
-        array([[1., 1., 0.],
-               [0., 1., 1.]])
+        >>> x = np.arange(4.0).reshape(2, 2)
+        >>> correlate2d(x, np.array([[1.0, -1.0]]), mode="same", boundary="wrap")
+        array([[-1.,  1.],
+               [-1.,  1.]])
     """
     return _conv2d("correlate2d", in1, in2, mode, boundary, fillvalue, True)
