@@ -1,5 +1,6 @@
 """A subset of ``scipy.linalg``, traceable and differentiable: triangular, Cholesky and LU
-solves, ``lu``, ``expm`` (its derivative is the Fréchet derivative), ``block_diag`` and
+solves, ``lu`` (rectangular too), ``solve_sylvester``, ``solve_continuous_lyapunov``,
+``solve_banded``, ``expm`` (its derivative is the Fréchet derivative), ``block_diag`` and
 ``eigh`` (standard and generalized, ``subset_by_index``; ``subset_by_value`` on concrete
 arrays) and ``sqrtm``.
 Arguments SciPy uses for memory or input checking (``overwrite_*``, ``check_finite``) are
@@ -19,10 +20,12 @@ from ..numpy.internal import conj_transpose as _mH
 from ..numpy.internal import hermitian_from as _hermitian_from
 from ..numpy.internal import linalg_float as _float
 from ..numpy.internal import linalg_stacked as _stacked
+from ._matrix_equations import solve_banded, solve_continuous_lyapunov, solve_sylvester
 from ._sqrtm import sqrtm
 
 __all__ = ["solve_triangular", "cho_factor", "cho_solve", "lu_factor", "lu_solve", "lu",
-           "expm", "sqrtm", "block_diag", "eigh", "cholesky", "solve", "inv", "det"]
+           "expm", "sqrtm", "block_diag", "eigh", "cholesky", "solve", "inv", "det",
+           "solve_sylvester", "solve_continuous_lyapunov", "solve_banded"]
 
 _TRANS = {0: (False, False), "N": (False, False), 1: (True, False), "T": (True, False),
           2: (True, True), "C": (True, True)}
@@ -126,22 +129,80 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     return to_result(P.reshape.bind(x, new_sizes=aval(b).shape) if vector else x)
 
 
+def _real_dtype(dt):
+    return np.dtype(np.float32) if dt == np.complex64 else (
+        np.dtype(np.float64) if dt.kind == "c" else dt)
+
+
+def _lu_rectangular(a):
+    """LU with partial pivoting of ``(..., M, N)`` matrices by ``min(M, N)`` traced
+    elimination steps, choosing pivots as LAPACK's ``getrf`` (the first largest ``|x|``,
+    ``|re| + |im|`` if complex): ``(packed, perm)`` with ``a[..., perm, :] = L @ U``."""
+    *batch, m, n = aval(a).shape
+    rows = np.arange(m)
+    perm = fnp.broadcast_to(fnp.arange(m, dtype=np.int32), (*batch, m))
+    for j in range(min(m, n)):
+        col = a[..., j:, j]
+        mag = fnp.abs(fnp.real(col)) + fnp.abs(fnp.imag(col)) if aval(a).dtype.kind == "c" \
+            else fnp.abs(col)
+        piv = fnp.expand_dims(fnp.argmax(mag, axis=-1) + j, -1)
+        idx = fnp.where(rows == j, piv, fnp.where(rows == piv, j, rows))
+        a = fnp.take_along_axis(a, fnp.expand_dims(idx, -1), axis=-2)
+        perm = fnp.take_along_axis(perm, idx.astype(np.int32), axis=-1)
+        if j + 1 == m:
+            break
+        pivot = a[..., j:j + 1, j]
+        below = a[..., j + 1:, j]
+        zero = pivot == 0      # a zero column: LAPACK leaves it unscaled
+        low = fnp.where(zero, below, below / fnp.where(zero, fnp.ones_like(pivot), pivot))
+        trailing = a[..., j + 1:, j + 1:] - low[..., :, None] * a[..., j:j + 1, j + 1:]
+        lower_rows = fnp.concatenate([a[..., j + 1:, :j], low[..., None], trailing], axis=-1)
+        a = fnp.concatenate([a[..., :j + 1, :], lower_rows], axis=-2)
+    return a, perm
+
+
 def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False):
-    """``scipy.linalg.lu``: ``(p, l, u)`` with ``a = p @ l @ u`` for square ``a``
-    (``permute_l=True``: ``(p @ l, u)``; ``p_indices=True``: ``p`` as row indices with
-    ``a = l[p] @ u``)."""
+    """``scipy.linalg.lu``: ``(p, l, u)`` with ``a = p @ l @ u`` by LU with partial
+    pivoting.
+
+    Args:
+        a: ``(..., M, N)`` matrices (any ``M``, ``N``); integers become float64.
+        permute_l (bool, default ``False``): return ``(p @ l, u)``.
+        p_indices (bool, default ``False``): return ``p`` as int32 row indices, with
+            ``a = l[p] @ u``.
+
+    Returns:
+        ``p`` ``(..., M, M)`` (in ``a``'s real dtype), ``l`` ``(..., M, K)`` unit lower
+        trapezoidal and ``u`` ``(..., K, N)`` upper trapezoidal, ``K = min(M, N)``. Square
+        matrices use the ``lu`` primitive (LAPACK); rectangular ones ``K`` traced elimination
+        steps with LAPACK's pivot choice, differentiable (away from pivot ties) as any
+        composition.
+
+    Example::
+
+        >>> p, l, u = lu(np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]))
+        >>> l.shape, u.shape
+        ((3, 2), (2, 2))
+    """
     a = _float("lu", a)
-    shape = _stacked("lu", a)
-    n = shape[-1]
-    packed, _, perm = P.lu.bind(a)
-    low = fnp.tril(packed, -1) + fnp.eye(n, dtype=aval(a).dtype)
-    up = fnp.triu(packed)
-    inverse = fnp.argsort(perm, axis=-1)
+    shape = aval(a).shape
+    if len(shape) < 2:
+        raise ValueError(f"lu: a must be at least 2-D, got shape {shape}")
+    m, n = shape[-2:]
+    k = min(m, n)
+    dt = aval(a).dtype
+    if m == n:
+        packed, _, perm = P.lu.bind(a)
+    else:
+        packed, perm = _lu_rectangular(a)
+    low = fnp.tril(packed[..., :, :k], -1) + fnp.eye(m, k, dtype=dt)
+    up = fnp.triu(packed[..., :k, :])
+    inverse = fnp.argsort(perm, axis=-1).astype(np.int32)
     if permute_l:
         return to_result(_rows(low, inverse)), to_result(up)
     if p_indices:
         return to_result(inverse), to_result(low), to_result(up)
-    eye = fnp.eye(n, dtype=aval(a).dtype)
+    eye = fnp.eye(m, dtype=_real_dtype(dt))
     p = fnp.swapaxes(fnp.take(eye, perm, axis=0), -1, -2)
     return to_result(p), to_result(low), to_result(up)
 
