@@ -32,7 +32,7 @@ demo: $(VENV)/.installed
 
 # everything but the CUDA simulator's tests (~17 min on 2 cores)
 test: $(VENV)/.installed-test
-	$(PYTEST) -m "not gpu_sim"
+	$(PYTEST) -m "not gpu_sim" --durations=15
 
 # the CUDA backend under numba-cuda's simulator, and its kernels through PTX + ptxas (5-10 min)
 test-gpu-sim: $(VENV)/.installed-gpu-sim
