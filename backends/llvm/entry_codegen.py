@@ -43,6 +43,11 @@ def emit_array_entry(module: ir.Module, name: str, kernel_name: str, data_offset
     b.ret_void()
 
 
+# a graph entry of more calls runs them through internal functions of this many calls each,
+# so LLVM's code generation works on functions of bounded size (its cost stays linear)
+PART_CALLS = 64
+
+
 def emit_graph_entry(module: ir.Module, name: str, calls, n_args: int, none_symbol: str,
                      incref_none: bool, data_offset: int = 0):
     """``name(self, PyObject *const *args, Py_ssize_t nargs)``: a CPython METH_FASTCALL
@@ -55,7 +60,8 @@ def emit_graph_entry(module: ir.Module, name: str, calls, n_args: int, none_symb
     at ``data_offset`` in the array object). Returns ``None`` (a new reference,
     so incremented unless this CPython's None is immortal), or NULL for a wrong ``nargs``.
     ``None`` is the external symbol ``none_symbol``: no address of this process is in the
-    code, so its object code can be cached on disk.
+    code, so its object code can be cached on disk. More than :data:`PART_CALLS` calls are
+    made from internal functions of that many calls each.
     """
     fn = ir.Function(module, ir.FunctionType(_PTR, [_PTR, _PTR, I64]), name)
     _, args, nargs = fn.args
@@ -65,34 +71,57 @@ def emit_graph_entry(module: ir.Module, name: str, calls, n_args: int, none_symb
     b.position_at_end(fail)
     b.ret(ir.Constant(_PTR, None))
     b.position_at_end(body)
-    objects = [b.load(b.gep(args, [ir.Constant(I64, i)], source_etype=_PTR), typ=_PTR)
-               for i in range(n_args)]
+    if len(calls) <= PART_CALLS:
+        _emit_calls(module, b, args, calls, 0, data_offset)
+    else:
+        part_type = ir.FunctionType(ir.VoidType(), [_PTR])
+        for first in range(0, len(calls), PART_CALLS):
+            part = ir.Function(module, part_type, f"{name}_part{first // PART_CALLS}")
+            part.linkage = "internal"
+            part.attributes.add("noinline")
+            pb = ir.IRBuilder(part.append_basic_block("entry"))
+            _emit_calls(module, pb, part.args[0], calls[first:first + PART_CALLS], first,
+                        data_offset)
+            pb.ret_void()
+            b.call(part, [args])
+    none = ir.GlobalVariable(module, I64, none_symbol)     # its reference count
+    if incref_none:
+        b.store(b.add(b.load(none, typ=I64), ir.Constant(I64, 1)), none)
+    b.ret(b.bitcast(none, _PTR))
+
+
+def _emit_calls(module, b, args, calls, first, data_offset):
+    """The calls of ``calls`` (the ``first``-th of the graph's onwards) at ``b``, reading
+    the array objects they use from ``args`` once, up front."""
+    used = sorted({s for call in calls if not isinstance(call, GemmCall) and not call[4]
+                   for s in call[1]} | {s for call in calls if isinstance(call, GemmCall)
+                                        for s in (call.lhs, call.rhs, call.out)})
+    objects = {s: b.load(b.gep(args, [ir.Constant(I64, s)], source_etype=_PTR), typ=_PTR)
+               for s in used}
+
     def data(slot):
         field = b.gep(objects[slot], [ir.Constant(I64, data_offset)], source_etype=ir.IntType(8))
         return b.load(field, typ=_PTR)
 
-    for call in calls:
+    for i, call in enumerate(calls, first):
         if isinstance(call, GemmCall):
             emit_gemm(b, call, data)
             continue
         symbol, slots, lo, hi, packed = call
         bounds = [ir.Constant(I64, lo), ir.Constant(I64, hi)]
+        kernel = module.globals.get(symbol)     # twin kernels share one function
         if packed:
-            kernel = ir.Function(module, ir.FunctionType(
+            kernel = kernel or ir.Function(module, ir.FunctionType(
                 ir.VoidType(), [_PTR, _PTR, I64, I64]), symbol)
             table_type = ir.ArrayType(I64, len(slots))
-            table = ir.GlobalVariable(module, table_type, f"{symbol}_slots")
+            table = ir.GlobalVariable(module, table_type, f"fc_slots_{i}")
             table.initializer = ir.Constant(table_type, [ir.Constant(I64, s) for s in slots])
             table.global_constant, table.linkage = True, "internal"
             b.call(kernel, [args, table, *bounds])
             continue
-        kernel = ir.Function(module, ir.FunctionType(
+        kernel = kernel or ir.Function(module, ir.FunctionType(
             ir.VoidType(), [_PTR] * len(slots) + [I64, I64]), symbol)
         b.call(kernel, [objects[s] for s in slots] + bounds)
-    none = ir.GlobalVariable(module, I64, none_symbol)     # its reference count
-    if incref_none:
-        b.store(b.add(b.load(none, typ=I64), ir.Constant(I64, 1)), none)
-    b.ret(b.bitcast(none, _PTR))
 
 
 def emit_loop_entry(module: ir.Module, name: str, loop: NativeLoop, none_symbol: str,
