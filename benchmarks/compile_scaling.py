@@ -81,12 +81,12 @@ def make(kind, n, np_):
 
 def child_fc(kind, n):
     import numpy as np
+    from functorch_core.backends.llvm import engine, kernels, runtime
+    from functorch_core.ir import passes
     from llvmlite import ir as llir
 
     import functorch_core as fc
     from functorch_core import api
-    from functorch_core.backends.llvm import engine, kernels, runtime
-    from functorch_core.ir import passes
     phases = {}
     _timed(phases, api, "trace_call", "trace")
     _timed(phases, api, "functionalize_graph", "functionalize")

@@ -91,16 +91,14 @@ def emit_graph_entry(module: ir.Module, name: str, calls, n_args: int, none_symb
 
 
 def _emit_calls(module, b, args, calls, first, data_offset):
-    """The calls of ``calls`` (the ``first``-th of the graph's onwards) at ``b``, reading
-    the array objects they use from ``args`` once, up front."""
-    used = sorted({s for call in calls if not isinstance(call, GemmCall) and not call[4]
-                   for s in call[1]} | {s for call in calls if isinstance(call, GemmCall)
-                                        for s in (call.lhs, call.rhs, call.out)})
-    objects = {s: b.load(b.gep(args, [ir.Constant(I64, s)], source_etype=_PTR), typ=_PTR)
-               for s in used}
+    """The calls of ``calls`` (the ``first``-th of the graph's onwards) at ``b``, each
+    reading the array objects it takes from ``args`` right before it (values held across
+    many calls would make register allocation the bulk of the compile time)."""
+    def obj(slot):
+        return b.load(b.gep(args, [ir.Constant(I64, slot)], source_etype=_PTR), typ=_PTR)
 
     def data(slot):
-        field = b.gep(objects[slot], [ir.Constant(I64, data_offset)], source_etype=ir.IntType(8))
+        field = b.gep(obj(slot), [ir.Constant(I64, data_offset)], source_etype=ir.IntType(8))
         return b.load(field, typ=_PTR)
 
     for i, call in enumerate(calls, first):
@@ -121,7 +119,7 @@ def _emit_calls(module, b, args, calls, first, data_offset):
             continue
         kernel = kernel or ir.Function(module, ir.FunctionType(
             ir.VoidType(), [_PTR] * len(slots) + [I64, I64]), symbol)
-        b.call(kernel, [objects[s] for s in slots] + bounds)
+        b.call(kernel, [obj(s) for s in slots] + bounds)
 
 
 def emit_loop_entry(module: ir.Module, name: str, loop: NativeLoop, none_symbol: str,
