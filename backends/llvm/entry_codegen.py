@@ -201,3 +201,99 @@ def emit_loop_entry(module: ir.Module, name: str, loop: NativeLoop, none_symbol:
     if incref_none:
         b.store(b.add(b.load(none, typ=I64), ir.Constant(I64, 1)), none)
     b.ret(b.bitcast(none, _PTR))
+
+
+# the records of a table entry (see emit_table_entry): kind, address, two arguments, count
+RECORD_KERNEL, RECORD_PACKED, RECORD_GEMM = 0, 1, 2
+RECORD_HEAD = 5
+GEMM_FIELDS = 16
+
+
+def emit_table_entry(module: ir.Module, name: str, none_symbol: str, incref_none: bool,
+                     data_offset: int, max_direct: int):
+    """``name(self, PyObject *const *args, Py_ssize_t nargs)``: a METH_FASTCALL function
+    that runs the calls a table describes, the same code for every graph: ``self`` is a
+    C-contiguous int64 array ``[n_args, n_calls, record...]``, each record
+    ``[kind, address, a, b, count, count values]``:
+
+    - ``RECORD_KERNEL``: ``address(object of args[v] for each value v, lo=a, hi=b)``, a
+      kernel's array entry of at most ``max_direct`` slots;
+    - ``RECORD_PACKED``: ``address(args, the record's values, lo=a, hi=b)``;
+    - ``RECORD_GEMM``: ?gemm at ``address``, ``a`` times (the batch): values
+      ``[&transa, &transb, &n, &m, &k, &alpha, &ldb, &lda, &beta, &ldc, rhs, lhs, out,
+      rhs step, lhs step, out step]`` (pointers to the scalar arguments, the operands'
+      slots and their byte steps per batch), as :func:`blas.emit_gemm` calls it.
+
+    A graph's entry is then a table (data) instead of code: its cost does not grow the
+    native code LLVM compiles. Returns ``None`` as :func:`emit_graph_entry` does.
+    """
+    i8 = ir.IntType(8)
+    fn = ir.Function(module, ir.FunctionType(_PTR, [_PTR, _PTR, I64]), name)
+    this, args, nargs = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    table = b.load(b.gep(this, [ir.Constant(I64, data_offset)], source_etype=i8), typ=_PTR)
+
+    def at(index):
+        return b.load(b.gep(table, [index], source_etype=I64), typ=I64)
+
+    def c(v):
+        return ir.Constant(I64, v)
+    start, fail = fn.append_basic_block("start"), fn.append_basic_block("fail")
+    b.cbranch(b.icmp_signed("==", nargs, at(c(0))), start, fail)
+    b.position_at_end(fail)
+    b.ret(ir.Constant(_PTR, None))
+    b.position_at_end(start)
+    pos = b.alloca(I64)
+    b.store(c(2), pos)
+    head, _, done = irloop.open_loop(b, c(0), at(c(1)), ("call_head", "call_body", "calls_done"))
+    counter = head.instructions[0]
+    p = b.load(pos, typ=I64)
+    kind, address, lo, hi, count = (at(b.add(p, c(j))) for j in range(RECORD_HEAD))
+    values = b.gep(table, [b.add(p, c(RECORD_HEAD))], source_etype=I64)
+    b.store(b.add(p, b.add(count, c(RECORD_HEAD))), pos)
+    next_call = fn.append_basic_block("next_call")
+    kernel, packed, gemm = (fn.append_basic_block(n) for n in ("kernel", "packed", "gemm"))
+    switch = b.switch(kind, next_call)
+    for value, block in ((RECORD_KERNEL, kernel), (RECORD_PACKED, packed), (RECORD_GEMM, gemm)):
+        switch.add_case(c(value), block)
+
+    def value(j):
+        return b.load(b.gep(values, [c(j)], source_etype=I64), typ=I64)
+
+    def obj(j):
+        return b.load(b.gep(args, [value(j)], source_etype=_PTR), typ=_PTR)
+
+    b.position_at_end(packed)
+    target = b.inttoptr(address, ir.PointerType(ir.FunctionType(
+        ir.VoidType(), [_PTR, _PTR, I64, I64])))
+    b.call(target, [args, values, lo, hi])
+    b.branch(next_call)
+    b.position_at_end(kernel)
+    arity = b.switch(count, next_call)
+    for n in range(max_direct + 1):
+        block = fn.append_basic_block(f"arity{n}")
+        arity.add_case(c(n), block)
+        b.position_at_end(block)
+        callee = b.inttoptr(address, ir.PointerType(ir.FunctionType(
+            ir.VoidType(), [_PTR] * n + [I64, I64])))
+        b.call(callee, [obj(j) for j in range(n)] + [lo, hi])
+        b.branch(next_call)
+    b.position_at_end(gemm)
+    pointers = [b.inttoptr(value(j), _PTR) for j in range(10)]
+    data = [b.load(b.gep(obj(j), [c(data_offset)], source_etype=i8), typ=_PTR)
+            for j in (10, 11, 12)]
+    steps = [value(j) for j in (13, 14, 15)]
+    gemm_fn = b.inttoptr(address, ir.PointerType(ir.FunctionType(ir.VoidType(), [_PTR] * 13)))
+    g_head, i, g_done = irloop.open_loop(b, c(0), lo, ("gemm_head", "gemm_body", "gemm_done"))
+    rhs, lhs, out = (b.gep(d, [b.mul(i, s)], source_etype=i8)
+                     for d, s in zip(data, steps, strict=True))
+    ta, tb, n_, m, k, alpha, ldb, lda, beta, ldc = pointers
+    b.call(gemm_fn, [ta, tb, n_, m, k, alpha, rhs, ldb, lhs, lda, beta, out, ldc])
+    irloop.close_loop(b, g_head, i, g_done, c(1))
+    b.branch(next_call)
+    b.position_at_end(next_call)
+    irloop.close_loop(b, head, counter, done, c(1))
+    none = ir.GlobalVariable(module, I64, none_symbol)
+    if incref_none:
+        b.store(b.add(b.load(none, typ=I64), c(1)), none)
+    b.ret(b.bitcast(none, _PTR))

@@ -95,7 +95,10 @@ class Partitioner:
         self.slots = []
         self.consts = {}
         self.steps = []
-        self.open: list[Kernel] = []
+        # unsealed kernels in creation order, and those of them that may take more ops
+        # (a full one never does again: pick() stops scanning it)
+        self.open: dict[Kernel, None] = {}
+        self.roomy: dict[Kernel, None] = {}
         self.loc: dict[int, object] = {}     # id(var) -> View | Member | Reduced | Lit
         for v in graph.inputs:
             self.loc[id(v)] = self._buffer_view(self.new_slot(v.aval.shape, v.aval.dtype),
@@ -161,8 +164,8 @@ class Partitioner:
         if k.sealed:
             return
         k.sealed = True
-        if k in self.open:
-            self.open.remove(k)
+        self.open.pop(k, None)
+        self.roomy.pop(k, None)
         self.steps.append(k)
 
     # -- kernels -------------------------------------------------------------
@@ -191,19 +194,29 @@ class Partitioner:
             loc = self.loc.get(id(a)) if isinstance(a, Var) else None
             if isinstance(loc, Member) and fits(loc.kernel):
                 return loc.kernel
-        for k in self.open:
-            if fits(k):
-                return k
+        full, found = [], None
+        for k in self.roomy:
+            if not _room(k):
+                full.append(k)
+            elif fits(k):
+                found = k
+                break
+        for k in full:
+            del self.roomy[k]
+        if found is not None:
+            return found
+        return self.open_kernel(shape)
+
+    def open_kernel(self, shape) -> Kernel:
         k = Kernel(shape)
-        self.open.append(k)
+        self.open[k] = self.roomy[k] = None
         return k
 
     def refs(self, shape, inputs, axes=None, reverse=None):
         k = self.pick(shape, inputs, axes, reverse)
         refs = [self.ref(k, a, shape) for a in inputs]
         if k.sealed:            # reading an operand sealed the kernel we picked
-            k = Kernel(shape)
-            self.open.append(k)
+            k = self.open_kernel(shape)
             refs = [self.ref(k, a, shape) for a in inputs]
         return k, refs
 
