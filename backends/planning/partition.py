@@ -87,8 +87,10 @@ def _room(k: Kernel) -> bool:
 class Partitioner:
     """One forward walk over ``graph``'s equations; see :func:`partition`."""
 
-    def __init__(self, graph: Graph, gap, scratch_shapes=None, isolated=None):
+    def __init__(self, graph: Graph, gap, scratch_shapes=None, isolated=None, heavy=None):
         self.graph = graph
+        self.heavy, self.max_heavy = heavy or (frozenset(), None)
+        self._heavy_seen: dict = {}     # kernel -> (ops counted, heavy ops among them)
         self.gap = gap
         self.scratch_shapes = scratch_shapes or _no_scratch
         self.isolated = isolated or _never
@@ -187,7 +189,7 @@ class Partitioner:
 
     def pick(self, shape, inputs, axes=None, reverse=None) -> Kernel:
         def fits(k):
-            return (not k.sealed and k.shape == shape and _room(k)
+            return (not k.sealed and k.shape == shape and self.room(k)
                     and (axes is None or k.axes in (None, axes))
                     and (reverse is None or k.reverse in (None, reverse)))
         for a in inputs:
@@ -196,7 +198,7 @@ class Partitioner:
                 return loc.kernel
         full, found = [], None
         for k in self.roomy:
-            if not _room(k):
+            if not self.room(k):
                 full.append(k)
             elif fits(k):
                 found = k
@@ -211,6 +213,19 @@ class Partitioner:
         k = Kernel(shape)
         self.open[k] = self.roomy[k] = None
         return k
+
+    def room(self, k: Kernel) -> bool:
+        """Whether ``k`` may take another op: :func:`_room`, and fewer than ``max_heavy``
+        of the backend's heavy ops (counted as the kernel grows)."""
+        if not _room(k):
+            return False
+        if self.max_heavy is None:
+            return True
+        seen, count = self._heavy_seen.get(k, (0, 0))
+        if seen < len(k.ops):
+            count += sum(op.prim in self.heavy for op in k.ops[seen:])
+            self._heavy_seen[k] = (len(k.ops), count)
+        return count < self.max_heavy
 
     def refs(self, shape, inputs, axes=None, reverse=None):
         k = self.pick(shape, inputs, axes, reverse)
@@ -395,7 +410,7 @@ def _never(eqn):
     return False
 
 
-def partition(graph: Graph, gap, scratch_shapes=None, isolated=None) -> Plan:
+def partition(graph: Graph, gap, scratch_shapes=None, isolated=None, heavy=None) -> Plan:
     """The plan of ``graph``: its values as numbered slots, its equations as steps.
 
     Args:
@@ -410,6 +425,9 @@ def partition(graph: Graph, gap, scratch_shapes=None, isolated=None) -> Plan:
             kernel of their own, reading their operands from memory and storing their
             result (default: none): a call its code cannot vectorize, whose kernel would
             otherwise run the math around it one element at a time.
+        heavy: ``(primitives, n)``: a kernel holds fewer than ``n`` ops of those
+            primitives (the backend's long inline code), so a long chain of them becomes
+            several kernels of bounded size, most of them alike (default: no bound).
 
     Example::
 
@@ -418,4 +436,4 @@ def partition(graph: Graph, gap, scratch_shapes=None, isolated=None) -> Plan:
         >>> [type(s).__name__ for s in plan.steps]      # the sum, then the rest
         ['Kernel', 'Kernel']
     """
-    return Partitioner(graph, gap, scratch_shapes, isolated).run()
+    return Partitioner(graph, gap, scratch_shapes, isolated, heavy).run()

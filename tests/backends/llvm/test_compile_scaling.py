@@ -7,9 +7,10 @@ against the interpreter within rounding."""
 
 from __future__ import annotations
 
-import cProfile
 import dataclasses
-import pstats
+import os
+import sys
+from collections import Counter
 
 import numpy as np
 from functorch_core.backends import registry
@@ -23,6 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import functorch_core as fc
+from functorch_core import backends, ir
 
 CPU = registry.get("cpu")
 
@@ -124,29 +126,43 @@ def test_table_entry_runs_every_kind_of_call_as_a_compiled_entry(monkeypatch):
             np.testing.assert_allclose(got, ref3, rtol=1e-12)
 
 
-def _python_calls(fn):
-    profile = cProfile.Profile()
-    profile.enable()
-    fn()
-    profile.disable()
-    return sum(row[1] for row in pstats.Stats(profile).stats.values())
+_OURS = tuple(os.path.dirname(m.__file__) for m in (fc, ir, backends))
 
 
-def test_passes_do_linear_work():
-    """Tracing, simplify, partition and the whole cpu compile make a number of Python
-    calls linear in the equations: the extra calls from 2k to 3k equations are no more
-    than from 1k to 2k (a quadratic pass would make them 5/3 as many)."""
+def _lines_run(fn):
+    """{function: lines of ours it ran} for ``fn()`` (loops count a line per iteration)."""
+    counts: Counter = Counter()
+
+    def local(frame, event, arg):
+        if event == "line":
+            counts[frame.f_code.co_filename, frame.f_code.co_firstlineno,
+                   frame.f_code.co_name] += 1
+        return local
+
+    def calls(frame, event, arg):
+        return local if frame.f_code.co_filename.startswith(_OURS) else None
+    sys.settrace(calls)
+    try:
+        fn()
+    finally:
+        sys.settrace(None)
+    return counts
+
+
+def test_every_function_of_the_compile_does_linear_work():
+    """Tracing, simplify, partition, the arena plan, code generation and the runtime's
+    set-up: no function of ours runs more than about twice the lines for a chain twice
+    as long (a quadratic scan runs four times as many)."""
     CPU.compile(_loop_graph(10)[0])        # imports, the shared table runner
     x, w = np.full((4, 4), 0.1), np.eye(4) * 0.5
 
     def work(steps):
         def run():
-            graph = passes.simplify(fc.make_graph(_loop(steps))(x, w))
-            CPU.compile(graph)
-        return _python_calls(run)
-    calls = [work(steps) for steps in (250, 500, 750)]
-    first, second = calls[1] - calls[0], calls[2] - calls[1]
-    assert second <= 1.15 * first, calls
+            runtime.Executable(passes.simplify(fc.make_graph(_loop(steps))(x, w)))
+        return _lines_run(run)
+    short, long = work(100), work(200)      # 400 and 800 equations
+    grown = {fn: (short[fn], n) for fn, n in long.items() if n >= 2000 and n > 2.3 * short[fn]}
+    assert not grown, grown
 
 
 def _first_fit(sizes, spans, align):
@@ -201,6 +217,7 @@ def test_twins_share_one_function_in_the_module():
     plan = CPU.compile(graph).plan
     steps = [s for s in plan.steps if isinstance(s, Kernel)]
     module, found = kernels.build_module(steps)
+    assert str(module).count("\ndefine ") >= len({name for name, _, _ in found.values()})
     names = {name for name, _, _ in found.values()}
     assert len(steps) > 20 > len(names)
     assert len(names) == len({codegen.kernel_key(s) for s in steps})
