@@ -1,6 +1,8 @@
 """Native entries: one CPython builtin (METH_FASTCALL) that runs a graph's small kernels
-and products in order (:func:`graph_entry`), or a whole native loop (:func:`loop_entry`),
-so a call costs what calling any builtin costs instead of a ctypes call per step."""
+and products in order (:func:`graph_entry`; for a long graph :func:`table_entry`, a table
+of the calls walked by one runner compiled once per process), or a whole native loop
+(:func:`loop_entry`), so a call costs what calling any builtin costs instead of a ctypes
+call per step."""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
 """A plan's kernels as native code: all of them in one LLVM module, optimized with the
 new pass builder (O3, loop and SLP vectorization) for the host CPU; small kernels go in a
-second module compiled without loop unrolling (``engine.PIPELINES``). A module's symbols
+second module compiled without loop unrolling (``engine.PIPELINES``). Kernels that differ
+only in the arrays they take (``codegen.kernel_key``: an unrolled Python loop makes
+thousands) share one function, emitted and compiled once. A module's symbols
 are named from a digest of its IR, so its object code can be cached on disk and several
 graphs share one MCJIT engine (``engine.py``)."""
 
