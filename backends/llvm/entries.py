@@ -138,20 +138,9 @@ def table_entry(calls, n_args):
     table = np.array(records, np.int64)
     with engine.lock:
         engine.target_machine()
-        llvm.add_symbol(_NONE_SYMBOL, id(None))
-        module = ir.Module(name=_ENTRY)
-        entry_codegen.emit_table_entry(module, _ENTRY, _NONE_SYMBOL, sys.version_info < (3, 12),
-                                       engine.DATA_OFFSET, MAX_DIRECT_ARGS)
-        text = str(module)
-        digest = cache.key(text, f"{engine.target()} table")
-        name = f"fc_{digest[:32]}_table"
-        text = text.replace(f'@"{_ENTRY}"', f'@"{name}"')
-        native = engine.loaded.get(digest)
-        if native is None:
-            native = engine.loaded[digest] = engine.add_module(text, digest, [name], None)
-    method = _MethodDef(name.encode(), native.addresses[name], _METH_FASTCALL, None)
-    owner = (method, native, table, keep)
-    return _new_cfunction(ctypes.addressof(method), table, None), owner
+        return _builtin("table", lambda module: entry_codegen.emit_table_entry(
+            module, _ENTRY, _NONE_SYMBOL, sys.version_info < (3, 12), engine.DATA_OFFSET,
+            MAX_DIRECT_ARGS), table=(table, keep))
 
 
 def loop_entry(loop):
@@ -163,10 +152,12 @@ def loop_entry(loop):
             module, _ENTRY, loop, _NONE_SYMBOL, sys.version_info < (3, 12), engine.DATA_OFFSET))
 
 
-def _builtin(kind, emit, keep=()):
+def _builtin(kind, emit, keep=(), table=None):
     """Emit one function with ``emit(module)``, compile it once (disk-cached, named by its
-    digest) and wrap it as a builtin: (builtin, what keeps its code alive). Called under
-    ``engine.lock``."""
+    digest) and wrap it as a builtin: (builtin, what keeps its code alive); ``keep``: the
+    code it calls. ``table``: (the table array, what its records point into) of a table
+    entry, whose code is shared by every graph: the table is the builtin's ``self``.
+    Called under ``engine.lock``."""
     llvm.add_symbol(_NONE_SYMBOL, id(None))
     module = ir.Module(name=_ENTRY)
     emit(module)
@@ -181,5 +172,6 @@ def _builtin(kind, emit, keep=()):
         native = engine.loaded[digest] = engine.add_module(text, digest, [name], None)
         native.kernels = list(keep)       # the code it was linked against
     method = _MethodDef(name.encode(), native.addresses[name], _METH_FASTCALL, None)
-    owner = (method, native)
-    return _new_cfunction(ctypes.addressof(method), owner, None), owner
+    owner = (method, native) if table is None else (method, native, *table)
+    return _new_cfunction(ctypes.addressof(method), owner if table is None else table[0],
+                          None), owner

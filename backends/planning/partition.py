@@ -84,13 +84,33 @@ def _room(k: Kernel) -> bool:
     return buffers < MAX_KERNEL_BUFFERS and len(k.ops) < MAX_KERNEL_OPS
 
 
+class _Room:
+    """``room(k)``: whether kernel ``k`` may take another op: :func:`_room`, and fewer
+    than ``n`` ops of the ``heavy = (primitives, n)`` the backend bounds (counted as the
+    kernel grows; None: no bound)."""
+
+    def __init__(self, heavy):
+        self.heavy, self.most = heavy or (frozenset(), None)
+        self.seen: dict = {}        # kernel -> (ops counted, heavy ops among them)
+
+    def __call__(self, k: Kernel) -> bool:
+        if not _room(k):
+            return False
+        if self.most is None:
+            return True
+        seen, count = self.seen.get(k, (0, 0))
+        if seen < len(k.ops):
+            count += sum(op.prim in self.heavy for op in k.ops[seen:])
+            self.seen[k] = (len(k.ops), count)
+        return count < self.most
+
+
 class Partitioner:
     """One forward walk over ``graph``'s equations; see :func:`partition`."""
 
     def __init__(self, graph: Graph, gap, scratch_shapes=None, isolated=None, heavy=None):
         self.graph = graph
-        self.heavy, self.max_heavy = heavy or (frozenset(), None)
-        self._heavy_seen: dict = {}     # kernel -> (ops counted, heavy ops among them)
+        self.room = _Room(heavy)
         self.gap = gap
         self.scratch_shapes = scratch_shapes or _no_scratch
         self.isolated = isolated or _never
@@ -213,19 +233,6 @@ class Partitioner:
         k = Kernel(shape)
         self.open[k] = self.roomy[k] = None
         return k
-
-    def room(self, k: Kernel) -> bool:
-        """Whether ``k`` may take another op: :func:`_room`, and fewer than ``max_heavy``
-        of the backend's heavy ops (counted as the kernel grows)."""
-        if not _room(k):
-            return False
-        if self.max_heavy is None:
-            return True
-        seen, count = self._heavy_seen.get(k, (0, 0))
-        if seen < len(k.ops):
-            count += sum(op.prim in self.heavy for op in k.ops[seen:])
-            self._heavy_seen[k] = (len(k.ops), count)
-        return count < self.max_heavy
 
     def refs(self, shape, inputs, axes=None, reverse=None):
         k = self.pick(shape, inputs, axes, reverse)
