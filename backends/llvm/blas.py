@@ -531,6 +531,9 @@ def row_blocks_round_alike(dtype) -> bool:
     return _alike[dtype]
 
 
+_SAFE = str.maketrans({c: "_" for c in " []x,.-"})
+
+
 @dataclass(frozen=True)
 class GemmCall:
     """A dot_general inside a native graph entry: ?gemm (``symbol``) on slots ``lhs`` and
@@ -554,8 +557,14 @@ def emit_gemm(b: ir.IRBuilder, call: GemmCall, data):
         module, ir.FunctionType(ir.VoidType(), [ptr] * 13), call.symbol)
 
     def cell(ty, value):
-        p = b.alloca(ty)
-        b.store(ir.Constant(ty, value), p)
+        """A constant global holding ``value`` (one per type and value in the module):
+        ?gemm reads its scalars through pointers and never writes them."""
+        name = f"fc_gemm_{ty}_{value}".translate(_SAFE)
+        p = module.globals.get(name)
+        if p is None:
+            p = ir.GlobalVariable(module, ty, name)
+            p.initializer = ir.Constant(ty, value)
+            p.global_constant, p.linkage = True, "internal"
         return p
     ta, tb = (cell(ir.IntType(8), ord("T" if t else "N")) for t in (lay.trans_rhs, lay.trans_lhs))
     n, m, k = cell(i32, lay.n), cell(i32, lay.m), cell(i32, lay.k)
@@ -563,6 +572,9 @@ def emit_gemm(b: ir.IRBuilder, call: GemmCall, data):
     alpha, beta = ((cell(scalar, [v, 0.0]) if call.dtype.kind == "c" else cell(scalar, v))
                    for v in (1.0, 0.0))
     lhs, rhs, out = data(call.lhs), data(call.rhs), data(call.out)
+    if lay.batch == 1:
+        b.call(fn, [ta, tb, n, m, k, alpha, rhs, ldb, lhs, lda, beta, out, ldc])
+        return
     head, i, done = irloop.open_loop(b, ir.Constant(i64, 0), ir.Constant(i64, lay.batch),
                                      ("gemm_head", "gemm_body", "gemm_done"))
 

@@ -113,14 +113,68 @@ def unrolling_hurts(k: Kernel) -> bool:
     return lo <= size <= hi and all(st == 1 for st in strides[2:2 + len(k.reads)])
 
 
+def kernel_slots(k: Kernel) -> list:
+    """The slots ``k`` touches, in the order its function takes them."""
+    return sorted({r.slot for r in k.reads + k.dyn_reads} | {s for _, s, _ in k.stores}
+                  | {r.slot for r in k.reduces} | {sc.slot for sc in k.scatters})
+
+
+# every field of Kernel that kernel_key reads (a new field must be added there)
+KEY_FIELDS = frozenset({"shape", "axes", "reverse", "reads", "dyn_reads", "ops", "stores",
+                        "reduces", "sealed", "stored", "scatters"})
+
+
+def kernel_key(k: Kernel, slots=None):
+    """A hashable key that is equal for two kernels exactly when :func:`emit_kernel` emits
+    the same function for both (up to its name): everything the emitter reads, with each
+    slot replaced by its position in :func:`kernel_slots` (the argument it becomes) and
+    constants keyed by dtype and bytes (-0.0 is not 0.0). An unrolled Python loop makes
+    thousands of such twins; they share one compiled function."""
+    rank = {s: i for i, s in enumerate(kernel_slots(k) if slots is None else slots)}
+
+    def views(vs):
+        return tuple((rank[v.slot], v.shape, v.dtype, v.offset, v.strides) for v in vs)
+    return (
+        k.shape, k.axes, k.reverse, k.sealed, views(k.reads), views(k.dyn_reads),
+        tuple((op.prim, _canon(op.args), _canon(op.params), op.dtype, op.arg_dtype)
+              for op in k.ops),
+        tuple((_canon(ref), rank[slot], dt) for ref, slot, dt in k.stores),
+        tuple((r.prim, _canon(r.ref), rank[r.slot], r.out_dtype, r.in_dtype, r.axis, r.ordered,
+               _canon(r.payload)) for r in k.reduces),
+        tuple((_canon(ref), rank.get(slot, ("slot", slot))) for ref, slot in k.stored.items()),
+        tuple((sc.add, _canon(sc.ref), rank[sc.slot], sc.dtype, _canon(sc.index_refs),
+               _canon(sc.index_dtypes), _canon(sc.bounds), _canon(sc.index_strides),
+               _canon(sc.strides)) for sc in k.scatters))
+
+
+def _canon(x):
+    """``x`` as a hashable value whose equality is exact: types kept (True is not 1, a
+    float32 constant not a float64 one), floats and arrays by their bits."""
+    if isinstance(x, tuple | list):
+        return (type(x).__name__, *map(_canon, x))
+    if isinstance(x, dict):
+        return ("dict", *((_canon(key), _canon(v)) for key, v in x.items()))
+    if isinstance(x, np.ndarray):
+        return ("array", x.dtype, x.shape, x.tobytes())
+    if isinstance(x, np.generic):
+        return ("scalar", x.dtype, x.tobytes())
+    if isinstance(x, float | complex):
+        return (type(x).__name__, repr(x))
+    if x is None or isinstance(x, bool | int | str | np.dtype):
+        return (type(x).__name__, x)
+    try:
+        hash(x)
+    except TypeError:
+        return ("object", id(x))       # equal only to itself
+    return ("hashable", type(x), x)
+
+
 class _KernelEmitter:
     """Builds one kernel function; see :func:`emit_kernel`."""
 
     def __init__(self, module, name, kernel: Kernel):
         self.kernel = k = kernel
-        self.slots = sorted({r.slot for r in k.reads + k.dyn_reads}
-                            | {s for _, s, _ in k.stores} | {r.slot for r in k.reduces}
-                            | {sc.slot for sc in k.scatters})
+        self.slots = kernel_slots(k)
         # the kernel also takes [lo, hi) of its outermost loop, so threads can split it
         self.fn = ir.Function(module, ir.FunctionType(
             ir.VoidType(), [_PTR] * len(self.slots) + [I64, I64]), name)

@@ -1,6 +1,8 @@
 """Native entries: one CPython builtin (METH_FASTCALL) that runs a graph's small kernels
-and products in order (:func:`graph_entry`), or a whole native loop (:func:`loop_entry`),
-so a call costs what calling any builtin costs instead of a ctypes call per step."""
+and products in order (:func:`graph_entry`; for a long graph :func:`table_entry`, a table
+of the calls walked by one runner compiled once per process), or a whole native loop
+(:func:`loop_entry`), so a call costs what calling any builtin costs instead of a ctypes
+call per step."""
 
 from __future__ import annotations
 
@@ -8,19 +10,22 @@ import ctypes
 import sys
 import sysconfig
 
+import numpy as np
 from llvmlite import binding as llvm
 from llvmlite import ir
 
 from ..planning.plan import Blas, Plan
 from . import cache, engine, entry_codegen
-from .blas import GemmCall, gemm_address, gemm_layout, one_thread_each
+from .blas import GemmCall, blas_int_bits, gemm_address, gemm_layout, one_thread_each
 from .collectives import CollectiveCall
-from .kernels import PackedKernel
+from .kernels import MAX_DIRECT_ARGS, PackedKernel
 
 _gemm_symbols: set = set()
 _METH_FASTCALL = 0x80
 _NONE_SYMBOL = "fcx_py_none"
 _ENTRY = "fc_entry"
+# graphs of more calls get a table entry (table_entry) instead of one compiled per graph
+TABLE_MIN_CALLS = 64
 
 
 # a prototype of its own (setting ctypes.pythonapi's argtypes per call races between threads)
@@ -102,6 +107,44 @@ def graph_entry(calls, n_args):
             engine.DATA_OFFSET), keep)
 
 
+def table_entry(calls, n_args):
+    """:func:`graph_entry` for many calls: the calls as a table (an int64 array, the
+    builtin's ``self``) that one native runner, the same for every graph, walks
+    (``entry_codegen.emit_table_entry``). Nothing of the graph is compiled, so a graph of
+    thousands of steps costs a table row per step, not native code. Its ``self`` is the
+    table, so only Python calls it (a native loop calls bodies with a NULL ``self``)."""
+    records, keep = [n_args, len(calls)], []
+    blas_int = np.int64 if blas_int_bits() == 64 else np.int32
+    for call in calls:
+        if isinstance(call, GemmCall):
+            lay, dtype = call.layout, call.dtype
+            ints = np.array([lay.n, lay.m, lay.k, lay.ldb, lay.lda, max(lay.n, 1)], blas_int)
+            scalars = np.array([1.0, 0.0], dtype)
+            chars = np.array([ord("T" if t else "N") for t in (lay.trans_rhs, lay.trans_lhs)],
+                             np.uint8)
+            keep += [ints, scalars, chars]
+            i, f, ch = ints.ctypes.data, scalars.ctypes.data, chars.ctypes.data
+            size, item = ints.itemsize, dtype.itemsize
+            records += [entry_codegen.RECORD_GEMM, gemm_address(dtype), lay.batch, 0,
+                        entry_codegen.GEMM_FIELDS, ch, ch + 1, i, i + size, i + 2 * size, f,
+                        i + 3 * size, i + 4 * size, f + item, i + 5 * size,
+                        call.rhs, call.lhs, call.out, lay.k * lay.n * item,
+                        lay.m * lay.k * item, lay.m * lay.n * item]
+            continue
+        fn, slots, lo, hi = call
+        packed = isinstance(fn, PackedKernel)
+        kind = entry_codegen.RECORD_PACKED if packed else entry_codegen.RECORD_KERNEL
+        address = ctypes.cast(fn.raw if packed else fn, ctypes.c_void_p).value
+        records += [kind, address, lo, hi, len(slots), *slots]
+        keep.append(fn)
+    table = np.array(records, np.int64)
+    with engine.lock:
+        engine.target_machine()
+        return _builtin("table", lambda module: entry_codegen.emit_table_entry(
+            module, _ENTRY, _NONE_SYMBOL, sys.version_info < (3, 12), engine.DATA_OFFSET,
+            MAX_DIRECT_ARGS), table=(table, keep))
+
+
 def loop_entry(loop):
     """The native function running ``loop`` (a :class:`plan.NativeLoop`), as a builtin
     like :func:`graph_entry`'s: (builtin, what keeps its code alive)."""
@@ -111,10 +154,12 @@ def loop_entry(loop):
             module, _ENTRY, loop, _NONE_SYMBOL, sys.version_info < (3, 12), engine.DATA_OFFSET))
 
 
-def _builtin(kind, emit, keep=()):
+def _builtin(kind, emit, keep=(), table=None):
     """Emit one function with ``emit(module)``, compile it once (disk-cached, named by its
-    digest) and wrap it as a builtin: (builtin, what keeps its code alive). Called under
-    ``engine.lock``."""
+    digest) and wrap it as a builtin: (builtin, what keeps its code alive); ``keep``: the
+    code it calls. ``table``: (the table array, what its records point into) of a table
+    entry, whose code is shared by every graph: the table is the builtin's ``self``.
+    Called under ``engine.lock``."""
     llvm.add_symbol(_NONE_SYMBOL, id(None))
     module = ir.Module(name=_ENTRY)
     emit(module)
@@ -129,5 +174,6 @@ def _builtin(kind, emit, keep=()):
         native = engine.loaded[digest] = engine.add_module(text, digest, [name], None)
         native.kernels = list(keep)       # the code it was linked against
     method = _MethodDef(name.encode(), native.addresses[name], _METH_FASTCALL, None)
-    owner = (method, native)
-    return _new_cfunction(ctypes.addressof(method), owner, None), owner
+    owner = (method, native) if table is None else (method, native, *table)
+    return _new_cfunction(ctypes.addressof(method), owner if table is None else table[0],
+                          None), owner

@@ -44,6 +44,11 @@ def emit_array_entry(module: ir.Module, name: str, kernel_name: str, data_offset
     b.ret_void()
 
 
+# a graph entry of more calls runs them through internal functions of this many calls each,
+# so LLVM's code generation works on functions of bounded size (its cost stays linear)
+PART_CALLS = 64
+
+
 def emit_graph_entry(module: ir.Module, name: str, calls, n_args: int, none_symbol: str,
                      incref_none: bool, data_offset: int = 0):
     """``name(self, PyObject *const *args, Py_ssize_t nargs)``: a CPython METH_FASTCALL
@@ -57,7 +62,8 @@ def emit_graph_entry(module: ir.Module, name: str, calls, n_args: int, none_symb
     at ``data_offset`` in the array object). Returns ``None`` (a new reference,
     so incremented unless this CPython's None is immortal), or NULL for a wrong ``nargs``.
     ``None`` is the external symbol ``none_symbol``: no address of this process is in the
-    code, so its object code can be cached on disk.
+    code, so its object code can be cached on disk. More than :data:`PART_CALLS` calls are
+    made from internal functions of that many calls each.
     """
     fn = ir.Function(module, ir.FunctionType(_PTR, [_PTR, _PTR, I64]), name)
     _, args, nargs = fn.args
@@ -67,13 +73,37 @@ def emit_graph_entry(module: ir.Module, name: str, calls, n_args: int, none_symb
     b.position_at_end(fail)
     b.ret(ir.Constant(_PTR, None))
     b.position_at_end(body)
-    objects = [b.load(b.gep(args, [ir.Constant(I64, i)], source_etype=_PTR), typ=_PTR)
-               for i in range(n_args)]
+    if len(calls) <= PART_CALLS:
+        _emit_calls(module, b, args, calls, 0, data_offset)
+    else:
+        part_type = ir.FunctionType(ir.VoidType(), [_PTR])
+        for first in range(0, len(calls), PART_CALLS):
+            part = ir.Function(module, part_type, f"{name}_part{first // PART_CALLS}")
+            part.linkage = "internal"
+            part.attributes.add("noinline")
+            pb = ir.IRBuilder(part.append_basic_block("entry"))
+            _emit_calls(module, pb, part.args[0], calls[first:first + PART_CALLS], first,
+                        data_offset)
+            pb.ret_void()
+            b.call(part, [args])
+    none = ir.GlobalVariable(module, I64, none_symbol)     # its reference count
+    if incref_none:
+        b.store(b.add(b.load(none, typ=I64), ir.Constant(I64, 1)), none)
+    b.ret(b.bitcast(none, _PTR))
+
+
+def _emit_calls(module, b, args, calls, first, data_offset):
+    """The calls of ``calls`` (the ``first``-th of the graph's onwards) at ``b``, each
+    reading the array objects it takes from ``args`` right before it (values held across
+    many calls would make register allocation the bulk of the compile time)."""
+    def obj(slot):
+        return b.load(b.gep(args, [ir.Constant(I64, slot)], source_etype=_PTR), typ=_PTR)
+
     def data(slot):
-        field = b.gep(objects[slot], [ir.Constant(I64, data_offset)], source_etype=ir.IntType(8))
+        field = b.gep(obj(slot), [ir.Constant(I64, data_offset)], source_etype=ir.IntType(8))
         return b.load(field, typ=_PTR)
 
-    for call in calls:
+    for i, call in enumerate(calls, first):
         if isinstance(call, GemmCall):
             emit_gemm(b, call, data)
             continue
@@ -82,22 +112,19 @@ def emit_graph_entry(module: ir.Module, name: str, calls, n_args: int, none_symb
             continue
         symbol, slots, lo, hi, packed = call
         bounds = [ir.Constant(I64, lo), ir.Constant(I64, hi)]
+        kernel = module.globals.get(symbol)     # twin kernels share one function
         if packed:
-            kernel = ir.Function(module, ir.FunctionType(
+            kernel = kernel or ir.Function(module, ir.FunctionType(
                 ir.VoidType(), [_PTR, _PTR, I64, I64]), symbol)
             table_type = ir.ArrayType(I64, len(slots))
-            table = ir.GlobalVariable(module, table_type, f"{symbol}_slots")
+            table = ir.GlobalVariable(module, table_type, f"fc_slots_{i}")
             table.initializer = ir.Constant(table_type, [ir.Constant(I64, s) for s in slots])
             table.global_constant, table.linkage = True, "internal"
             b.call(kernel, [args, table, *bounds])
             continue
-        kernel = ir.Function(module, ir.FunctionType(
+        kernel = kernel or ir.Function(module, ir.FunctionType(
             ir.VoidType(), [_PTR] * len(slots) + [I64, I64]), symbol)
-        b.call(kernel, [objects[s] for s in slots] + bounds)
-    none = ir.GlobalVariable(module, I64, none_symbol)     # its reference count
-    if incref_none:
-        b.store(b.add(b.load(none, typ=I64), ir.Constant(I64, 1)), none)
-    b.ret(b.bitcast(none, _PTR))
+        b.call(kernel, [obj(s) for s in slots] + bounds)
 
 
 def emit_loop_entry(module: ir.Module, name: str, loop: NativeLoop, none_symbol: str,
@@ -178,4 +205,100 @@ def emit_loop_entry(module: ir.Module, name: str, loop: NativeLoop, none_symbol:
     none = ir.GlobalVariable(module, I64, none_symbol)
     if incref_none:
         b.store(b.add(b.load(none, typ=I64), ir.Constant(I64, 1)), none)
+    b.ret(b.bitcast(none, _PTR))
+
+
+# the records of a table entry (see emit_table_entry): kind, address, two arguments, count
+RECORD_KERNEL, RECORD_PACKED, RECORD_GEMM = 0, 1, 2
+RECORD_HEAD = 5
+GEMM_FIELDS = 16
+
+
+def emit_table_entry(module: ir.Module, name: str, none_symbol: str, incref_none: bool,
+                     data_offset: int, max_direct: int):
+    """``name(self, PyObject *const *args, Py_ssize_t nargs)``: a METH_FASTCALL function
+    that runs the calls a table describes, the same code for every graph: ``self`` is a
+    C-contiguous int64 array ``[n_args, n_calls, record...]``, each record
+    ``[kind, address, a, b, count, count values]``:
+
+    - ``RECORD_KERNEL``: ``address(object of args[v] for each value v, lo=a, hi=b)``, a
+      kernel's array entry of at most ``max_direct`` slots;
+    - ``RECORD_PACKED``: ``address(args, the record's values, lo=a, hi=b)``;
+    - ``RECORD_GEMM``: ?gemm at ``address``, ``a`` times (the batch): values
+      ``[&transa, &transb, &n, &m, &k, &alpha, &ldb, &lda, &beta, &ldc, rhs, lhs, out,
+      rhs step, lhs step, out step]`` (pointers to the scalar arguments, the operands'
+      slots and their byte steps per batch), as :func:`blas.emit_gemm` calls it.
+
+    A graph's entry is then a table (data) instead of code: its cost does not grow the
+    native code LLVM compiles. Returns ``None`` as :func:`emit_graph_entry` does.
+    """
+    i8 = ir.IntType(8)
+    fn = ir.Function(module, ir.FunctionType(_PTR, [_PTR, _PTR, I64]), name)
+    this, args, nargs = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    table = b.load(b.gep(this, [ir.Constant(I64, data_offset)], source_etype=i8), typ=_PTR)
+
+    def at(index):
+        return b.load(b.gep(table, [index], source_etype=I64), typ=I64)
+
+    def c(v):
+        return ir.Constant(I64, v)
+    start, fail = fn.append_basic_block("start"), fn.append_basic_block("fail")
+    b.cbranch(b.icmp_signed("==", nargs, at(c(0))), start, fail)
+    b.position_at_end(fail)
+    b.ret(ir.Constant(_PTR, None))
+    b.position_at_end(start)
+    pos = b.alloca(I64)
+    b.store(c(2), pos)
+    head, _, done = irloop.open_loop(b, c(0), at(c(1)), ("call_head", "call_body", "calls_done"))
+    counter = head.instructions[0]
+    p = b.load(pos, typ=I64)
+    kind, address, lo, hi, count = (at(b.add(p, c(j))) for j in range(RECORD_HEAD))
+    values = b.gep(table, [b.add(p, c(RECORD_HEAD))], source_etype=I64)
+    b.store(b.add(p, b.add(count, c(RECORD_HEAD))), pos)
+    next_call = fn.append_basic_block("next_call")
+    kernel, packed, gemm = (fn.append_basic_block(n) for n in ("kernel", "packed", "gemm"))
+    switch = b.switch(kind, next_call)
+    for value, block in ((RECORD_KERNEL, kernel), (RECORD_PACKED, packed), (RECORD_GEMM, gemm)):
+        switch.add_case(c(value), block)
+
+    def value(j):
+        return b.load(b.gep(values, [c(j)], source_etype=I64), typ=I64)
+
+    def obj(j):
+        return b.load(b.gep(args, [value(j)], source_etype=_PTR), typ=_PTR)
+
+    b.position_at_end(packed)
+    target = b.inttoptr(address, ir.PointerType(ir.FunctionType(
+        ir.VoidType(), [_PTR, _PTR, I64, I64])))
+    b.call(target, [args, values, lo, hi])
+    b.branch(next_call)
+    b.position_at_end(kernel)
+    arity = b.switch(count, next_call)
+    for n in range(max_direct + 1):
+        block = fn.append_basic_block(f"arity{n}")
+        arity.add_case(c(n), block)
+        b.position_at_end(block)
+        callee = b.inttoptr(address, ir.PointerType(ir.FunctionType(
+            ir.VoidType(), [_PTR] * n + [I64, I64])))
+        b.call(callee, [obj(j) for j in range(n)] + [lo, hi])
+        b.branch(next_call)
+    b.position_at_end(gemm)
+    pointers = [b.inttoptr(value(j), _PTR) for j in range(10)]
+    data = [b.load(b.gep(obj(j), [c(data_offset)], source_etype=i8), typ=_PTR)
+            for j in (10, 11, 12)]
+    steps = [value(j) for j in (13, 14, 15)]
+    gemm_fn = b.inttoptr(address, ir.PointerType(ir.FunctionType(ir.VoidType(), [_PTR] * 13)))
+    g_head, i, g_done = irloop.open_loop(b, c(0), lo, ("gemm_head", "gemm_body", "gemm_done"))
+    rhs, lhs, out = (b.gep(d, [b.mul(i, s)], source_etype=i8)
+                     for d, s in zip(data, steps, strict=True))
+    ta, tb, n_, m, k, alpha, ldb, lda, beta, ldc = pointers
+    b.call(gemm_fn, [ta, tb, n_, m, k, alpha, rhs, ldb, lhs, lda, beta, out, ldc])
+    irloop.close_loop(b, g_head, i, g_done, c(1))
+    b.branch(next_call)
+    b.position_at_end(next_call)
+    irloop.close_loop(b, head, counter, done, c(1))
+    none = ir.GlobalVariable(module, I64, none_symbol)
+    if incref_none:
+        b.store(b.add(b.load(none, typ=I64), c(1)), none)
     b.ret(b.bitcast(none, _PTR))

@@ -1,6 +1,8 @@
 """A plan's kernels as native code: all of them in one LLVM module, optimized with the
 new pass builder (O3, loop and SLP vectorization) for the host CPU; small kernels go in a
-second module compiled without loop unrolling (``engine.PIPELINES``). A module's symbols
+second module compiled without loop unrolling (``engine.PIPELINES``). Kernels that differ
+only in the arrays they take (``codegen.kernel_key``: an unrolled Python loop makes
+thousands) share one function, emitted and compiled once. A module's symbols
 are named from a digest of its IR, so its object code can be cached on disk and several
 graphs share one MCJIT engine (``engine.py``)."""
 
@@ -33,11 +35,18 @@ def build_module(kernels):
     of pointers (see :class:`PackedKernel`).
     """
     module = ir.Module(name="fc_graph")
-    entries = {}
+    entries, twins = {}, {}
     for i, step in enumerate(kernels):
         name = f"{_STEM}{i}"
         emit = sort.emit_sort if isinstance(step, Sort) else \
             tinyconv.emit if isinstance(step, tinyconv.TinyConv) else codegen.emit_kernel
+        key = None
+        if emit is codegen.emit_kernel:
+            slots = codegen.kernel_slots(step)
+            key = codegen.kernel_key(step, slots)
+            if key in twins:        # the same function: emitted and compiled once
+                entries[id(step)] = (twins[key][0], slots, twins[key][1])
+                continue
         slots, outer = emit(module, name, step)
         if engine.DATA_OFFSET is not None or len(slots) > MAX_DIRECT_ARGS:
             module.globals[name].linkage = "internal"
@@ -45,6 +54,8 @@ def build_module(kernels):
                                      packed=len(slots) > MAX_DIRECT_ARGS)
             name += "_arrays"
         entries[id(step)] = (name, slots, outer)
+        if key is not None:
+            twins[key] = (name, outer)
     return module, entries
 
 
@@ -88,20 +99,24 @@ def _compile_kernels(kernels, pipeline):
         text = text.replace(f'@"{_STEM}', f'@"{stem}')
         native = engine.loaded.get(digest)
         if native is None:
-            names = [stem + name[len(_STEM):] for name, _, _ in entries.values()]
+            names = list(dict.fromkeys(stem + name[len(_STEM):]
+                                       for name, _, _ in entries.values()))
             native = engine.loaded[digest] = engine.add_module(text, digest, names, pipeline)
-    fns = {}
+    fns, made = {}, {}
     arg = ctypes.c_void_p if engine.DATA_OFFSET is None else ctypes.py_object
     for key, (name, slots, outer) in entries.items():
         symbol = stem + name[len(_STEM):]
-        address = native.addresses[symbol]
-        if len(slots) > MAX_DIRECT_ARGS:
-            fn = PackedKernel(address, len(slots))
-        else:
-            proto = ctypes.CFUNCTYPE(None, *([arg] * len(slots)), ctypes.c_int64,
-                                     ctypes.c_int64)
-            fn = proto(address)
-        fn.native, fn.symbol = native, symbol
+        fn = made.get(symbol)
+        if fn is None:
+            address = native.addresses[symbol]
+            if len(slots) > MAX_DIRECT_ARGS:
+                fn = PackedKernel(address, len(slots))
+            else:
+                proto = ctypes.CFUNCTYPE(None, *([arg] * len(slots)), ctypes.c_int64,
+                                         ctypes.c_int64)
+                fn = proto(address)
+            fn.native, fn.symbol = native, symbol
+            made[symbol] = fn
         fns[key] = (fn, slots, outer)
     return text, fns
 

@@ -36,6 +36,10 @@ FALLBACK = {
            "transposes (benchmarks/fft_four_step.py, benchmarks/linalg_fft.py)",
 }
 NATIVE = PLANNED | set(RULES) | set(lapack_steps.LOWERED)
+# a fused concatenate selects among its operands at every point (a load and a select per
+# operand): code and run time grow with points x operands, and LLVM's cost faster still
+# (2,000 operands of 3 values: 35 s to compile). Above this many, NumPy copies them.
+CONCAT_FUSED_MAX = 64
 
 
 def lowering_gap(eqn) -> str | None:
@@ -49,6 +53,9 @@ def lowering_gap(eqn) -> str | None:
         return None
     if prim not in NATIVE:
         return FALLBACK.get(prim, "no native lowering and no fallback entry")
+    if prim is P.concatenate and len(eqn.inputs) > CONCAT_FUSED_MAX:
+        return (f"concatenate of {len(eqn.inputs)} operands (more than {CONCAT_FUSED_MAX}): "
+                "NumPy copies each one once instead of a select per operand at every point")
     if prim in lapack_steps.LOWERED:
         return lapack_steps.lowering_gap(eqn)
     reason = unsupported(eqn)
@@ -77,6 +84,18 @@ def isolated(eqn) -> bool:
         and out.size >= CALL_ALONE_MIN_POINTS
 
 
+# Primitives lowered as long inline code (a polynomial, range reduction, special cases) or
+# a call: a kernel takes at most MAX_HEAVY_OPS of them. LLVM's optimizer and register
+# allocator grow faster than linearly with a function's size (a chain of 200 inline tanh
+# in one loop: 13 s of CPU), while a chain cut into kernels of 16 compiles one or two
+# distinct kernels (twins compile once) and pays one store and load per cut.
+HEAVY = frozenset(p for p in RULES if (p.spec is not None and p.spec.libm)) | {
+    P.logistic, P.erf, P.erfc, P.erfcx, P.bessel_i0e, P.bessel_i1e, P.digamma, P.zeta,
+    P.polygamma}
+MAX_HEAVY_OPS = 16
+
+
 def partition(graph):
     """The CPU plan of ``graph`` (see :func:`backends.planning.partition.partition`)."""
-    return planning.partition(graph, lowering_gap, lapack_steps.scratch_shapes, isolated)
+    return planning.partition(graph, lowering_gap, lapack_steps.scratch_shapes, isolated,
+                              (HEAVY, MAX_HEAVY_OPS))

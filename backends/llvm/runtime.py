@@ -160,9 +160,17 @@ class Executable:
         self._fns = fns     # keep the ctypes prototypes alive
         # a graph of small kernels only: one native call runs them all
         self.entry = self._entry_keep = None
+        self.table_entry = False      # the entry walks a table (entries.table_entry)
         if calls and len(calls) == len(plan.steps) and entries.graph_entry_supported() and all(
                 isinstance(c, np.ndarray) for c in plan.consts.values()):
-            self.entry, self._entry_keep = entries.graph_entry(calls, len(plan.slots))
+            # a long graph: its calls as a table one shared runner walks (no code to
+            # compile per graph); a loop body's entry must take a NULL self: code
+            # (the table has no record for an MPI call: a graph with one keeps its code)
+            build = entries.table_entry if len(calls) > entries.TABLE_MIN_CALLS and \
+                not loop_body and not any(isinstance(c, collectives.CollectiveCall)
+                                          for c in calls) else entries.graph_entry
+            self.entry, self._entry_keep = build(calls, len(plan.slots))
+            self.table_entry = build is entries.table_entry
             macs = max((c.layout.m * c.layout.n * c.layout.k for c in calls
                         if isinstance(c, GemmCall)), default=0)
             if one_thread_always(macs):
@@ -182,8 +190,11 @@ class Executable:
     @property
     def entry_address(self) -> int | None:
         """The address of the native entry (METH_FASTCALL: ``(self, args, nargs)``, one
-        array object per slot of :meth:`new_arena`'s list), or None without one."""
-        return None if self._entry_keep is None else self._entry_keep[0].ml_meth
+        array object per slot of :meth:`new_arena`'s list, any ``self``), or None without
+        one or when the entry is a table entry (it reads its table from ``self``)."""
+        if self._entry_keep is None or self.table_entry:
+            return None
+        return self._entry_keep[0].ml_meth
 
     def profiled(self, args):
         """``self(args)`` with a profiler event per step (see ``profiled.py``)."""

@@ -67,17 +67,28 @@ def plan_arena(sizes: dict, spans: dict, align: int):
     Returns ({slot: offset}, total bytes).
     """
     placed, offsets = [], {}
+    # the placed buffers by blocks of _SPAN_BLOCK steps their lifetime touches, so each
+    # buffer is checked against those that may overlap it, not against all placed so far
+    blocks: dict = {}
     for s in sorted(spans, key=lambda s: (-sizes[s], s)):
         first, last = spans[s]
         size = -(-sizes[s] // align) * align
+        near = range(first // _SPAN_BLOCK, last // _SPAN_BLOCK + 1)
+        seen = {j for block in near for j in blocks.get(block, ())}
         off = 0
-        for lo, hi in sorted((o, e) for f, la, o, e in placed if f <= last and first <= la):
+        for lo, hi in sorted((o, e) for f, la, o, e in map(placed.__getitem__, seen)
+                             if f <= last and first <= la):
             if off + size <= lo:
                 break
             off = max(off, hi)
         offsets[s] = off
+        for block in near:
+            blocks.setdefault(block, []).append(len(placed))
         placed.append((first, last, off, off + size))
     return offsets, max((e for *_, e in placed), default=0)
+
+
+_SPAN_BLOCK = 64
 
 
 def arena_layout(plan, align: int):

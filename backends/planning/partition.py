@@ -85,18 +85,43 @@ def _room(k: Kernel) -> bool:
     return buffers < MAX_KERNEL_BUFFERS and len(k.ops) < MAX_KERNEL_OPS
 
 
+class _Room:
+    """``room(k)``: whether kernel ``k`` may take another op: :func:`_room`, and fewer
+    than ``n`` ops of the ``heavy = (primitives, n)`` the backend bounds (counted as the
+    kernel grows; None: no bound)."""
+
+    def __init__(self, heavy):
+        self.heavy, self.most = heavy or (frozenset(), None)
+        self.seen: dict = {}        # kernel -> (ops counted, heavy ops among them)
+
+    def __call__(self, k: Kernel) -> bool:
+        if not _room(k):
+            return False
+        if self.most is None:
+            return True
+        seen, count = self.seen.get(k, (0, 0))
+        if seen < len(k.ops):
+            count += sum(op.prim in self.heavy for op in k.ops[seen:])
+            self.seen[k] = (len(k.ops), count)
+        return count < self.most
+
+
 class Partitioner:
     """One forward walk over ``graph``'s equations; see :func:`partition`."""
 
-    def __init__(self, graph: Graph, gap, scratch_shapes=None, isolated=None):
+    def __init__(self, graph: Graph, gap, scratch_shapes=None, isolated=None, heavy=None):
         self.graph = graph
+        self.room = _Room(heavy)
         self.gap = gap
         self.scratch_shapes = scratch_shapes or _no_scratch
         self.isolated = isolated or _never
         self.slots = []
         self.consts = {}
         self.steps = []
-        self.open: list[Kernel] = []
+        # unsealed kernels in creation order, and those of them that may take more ops
+        # (a full one never does again: pick() stops scanning it)
+        self.open: dict[Kernel, None] = {}
+        self.roomy: dict[Kernel, None] = {}
         self.loc: dict[int, object] = {}     # id(var) -> View | Member | Reduced | Lit
         for v in graph.inputs:
             self.loc[id(v)] = self._buffer_view(self.new_slot(v.aval.shape, v.aval.dtype),
@@ -162,8 +187,8 @@ class Partitioner:
         if k.sealed:
             return
         k.sealed = True
-        if k in self.open:
-            self.open.remove(k)
+        self.open.pop(k, None)
+        self.roomy.pop(k, None)
         self.steps.append(k)
 
     # -- kernels -------------------------------------------------------------
@@ -185,26 +210,36 @@ class Partitioner:
 
     def pick(self, shape, inputs, axes=None, reverse=None) -> Kernel:
         def fits(k):
-            return (not k.sealed and k.shape == shape and _room(k)
+            return (not k.sealed and k.shape == shape and self.room(k)
                     and (axes is None or k.axes in (None, axes))
                     and (reverse is None or k.reverse in (None, reverse)))
         for a in inputs:
             loc = self.loc.get(id(a)) if isinstance(a, Var) else None
             if isinstance(loc, Member) and fits(loc.kernel):
                 return loc.kernel
-        for k in self.open:
-            if fits(k):
-                return k
+        full, found = [], None
+        for k in self.roomy:
+            if not self.room(k):
+                full.append(k)
+            elif fits(k):
+                found = k
+                break
+        for k in full:
+            del self.roomy[k]
+        if found is not None:
+            return found
+        return self.open_kernel(shape)
+
+    def open_kernel(self, shape) -> Kernel:
         k = Kernel(shape)
-        self.open.append(k)
+        self.open[k] = self.roomy[k] = None
         return k
 
     def refs(self, shape, inputs, axes=None, reverse=None):
         k = self.pick(shape, inputs, axes, reverse)
         refs = [self.ref(k, a, shape) for a in inputs]
         if k.sealed:            # reading an operand sealed the kernel we picked
-            k = Kernel(shape)
-            self.open.append(k)
+            k = self.open_kernel(shape)
             refs = [self.ref(k, a, shape) for a in inputs]
         return k, refs
 
@@ -417,7 +452,7 @@ def _never(eqn):
     return False
 
 
-def partition(graph: Graph, gap, scratch_shapes=None, isolated=None) -> Plan:
+def partition(graph: Graph, gap, scratch_shapes=None, isolated=None, heavy=None) -> Plan:
     """The plan of ``graph``: its values as numbered slots, its equations as steps.
 
     Args:
@@ -432,6 +467,9 @@ def partition(graph: Graph, gap, scratch_shapes=None, isolated=None) -> Plan:
             kernel of their own, reading their operands from memory and storing their
             result (default: none): a call its code cannot vectorize, whose kernel would
             otherwise run the math around it one element at a time.
+        heavy: ``(primitives, n)``: a kernel holds fewer than ``n`` ops of those
+            primitives (the backend's long inline code), so a long chain of them becomes
+            several kernels of bounded size, most of them alike (default: no bound).
 
     Example::
 
@@ -440,4 +478,4 @@ def partition(graph: Graph, gap, scratch_shapes=None, isolated=None) -> Plan:
         >>> [type(s).__name__ for s in plan.steps]      # the sum, then the rest
         ['Kernel', 'Kernel']
     """
-    return Partitioner(graph, gap, scratch_shapes, isolated).run()
+    return Partitioner(graph, gap, scratch_shapes, isolated, heavy).run()
