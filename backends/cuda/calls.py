@@ -22,6 +22,7 @@ import importlib
 
 import numpy as np
 from functorch_core.ir import primitives as P
+from functorch_core.ir.indexing import check_index
 
 from ..interpreter import IMPLS
 from ..interpreter.linalg import LinAlgError
@@ -36,6 +37,8 @@ SPECIAL = {P.erf: "erf", P.erfc: "erfc", P.erfcx: "erfcx", P.lgamma: "gammaln",
 _FFT = {"fft": "fftn", "ifft": "ifftn", "rfft": "rfftn", "irfft": "irfftn"}
 
 CALLS = {
+    P.check_index: "xp.any over the bounds (one scalar copy); a host copy only to name the "
+                   "first bad index in the IndexError",
     P.sort: "xp.argsort per key (stable, last key first) + xp.take_along_axis",
     P.fft: "xp.fft.fftn / ifftn / rfftn / irfftn",
     P.cholesky: "xp.linalg.cholesky (upper: of the conjugate transpose)",
@@ -58,9 +61,7 @@ CALLS = {
 _COLLECTIVE_HOST = ("a collective over the process axis: MPI moves host buffers here "
                     "(no CUDA-aware MPI assumed), through backends/mpi.py on a host copy, "
                     "results copied back")
-HOST = {P.check_index: "raises IndexError from the host: NumPy checks a host copy of the "
-                       "indices, which go back to the device wrapped",
-        P.spence: "cupyx.scipy.special has no spence (CuPy 13): scipy.special.spence on a "
+HOST = {P.spence: "cupyx.scipy.special has no spence (CuPy 13): scipy.special.spence on a "
                   "host copy, results copied back",
         P.bessel_jv: "cupyx.scipy.special has no jv of real order (only j0/j1, CuPy 13): "
                      "scipy.special.jv on a host copy, results copied back",
@@ -131,6 +132,18 @@ def _sort(eqn, xp, sim):
             order = step if order is None else xp.take_along_axis(order, step, -1)
         return _outs(eqn, xp, [xp.ascontiguousarray(
             xp.moveaxis(xp.take_along_axis(o, order, -1), -1, dim)) for o in ops])
+    return run
+
+
+def _check_index(eqn, xp, sim):
+    size, axis, where = eqn.params["size"], eqn.params["axis"], eqn.params["where"]
+
+    def run(args):
+        a = xp.asarray(args[0])
+        if bool(xp.any((a < -size) | (a >= size))):
+            check_index(xp.asnumpy(a) if hasattr(xp, "asnumpy") else a, size, axis, where)
+        a = a.astype(np.int64)
+        return [xp.where(a < 0, a + size, a)]
     return run
 
 
@@ -336,7 +349,8 @@ def _custom_lin(eqn, xp, sim):
     return run
 
 
-_LOWER = {P.sort: _sort, P.fft: _fft, **{p: _linalg(f) for p, f in _LINALG.items()},
+_LOWER = {P.check_index: _check_index, P.sort: _sort, P.fft: _fft,
+          **{p: _linalg(f) for p, f in _LINALG.items()},
           **{p: _special(n) for p, n in SPECIAL.items()},
           P.cond: _cond, P.while_loop: _while, P.scan: _scan,
           P.call: _graph_call("graph"), P.custom_jvp_call: _graph_call("graph"),

@@ -4,6 +4,7 @@ and check_graph on malformed graphs."""
 from __future__ import annotations
 
 import itertools
+import re
 import textwrap
 
 import numpy as np
@@ -62,7 +63,21 @@ def test_golden_reduction_keepdims():
     """)
 
 
-def test_golden_indexing():
+def test_golden_indexing(monkeypatch):
+    g = fc.make_graph(lambda x, i: x[1:, None, ::-2][i])(np.ones((4, 5), F32), np.arange(2))
+    text = re.sub(r"where=x\[index\] at .*?test_ir\.py:\d+ \(`[^`]*`\)", "where=W", str(g))
+    assert text == golden("""
+        graph(a:f32[4,5], b:i64[2]) {
+          c:f32[3,3] = slice[start_indices=(1, 0), limit_indices=(4, 5), strides=(1, 2)] a
+          d:f32[3,3] = rev[dimensions=(1,)] c
+          e:f32[3,1,3] = expand_dims[dimensions=(1,)] d
+          f:i64[2] = check_index[size=3, axis=0, where=W] b
+          g:i64[2,1] = expand_dims[dimensions=(1,)] f
+          h:f32[2,1,3] = gather[axes=(0,)] e g
+          return h
+        }
+    """)
+    monkeypatch.setattr(fc.config, "check_bounds", False)      # clamps: no check in the graph
     g = fc.make_graph(lambda x, i: x[1:, None, ::-2][i])(np.ones((4, 5), F32), np.arange(2))
     assert str(g) == golden("""
         graph(a:f32[4,5], b:i64[2]) {
@@ -77,6 +92,7 @@ def test_golden_indexing():
           return j
         }
     """)
+
 
 
 def double_sin(x):
