@@ -23,6 +23,7 @@ from .kernels import MAX_DIRECT_ARGS, PackedKernel
 _gemm_symbols: set = set()
 _METH_FASTCALL = 0x80
 _NONE_SYMBOL = "fcx_py_none"
+_SIGNALS_SYMBOL = "PyErr_CheckSignals"
 _ENTRY = "fc_entry"
 # graphs of more calls get a table entry (table_entry) instead of one compiled per graph
 TABLE_MIN_CALLS = 64
@@ -31,6 +32,9 @@ TABLE_MIN_CALLS = 64
 # a prototype of its own (setting ctypes.pythonapi's argtypes per call races between threads)
 _new_cfunction = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.py_object,
                                    ctypes.c_void_p)(("PyCFunction_NewEx", ctypes.pythonapi))
+
+
+_check_signals_address = ctypes.cast(ctypes.pythonapi.PyErr_CheckSignals, ctypes.c_void_p).value
 
 
 class _MethodDef(ctypes.Structure):
@@ -151,7 +155,8 @@ def loop_entry(loop):
     with engine.lock:
         engine.target_machine()
         return _builtin("loop", lambda module: entry_codegen.emit_loop_entry(
-            module, _ENTRY, loop, _NONE_SYMBOL, sys.version_info < (3, 12), engine.DATA_OFFSET))
+            module, _ENTRY, loop, _NONE_SYMBOL, sys.version_info < (3, 12), engine.DATA_OFFSET,
+            _SIGNALS_SYMBOL))
 
 
 def _builtin(kind, emit, keep=(), table=None):
@@ -161,6 +166,7 @@ def _builtin(kind, emit, keep=(), table=None):
     entry, whose code is shared by every graph: the table is the builtin's ``self``.
     Called under ``engine.lock``."""
     llvm.add_symbol(_NONE_SYMBOL, id(None))
+    llvm.add_symbol(_SIGNALS_SYMBOL, _check_signals_address)
     module = ir.Module(name=_ENTRY)
     emit(module)
     text = str(module)
