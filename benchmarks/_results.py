@@ -8,8 +8,10 @@ these files instead of restating their figures. ``BENCHMARK_RESULTS_DIR`` writes
 
 import datetime
 import importlib
+import json
 import os
 import platform
+import subprocess
 import sys
 from importlib import metadata
 
@@ -36,6 +38,36 @@ def require(module, script):
     except ImportError:
         print(f"{script}: {module} is not installed, nothing to measure")
         sys.exit(0)
+
+
+def installed(module) -> bool:
+    """Whether ``module`` can be imported (JAX or torch, for their optional columns)."""
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return False
+    return True
+
+
+def json_child(script, args, cache_dir, timeout, **env):
+    """Run ``python script --child ARGS`` with an own disk cache (``cache_dir``) and the
+    extra environment ``env``, and return the JSON of its last output line; None when it
+    ran past ``timeout`` seconds."""
+    root = os.path.dirname(HERE)
+    full = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [root, HERE, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    full["FUNCTORCH_CORE_CACHE_DIR"] = cache_dir
+    for name, value in env.items():
+        full.setdefault(name, value)
+    try:
+        proc = subprocess.run([sys.executable, script, "--child", *map(str, args)], env=full,
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None
+    if proc.returncode:
+        raise RuntimeError(f"{os.path.basename(script)} {' '.join(map(str, args))} failed:\n"
+                           f"{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def wants_write(argv=None):

@@ -20,10 +20,11 @@ memory of the child process (``ru_maxrss``). A flat us/eqn column is linear cost
 import json
 import os
 import resource
-import subprocess
 import sys
 import tempfile
 import time
+
+import _results
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -126,27 +127,10 @@ def child_jax(kind, n):
 
 
 def run_child(who, kind, n, timeout):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [ROOT, HERE, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    # the phases are timed in the child itself: its compile worker stays off
     with tempfile.TemporaryDirectory(prefix="fc-compile-scaling-") as cache_dir:
-        env["FUNCTORCH_CORE_CACHE_DIR"] = cache_dir
-        env.setdefault("OPENBLAS_NUM_THREADS", "1")
-        try:
-            proc = subprocess.run([sys.executable, __file__, "--child", who, kind, str(n)],
-                                  env=env, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return None
-    if proc.returncode:
-        raise RuntimeError(f"{who} {kind} {n} failed:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-def _have_jax():
-    try:
-        import jax  # noqa: F401
-    except ImportError:
-        return False
-    return True
+        return _results.json_child(__file__, [who, kind, n], cache_dir, timeout,
+                                   OPENBLAS_NUM_THREADS="1", FUNCTORCH_CORE_COMPILE_WORKER="0")
 
 
 def _arg(flag, default):
@@ -157,7 +141,7 @@ def main():
     kinds = _arg("--kinds", "loop,tanh,concat").split(",")
     biggest = int(_arg("--max", "30000"))
     timeout = float(_arg("--timeout", "900"))
-    jax_too = _have_jax() and "--no-jax" not in sys.argv
+    jax_too = _results.installed("jax") and "--no-jax" not in sys.argv
     short = {"LLVM codegen+load": "codegen", "LLVM optimize": "optimize",
              "LLVM parse": "parse", "functionalize": "functnlz"}
     for kind in kinds:

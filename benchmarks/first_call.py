@@ -24,11 +24,11 @@ Medians over repeats. The phases split that step (nested: "LLVM optimize" is par
 import json
 import os
 import resource
-import subprocess
 import sys
 import tempfile
 import time
 
+import _results
 import numpy as np
 from _timing import result
 
@@ -120,28 +120,12 @@ def _first_and_steady(call):
 
 
 def run_child(kind, cache_dir):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [ROOT, HERE, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
-    env["FUNCTORCH_CORE_CACHE_DIR"] = cache_dir
-    env.setdefault("OPENBLAS_NUM_THREADS", "2")
-    proc = subprocess.run([sys.executable, __file__, "--child", kind], env=env,
-                          capture_output=True, text=True, timeout=600)
-    if proc.returncode:
-        raise RuntimeError(f"{kind} child failed:\n{proc.stderr}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-def _have_jax():
-    try:
-        import jax  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    return _results.json_child(__file__, [kind], cache_dir, 600, OPENBLAS_NUM_THREADS="2")
 
 
 def main():
     rows = {"functorch_core, empty disk cache": [], "functorch_core, warm disk cache": []}
-    if _have_jax():
+    if _results.installed("jax"):
         rows["JAX, first process"] = []
     for _ in range(REPEATS):
         with tempfile.TemporaryDirectory(prefix="fc-first-call-") as cache_dir:

@@ -84,7 +84,8 @@ def table(records):
 def main():
     scripts = sorted(f for f in os.listdir(HERE)
                      if f.endswith(".py") and not f.startswith("_")
-                     and f not in ("run_all.py", "compare_trees.py", "stress_threads.py"))
+                     and f not in ("run_all.py", "compare_trees.py", "stress_threads.py",
+                                   "signatures_rss.py"))
     env = dict(os.environ)
     root = os.path.dirname(HERE)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)

@@ -28,12 +28,13 @@ import sys
 import threading
 import weakref
 
+import llvmlite
 import numpy as np
 from functorch_core.ir import specs
 from llvmlite import binding as llvm
 
 from .. import profiling
-from . import cache, objcheck
+from . import cache, compile_worker, objcheck
 
 # the specs' libm functions, and the helpers' (complex sign: hypot)
 _LIBM_NAMES = (*specs.libm_names(), "fmod", "hypot")
@@ -56,6 +57,7 @@ MODULES_PER_ENGINE = 16   # a fresh engine (and target machine) costs ~3 ms to s
 loaded: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # digest -> NativeModule
 _pending: dict = {}     # module name -> cached object code MCJIT should load instead
 _dead: list = []        # engines of collected modules, disposed under lock at the next use
+_LLVMLITE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(llvmlite.__file__)))
 
 
 def target_machine():
@@ -229,8 +231,19 @@ def add_module(text, digest, names, pipeline):
     if obj is not None and not objcheck.loadable(obj, tm.triple, names, _resolves):
         cache.discard(digest)       # checksum right, object wrong: LLVM would abort on it
         obj = None
-    with profiling.span("llvm: disk cache hit" if obj is not None else "llvm: optimize+compile",
-                        "compile"):
+    hit = obj is not None
+    if not hit and pipeline is not None and compile_worker.wanted(text):
+        cpu, features = _state["cpu"]
+        with profiling.span("llvm: optimize+compile in the compile worker", "compile"):
+            obj = compile_worker.compile_object(text, cpu, features, _CODEGEN_OPT,
+                                                PIPELINES[pipeline], _LLVMLITE_DIR)
+        if obj is not None and not objcheck.loadable(obj, tm.triple, names, _resolves):
+            obj = None      # never seen; compiled here instead
+        if obj is not None:
+            cache.stats["compiled"] += 1
+            cache.store(digest, obj)
+    with profiling.span("llvm: disk cache hit" if hit else "llvm: load" if obj is not None
+                        else "llvm: optimize+compile", "compile"):
         if obj is not None:
             _pending[llmod.name] = obj
         elif pipeline is not None:
