@@ -8,6 +8,7 @@ these files instead of restating their figures. ``BENCHMARK_RESULTS_DIR`` writes
 
 import datetime
 import importlib
+import importlib.util
 import json
 import os
 import platform
@@ -41,12 +42,8 @@ def require(module, script):
 
 
 def installed(module) -> bool:
-    """Whether ``module`` can be imported (JAX or torch, for their optional columns)."""
-    try:
-        importlib.import_module(module)
-    except ImportError:
-        return False
-    return True
+    """Whether ``module`` is installed (JAX or torch, for their optional columns)."""
+    return importlib.util.find_spec(module) is not None
 
 
 def json_child(script, args, cache_dir, timeout, **env):

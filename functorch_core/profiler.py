@@ -190,8 +190,9 @@ class profile:
 
     Events: each ``jit`` call (``jit(f)``); on a new signature its trace, functionalize
     and simplify passes and the backend compile (for the cpu backend: ``partition``,
-    ``llvm`` and, per LLVM module, ``llvm: optimize+compile`` or ``llvm: disk cache
-    hit``; a module this process already holds records nothing); each run of an
+    ``llvm`` and, per LLVM module, ``llvm: optimize+compile``, ``llvm: disk cache
+    hit``, or ``llvm: compile worker`` then ``llvm: load``; a module this process already
+    holds records nothing); each run of an
     executable (``run(cpu)``, ``run(cuda)``, ``run(interpreter)``) and inside it each
     step of a cpu executable (``kernel[mul+add+tanh]`` named by its fused primitives,
     ``dot_general (blas)``, ``conv_general_dilated (blas)`` or ``(native)``, ``sort``,

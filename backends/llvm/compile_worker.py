@@ -33,7 +33,7 @@ import sys
 
 _REQUEST, _ANSWER = struct.Struct("<II"), struct.Struct("<BI")
 IN_PROCESS = 64          # modules this process optimizes itself before ``auto`` uses a child
-BIG_MODULE = 1 << 18     # characters of IR from which ``auto`` always uses a child
+BIG_MODULE = 1 << 16     # characters of IR (~1 s of O3) from which ``auto`` uses a child
 RECYCLE = 256            # modules a child compiles before it is replaced (~18 MB of leak)
 log = logging.getLogger("functorch_core.compile")
 

@@ -234,7 +234,7 @@ def add_module(text, digest, names, pipeline):
     hit = obj is not None
     if not hit and pipeline is not None and compile_worker.wanted(text):
         cpu, features = _state["cpu"]
-        with profiling.span("llvm: optimize+compile in the compile worker", "compile"):
+        with profiling.span("llvm: compile worker", "compile"):
             obj = compile_worker.compile_object(text, cpu, features, _CODEGEN_OPT,
                                                 PIPELINES[pipeline], _LLVMLITE_DIR)
         if obj is not None and not objcheck.loadable(obj, tm.triple, names, _resolves):

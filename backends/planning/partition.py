@@ -296,23 +296,6 @@ class Partitioner:
             return self._buffer_view(slot, atom.aval.shape, atom.aval.dtype)
         return self._buffer_view(src[1], src[2], atom.aval.dtype)
 
-    def sort(self, eqn):
-        """A native sort step over materialized operands, with an int64 scratch slot (four
-        rows of the sorted length per part of the rows) that lives in the arena."""
-        shape, dim = eqn.inputs[0].aval.shape, eqn.params["dimension"]
-        inputs = [self.view_of_array(self.array(a), a).slot for a in eqn.inputs]
-        n = shape[dim]
-        rows = math.prod(shape) // n if n else 0
-        parts = SORT_PARTS if math.prod(shape) >= SORT_PARALLEL_POINTS else 1
-        per = max(-(-rows // parts), 1)
-        scratch = self.new_slot((max(-(-rows // per), 1), 4 * n), np.int64)
-        outputs = []
-        for v in eqn.outputs:
-            outputs.append(self.new_slot(shape, v.aval.dtype))
-            self.loc[id(v)] = self._buffer_view(outputs[-1], shape, v.aval.dtype)
-        self.steps.append(Sort(tuple(shape), dim, eqn.params["num_keys"], inputs,
-                               [a.aval.dtype for a in eqn.inputs], outputs, scratch, rows, per))
-
     def fallback(self, eqn, reason):
         inputs, outs = self._materialized(eqn)
         self.steps.append(Fallback(eqn, inputs, outs, reason))
@@ -418,11 +401,29 @@ def numpy_gap(eqn) -> str | None:
     return None
 
 
+def sort(p: Partitioner, eqn):
+    """A native sort step over materialized operands, with an int64 scratch slot (four
+    rows of the sorted length per part of the rows) that lives in the arena."""
+    shape, dim = eqn.inputs[0].aval.shape, eqn.params["dimension"]
+    inputs = [p.view_of_array(p.array(a), a).slot for a in eqn.inputs]
+    n = shape[dim]
+    rows = math.prod(shape) // n if n else 0
+    parts = SORT_PARTS if math.prod(shape) >= SORT_PARALLEL_POINTS else 1
+    per = max(-(-rows // parts), 1)
+    scratch = p.new_slot((max(-(-rows // per), 1), 4 * n), np.int64)
+    outputs = []
+    for v in eqn.outputs:
+        outputs.append(p.new_slot(shape, v.aval.dtype))
+        p.loc[id(v)] = p._buffer_view(outputs[-1], shape, v.aval.dtype)
+    p.steps.append(Sort(tuple(shape), dim, eqn.params["num_keys"], inputs,
+                           [a.aval.dtype for a in eqn.inputs], outputs, scratch, rows, per))
+
+
 DISPATCH = {"view": Partitioner.layout, "reduction": reductions.reduction,
             "contraction": products.blas, "creation": Partitioner.elementwise,
             "dynamic": indexing.dynamic_read, "cumulative": reductions.scan,
             "arg_reduction": reductions.arg_reduction, "concatenate": indexing.concatenate,
-            "pad": indexing.pad, "update": indexing.update, "sort": Partitioner.sort,
+            "pad": indexing.pad, "update": indexing.update, "sort": sort,
             "random": Partitioner.random_bits,
             "conv": products.conv, "window": windows.window_reduction,
             "select_gather": windows.select_and_gather,

@@ -35,7 +35,7 @@ import warnings
 
 import numpy as np
 
-from . import distributed, mapstyle
+from . import distributed, loader_state, mapstyle
 from .collation import default_collate
 from .datapipe import IterDataPipe, MapDataPipe, _DataPipeBase
 from .graph import list_datapipes, sharding_pipes, sources
@@ -60,7 +60,6 @@ from .workers import (
 __all__ = ["DataLoader", "DataLoaderWorkerError", "WorkerInfo", "get_worker_info"]
 
 _DEFAULT = object()
-_STATE_VERSION = 1
 
 
 def _copy(pipe):
@@ -485,7 +484,7 @@ class DataLoader:
             pos = self._live.position()
         else:
             pos = self._fresh_state()
-        return {"version": _STATE_VERSION, "seed": self.seed, "rank": self.rank,
+        return {"version": loader_state.VERSION, "seed": self.seed, "rank": self.rank,
                 "world_size": self.world_size, "num_workers": self.num_workers,
                 "batch_size": self.batch_size, "drop_last": self.drop_last,
                 "epoch": pos["epoch"], "delivered": list(pos["delivered"]),
@@ -497,13 +496,13 @@ class DataLoader:
         The loader must be built like the one that saved the state (same
         pipeline, ``num_workers``, ``rank``, ``world_size``, ``batch_size``).
         """
-        _check_fields(state)
+        loader_state.check_fields(state)
         for key in ("rank", "world_size", "num_workers", "batch_size", "drop_last"):
             if state[key] != getattr(self, key):
                 raise ValueError(f"DataLoader.load_state_dict: the state was saved with "
                                  f"{key}={state[key]!r} but this loader has "
                                  f"{key}={getattr(self, key)!r}")
-        _check_progress(state, max(self.num_workers, 1))
+        loader_state.check_progress(state, max(self.num_workers, 1))
         self.seed = state["seed"]
         self._epoch = state["epoch"]
         self._resume = {k: copy.deepcopy(state[k])
@@ -528,48 +527,6 @@ class DataLoader:
     def __del__(self):
         with contextlib.suppress(Exception):
             self.close()
-
-
-_STATE_FIELDS = ("version", "seed", "rank", "world_size", "num_workers", "batch_size",
-                 "drop_last", "epoch", "delivered", "active", "pointer")
-
-
-def _bad(state, field, why):
-    raise ValueError(f"DataLoader.load_state_dict: field {field!r} is {state[field]!r}: {why}")
-
-
-def _check_fields(state):
-    """Refuse a state that is not a ``state_dict`` of this version, naming the field."""
-    if not isinstance(state, dict):
-        raise TypeError(f"DataLoader.load_state_dict: state must be a dict from state_dict(), "
-                        f"got {type(state).__name__}")
-    for field in _STATE_FIELDS:
-        if field not in state:
-            raise ValueError(f"DataLoader.load_state_dict: the state has no field {field!r}")
-    if state["version"] != _STATE_VERSION:
-        _bad(state, "version", f"this loader reads version {_STATE_VERSION}")
-
-
-def _check_progress(state, n):
-    """Refuse corrupt progress fields (``n`` result streams), naming the field."""
-    def bad(field, why):
-        _bad(state, field, why)
-
-    def count(v):
-        return type(v) is int and v >= 0        # bool is not an int here
-    if not count(state["seed"]) or state["seed"] >= 2**62:
-        bad("seed", "it must be an int in [0, 2**62)")
-    if not count(state["epoch"]):
-        bad("epoch", "it must be an int >= 0")
-    d, active, pointer = state["delivered"], state["active"], state["pointer"]
-    if not isinstance(d, list) or len(d) != n or not all(count(v) for v in d):
-        bad("delivered", f"it must be a list of {n} counts >= 0 (one per worker)")
-    if not isinstance(active, list) or not all(type(w) is int for w in active) or \
-            active != sorted(set(active)) or any(not 0 <= w < n for w in active):
-        bad("active", f"it must be an increasing list of distinct workers in [0, {n})")
-    if not count(pointer) or pointer >= max(len(active), 1):
-        bad("pointer", f"it must be an int in [0, {max(len(active), 1)}) (a position in "
-                       "'active')")
 
 
 def _pickle_check(pipe, call):

@@ -150,19 +150,25 @@ def all_reduce(tree, op="sum"):
         return _in_graph("all_reduce", tree, op)
     with _span("all_reduce", leaves, op=op):
         _signature.agree(leaves)
-        arrays, n = leaves.arrays, mpi.world().size
-        dtypes = [_mean_dtype(a.dtype) if op == "mean" else a.dtype for a in arrays]
-        out: list = [None] * len(arrays)
-        for dt, idx in _groups(dtypes).items():
-            red = mpi.all_reduce(_pack(arrays, idx, dt), "sum" if op == "mean" else op,
-                                 leaves.describe(idx))
-            if op == "mean":
-                red = _divide(red, n)
-            _unpack(red, idx, [a.shape for a in arrays], out)
-        if op == "mean":
-            out = [o.astype(a.dtype) if a.dtype == np.float16 else o
-                   for o, a in zip(out, arrays, strict=True)]
+        out = _reduced(leaves, op, mpi.all_reduce, (), [a.shape for a in leaves.arrays])
     return tree_unflatten(leaves.td, out)
+
+
+def _reduced(leaves, op, reduce, lead, shapes):
+    """The leaves reduced by ``reduce(buffer, op, what)`` (MPI's all_reduce or
+    reduce_scatter) one dtype group at a time, packed with the leading axes ``lead``,
+    unpacked into ``shapes``; ``"mean"`` divides a sum by the world size."""
+    arrays, n = leaves.arrays, mpi.world().size
+    dtypes = [_mean_dtype(a.dtype) if op == "mean" else a.dtype for a in arrays]
+    out: list = [None] * len(arrays)
+    for dt, idx in _groups(dtypes).items():
+        red = reduce(_pack(arrays, idx, dt, lead=lead), "sum" if op == "mean" else op,
+                     leaves.describe(idx))
+        _unpack(_divide(red, n) if op == "mean" else red, idx, shapes, out)
+    if op == "mean":
+        out = [o.astype(a.dtype) if a.dtype == np.float16 else o
+               for o, a in zip(out, arrays, strict=True)]
+    return out
 
 
 def broadcast(tree, src: int = 0):
@@ -250,17 +256,8 @@ def reduce_scatter(tree, op="sum"):
             a = arrays[wrong[0]]
             raise ValueError(f"{call}: leaf {leaves.path(wrong[0])} of shape {a.shape} needs "
                              f"a leading axis of the world size {w.size}")
-        dtypes = [_mean_dtype(a.dtype) if op == "mean" else a.dtype for a in arrays]
-        out: list = [None] * len(arrays)
-        for dt, idx in _groups(dtypes).items():
-            red = mpi.reduce_scatter(_pack(arrays, idx, dt, lead=(w.size,)),
-                                     "sum" if op == "mean" else op, leaves.describe(idx))
-            if op == "mean":
-                red = _divide(red, w.size)
-            _unpack(red, idx, [a.shape[1:] for a in arrays], out)
-        if op == "mean":
-            out = [o.astype(a.dtype) if a.dtype == np.float16 else o
-                   for o, a in zip(out, arrays, strict=True)]
+        out = _reduced(leaves, op, mpi.reduce_scatter, (w.size,),
+                       [a.shape[1:] for a in arrays])
     return tree_unflatten(leaves.td, out)
 
 

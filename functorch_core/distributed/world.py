@@ -49,48 +49,28 @@ def is_initialized() -> bool:
     return mpi.is_initialized()
 
 
-def rank() -> int:
-    """This process's rank, ``0 <= rank() < world_size()`` (joins the world if need be).
+def _accessor(name, field, doc, example):
+    def get() -> int:
+        return getattr(mpi.world(), field)
+    get.__name__ = get.__qualname__ = name
+    get.__doc__ = f"""{doc}
 
     Example::
 
-        >>> dist.rank()
-        0
+        >>> dist.{name}()
+        {example}
     """
-    return mpi.world().rank
+    return get
 
 
-def world_size() -> int:
-    """How many processes the job has (joins the world if need be).
-
-    Example::
-
-        >>> dist.world_size()
-        1
-    """
-    return mpi.world().size
-
-
-def local_rank() -> int:
-    """This process's rank among the job's processes on the same machine.
-
-    Example::
-
-        >>> dist.local_rank()
-        0
-    """
-    return mpi.world().local_rank
-
-
-def local_world_size() -> int:
-    """How many of the job's processes run on this machine.
-
-    Example::
-
-        >>> dist.local_world_size()
-        1
-    """
-    return mpi.world().local_size
+rank = _accessor("rank", "rank", "This process's rank, ``0 <= rank() < world_size()`` "
+                 "(joins the world if need be).", 0)
+world_size = _accessor("world_size", "size",
+                       "How many processes the job has (joins the world if need be).", 1)
+local_rank = _accessor("local_rank", "local_rank",
+                       "This process's rank among the job's processes on the same machine.", 0)
+local_world_size = _accessor("local_world_size", "local_size",
+                             "How many of the job's processes run on this machine.", 1)
 
 
 def barrier() -> None:

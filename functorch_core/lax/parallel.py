@@ -75,41 +75,30 @@ def psum(x, axis_name):
     return _reduce("sum", x, axis_name, "psum")
 
 
-def pmax(x, axis_name):
-    """The elementwise maximum of ``x`` over the members of the named axis.
+def _extreme(op, word, example):
+    def reduce(x, axis_name):
+        return _reduce(op, x, axis_name, f"p{op}")
+    reduce.__name__ = reduce.__qualname__ = f"p{op}"
+    reduce.__doc__ = f"""The elementwise {word} of ``x`` over the members of the named axis.
 
     Args:
         x: a real array or pytree of them.
         axis_name (str or tuple of str): the axis (see :func:`psum`).
 
     Returns:
-        The maximum, with ``x``'s structure. Its derivative is the tangent of the member
-        holding the maximum; tied members' tangents are averaged.
+        The {word}, with ``x``'s structure. Its derivative is the tangent of the member
+        holding the {word}; tied members' tangents are averaged.
 
     Example::
 
-        >>> fc.vmap(lambda x: fc.lax.pmax(x, "i"), axis_name="i")(np.array([1.0, 5.0, 2.0]))
-        array([5., 5., 5.])
+        >>> fc.vmap(lambda x: fc.lax.p{op}(x, "i"), axis_name="i")(np.array([1.0, 5.0, 2.0]))
+        array([{example}, {example}, {example}])
     """
-    return _reduce("max", x, axis_name, "pmax")
+    return reduce
 
 
-def pmin(x, axis_name):
-    """The elementwise minimum of ``x`` over the members of the named axis.
-
-    Args:
-        x: a real array or pytree of them.
-        axis_name (str or tuple of str): the axis (see :func:`psum`).
-
-    Returns:
-        The minimum, with ``x``'s structure (derivative as :func:`pmax`'s).
-
-    Example::
-
-        >>> fc.vmap(lambda x: fc.lax.pmin(x, "i"), axis_name="i")(np.array([1.0, 5.0, 2.0]))
-        array([1., 1., 1.])
-    """
-    return _reduce("min", x, axis_name, "pmin")
+pmax = _extreme("max", "maximum", "5.")
+pmin = _extreme("min", "minimum", "1.")
 
 
 def pmean(x, axis_name):
