@@ -150,6 +150,7 @@ def main():
         head = " ".join(f"{short.get(p, p):>9}" for p in PHASES)
         print(f"  {'n':>6} {'eqns':>6} {head} {'first':>8} {'us/eqn':>8} {'RSS MB':>7}"
               + (f" {'JAX':>8} {'JAX us/eqn':>10} {'JAX MB':>7}" if jax_too else ""))
+        jax_here = jax_too
         for n in sizes:
             r = run_child("fc", kind, n, timeout)
             if r is None:
@@ -158,10 +159,13 @@ def main():
             cells = " ".join(f"{r['phases'].get(p, 0.0):9.3f}" for p in PHASES)
             line = (f"  {n:>6} {r['eqns']:>6} {cells} {r['first']:8.2f} "
                     f"{1e6 * r['first'] / r['eqns']:8.0f} {r['rss_mb']:7.0f}")
-            if jax_too:
+            if jax_here:
                 j = run_child("jax", kind, n, timeout)
                 line += (f" {j['first']:8.2f} {1e6 * j['first'] / j['eqns']:10.0f} "
-                         f"{j['rss_mb']:7.0f}" if j else "  (JAX: timed out)")
+                         f"{j['rss_mb']:7.0f}" if j else f"  (JAX: over {timeout:.0f} s)")
+                jax_here = j is not None    # bigger ones would time out too
+            elif jax_too:
+                line += "  (JAX: not run, a smaller n timed out)"
             print(line, flush=True)
 
 
