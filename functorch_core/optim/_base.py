@@ -110,9 +110,11 @@ def cast(x, ref):
 
 
 def scalar(x, ref):
-    """A step-dependent scalar in ``ref``'s dtype (Python numbers are weak and stay as they are),
-    so float32 parameters are updated in float32 as ``torch.optim`` does."""
-    return x if isinstance(x, (int, float)) else cast(x, ref)
+    """A step-dependent scalar in ``ref``'s dtype (Python numbers, and traced ones, are weak and
+    stay as they are), so float32 parameters are updated in float32 as ``torch.optim`` does."""
+    weak = (isinstance(x, (int, float)) and not isinstance(x, np.generic)) or getattr(
+        getattr(x, "aval", None), "weak_type", False)
+    return x if weak else cast(x, ref)
 
 
 def make_optimizer(name, hyperparams, slots, slot_init, leaf_update):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..nn.module import Module
+from . import _compiled
 from ._optimizers import adagrad, adam, adamw, rmsprop, sgd
 
 # param_group keys of torch.optim that select an implementation, not the update
@@ -204,10 +205,16 @@ class _Stateful:
         """
         grads = self._keyed_grads(grads)
         results = []
-        for i, (names, _, _, state) in enumerate(self._groups):
+        for i, (names, *_, state) in enumerate(self._groups):
             mine = {n: self.params[n] for n in names}
-            results.append(self._optimizer(i).update({n: grads[n] for n in names}, state,
-                                                      mine))
+            theirs = {n: grads[n] for n in names}
+            opt = self._optimizer(i)
+            hp = self._groups[i][2]
+            update = _compiled.compiled_update(type(self)._factory, hp)
+            if update is not None and _compiled.arrays_only(theirs, mine):
+                results.append(_compiled.run(update, theirs, state, mine, hp["lr"]))
+            else:
+                results.append(opt.update(theirs, state, mine))
         for (names, *_), (new_params, _) in zip(self._groups, results, strict=True):
             for n in names:
                 np.copyto(self.params[n], new_params[n])
