@@ -28,8 +28,9 @@ init twice (``dlopen`` counts references; the same addresses are stored). Return
 integer index was out of bounds (NumPy's IndexError: the outputs hold clamped reads, not
 a result; ``bounds.py``).
 
-Steps that are not native code in this backend (interpreter fallbacks, control flow run
-from Python, convolutions, products whose operands need a copy, LAPACK calls) and kernels
+Convolutions are native code (``aot_conv.py``: packed columns and one ?gemm per image and
+group). Steps that are not native code in this backend (interpreter fallbacks, control flow
+run from Python, products whose operands need a copy, LAPACK calls) and kernels
 calling SciPy's special functions (``scipy_calls.py``: pointers only a process that
 imported SciPy has) make compilation raise :class:`NotNativeError` naming the primitive;
 so do collectives (``all_reduce``...: the MPI library and world of the process).
@@ -49,7 +50,7 @@ from llvmlite import ir
 
 from ..planning import buffers
 from ..planning.plan import Blas, Conv, Fallback, Kernel, Lapack, Loop, Sort
-from . import bounds, cnames, codegen, engine, scipy_calls, sort
+from . import aot_conv, bounds, cnames, codegen, engine, scipy_calls, sort
 from .blas import GemmCall, _numpy_openblas, blas_int_bits, emit_gemm, gemm_layout
 from .lowering import partition
 
@@ -89,9 +90,12 @@ def _check_native(plan):
             raise NotNativeError(f"compile_library: {step.eqn.prim.name} is control flow run "
                                  "from Python in this backend; a shared library cannot hold it")
         if isinstance(step, Conv):
-            raise NotNativeError("compile_library: conv_general_dilated runs as "
-                                 "Python-driven gemm blocks in this backend; a shared library "
-                                 "cannot hold it")
+            why = aot_conv.refusal(plan.slots[step.out][1], step.params)
+            if why is not None:
+                raise NotNativeError(f"compile_library: {why}")
+            if blas_int_bits() != 64:
+                raise NotNativeError("compile_library: conv_general_dilated needs NumPy's "
+                                     "bundled ILP64 OpenBLAS, which this NumPy lacks")
         if isinstance(step, Blas):
             if step.lhs[0] != "slot" or step.rhs[0] != "slot" or gemm_layout(
                     step.lhs[2], step.rhs[2], step.dimension_numbers) is None:
@@ -180,7 +184,8 @@ def build_module(graph, name: str):
             kernels[id(step)] = (module.globals[kname], slots, hi)
 
     # BLAS: one function pointer per ?gemm, filled by NAME_init
-    gemm_dtypes = sorted({plan.slots[s.out][1].char for s in plan.steps if isinstance(s, Blas)})
+    gemm_dtypes = sorted({plan.slots[s.out][1].char for s in plan.steps
+                          if isinstance(s, Blas | Conv)})
     pointers, wrappers = {}, {}
     for ch in gemm_dtypes:
         p = pointers[ch] = ir.GlobalVariable(module, PTR, f"{name}__blas_{_GEMM[ch]}")
@@ -226,8 +231,18 @@ def build_module(graph, name: str):
             rc = b.call(init, [ir.Constant(PTR, None)])
             with b.if_then(b.icmp_signed("!=", rc, ir.Constant(I32, 0))):
                 b.ret(rc)
-    malloc = ir.Function(module, ir.FunctionType(PTR, [I64]), "malloc")
-    free = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR]), "free")
+    convs = {}
+    for i, step in enumerate(plan.steps):
+        if isinstance(step, Conv):
+            geo = aot_conv.Geometry(_ref_shape(step.lhs), _ref_shape(step.rhs),
+                                    plan.slots[step.out][0], plan.slots[step.out][1],
+                                    step.params)
+            convs[id(step)] = aot_conv.emit_conv(
+                module, f"{name}__conv_{i}", geo, wrappers[plan.slots[step.out][1].char])
+    malloc = module.globals.get("malloc") or ir.Function(
+        module, ir.FunctionType(PTR, [I64]), "malloc")
+    free = module.globals.get("free") or ir.Function(
+        module, ir.FunctionType(ir.VoidType(), [PTR]), "free")
     memcpy = ir.Function(module, ir.FunctionType(PTR, [PTR, PTR, I64]), "memcpy")
     raw = None
     if arena_bytes:
@@ -269,6 +284,14 @@ def build_module(graph, name: str):
         if isinstance(step, Kernel | Sort):
             kfn, slots, hi = kernels[id(step)]
             b.call(kfn, [ptrs[s] for s in slots] + [ir.Constant(I64, 0), ir.Constant(I64, hi)])
+        elif isinstance(step, Conv):
+            lhs, rhs = (_operand(module, f"{name}__conv_{j}_{id(step)}", ref, ptrs)
+                        for j, ref in enumerate((step.lhs, step.rhs)))
+            rc = b.call(convs[id(step)], [lhs, rhs, ptrs[step.out]])
+            with b.if_then(b.icmp_signed("!=", rc, ir.Constant(I32, 0)), likely=False):
+                if raw is not None:
+                    b.call(free, [raw])
+                b.ret(rc)
         else:       # Blas
             lay = gemm_layout(step.lhs[2], step.rhs[2], step.dimension_numbers)
             ch = plan.slots[step.out][1].char
@@ -291,6 +314,17 @@ def build_module(graph, name: str):
     _signature_tables(module, name, "output", out_avals)
     return str(module), {"inputs": in_avals, "outputs": out_avals, "blas": blas,
                          "arena_bytes": arena_bytes}
+
+
+def _ref_shape(ref):
+    return np.shape(ref[1]) if ref[0] == "lit" else tuple(ref[2])
+
+
+def _operand(module, gname, ref, ptrs):
+    """A plan reference's data pointer: its slot's, or a constant global for a literal."""
+    if ref[0] == "lit":
+        return _const_bytes(module, gname, np.asarray(ref[1]))
+    return ptrs[ref[1]]
 
 
 def _const_bytes(module, gname, value: np.ndarray):

@@ -158,12 +158,79 @@ def test_steps_that_are_not_native_are_refused(tmp_path):
                      np.ones(3))
     with pytest.raises(NotNativeError, match="while"):
         loop.compile_library(tmp_path / "l.so", "l")
-    conv = fc.export(lambda x: fc.nn.functional.conv2d(x, np.ones((2, 1, 3, 3))),
-                     np.ones((1, 1, 5, 5)))
-    with pytest.raises(NotNativeError, match="conv_general_dilated"):
-        conv.compile_library(tmp_path / "c.so", "c")
+    kgrad = fc.export(lambda x, w: fc.lax.conv_general_dilated(
+        x, w, (1,), [(0, 0)], batch_group_count=2), np.ones((2, 2, 5)), np.ones((2, 2, 3)))
+    with pytest.raises(NotNativeError, match="batch_group_count"):
+        kgrad.compile_library(tmp_path / "c.so", "c")
     dyn = fc.export(lambda x: x + 1, np.ones(3), dynamic={0: {0: "n"}})
     with pytest.raises(ValueError, match="dynamic"):
         dyn.compile_library(tmp_path / "d.so", "d")
     with pytest.raises(ValueError, match="C identifier"):
         fc.export(np.sin, np.ones(3)).compile_library(tmp_path / "s.so", "not-a-name")
+
+
+def _call_here(so, name, inputs, n_out_like):
+    """Call the library in this process through ctypes; the outputs shaped like
+    ``n_out_like``'s arrays."""
+    import ctypes
+    lib = ctypes.CDLL(str(so))
+    outs = [np.empty_like(a) for a in n_out_like]
+    iv = (ctypes.c_void_p * len(inputs))(*[a.ctypes.data for a in inputs])
+    ov = (ctypes.c_void_p * len(outs))(*[a.ctypes.data for a in outs])
+    return getattr(lib, name)(iv, ov), outs
+
+
+# (input shape, kernel shape, conv_general_dilated's keyword arguments)
+CONVS = {
+    "nchw-strided-padded-dilated-grouped": (
+        (2, 4, 9, 8), (6, 2, 3, 2), dict(window_strides=(2, 1), padding=[(1, 2), (0, 1)],
+                                         rhs_dilation=(2, 1), feature_group_count=2)),
+    "nhwc-hwio-scattered": (
+        (2, 7, 6, 3), (3, 3, 3, 5), dict(window_strides=(1, 2), padding="SAME",
+                                         dimension_numbers=("NHWC", "HWIO", "NHWC"))),
+    "1d-transposed-negative-padding": (
+        (3, 2, 11), (4, 2, 3), dict(window_strides=(1,), padding=[(-1, 2)],
+                                    lhs_dilation=(2,))),
+    "3d": ((1, 2, 4, 5, 3), (2, 2, 2, 3, 2), dict(window_strides=(1, 2, 1),
+                                                  padding="VALID")),
+    "depthwise": ((2, 3, 6, 6), (3, 1, 3, 3), dict(window_strides=(1, 1), padding="SAME",
+                                                   feature_group_count=3)),
+}
+
+
+@needs_openblas
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", list(CONVS))
+def test_convolutions_run_natively_in_the_library(case, dtype, tmp_path):
+    xs, ws, kw = CONVS[case]
+    x = RNG.standard_normal(xs).astype(dtype)
+    w = RNG.standard_normal(ws).astype(dtype)
+    kw = dict(kw)
+    strides, padding = kw.pop("window_strides"), kw.pop("padding")
+
+    def f(x, w):
+        return fc.lax.conv_general_dilated(x, w, strides, padding, **kw)
+    exp = fc.export(f, x, w)
+    exp.compile_library(tmp_path / "libconv.so", "conv")
+    want = fc.jit(f)(x, w)
+    rc, (got,) = _call_here(tmp_path / "libconv.so", "conv", [x, w], [want])
+    assert rc == 0
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+@needs_openblas
+def test_a_frozen_cnn_ships_as_a_library(tmp_path):
+    """Conv2d-BatchNorm2d-ReLU-MaxPool2d-Linear, frozen (BatchNorm folded into the conv),
+    called from a fresh process that imports neither functorch_core nor llvmlite."""
+    nn = fc.nn
+    fc.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+                          nn.MaxPool2d(2), nn.Conv2d(8, 4, 2, stride=2), nn.Flatten(),
+                          nn.Linear(4 * 2 * 2, 10)).eval()
+    x = RNG.random((5, 1, 8, 8)).astype(np.float32)
+    exp = fc.export(fc.freeze(model), x)
+    exp.compile_library(tmp_path / "libcnn.so", "cnn")
+    report, (got,) = _call_ctypes_elsewhere(tmp_path / "libcnn.so", "cnn", [x], tmp_path)
+    assert report["rc"] == 0
+    np.testing.assert_allclose(got, model(x), rtol=1e-5, atol=1e-6)
