@@ -3,10 +3,12 @@ figures they print."""
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 
 import paths
+import pytest
 
 ROOT = paths.ROOT
 
@@ -101,3 +103,17 @@ def test_per_sample_grads_function_and_module_forms_match_loops():
                               r"([0-9.e+-]+)")
     assert max(fn_diff, mod_diff) < 1e-5, out
     assert "'0.weight': (64, 32, 64)" in out, out
+
+
+@pytest.mark.skipif(shutil.which("cc") is None or shutil.which("make") is None,
+                    reason="needs cc and make")
+def test_deploy_c_classifies_from_c_as_python_does(tmp_path):
+    """examples/deploy_c: the digits CNN compiled to a .so and called from a C program."""
+    proc = subprocess.run(["make", "-s", "-C", os.path.join(ROOT, "examples", "deploy_c"),
+                           "run", f"PYTHON={sys.executable}", f"BUILD={tmp_path}"],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": ROOT})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (py,) = figure(proc.stdout, r"Python: test accuracy ([0-9.]+)")
+    (c,) = figure(proc.stdout, r"C: test accuracy ([0-9.]+)")
+    assert c == py and c > 0.9, proc.stdout
