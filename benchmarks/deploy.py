@@ -249,6 +249,10 @@ def load_times(d, path, so, jax_blob, traced, x):
         first, {"FUNCTORCH_CORE_CACHE_DIR": ""})
     rows["export: import backend + load + first call"] = _fresh(
         first.replace("import functorch_core.backends.llvm.runtime  #", "#"))
+    plain = os.path.join(d, "compiled_on_load.fcx")     # without its native code
+    fc.load_exported(path).save(plain, native=False)
+    rows["export saved with native=False: load + first call (no disk cache)"] = _fresh(
+        first.replace(repr(path), repr(plain)), {"FUNCTORCH_CORE_CACHE_DIR": ""})
     if so:
         rows[".so: dlopen + first call (ctypes)"] = _fresh(textwrap.dedent(f"""
             import ctypes, time, numpy as np

@@ -44,33 +44,43 @@ def make_train_step(model, opt):
     return train_step
 
 
+def train(model, x, y, epochs, batch=64, lr=1e-2, report=None):
+    """Train ``model`` with Adam (``lr``) on ``epochs`` passes of seeded shuffled batches and
+    load the result into it; ``report(epoch, mean loss)`` after each epoch. Returns the
+    steps per epoch (examples/deploy.py and examples/deploy_c/build.py train with it)."""
+    params = {k: np.array(v) for k, v in model.named_parameters()}
+    buffers = {k: np.array(v) for k, v in model.named_buffers()}
+    opt = optim.adam(lr=lr)
+    opt_state = opt.init(params)
+    train_step = make_train_step(model, opt)
+    model.train()
+    rng = np.random.default_rng(0)
+    n = len(x) // batch * batch
+    for epoch in range(epochs):
+        order = rng.permutation(len(x))[:n].reshape(-1, batch)
+        losses = []
+        for idx in order:
+            params, buffers, opt_state, loss = train_step(params, buffers, opt_state,
+                                                          x[idx], y[idx])
+            losses.append(loss)
+        if report is not None:
+            report(epoch, float(np.mean(losses)))
+    model.load_state_dict({**params, **buffers})
+    return len(order)
+
+
 def main(epochs=8, batch=64):
     x_train, y_train, x_test, y_test = load_digits()
     x_train, x_test = x_train.reshape(-1, 1, 8, 8), x_test.reshape(-1, 1, 8, 8)
     fc.manual_seed(0)
     model = make_model()
-    params = {k: np.array(v) for k, v in model.named_parameters()}
-    buffers = {k: np.array(v) for k, v in model.named_buffers()}
-    opt = optim.adam(lr=1e-2)
-    opt_state = opt.init(params)
-    train_step = make_train_step(model, opt)
-
-    model.train()
-    rng = np.random.default_rng(0)
-    n = len(x_train) // batch * batch
     t0 = time.perf_counter()
-    for epoch in range(epochs):
-        order = rng.permutation(len(x_train))[:n].reshape(-1, batch)
-        losses = []
-        for idx in order:
-            params, buffers, opt_state, loss = train_step(params, buffers, opt_state,
-                                                          x_train[idx], y_train[idx])
-            losses.append(float(loss))
-        print(f"epoch {epoch}: mean loss {np.mean(losses):.4f}")
-    print(f"trained {epochs} epochs of {len(order)} steps in {time.perf_counter() - t0:.2f} s")
-    assert buffers["1.num_batches_tracked"] == epochs * len(order), buffers["1.num_batches_tracked"]
+    steps = train(model, x_train, y_train, epochs, batch,
+                  report=lambda e, loss: print(f"epoch {e}: mean loss {loss:.4f}"))
+    print(f"trained {epochs} epochs of {steps} steps in {time.perf_counter() - t0:.2f} s")
+    tracked = model.state_dict()["1.num_batches_tracked"]
+    assert tracked == epochs * steps, tracked
 
-    model.load_state_dict({**params, **buffers})
     model.eval()
     predict = fc.jit(lambda m, x: np.argmax(m(x), axis=1))
     pred = predict(model, x_test)

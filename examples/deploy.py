@@ -13,33 +13,20 @@ import sys
 import tempfile
 import textwrap
 
+import cnn_digits
 import numpy as np
 from _digits import load_digits
-from cnn_digits import make_train_step
 
 import functorch_core as fc
-from functorch_core import nn, optim
+from functorch_core import nn
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def train(x_train, y_train, epochs=6, batch=64):
+def train(x_train, y_train, epochs=6):
     fc.manual_seed(0)
     model = nn.Sequential(nn.Linear(64, 64), nn.BatchNorm1d(64), nn.ReLU(), nn.Linear(64, 10))
-    params = {k: np.array(v) for k, v in model.named_parameters()}
-    buffers = {k: np.array(v) for k, v in model.named_buffers()}
-    opt = optim.adam(lr=1e-2)
-    opt_state = opt.init(params)
-    step = make_train_step(model, opt)
-
-    model.train()
-    rng = np.random.default_rng(0)
-    n = len(x_train) // batch * batch
-    for _ in range(epochs):
-        for idx in rng.permutation(len(x_train))[:n].reshape(-1, batch):
-            params, buffers, opt_state, _ = step(params, buffers, opt_state,
-                                                 x_train[idx], y_train[idx])
-    model.load_state_dict({**params, **buffers})
+    cnn_digits.train(model, x_train, y_train, epochs)
     return model.eval()
 
 

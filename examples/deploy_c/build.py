@@ -15,35 +15,19 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 from _digits import load_digits  # noqa: E402
-from cnn_digits import make_model, make_train_step  # noqa: E402
+from cnn_digits import make_model, train  # noqa: E402
 
 import functorch_core as fc  # noqa: E402
-from functorch_core import optim  # noqa: E402
-
-
-def train(x, y, epochs=4, batch=64):
-    fc.manual_seed(0)
-    model = make_model()
-    params = {k: np.array(v) for k, v in model.named_parameters()}
-    buffers = {k: np.array(v) for k, v in model.named_buffers()}
-    opt = optim.adam(lr=1e-2)
-    opt_state = opt.init(params)
-    step = make_train_step(model, opt)
-    model.train()
-    rng = np.random.default_rng(0)
-    n = len(x) // batch * batch
-    for _ in range(epochs):
-        for idx in rng.permutation(len(x))[:n].reshape(-1, batch):
-            params, buffers, opt_state, _ = step(params, buffers, opt_state, x[idx], y[idx])
-    model.load_state_dict({**params, **buffers})
-    return model.eval()
 
 
 def main(out):
     os.makedirs(out, exist_ok=True)
     x_train, y_train, x_test, y_test = load_digits()
     x_train, x_test = x_train.reshape(-1, 1, 8, 8), x_test.reshape(-1, 1, 8, 8)
-    model = train(x_train, y_train)
+    fc.manual_seed(0)
+    model = make_model()
+    train(model, x_train, y_train, epochs=4)
+    model.eval()
     exported = fc.export(fc.freeze(model), x_test)
     exported.compile_library(os.path.join(out, "libdigits.so"), "digits",
                              header=os.path.join(out, "digits.h"))

@@ -3,6 +3,8 @@ without the user's code."""
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
 from functorch_core.backends import registry
@@ -22,6 +24,7 @@ from .._internal.tracing import (
 )
 from ..transforms.functionalize import functionalize_graph, has_mutation
 from . import dynamic as dyn
+from . import native as stored
 from . import trees
 
 KIND = "functorch_core.export"
@@ -197,6 +200,7 @@ class Exported:
         self.dynamic = {self.in_names[i]: dict(ds) for i, ds in self._dims.items()}
         self.backend = backend
         registry.get(backend)       # an unknown backend fails now
+        self._native = None         # native.Library: the stored code that calls run on
         self._trees_ok = {self.in_tree}
         self._runs: dict = {}
         self._fast: dict = {}       # (shape, dtype) per array argument -> run
@@ -221,7 +225,14 @@ class Exported:
             graph = check_graph(passes.lower_custom(passes.simplify(graph)))
         return graph
 
+    @property
+    def native(self) -> bool:
+        """Whether calls run the native code stored in the file (see :meth:`save`)."""
+        return self._native is not None
+
     def _run(self, sizes: tuple):
+        if self._native is not None and not sizes:
+            return self._native
         run = self._runs.get(sizes)
         if run is None:
             graph = self.graph if sizes == tuple(sorted(self._example_sizes().items())) \
@@ -320,10 +331,40 @@ class Exported:
         return aot.compile_library(self.graph, path, name, header,
                                    doc=f"Exported from {self.name}.")
 
-    def save(self, path) -> None:
+    def save(self, path, *, native: bool = True) -> None:
         """Write the export to the file ``path`` (``ir.serialize``'s format: JSON graph,
-        raw constants, SHA-256 checksum, format version)."""
-        data = serialize.pack(self._header, [np.frombuffer(r, np.uint8) for r in self._raw])
+        raw constants, SHA-256 checksum, format version).
+
+        Args:
+            path: the file to write.
+            native (bool, default ``True``): also store the export compiled for this CPU
+                (:meth:`compile_library`'s shared library, with the CPU flags it needs), so
+                that :func:`load_exported` on a machine with those flags calls it without
+                compiling anything: the first call of a loaded file costs a ``dlopen``. It
+                is left out, silently, where a library cannot hold the export (dynamic
+                dimensions, a step that is not native code) or there is no ``cc``; saving
+                then takes the compile time of the library (about a second for a CNN).
+
+        Example::
+
+            >>> exp.save("model.fcx")
+            >>> fc.load_exported("model.fcx").native      # on this machine
+            True
+        """
+        header, raw = {k: v for k, v in self._header.items() if k != "native"}, list(self._raw)
+        if native:
+            # the entry's name is the graph's digest: libraries of two exports never share
+            # a symbol
+            digest = hashlib.sha256(self.graph_text.encode())
+            for r in self._raw:
+                digest.update(r)
+            entry = "fcx_" + digest.hexdigest()[:24]
+            lib = stored.build(self, entry)
+            if lib is not None:
+                header["native"] = {"array": len(raw), "name": entry,
+                                    "machine": stored.machine()}
+                raw.append(lib)
+        data = serialize.pack(header, [np.frombuffer(r, np.uint8) for r in raw])
         with open(path, "wb") as f:
             f.write(data)
 
@@ -334,6 +375,11 @@ class Exported:
 
 def load_exported(path, *, backend=None) -> Exported:
     """Load an export saved by :meth:`Exported.save`; imports none of the user's code.
+
+    When the file carries native code for this CPU (see :meth:`Exported.save`) and calls
+    run on the cpu backend, they run it: nothing is compiled and LLVM is not loaded
+    (``.native`` says so); on a machine without the building CPU's flags it warns once
+    and compiles.
 
     Args:
         path: the file.
@@ -359,6 +405,9 @@ def load_exported(path, *, backend=None) -> Exported:
                                     f"{header.get('export_version')}; this functorch_core "
                                     f"loads version {EXPORT_VERSION}")
     try:
-        return Exported(header, raw, backend)
+        exp = Exported(header, raw, backend)
+        if (backend or registry.default_backend()) == "cpu":
+            exp._native = stored.load(header, raw, exp.out_avals, f"exported {exp.name}")
     except (KeyError, TypeError, IndexError, RecursionError) as err:
         raise serialize.FormatError(f"{path}: the export is malformed: {err!r}") from err
+    return exp
