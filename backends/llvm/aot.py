@@ -29,8 +29,9 @@ integer index was out of bounds (NumPy's IndexError: the outputs hold clamped re
 a result; ``bounds.py``).
 
 Convolutions are native code (``aot_conv.py``: packed columns and one ?gemm per image and
-group). Steps that are not native code in this backend (interpreter fallbacks, control flow
-run from Python, products whose operands need a copy, LAPACK calls) and kernels
+group), and so is control flow (``aot_loops.py``: each body an internal function, called
+from native loops). Steps that are not native code in this backend (interpreter fallbacks,
+products whose operands need a copy, LAPACK calls, fft) and kernels
 calling SciPy's special functions (``scipy_calls.py``: pointers only a process that
 imported SciPy has) make compilation raise :class:`NotNativeError` naming the primitive;
 so do collectives (``all_reduce``...: the MPI library and world of the process).
@@ -50,7 +51,7 @@ from llvmlite import ir
 
 from ..planning import buffers
 from ..planning.plan import Blas, Conv, Fallback, Kernel, Lapack, Loop, Sort
-from . import aot_conv, bounds, cnames, codegen, engine, scipy_calls, sort
+from . import aot_conv, aot_loops, bounds, cnames, codegen, engine, scipy_calls, sort
 from .blas import GemmCall, _numpy_openblas, blas_int_bits, emit_gemm, gemm_layout
 from .lowering import partition
 
@@ -86,9 +87,6 @@ def _check_native(plan):
             raise NotNativeError(f"compile_library: {step.eqn.prim.name} runs as "
                                  "Python-driven LAPACK calls in this backend; a shared "
                                  "library cannot hold it")
-        if isinstance(step, Loop):
-            raise NotNativeError(f"compile_library: {step.eqn.prim.name} is control flow run "
-                                 "from Python in this backend; a shared library cannot hold it")
         if isinstance(step, Conv):
             why = aot_conv.refusal(plan.slots[step.out][1], step.params)
             if why is not None:
@@ -162,29 +160,11 @@ def build_module(graph, name: str):
     "blas": path or None, "arena_bytes": n})."""
     graph, n_flags = bounds.with_flags(graph)
     plan = partition(graph)
-    _check_native(plan)
-    outputs = plan.outputs[:len(plan.outputs) - n_flags]
-    flags = [ref[1] for ref in plan.outputs[len(outputs):]]     # 0-d int32 slots
-    n_in = plan.n_inputs
-    borrowed = set(range(n_in)) | set(plan.consts)
-    results = {r[1] for r in plan.outputs if r[0] == "slot"} - borrowed
-    lifetimes = buffers.lifetimes(plan.steps, borrowed | results)
-    nbytes = {s: buffers.nbytes(*plan.slots[s]) for s in lifetimes}
-    offsets, arena_bytes = buffers.plan_arena(nbytes, lifetimes, ALIGN)
-
+    bodies = aot_loops.Bodies(plan, _check_native)     # every loop body's plan, checked
     module = ir.Module(name=name)
-    kernels = {}
-    for i, step in enumerate(plan.steps):
-        if isinstance(step, Kernel | Sort):
-            kname = f"{name}__kernel_{i}"
-            emit = sort.emit_sort if isinstance(step, Sort) else codegen.emit_kernel
-            slots, outer = emit(module, kname, step)
-            module.globals[kname].linkage = "internal"
-            hi = step.rows if isinstance(step, Sort) else (outer or 0)
-            kernels[id(step)] = (module.globals[kname], slots, hi)
 
     # BLAS: one function pointer per ?gemm, filled by NAME_init
-    gemm_dtypes = sorted({plan.slots[s.out][1].char for s in plan.steps
+    gemm_dtypes = sorted({p.slots[s.out][1].char for p in bodies.plans() for s in p.steps
                           if isinstance(s, Blas | Conv)})
     pointers, wrappers = {}, {}
     for ch in gemm_dtypes:
@@ -203,27 +183,8 @@ def build_module(graph, name: str):
     blas = _blas_path() if gemm_dtypes else None
     init = _emit_init(module, name, blas, pointers, ready)
 
-    # constants as globals
-    const_globals = {}
-    for s, value in plan.consts.items():
-        data = bytearray(np.ascontiguousarray(value).tobytes()) or bytearray(1)
-        ty = ir.ArrayType(I8, len(data))
-        g = ir.GlobalVariable(module, ty, f"{name}__const_{s}")
-        g.initializer = ir.Constant(ty, data)
-        g.global_constant, g.linkage, g.align = True, "internal", ALIGN
-        const_globals[s] = g
-
-    out_avals = []
-    for ref in outputs:
-        if ref[0] == "lit":
-            v = np.asarray(ref[1])
-            out_avals.append((v.shape, v.dtype))
-        else:
-            out_avals.append((tuple(ref[2]), plan.slots[ref[1]][1]))
-    in_avals = [plan.slots[i] for i in range(n_in)]
-
+    emitter = _Emitter(module, wrappers, bodies)
     fn = ir.Function(module, ir.FunctionType(I32, [PTR, PTR]), name)
-    inputs, out_table = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     if gemm_dtypes:
         flag = b.load_atomic(ready, "acquire", 4, typ=I32)     # pairs with init's release
@@ -231,89 +192,157 @@ def build_module(graph, name: str):
             rc = b.call(init, [ir.Constant(PTR, None)])
             with b.if_then(b.icmp_signed("!=", rc, ir.Constant(I32, 0))):
                 b.ret(rc)
-    convs = {}
-    for i, step in enumerate(plan.steps):
-        if isinstance(step, Conv):
-            geo = aot_conv.Geometry(_ref_shape(step.lhs), _ref_shape(step.rhs),
-                                    plan.slots[step.out][0], plan.slots[step.out][1],
-                                    step.params)
-            convs[id(step)] = aot_conv.emit_conv(
-                module, f"{name}__conv_{i}", geo, wrappers[plan.slots[step.out][1].char])
-    malloc = module.globals.get("malloc") or ir.Function(
-        module, ir.FunctionType(PTR, [I64]), "malloc")
-    free = module.globals.get("free") or ir.Function(
-        module, ir.FunctionType(ir.VoidType(), [PTR]), "free")
-    memcpy = ir.Function(module, ir.FunctionType(PTR, [PTR, PTR, I64]), "memcpy")
-    raw = None
-    if arena_bytes:
-        raw = b.call(malloc, [ir.Constant(I64, arena_bytes + ALIGN)])
-        with b.if_then(b.icmp_unsigned("==", raw, ir.Constant(PTR, None)), likely=False):
-            b.ret(ir.Constant(I32, 3))
-        addr = b.ptrtoint(raw, I64)
-        aligned = b.and_(b.add(addr, ir.Constant(I64, ALIGN - 1)), ir.Constant(I64, -ALIGN))
-        base = b.inttoptr(aligned, PTR)
-
-    def arg(table, i):
-        return b.load(b.gep(table, [ir.Constant(I64, i)], source_etype=PTR), typ=PTR)
-
-    ptrs: dict[int, ir.Value] = {}
-    for i in range(n_in):
-        ptrs[i] = arg(inputs, i)
-    for s, g in const_globals.items():
-        ptrs[s] = b.bitcast(g, PTR)
-    for s, off in offsets.items():
-        ptrs[s] = b.gep(base, [ir.Constant(I64, off)], source_etype=I8)
-    for s in flags:
-        ptrs[s] = b.bitcast(b.alloca(I32), PTR)
-    copies = []     # (output index, source pointer, nbytes) after the steps
-    for j, ref in enumerate(outputs):
-        n = buffers.nbytes(*out_avals[j])
-        if ref[0] == "lit":
-            g = _const_bytes(module, f"{name}__lit_out_{j}", np.asarray(ref[1]))
-            copies.append((j, g, n))
-        elif ref[1] in results and ref[1] not in ptrs:
-            ptrs[ref[1]] = arg(out_table, j)
-        else:
-            copies.append((j, ref[1], n))
-    missing = [s for s in range(len(plan.slots)) if s not in ptrs and any(
-        s in set().union(*buffers.step_slots(st)) for st in plan.steps)]
-    if missing:
-        raise NotNativeError(f"compile_library: slots {missing} have no memory (internal)")
-
-    for step in plan.steps:
-        if isinstance(step, Kernel | Sort):
-            kfn, slots, hi = kernels[id(step)]
-            b.call(kfn, [ptrs[s] for s in slots] + [ir.Constant(I64, 0), ir.Constant(I64, hi)])
-        elif isinstance(step, Conv):
-            lhs, rhs = (_operand(module, f"{name}__conv_{j}_{id(step)}", ref, ptrs)
-                        for j, ref in enumerate((step.lhs, step.rhs)))
-            rc = b.call(convs[id(step)], [lhs, rhs, ptrs[step.out]])
-            with b.if_then(b.icmp_signed("!=", rc, ir.Constant(I32, 0)), likely=False):
-                if raw is not None:
-                    b.call(free, [raw])
-                b.ret(rc)
-        else:       # Blas
-            lay = gemm_layout(step.lhs[2], step.rhs[2], step.dimension_numbers)
-            ch = plan.slots[step.out][1].char
-            call = GemmCall(wrappers[ch].name, plan.slots[step.out][1], step.lhs[1],
-                            step.rhs[1], step.out, lay)
-            emit_gemm(b, call, lambda s: ptrs[s])
-    for j, src, n in copies:
-        if n:
-            p = src if not isinstance(src, int) else ptrs[src]
-            b.call(memcpy, [arg(out_table, j), b.bitcast(p, PTR), ir.Constant(I64, n)])
-    if raw is not None:
-        b.call(free, [raw])
-    rc = ir.Constant(I32, 0)
-    for s in flags:
-        bad = b.icmp_signed("!=", b.load(ptrs[s], typ=I32), ir.Constant(I32, 0))
-        rc = b.select(bad, ir.Constant(I32, 4), rc)
-    b.ret(rc)
-
+    in_avals, out_avals, arena_bytes = emitter.body(fn, b, plan, n_flags, name)
     _signature_tables(module, name, "input", in_avals)
     _signature_tables(module, name, "output", out_avals)
     return str(module), {"inputs": in_avals, "outputs": out_avals, "blas": blas,
                          "arena_bytes": arena_bytes}
+
+
+class _Emitter:
+    """Emits a plan as the body of a function ``i32 f(ptr inputs, ptr outputs)`` (the
+    library's entry, or an internal function per loop body)."""
+
+    def __init__(self, module, wrappers, bodies):
+        self.module, self.wrappers, self.bodies = module, wrappers, bodies
+        self.functions = {}         # id(graph) -> the internal function of a loop body
+
+    def function(self, graph):
+        """The internal function running ``graph`` (a loop body or branch)."""
+        fn = self.functions.get(id(graph))
+        if fn is None:
+            fname = f"{self.module.name}__body_{len(self.functions)}"
+            fn = self.functions[id(graph)] = ir.Function(
+                self.module, ir.FunctionType(I32, [PTR, PTR]), fname)
+            fn.linkage = "internal"
+            self.body(fn, ir.IRBuilder(fn.append_basic_block("entry")),
+                      self.bodies.plan_of(graph), 0, fname)
+        return fn
+
+    def body(self, fn, b, plan, n_flags, fname):
+        """Emit ``plan`` into ``fn`` at ``b``: (input avals, output avals, arena bytes)."""
+        module = self.module
+        outputs = plan.outputs[:len(plan.outputs) - n_flags]
+        flags = [ref[1] for ref in plan.outputs[len(outputs):]]     # 0-d int32 slots
+        n_in = plan.n_inputs
+        borrowed = set(range(n_in)) | set(plan.consts)
+        results = {r[1] for r in plan.outputs if r[0] == "slot"} - borrowed
+        lifetimes = buffers.lifetimes(plan.steps, borrowed | results)
+        nbytes = {s: buffers.nbytes(*plan.slots[s]) for s in lifetimes}
+        offsets, arena_bytes = buffers.plan_arena(nbytes, lifetimes, ALIGN)
+
+        kernels, convs = {}, {}
+        for i, step in enumerate(plan.steps):
+            if isinstance(step, Kernel | Sort):
+                kname = f"{fname}__kernel_{i}"
+                emit = sort.emit_sort if isinstance(step, Sort) else codegen.emit_kernel
+                slots, outer = emit(module, kname, step)
+                module.globals[kname].linkage = "internal"
+                hi = step.rows if isinstance(step, Sort) else (outer or 0)
+                kernels[id(step)] = (module.globals[kname], slots, hi)
+            elif isinstance(step, Conv):
+                out_shape, dtype = plan.slots[step.out]
+                geo = aot_conv.Geometry(_ref_shape(step.lhs), _ref_shape(step.rhs), out_shape,
+                                        dtype, step.params)
+                convs[id(step)] = aot_conv.emit_conv(module, f"{fname}__conv_{i}", geo,
+                                                     self.wrappers[dtype.char])
+        for step in plan.steps:
+            if isinstance(step, Loop):      # bodies first: their kernels, then this one's
+                for g in aot_loops.graphs_of(step.eqn):
+                    self.function(g)
+
+        out_avals = []
+        for ref in outputs:
+            if ref[0] == "lit":
+                v = np.asarray(ref[1])
+                out_avals.append((v.shape, v.dtype))
+            else:
+                out_avals.append((tuple(ref[2]), plan.slots[ref[1]][1]))
+        in_avals = [plan.slots[i] for i in range(n_in)]
+
+        inputs, out_table = fn.args
+        free = _declare(module, "free", ir.VoidType(), [PTR])
+        memcpy = _declare(module, "memcpy", PTR, [PTR, PTR, I64])
+        raw = None
+        if arena_bytes:
+            raw = b.call(_declare(module, "malloc", PTR, [I64]),
+                         [ir.Constant(I64, arena_bytes + ALIGN)])
+            with b.if_then(b.icmp_unsigned("==", raw, ir.Constant(PTR, None)), likely=False):
+                b.ret(ir.Constant(I32, 3))
+            addr = b.ptrtoint(raw, I64)
+            aligned = b.and_(b.add(addr, ir.Constant(I64, ALIGN - 1)), ir.Constant(I64, -ALIGN))
+            base = b.inttoptr(aligned, PTR)
+
+        def arg(table, i):
+            return b.load(b.gep(table, [ir.Constant(I64, i)], source_etype=PTR), typ=PTR)
+
+        def fail(rc):
+            """Return ``rc`` (an i32, not 0) after freeing the arena."""
+            if raw is not None:
+                b.call(free, [raw])
+            b.ret(rc)
+
+        ptrs: dict[int, ir.Value] = {}
+        for i in range(n_in):
+            ptrs[i] = arg(inputs, i)
+        for s, value in plan.consts.items():
+            ptrs[s] = b.bitcast(_const_bytes(module, f"{fname}__const_{s}", value, ALIGN), PTR)
+        for s, off in offsets.items():
+            ptrs[s] = b.gep(base, [ir.Constant(I64, off)], source_etype=I8)
+        for s in flags:
+            ptrs[s] = b.bitcast(b.alloca(I32), PTR)
+        copies = []     # (output index, source pointer, nbytes) after the steps
+        for j, ref in enumerate(outputs):
+            n = buffers.nbytes(*out_avals[j])
+            if ref[0] == "lit":
+                g = _const_bytes(module, f"{fname}__lit_out_{j}", np.asarray(ref[1]))
+                copies.append((j, g, n))
+            elif ref[1] in results and ref[1] not in ptrs:
+                ptrs[ref[1]] = arg(out_table, j)
+            else:
+                copies.append((j, ref[1], n))
+        missing = [s for s in range(len(plan.slots)) if s not in ptrs and any(
+            s in set().union(*buffers.step_slots(st)) for st in plan.steps)]
+        if missing:
+            raise NotNativeError(f"compile_library: slots {missing} have no memory (internal)")
+
+        for i, step in enumerate(plan.steps):
+            if isinstance(step, Kernel | Sort):
+                kfn, slots, hi = kernels[id(step)]
+                b.call(kfn, [ptrs[s] for s in slots] + [ir.Constant(I64, 0),
+                                                         ir.Constant(I64, hi)])
+            elif isinstance(step, Conv):
+                lhs, rhs = (_operand(module, f"{fname}__conv_{i}_{j}", ref, ptrs)
+                            for j, ref in enumerate((step.lhs, step.rhs)))
+                rc = b.call(convs[id(step)], [lhs, rhs, ptrs[step.out]])
+                with b.if_then(b.icmp_signed("!=", rc, ir.Constant(I32, 0)), likely=False):
+                    fail(rc)
+            elif isinstance(step, Loop):
+                ins = [_operand(module, f"{fname}__loop_{i}_{j}", ref, ptrs)
+                       for j, ref in enumerate(step.inputs)]
+                aot_loops.emit_loop(b, self, step, ins, [ptrs[s] for s in step.outputs], fail)
+            else:       # Blas
+                lay = gemm_layout(step.lhs[2], step.rhs[2], step.dimension_numbers)
+                ch = plan.slots[step.out][1].char
+                call = GemmCall(self.wrappers[ch].name, plan.slots[step.out][1], step.lhs[1],
+                                step.rhs[1], step.out, lay)
+                emit_gemm(b, call, lambda s: ptrs[s])
+        for j, src, n in copies:
+            if n:
+                p = src if not isinstance(src, int) else ptrs[src]
+                b.call(memcpy, [arg(out_table, j), b.bitcast(p, PTR), ir.Constant(I64, n)])
+        if raw is not None:
+            b.call(free, [raw])
+        rc = ir.Constant(I32, 0)
+        for s in flags:
+            bad = b.icmp_signed("!=", b.load(ptrs[s], typ=I32), ir.Constant(I32, 0))
+            rc = b.select(bad, ir.Constant(I32, 4), rc)
+        b.ret(rc)
+        return in_avals, out_avals, arena_bytes
+
+
+def _declare(module, name, ret, args):
+    return module.globals.get(name) or ir.Function(module, ir.FunctionType(ret, args), name)
 
 
 def _ref_shape(ref):
@@ -327,12 +356,14 @@ def _operand(module, gname, ref, ptrs):
     return ptrs[ref[1]]
 
 
-def _const_bytes(module, gname, value: np.ndarray):
+def _const_bytes(module, gname, value: np.ndarray, align=None):
     data = bytearray(np.ascontiguousarray(value).tobytes()) or bytearray(1)
     ty = ir.ArrayType(I8, len(data))
     g = ir.GlobalVariable(module, ty, gname)
     g.initializer = ir.Constant(ty, data)
     g.global_constant, g.linkage = True, "internal"
+    if align:
+        g.align = align
     return g
 
 

@@ -314,7 +314,7 @@ class Exported:
 
         Raises:
             NotImplementedError: a step is not native code in the cpu backend (an
-                interpreter fallback, control flow, a kernel-gradient convolution); the
+                interpreter fallback, LAPACK, fft, a kernel-gradient convolution); the
                 message names the primitive. ValueError: the export has dynamic
                 dimensions (a library has fixed shapes: export at the shapes to compile).
                 RuntimeError: no ``cc``.

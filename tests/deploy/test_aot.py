@@ -154,10 +154,13 @@ def test_c_program_against_the_header(tmp_path):
 
 
 def test_steps_that_are_not_native_are_refused(tmp_path):
-    loop = fc.export(lambda x: fc.lax.while_loop(lambda c: c.sum() < 10, lambda c: c * 2, x),
-                     np.ones(3))
-    with pytest.raises(NotNativeError, match="while"):
-        loop.compile_library(tmp_path / "l.so", "l")
+    solve = fc.export(lambda a, b: np.linalg.solve(a, b), np.eye(3), np.ones(3))
+    with pytest.raises(NotNativeError, match="solve"):
+        solve.compile_library(tmp_path / "l.so", "l")
+    inner = fc.export(lambda x: fc.lax.scan(lambda c, r: (c + r, np.abs(np.fft.rfft(r))),
+                                            x[0], x)[1], np.ones((3, 4)))
+    with pytest.raises(NotNativeError, match="fft"):    # refused inside a loop body too
+        inner.compile_library(tmp_path / "f.so", "f")
     kgrad = fc.export(lambda x, w: fc.lax.conv_general_dilated(
         x, w, (1,), [(0, 0)], batch_group_count=2), np.ones((2, 2, 5)), np.ones((2, 2, 3)))
     with pytest.raises(NotNativeError, match="batch_group_count"):
@@ -232,5 +235,70 @@ def test_a_frozen_cnn_ships_as_a_library(tmp_path):
     exp = fc.export(fc.freeze(model), x)
     exp.compile_library(tmp_path / "libcnn.so", "cnn")
     report, (got,) = _call_ctypes_elsewhere(tmp_path / "libcnn.so", "cnn", [x], tmp_path)
+    assert report["rc"] == 0
+    np.testing.assert_allclose(got, model(x), rtol=1e-5, atol=1e-6)
+
+
+def _lstm_cell(h, c, x, w, u, b):
+    gates = x @ w + h @ u + b
+    i, f, g, o = np.split(gates, 4, axis=-1)
+    c = fc.nn.functional.sigmoid(f) * c + fc.nn.functional.sigmoid(i) * np.tanh(g)
+    return fc.nn.functional.sigmoid(o) * np.tanh(c), c
+
+
+LOOPS = {
+    "scan-lstm": lambda x, w: fc.lax.scan(
+        lambda hc, xt: ((hc2 := _lstm_cell(*hc, xt, w, w[:4].T[:, :4].T @ np.eye(16), 0.1)),
+                        hc2[0] @ w[:4, :8]), (np.zeros((2, 4)), np.zeros((2, 4))), x),
+    "scan-reverse": lambda x, w: fc.lax.scan(lambda c, r: (c * 0.5 + r, c.sum()), x[0], x,
+                                             reverse=True),
+    "while": lambda x, w: fc.lax.while_loop(lambda c: c[1].sum() < 50.0,
+                                            lambda c: (c[0] + 1, c[1] * 1.5 + 0.5),
+                                            (np.int32(0), np.abs(x[0]) + 0.1)),
+    "fori": lambda x, w: fc.lax.fori_loop(0, 7, lambda i, v: np.tanh(v @ w[:4, :4]) + i, x[0]),
+    "cond": lambda x, w: fc.lax.cond(x.sum() > 0, lambda v: v @ w[:4, :8],
+                                     lambda v: -v[:, :2].repeat(4, axis=1), x[0]),
+    "nested": lambda x, w: fc.lax.scan(lambda c, r: (fc.lax.fori_loop(
+        0, 3, lambda i, v: v * 0.9 + r, c), c.sum()), x[0], x),
+}
+
+
+@needs_openblas
+@pytest.mark.parametrize("case", list(LOOPS))
+def test_control_flow_runs_natively_in_the_library(case, tmp_path):
+    x = RNG.standard_normal((5, 2, 4))
+    w = RNG.standard_normal((4, 16))
+    f = LOOPS[case]
+    exp = fc.export(f, x, w)
+    exp.compile_library(tmp_path / "libloop.so", "loop")
+    want = [np.asarray(v) for v in fc.tree_leaves(fc.jit(f)(x, w))]
+    rc, got = _call_here(tmp_path / "libloop.so", "loop", [x, w], want)
+    assert rc == 0
+    for g, v in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, v, rtol=1e-12, atol=1e-12)
+
+
+@needs_openblas
+def test_a_frozen_lstm_classifier_ships_as_a_library(tmp_path):
+    """nn.LSTM (a scan) and a Linear head on the last step, called from a fresh process."""
+    nn = fc.nn
+
+    class Classifier(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = nn.LSTM(6, 12, batch_first=True)
+            self.head = nn.Linear(12, 5)
+
+        def forward(self, x):
+            out, _ = self.lstm(x)
+            return self.head(out[:, -1])
+
+    fc.manual_seed(1)
+    model = Classifier().eval()
+    x = RNG.random((3, 7, 6)).astype(np.float32)
+    exp = fc.export(fc.freeze(model), x)
+    assert any(e.prim.name == "scan" for e in exp.graph.eqns)
+    exp.compile_library(tmp_path / "liblstm.so", "lstm")
+    report, (got,) = _call_ctypes_elsewhere(tmp_path / "liblstm.so", "lstm", [x], tmp_path)
     assert report["rc"] == 0
     np.testing.assert_allclose(got, model(x), rtol=1e-5, atol=1e-6)

@@ -66,8 +66,7 @@ def test_a_loaded_cnn_runs_its_stored_code_without_llvm(tmp_path):
 def test_native_false_and_exports_a_library_cannot_hold_store_none(tmp_path):
     x = np.ones((4, 3), np.float32)
     fc.export(lambda x: x * 2, x).save(tmp_path / "plain.fcx", native=False)
-    loop = fc.export(lambda x: fc.lax.while_loop(lambda c: c.sum() < 10, lambda c: c * 2, x),
-                     x)
+    loop = fc.export(lambda x: np.abs(np.fft.rfft(x)), x)     # fft: not in a library yet
     loop.save(tmp_path / "loop.fcx")
     dyn = fc.export(lambda x: x + 1, x, dynamic={0: {0: "n"}})
     dyn.save(tmp_path / "dyn.fcx")
@@ -75,7 +74,7 @@ def test_native_false_and_exports_a_library_cannot_hold_store_none(tmp_path):
         assert "native" not in _header(tmp_path / f"{name}.fcx"), name
         loaded = fc.load_exported(tmp_path / f"{name}.fcx")
         assert not loaded.native
-        assert loaded(arg).shape == arg.shape
+        assert loaded(arg).shape[0] == arg.shape[0]
 
 
 def test_another_cpu_compiles_instead_and_says_why(tmp_path, monkeypatch):
