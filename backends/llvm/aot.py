@@ -24,9 +24,10 @@ first call, ``dlopen``s it (``NAME_init(NULL)``); ``NAME_init(path)`` loads anot
 (a machine without the same NumPy install) before the first call. The pointers are
 published with release/acquire atomics, so calls racing the first one at most run the
 init twice (``dlopen`` counts references; the same addresses are stored). Return codes: 0 ok,
-1 the BLAS library could not be opened, 2 it lacks a ``?gemm``, 3 out of memory, 4 an
-integer index was out of bounds (NumPy's IndexError: the outputs hold clamped reads, not
-a result; ``bounds.py``).
+1 the BLAS library could not be opened, 2 it lacks a ``?gemm`` (or ``dgesv``/``dpotrf``),
+3 out of memory, 4 an integer index was out of bounds (NumPy's IndexError: the outputs hold
+clamped reads, not a result; ``bounds.py``), 5 a matrix is singular (solve) or not positive
+definite (cholesky) (NumPy's LinAlgError; ``aot_lapack.py``).
 
 Convolutions are native code (``aot_conv.py``: packed columns and one ?gemm per image and
 group), and so is control flow (``aot_loops.py``: each body an internal function, called
@@ -51,7 +52,7 @@ from llvmlite import ir
 
 from ..planning import buffers
 from ..planning.plan import Blas, Conv, Fallback, Kernel, Lapack, Loop, Sort
-from . import aot_conv, aot_loops, bounds, cnames, codegen, engine, scipy_calls, sort
+from . import aot_conv, aot_lapack, aot_loops, bounds, cnames, codegen, engine, scipy_calls, sort
 from .blas import GemmCall, _numpy_openblas, blas_int_bits, emit_gemm, gemm_layout
 from .lowering import partition
 
@@ -84,9 +85,12 @@ def _check_native(plan):
                                      "process in this backend; a shared library cannot "
                                      "hold it")
         if isinstance(step, Lapack):
-            raise NotNativeError(f"compile_library: {step.eqn.prim.name} runs as "
-                                 "Python-driven LAPACK calls in this backend; a shared "
-                                 "library cannot hold it")
+            why = aot_lapack.refusal(step.eqn)
+            if why is not None:
+                raise NotNativeError(f"compile_library: {why}")
+            if blas_int_bits() != 64:
+                raise NotNativeError(f"compile_library: {step.eqn.prim.name} needs NumPy's "
+                                     "bundled ILP64 OpenBLAS, which this NumPy lacks")
         if isinstance(step, Conv):
             why = aot_conv.refusal(plan.slots[step.out][1], step.params)
             if why is not None:
@@ -166,9 +170,14 @@ def build_module(graph, name: str):
     # BLAS: one function pointer per ?gemm, filled by NAME_init
     gemm_dtypes = sorted({p.slots[s.out][1].char for p in bodies.plans() for s in p.steps
                           if isinstance(s, Blas | Conv)})
+    routines = sorted({aot_lapack.ROUTINES[s.eqn.prim.name] for p in bodies.plans()
+                       for s in p.steps if isinstance(s, Lapack)})
     pointers, wrappers = {}, {}
+    for r in routines:
+        p = pointers[r] = ir.GlobalVariable(module, PTR, f"{name}__lapack_{r}")
+        p.initializer, p.linkage = ir.Constant(PTR, None), "internal"
     for ch in gemm_dtypes:
-        p = pointers[ch] = ir.GlobalVariable(module, PTR, f"{name}__blas_{_GEMM[ch]}")
+        p = pointers[_GEMM[ch]] = ir.GlobalVariable(module, PTR, f"{name}__blas_{_GEMM[ch]}")
         p.initializer, p.linkage = ir.Constant(PTR, None), "internal"
         w = wrappers[ch] = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR] * 13),
                                        f"{name}__{_GEMM[ch]}")
@@ -179,14 +188,14 @@ def build_module(graph, name: str):
         wb.call(target, list(w.args))
         wb.ret_void()
     ready = ir.GlobalVariable(module, I32, f"{name}__ready")
-    ready.initializer, ready.linkage = ir.Constant(I32, 0 if gemm_dtypes else 1), "internal"
-    blas = _blas_path() if gemm_dtypes else None
+    ready.initializer, ready.linkage = ir.Constant(I32, 0 if pointers else 1), "internal"
+    blas = _blas_path() if pointers else None
     init = _emit_init(module, name, blas, pointers, ready)
 
-    emitter = _Emitter(module, wrappers, bodies)
+    emitter = _Emitter(module, wrappers, bodies, pointers)
     fn = ir.Function(module, ir.FunctionType(I32, [PTR, PTR]), name)
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    if gemm_dtypes:
+    if pointers:
         flag = b.load_atomic(ready, "acquire", 4, typ=I32)     # pairs with init's release
         with b.if_then(b.icmp_signed("==", flag, ir.Constant(I32, 0)), likely=False):
             rc = b.call(init, [ir.Constant(PTR, None)])
@@ -203,8 +212,9 @@ class _Emitter:
     """Emits a plan as the body of a function ``i32 f(ptr inputs, ptr outputs)`` (the
     library's entry, or an internal function per loop body)."""
 
-    def __init__(self, module, wrappers, bodies):
+    def __init__(self, module, wrappers, bodies, pointers):
         self.module, self.wrappers, self.bodies = module, wrappers, bodies
+        self.pointers = pointers      # LAPACK routine name -> the global holding its address
         self.functions = {}         # id(graph) -> the internal function of a loop body
 
     def function(self, graph):
@@ -240,6 +250,10 @@ class _Emitter:
                 module.globals[kname].linkage = "internal"
                 hi = step.rows if isinstance(step, Sort) else (outer or 0)
                 kernels[id(step)] = (module.globals[kname], slots, hi)
+            elif isinstance(step, Lapack):
+                convs[id(step)] = aot_lapack.emit_lapack(
+                    module, f"{fname}__lapack_{i}", step.eqn,
+                    self.pointers[aot_lapack.ROUTINES[step.eqn.prim.name]])
             elif isinstance(step, Conv):
                 out_shape, dtype = plan.slots[step.out]
                 geo = aot_conv.Geometry(_ref_shape(step.lhs), _ref_shape(step.rhs), out_shape,
@@ -317,6 +331,12 @@ class _Emitter:
                 rc = b.call(convs[id(step)], [lhs, rhs, ptrs[step.out]])
                 with b.if_then(b.icmp_signed("!=", rc, ir.Constant(I32, 0)), likely=False):
                     fail(rc)
+            elif isinstance(step, Lapack):
+                args = [_operand(module, f"{fname}__lapack_{i}_{j}", ref, ptrs)
+                        for j, ref in enumerate(step.inputs)] + [ptrs[step.outputs[0]]]
+                rc = b.call(convs[id(step)], args)
+                with b.if_then(b.icmp_signed("!=", rc, ir.Constant(I32, 0)), likely=False):
+                    fail(rc)
             elif isinstance(step, Loop):
                 ins = [_operand(module, f"{fname}__loop_{i}_{j}", ref, ptrs)
                        for j, ref in enumerate(step.inputs)]
@@ -389,8 +409,8 @@ def _emit_init(module, name, blas, pointers, ready):
     handle = b.call(dlopen, [path, ir.Constant(I32, 2)])       # RTLD_NOW
     with b.if_then(b.icmp_unsigned("==", handle, ir.Constant(PTR, None)), likely=False):
         b.ret(ir.Constant(I32, 1))
-    for ch, p in pointers.items():
-        sym = _cstring(module, f"{name}__sym_{_GEMM[ch]}", f"scipy_{_GEMM[ch]}_64_")
+    for routine, p in pointers.items():
+        sym = _cstring(module, f"{name}__sym_{routine}", f"scipy_{routine}_64_")
         f = b.call(dlsym, [handle, b.bitcast(sym, PTR)])
         with b.if_then(b.icmp_unsigned("==", f, ir.Constant(PTR, None)), likely=False):
             b.ret(ir.Constant(I32, 2))
@@ -423,8 +443,9 @@ def header_text(name: str, info: dict, doc: str = "") -> str:
 {sig(info['inputs'], 'inputs')}
 {sig(info['outputs'], 'outputs')}
  * Returns 0 on success, 1 when the BLAS library cannot be opened, 2 when it lacks a
- * ?gemm, 3 when out of memory, 4 when an integer index is out of bounds (NumPy raises
- * IndexError there; the outputs are then no result). Kernels run in order on the
+ * routine, 3 when out of memory, 4 when an integer index is out of bounds (NumPy raises
+ * IndexError there; the outputs are then no result), 5 when a matrix is singular or not
+ * positive definite (NumPy raises LinAlgError there). Kernels run in order on the
  * calling thread; each call mallocs its own {info['arena_bytes']}-byte scratch buffer, so
  * concurrent calls are safe.
 {blas}

@@ -23,7 +23,8 @@ import warnings
 import numpy as np
 
 _RC = {3: (MemoryError, "the library could not allocate its scratch memory"),
-       4: (IndexError, "an integer index was out of bounds (NumPy raises IndexError there)")}
+       4: (IndexError, "an integer index was out of bounds (NumPy raises IndexError there)"),
+       5: (np.linalg.LinAlgError, "a matrix is singular or not positive definite")}
 
 
 def host_flags() -> frozenset | None:

@@ -154,9 +154,9 @@ def test_c_program_against_the_header(tmp_path):
 
 
 def test_steps_that_are_not_native_are_refused(tmp_path):
-    solve = fc.export(lambda a, b: np.linalg.solve(a, b), np.eye(3), np.ones(3))
-    with pytest.raises(NotNativeError, match="solve"):
-        solve.compile_library(tmp_path / "l.so", "l")
+    det = fc.export(np.linalg.det, np.eye(3))
+    with pytest.raises(NotNativeError, match="det runs as Python-driven LAPACK calls"):
+        det.compile_library(tmp_path / "l.so", "l")
     inner = fc.export(lambda x: fc.lax.scan(lambda c, r: (c + r, np.abs(np.fft.rfft(r))),
                                             x[0], x)[1], np.ones((3, 4)))
     with pytest.raises(NotNativeError, match="fft"):    # refused inside a loop body too
@@ -302,3 +302,24 @@ def test_a_frozen_lstm_classifier_ships_as_a_library(tmp_path):
     report, (got,) = _call_ctypes_elsewhere(tmp_path / "liblstm.so", "lstm", [x], tmp_path)
     assert report["rc"] == 0
     np.testing.assert_allclose(got, model(x), rtol=1e-5, atol=1e-6)
+
+
+@needs_openblas
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_solve_and_cholesky_run_natively_with_numpys_bits(dtype, tmp_path):
+    a = RNG.standard_normal((3, 5, 5)).astype(dtype)
+    b = RNG.standard_normal((3, 5, 2)).astype(dtype)
+    spd = (a @ a.transpose(0, 2, 1) + 5 * np.eye(5)).astype(dtype)
+    cases = {"solve": (np.linalg.solve, (a, b)), "inv": (np.linalg.inv, (a,)),
+             "chol": (np.linalg.cholesky, (spd,)),
+             "cholu": (lambda m: fc.numpy.linalg.cholesky(m, upper=True), (spd,))}
+    for name, (f, args) in cases.items():
+        fc.export(f, *args).compile_library(tmp_path / f"lib{name}.so", name)
+        want = np.asarray(fc.jit(f)(*args))
+        rc, (got,) = _call_here(tmp_path / f"lib{name}.so", name, list(args), [want])
+        assert rc == 0, name
+        np.testing.assert_array_equal(got, f(*args) if name != "cholu" else want, name)
+    # a singular matrix: code 5, where NumPy raises LinAlgError
+    fc.export(np.linalg.solve, a, b).compile_library(tmp_path / "libs.so", "s")
+    rc, _ = _call_here(tmp_path / "libs.so", "s", [np.zeros_like(a), b], [b])
+    assert rc == 5

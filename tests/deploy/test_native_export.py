@@ -101,3 +101,13 @@ def test_the_stored_code_checks_inputs_and_bounds_like_the_compiled_path(tmp_pat
     with pytest.raises(TypeError, match="expected float64\\[6\\]"):
         loaded(np.arange(5.0), np.int64(1))
     assert "native" in _header(tmp_path / "take.fcx")
+
+
+def test_a_singular_matrix_raises_linalgerror_from_the_stored_code(tmp_path):
+    a, b = np.eye(3) * 2.0, np.ones((3, 2))
+    fc.export(np.linalg.solve, a, b).save(tmp_path / "s.fcx")
+    loaded = fc.load_exported(tmp_path / "s.fcx")
+    assert loaded.native
+    np.testing.assert_array_equal(loaded(a, b), np.linalg.solve(a, b))
+    with pytest.raises(np.linalg.LinAlgError, match="singular"):
+        loaded(np.zeros((3, 3)), b)
