@@ -13,6 +13,7 @@ Medians over repeats, in one process (load times: fresh subprocesses, medians of
     installed.
 (c) the ``.so``'s own call cost, timed from C: an entry running one 4-element kernel.
 (d) load time + first call of each artifact in a fresh process.
+(e) the digits CNN and an LSTM classifier shipped as exports and ``.so`` files.
 """
 
 from __future__ import annotations
@@ -290,12 +291,93 @@ def load_times(d, path, so, jax_blob, traced, x):
             "median of 5", ["artifact", "ms"], [[k, f"{1e3 * t:.2f}"] for k, t in rows.items()])
 
 
+class _Classifier(nn.Module):
+    """An LSTM over the 8 rows of a digit (8 pixels each), a Linear head on the last step."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(8, 32, batch_first=True)
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        out, _ = self.lstm(x)
+        return self.head(out[:, -1])
+
+
+def _torch_twin(name, model):
+    """The same model in torch (weights copied), frozen by torch.jit, or None."""
+    torch = optional_import("torch")
+    if torch is None:
+        return None
+    torch.set_num_threads(1)
+    if name == "CNN":
+        tm = torch.nn.Sequential(torch.nn.Conv2d(1, 16, 3, padding=1), torch.nn.BatchNorm2d(16),
+                                 torch.nn.ReLU(), torch.nn.MaxPool2d(2), torch.nn.Flatten(),
+                                 torch.nn.Linear(16 * 4 * 4, 10))
+    else:
+        class Twin(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lstm = torch.nn.LSTM(8, 32, batch_first=True)
+                self.head = torch.nn.Linear(32, 10)
+
+            def forward(self, x):
+                return self.head(self.lstm(x)[0][:, -1])
+        tm = Twin()
+    tm.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in model.state_dict().items()})
+    return tm.eval()
+
+
+def shipped(rng, d):
+    """(e) the digits CNN and an LSTM classifier: jit, loaded export, .so (and torch)."""
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    from cnn_digits import make_model
+    fc.manual_seed(0)
+    models = {"CNN": (make_model().eval(), (1, 8, 8)), "LSTM": (_Classifier().eval(), (8, 8))}
+    print("\n(e) the digits CNN and an LSTM classifier shipped (us per call; .so KB)")
+    rows = []
+    for name, (model, shape) in models.items():
+        frozen = fc.freeze(model)
+        twin = _torch_twin(name, model)
+        for batch in (1, 64):
+            x = rng.random((batch, *shape)).astype(np.float32)
+            exp = fc.export(frozen, x)
+            path = os.path.join(d, f"{name}{batch}.fcx")
+            so = os.path.join(d, f"lib{name}{batch}.so")
+            exp.save(path)
+            loaded = fc.load_exported(path)
+            exp.compile_library(so, f"m{name}{batch}")
+            call, out = _ctypes_call(so, f"m{name}{batch}", x, (batch, 10))
+            call()
+            np.testing.assert_allclose(out, frozen(x), rtol=1e-4, atol=1e-5)
+            jitted = fc.jit(frozen)
+            times = [per_call(lambda x=x, j=jitted: j(x)), per_call(lambda x=x, e=loaded: e(x)),
+                     per_call(call)]
+            if twin is not None:
+                torch = optional_import("torch")
+                xt = torch.from_numpy(x)
+                with torch.no_grad():
+                    traced = torch.jit.freeze(torch.jit.trace(twin, xt))
+                    times.append(per_call(lambda t=traced, xt=xt: t(xt)))
+            else:
+                times.append(None)
+            cells = ["n/a" if t is None else f"{1e6 * t:.1f}" for t in times]
+            size = f"{os.path.getsize(so) / 1024:.0f}"
+            print(f"  {name:>5} batch {batch:>3}: jit {cells[0]:>8}  loaded export {cells[1]:>8}"
+                  f"  .so {cells[2]:>8}  torch.jit {cells[3]:>8}  (.so {size} KB, native "
+                  f"export: {loaded.native})")
+            rows.append([name, batch, *cells, size])
+    return ("(e) the digits CNN and an LSTM classifier shipped: µs per call, the `.so`'s size",
+            ["model", "batch", "jit (frozen)", "loaded export", "the `.so` through ctypes",
+             "`torch.jit.trace` + `freeze` (1 thread)", "`.so` KB"], rows)
+
+
 def main():
     rng = np.random.default_rng(0)
     tables = [freezing(rng)]
     with tempfile.TemporaryDirectory() as d:
         artifacts, table = latency(rng, d)
-        tables += [table, entry_cost(d), load_times(d, *artifacts)]
+        tables += [table, entry_cost(d), load_times(d, *artifacts), shipped(rng, d)]
     if wants_write():
         write("deploy", "deploy.py", [t for t in tables if t is not None],
               notes=[*timing_notes(), "Medians over repeats in one process; load times in "
