@@ -110,7 +110,7 @@ def test_collective_on_one_rank_times_out():
     elapsed, msg = out[0][0]
     assert 1.0 <= elapsed < 3.0
     assert msg.startswith("all_reduce(op='sum') (leaves ['b'], ['w']) did not complete within "
-                          "1 s on rank 0 of 2")
+                          "1 s on rank 0 of 2: rank 1 did not reach it")
     assert "the world is unusable" in msg
     assert out[0][1].startswith("broadcast(src=0): the world is unusable since all_reduce")
     assert out[1] == []
