@@ -18,7 +18,9 @@ import io
 import json
 import os
 import re
+import secrets
 import shutil
+import threading
 import warnings
 from dataclasses import dataclass
 
@@ -29,7 +31,8 @@ from functorch_core import random as fc_random
 from functorch_core.backends import mpi
 from functorch_core.data.loader_state import reshard
 
-__all__ = ["Checkpoint", "CheckpointError", "complete_steps", "load_latest", "save"]
+__all__ = ["Checkpoint", "CheckpointError", "complete_steps", "load_latest", "save",
+           "wait_for_cleanup"]
 
 FORMAT = "functorch_core.distributed.checkpoint/1"
 MANIFEST = "manifest.json"
@@ -147,9 +150,9 @@ def save(state, step: int, dir, *, loader=None, keep: int = 2, durable: bool = T
     data = _encode({"state": state, "part": part} if w.rank == 0 else {"part": part})
     if w.rank == 0:
         os.makedirs(root, exist_ok=True)
-        for name in os.listdir(root):
-            if name.startswith(".step-") and name.endswith((".partial", ".old")):
-                shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+        for name in os.listdir(root):   # killed saves' temporary folders
+            if _PARTIAL.fullmatch(name):
+                _discard(root, name)
         os.mkdir(tmp)
     mpi.barrier(f" (checkpoint.save(step={step}): the folder {tmp!r} is made)")
     size, digest = _write(os.path.join(tmp, _part(w.rank)), data, durable)
@@ -175,21 +178,76 @@ def _commit(root, tmp, final, manifest, durable) -> None:
             os.fsync(f.fileno())
     if durable:
         _fsync(tmp)
-    old = None
     if os.path.exists(final):       # the same step saved again (a resumed run)
-        old = os.path.join(root, "." + os.path.basename(final) + ".old")
-        os.replace(final, old)
+        _discard(root, os.path.basename(final))
     os.replace(tmp, final)
     if durable:
         _fsync(root)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 def _prune(root, keep) -> None:
-    steps = complete_steps(root)
-    for step in steps[:-keep]:
-        shutil.rmtree(os.path.join(root, _folder(step)), ignore_errors=True)
+    for old in complete_steps(root)[:-keep]:
+        _discard(root, _folder(old))
+    _sweep(root)
+
+
+class _Sweeper:
+    """The thread that deletes discarded folders; a sweep asked for while it runs is run
+    after the current one."""
+
+    lock = threading.Lock()
+    thread: threading.Thread | None = None
+    asks: list = []     # the folders to sweep
+
+
+def _discard(root, name) -> None:
+    """Take the folder ``name`` out of ``root``'s checkpoints at once (a rename); a thread
+    deletes it later (deleting folders is slow on some file systems: ext4 with ``discard``
+    takes milliseconds per folder)."""
+    os.replace(os.path.join(root, name),
+               os.path.join(root, f".{name.lstrip('.')}.{secrets.token_hex(4)}.old"))
+
+
+_PARTIAL = re.compile(r"\.step-(\d{8,})\.partial")
+
+
+def _sweep_now(root) -> None:
+    for name in os.listdir(root):
+        if name.startswith(".step-") and name.endswith(".old"):
+            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+
+
+def _sweeping() -> None:
+    while True:
+        with _Sweeper.lock:
+            if not _Sweeper.asks:
+                _Sweeper.thread = None
+                return
+            root = _Sweeper.asks.pop(0)
+        _sweep_now(root)
+
+
+def _sweep(root) -> None:
+    """Delete, in a thread, the discarded folders of ``root`` (also a killed process's)."""
+    with _Sweeper.lock:
+        _Sweeper.asks.append(root)
+        if _Sweeper.thread is None:
+            _Sweeper.thread = threading.Thread(target=_sweeping, name="checkpoint-sweeper",
+                                               daemon=True)
+            _Sweeper.thread.start()
+
+
+def wait_for_cleanup() -> None:
+    """Wait until the folders earlier saves removed are deleted (a thread deletes them).
+
+    Example::
+
+        >>> dist.checkpoint.wait_for_cleanup()
+    """
+    thread = _Sweeper.thread
+    while thread is not None:
+        thread.join()
+        thread = _Sweeper.thread
 
 
 def complete_steps(dir) -> list[int]:

@@ -96,7 +96,7 @@ def test_kill_during_a_checkpoint_write_resumes_from_the_previous_one(tmp_path, 
     assert rc == 0, out
     assert _exactly_once(log) == [0, 6]
     np.testing.assert_array_equal(np.load(log / "final.npy"), reference["final"])
-    assert not [p for p in os.listdir(tmp_path / "ckpt") if p.startswith(".")]
+    assert not [p for p in os.listdir(tmp_path / "ckpt") if p.endswith(".partial")]
 
 
 @needs_mpi
