@@ -31,7 +31,6 @@ os.environ["FUNCTORCH_CORE_NO_MPI"] = "1"      # this process: a world of one ra
 import numpy as np
 from _distributed_ddp import _job
 from _results import timing_notes, wants_write, write
-from _timing import median_time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -81,7 +80,8 @@ def _states():
 
 def _write_times(state, repeats):
     """Median seconds of np.savez of ``state``'s arrays, of a durable save, of a save
-    without fsync; and the megabytes."""
+    without fsync (interleaved rounds; the folders a save removes are deleted by a thread,
+    waited for outside the timing); and the megabytes."""
     leaves = [x for x in tree_flatten(state)[0] if isinstance(x, np.ndarray)]
     arrays = {f"a{i}": x for i, x in enumerate(leaves)}
     step = [0]
@@ -89,9 +89,18 @@ def _write_times(state, repeats):
         def ours(durable):
             step[0] += 1
             checkpoint.save(state, step[0], tmp, durable=durable)
-        t_np = median_time(lambda: np.savez(os.path.join(tmp, "x.npz"), **arrays), repeats)
-        t_d = median_time(lambda: ours(True), repeats)
-        t_f = median_time(lambda: ours(False), repeats)
+        fns = [lambda: np.savez(os.path.join(tmp, "x.npz"), **arrays),
+               lambda: ours(True), lambda: ours(False)]
+        times = [[] for _ in fns]
+        for r in range(repeats + 1):
+            for fn, got in zip(fns, times, strict=True):
+                checkpoint.wait_for_cleanup()
+                t0 = time.perf_counter()
+                fn()
+                if r:
+                    got.append(time.perf_counter() - t0)
+        checkpoint.wait_for_cleanup()
+    t_np, t_d, t_f = (float(np.median(t)) for t in times)
     return t_np, t_d, t_f, sum(x.nbytes for x in leaves) / 2**20
 
 

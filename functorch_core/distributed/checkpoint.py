@@ -83,21 +83,29 @@ def _fsync(path: str) -> None:
         os.close(fd)
 
 
-def _encode(obj) -> memoryview:
-    """``obj`` as the bytes of a ``functorch_core.save`` archive."""
+def _write(path: str, obj, durable: bool) -> tuple[int, bytes]:
+    """Write ``obj`` as a ``functorch_core.save`` archive at ``path``; its size and
+    sha256. A big archive is hashed in a thread while it is written (hashlib lets go of
+    the GIL)."""
     buf = io.BytesIO()
     single.save(obj, buf)
-    return buf.getbuffer()
-
-
-def _write(path: str, data: memoryview, durable: bool) -> tuple[int, bytes]:
-    """Write ``data``; its size and sha256."""
-    with open(path, "wb") as f:
-        f.write(data)
-        f.flush()
-        if durable:
-            os.fsync(f.fileno())
-    return len(data), hashlib.sha256(data).digest()
+    data = buf.getbuffer()
+    sha = hashlib.sha256()
+    hasher = threading.Thread(target=sha.update, args=(data,), name="checkpoint-hash")
+    if len(data) >= 1 << 20:
+        hasher.start()
+    else:
+        hasher.run()
+    try:
+        with open(path, "wb") as f:
+            f.write(data)
+            f.flush()
+            if durable:
+                os.fsync(f.fileno())
+    finally:
+        if hasher.ident is not None:
+            hasher.join()
+    return len(data), sha.digest()
 
 
 def _rng_state() -> dict:
@@ -147,7 +155,8 @@ def save(state, step: int, dir, *, loader=None, keep: int = 2, durable: bool = T
     tmp = os.path.join(root, f".{_folder(step)}.partial")
     part = {"rank": w.rank, "world_size": w.size, "step": step, "rng": _rng_state(),
             "loader": None if loader is None else loader.state_dict()}
-    data = _encode({"state": state, "part": part} if w.rank == 0 else {"part": part})
+    obj = {"state": state, "part": part} if w.rank == 0 else {"part": part}
+    single.check_savable(obj)     # before any folder or collective
     if w.rank == 0:
         os.makedirs(root, exist_ok=True)
         for name in os.listdir(root):   # killed saves' temporary folders
@@ -155,7 +164,7 @@ def save(state, step: int, dir, *, loader=None, keep: int = 2, durable: bool = T
                 _discard(root, name)
         os.mkdir(tmp)
     mpi.barrier(f" (checkpoint.save(step={step}): the folder {tmp!r} is made)")
-    size, digest = _write(os.path.join(tmp, _part(w.rank)), data, durable)
+    size, digest = _write(os.path.join(tmp, _part(w.rank)), obj, durable)
     mine = np.frombuffer(np.int64(size).tobytes() + digest, np.uint8)
     every = mpi.all_gather(mine, f" (checkpoint.save(step={step}): the parts' hashes)")
     if w.rank == 0:
@@ -212,7 +221,11 @@ _PARTIAL = re.compile(r"\.step-(\d{8,})\.partial")
 
 
 def _sweep_now(root) -> None:
-    for name in os.listdir(root):
+    try:
+        names = os.listdir(root)
+    except OSError:     # the checkpoint folder itself was removed
+        return
+    for name in names:
         if name.startswith(".step-") and name.endswith(".old"):
             shutil.rmtree(os.path.join(root, name), ignore_errors=True)
 
