@@ -189,11 +189,29 @@ def _usable(w: World, name: str, what: str) -> None:
                                f"cannot cancel a collective, so end the job (abort())")
 
 
+_beats: list = []       # [the launcher's watchdog counters (an int64 memmap) or None]
+
+
+def _heartbeat(w: World) -> None:
+    """Count this collective in the launcher's watchdog file, when the launcher runs with
+    ``--watchdog`` (``FUNCTORCH_CORE_WATCHDOG``: one int64 per rank); the launcher names
+    a rank whose count lags the others' for too long."""
+    if not _beats:
+        path = os.environ.get("FUNCTORCH_CORE_WATCHDOG")
+        try:
+            _beats.append(np.memmap(path, np.int64, "r+") if path else None)
+        except (OSError, ValueError):
+            _beats.append(None)
+    if _beats[0] is not None and w.rank < _beats[0].size:
+        _beats[0][w.rank] = _calls[0]
+
+
 def _run(w: World, name: str, what: str, blocking, nonblocking, args) -> None:
     """One MPI call: ``blocking(*args)`` without a timeout, else ``nonblocking(*args)``
     polled with a short backoff until the world's deadline."""
     _usable(w, name, what)
     _calls[0] += 1
+    _heartbeat(w)
     if w.timeout is None:
         blocking(*args)
         return

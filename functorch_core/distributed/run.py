@@ -24,11 +24,13 @@ runs on fewer ranks down to ``--min-nproc``.
 from __future__ import annotations
 
 import argparse
+import array
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -57,6 +59,9 @@ def _parser() -> argparse.ArgumentParser:
                    "default: -n")
     p.add_argument("--nproc-file", dest="nproc_file", help="a file holding how many "
                    "processes the next restart may run (the slots that remain)")
+    p.add_argument("--watchdog", type=float, default=None, metavar="SECONDS",
+                   help="name a rank that has not reached the collective the others wait in "
+                   "for SECONDS (ranks of this machine; eager collectives)")
     p.add_argument("-m", dest="module", action="store_true",
                    help="the target is a module to run as `python -m`")
     p.add_argument("script", help="the script (or module, with -m) to run")
@@ -72,6 +77,8 @@ def _options(argv):
     opts = _parser().parse_args(argv)
     if opts.max_restarts < 0:
         _fail(f"--max-restarts must be at least 0, got {opts.max_restarts}")
+    if opts.watchdog is not None and not opts.watchdog > 0:
+        _fail(f"--watchdog must be a positive number of seconds, got {opts.watchdog}")
     if opts.min_nproc is not None and not 1 <= opts.min_nproc <= opts.n:
         _fail(f"--min-nproc must be in [1, -n={opts.n}], got {opts.min_nproc}")
     return opts
@@ -128,6 +135,32 @@ def _kill_group(proc) -> None:
     proc.wait()
 
 
+def _watch(proc, path: str, n: int, seconds: float) -> int:
+    """``proc.wait()``, naming (once per lag) a rank whose count of collectives in the
+    watchdog file ``path`` stays behind the others' for ``seconds``: the others wait for it
+    in a collective it has not reached."""
+    prev, since, told = [0] * n, [time.monotonic()] * n, set()
+    while True:
+        try:
+            return proc.wait(timeout=0.25)
+        except subprocess.TimeoutExpired:
+            pass
+        counts = array.array("q")
+        with open(path, "rb") as f:
+            counts.frombytes(f.read(8 * n))
+        now, top = time.monotonic(), max(counts)
+        for r, c in enumerate(counts):
+            if c != prev[r]:
+                prev[r], since[r] = c, now
+            elif c < top and now - since[r] > seconds and (r, c) not in told:
+                told.add((r, c))
+                ahead = [q for q in range(n) if counts[q] == top]
+                _say(f"watchdog: rank {r} has not reached collective {c + 1} for "
+                     f"{now - since[r]:.1f} s, while rank{'s' * (len(ahead) > 1)} "
+                     f"{', '.join(map(str, ahead))} wait{'s' * (len(ahead) == 1)} in "
+                     f"collective {top}: rank {r} straggles")
+
+
 def _say(text: str) -> None:
     print(f"functorch_core.distributed.run: {text}", file=sys.stderr, flush=True)
 
@@ -146,11 +179,17 @@ def main(argv=None) -> int:
             env = {**os.environ, "FUNCTORCH_CORE_RESTART_COUNT": str(restart),
                    "FUNCTORCH_CORE_MAX_RESTARTS": str(opts.max_restarts)}
             start = time.monotonic()
-            proc = subprocess.Popen(command(argv, n), env=env, start_new_session=True)
-            try:
-                rc = proc.wait()
-            finally:
-                _kill_group(proc)
+            with tempfile.NamedTemporaryFile(prefix="fc-watchdog-") as beats:
+                if opts.watchdog is not None:
+                    beats.write(bytes(8 * n))
+                    beats.flush()
+                    env["FUNCTORCH_CORE_WATCHDOG"] = beats.name
+                proc = subprocess.Popen(command(argv, n), env=env, start_new_session=True)
+                try:
+                    rc = proc.wait() if opts.watchdog is None else \
+                        _watch(proc, beats.name, n, opts.watchdog)
+                finally:
+                    _kill_group(proc)
             if rc == 0:
                 return 0
             why = f"exit status {rc}" if rc > 0 else f"signal {-rc}"

@@ -119,8 +119,13 @@ def test_restart_from_3_ranks_to_2_delivers_the_rest_exactly_once(tmp_path):
 @needs_mpi
 def test_a_sleeping_rank_makes_the_others_time_out_naming_it(tmp_path):
     start = time.monotonic()
-    rc, _, log = _launch(tmp_path, job=["--sleep", "1:3", "--timeout", "2"])
+    rc, out, log = _launch(tmp_path, job=["--sleep", "1:3", "--timeout", "2"],
+                           launch=["--watchdog", "1"])
     assert rc != 0
+    # the launcher's watchdog names it first (after 1 s), then the ranks time out (2 s)
+    assert "watchdog: rank 1 has not reached collective" in out
+    assert "while ranks 0, 2 wait in collective" in out
+    assert out.index("watchdog: rank 1") < out.index("did not complete within 2 s")
     assert time.monotonic() - start < 40
     for r in (0, 2):
         got = json.loads((log / f"timeout-{r}.json").read_text())
@@ -203,3 +208,5 @@ def test_launcher_arguments_are_checked(monkeypatch):
         launcher.command(["-n", "2", "--min-nproc", "3", "t.py"])
     with pytest.raises(SystemExit, match="--max-restarts must be at least 0"):
         launcher.command(["--max-restarts", "-1", "t.py"])
+    with pytest.raises(SystemExit, match="--watchdog must be a positive number"):
+        launcher.command(["--watchdog", "0", "t.py"])
