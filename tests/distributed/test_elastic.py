@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from functorch_core.backends import mpi
-from mpirun import needs_mpi
+from mpirun import bounded, needs_mpi
 
 from functorch_core.distributed import checkpoint as dc
 from functorch_core.distributed import run as launcher
@@ -36,12 +36,7 @@ def _launch(tmp, n=3, job=(), launch=(), timeout=60):
            "--samples", str(SAMPLES), "--epochs", str(EPOCHS), *job]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, **ENV}, start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        pytest.fail(f"the job ran past {timeout} s:\n{out}")
+    out = bounded(proc, timeout, "the job")
     return proc.returncode, out, log
 
 
