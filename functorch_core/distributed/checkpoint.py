@@ -113,7 +113,8 @@ def _rng_state() -> dict:
             "numpy": np.random.get_state(legacy=True)}
 
 
-def save(state, step: int, dir, *, loader=None, keep: int = 2, durable: bool = True) -> str:
+def save(state, step: int, dir, *, loader=None, keep: int = 2, durable: bool = True,
+         sharded: bool = False) -> str:
     """Save a checkpoint of step ``step`` from every rank (a collective: every rank calls it).
 
     Rank 0 writes ``state`` (model and optimizer state: it must be the same on every rank,
@@ -135,6 +136,9 @@ def save(state, step: int, dir, *, loader=None, keep: int = 2, durable: bool = T
             survives a power loss or an OS crash. Without it the save is as atomic against
             a killed process (the rename is) and saves the fsyncs (milliseconds each on
             many disks: four on rank 0, one on every other rank). Default: ``True``.
+        sharded (bool): every rank writes its own ``state`` (a shard of the model or of
+            the optimizer state), and ``load_latest`` gives each rank its own back; such a
+            checkpoint loads only at the same world size. Default: ``False`` (rank 0's).
 
     Returns:
         str: the checkpoint's folder.
@@ -155,7 +159,7 @@ def save(state, step: int, dir, *, loader=None, keep: int = 2, durable: bool = T
     tmp = os.path.join(root, f".{_folder(step)}.partial")
     part = {"rank": w.rank, "world_size": w.size, "step": step, "rng": _rng_state(),
             "loader": None if loader is None else loader.state_dict()}
-    obj = {"state": state, "part": part} if w.rank == 0 else {"part": part}
+    obj = {"state": state, "part": part} if w.rank == 0 or sharded else {"part": part}
     single.check_savable(obj)     # before any folder or collective
     if w.rank == 0:
         os.makedirs(root, exist_ok=True)
@@ -171,7 +175,7 @@ def save(state, step: int, dir, *, loader=None, keep: int = 2, durable: bool = T
         files = {_part(r): {"size": int(row[:8].view(np.int64)[0]),
                             "sha256": row[8:].tobytes().hex()} for r, row in enumerate(every)}
         _commit(root, tmp, final, {"format": FORMAT, "step": step, "world_size": w.size,
-                                   "files": files}, durable)
+                                   "sharded": bool(sharded), "files": files}, durable)
         _prune(root, keep)
     mpi.barrier(f" (checkpoint.save(step={step}): the manifest is written)")
     return final
@@ -326,16 +330,21 @@ def _load(root: str, step: int, any_world_size: bool) -> Checkpoint:
     folder = os.path.join(root, _folder(step))
     doc = _manifest(folder)
     w = mpi.world()
-    old = doc["world_size"]
+    old, sharded = doc["world_size"], doc.get("sharded") is True
+    if old != w.size and sharded:
+        raise CheckpointError(f"load_latest: {folder!r} holds a state sharded over {old} "
+                              f"ranks, this job has {w.size}: a sharded state loads only at "
+                              f"its world size")
     if old != w.size and not any_world_size:
         raise CheckpointError(f"load_latest: {folder!r} was saved by {old} ranks, this job "
                               f"has {w.size}; pass any_world_size=True to re-shard the data")
     # every rank checks every part, so that all reach the same verdict without a collective
     parts = [_read(folder, _part(r), doc["files"][_part(r)]) for r in range(old)]
-    state = parts[0].get("state") if isinstance(parts[0], dict) else None
+    holders = parts if sharded else parts[:1]
     if not all(isinstance(p, dict) and isinstance(p.get("part"), dict) for p in parts) \
-            or "state" not in parts[0]:
+            or not all("state" in p for p in holders):
         raise CheckpointError(f"load_latest: {folder!r}: a part is not a checkpoint part")
+    state = parts[w.rank]["state"] if sharded else parts[0]["state"]
     mine = [p["part"] for p in parts]
     loaders = [p.get("loader") for p in mine]
     if any(s is None for s in loaders):

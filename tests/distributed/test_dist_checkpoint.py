@@ -117,3 +117,16 @@ def test_bad_arguments_are_named(tmp_path):
     with pytest.raises(TypeError, match=r"save: obj\['state'\]\['f'\] is a builtins"):
         dc.save({"f": print}, 1, tmp_path)
     assert not os.path.exists(tmp_path / ".step-00000001.partial")
+
+
+def test_a_sharded_state_comes_back_to_its_rank_only_at_its_world_size(tmp_path):
+    path = dc.save({"shard": np.arange(3.0)}, 5, tmp_path, sharded=True)
+    assert json.load(open(os.path.join(path, "manifest.json")))["sharded"] is True
+    np.testing.assert_array_equal(dc.load_latest(tmp_path).state["shard"], np.arange(3.0))
+    manifest = os.path.join(path, "manifest.json")
+    doc = json.load(open(manifest))
+    doc["world_size"] = 2
+    doc["files"]["rank-00001.npz"] = doc["files"]["rank-00000.npz"]
+    json.dump(doc, open(manifest, "w"))
+    with pytest.raises(dc.CheckpointError, match="sharded over 2 ranks, this job has 1"):
+        dc.load_latest(tmp_path, any_world_size=True)

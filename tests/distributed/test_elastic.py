@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from functorch_core.backends import mpi
-from mpirun import bounded, needs_mpi
+from mpirun import bounded, needs_mpi, run_ranks
 
 from functorch_core.distributed import checkpoint as dc
 from functorch_core.distributed import run as launcher
@@ -193,6 +193,21 @@ def test_a_bit_flipped_part_of_a_3_rank_checkpoint_is_refused_by_name(tmp_path, 
         dc.load_latest(folder, any_world_size=True, restore_rng=False)
     with pytest.raises(dc.CheckpointError, match="saved by 3 ranks, this job has 1"):
         dc.load_latest(folder, restore_rng=False)
+
+
+@needs_mpi
+def test_a_sharded_checkpoint_on_3_ranks(tmp_path):
+    out = run_ranks(f'''
+        import numpy as np
+        import functorch_core.distributed as dist
+        from functorch_core.distributed import checkpoint
+        dist.init(timeout=20)
+        r = dist.rank()
+        checkpoint.save({{"shard": np.full(2, float(r))}}, 3, {str(tmp_path)!r}, sharded=True)
+        got = checkpoint.load_latest({str(tmp_path)!r})
+        report([got.step, got.state["shard"].tolist(), got.world_size])
+    ''', n=3, timeout=60)
+    assert out == [[[3, [float(r)] * 2, 3]] for r in range(3)]
 
 
 def test_launcher_arguments_are_checked(monkeypatch):
