@@ -14,7 +14,12 @@ complex max/min (NumPy's lexicographic order, which MPI lacks) gather and reduce
 
 Timeouts: with ``init(timeout=...)`` every collective is MPI's non-blocking call polled until
 the deadline; past it ``DistributedTimeoutError`` is raised and the world is unusable (MPI
-cannot cancel a collective): later collectives raise ``DistributedError``.
+cannot cancel a collective): later collectives raise ``DistributedError``. The message names
+the ranks that did not reach the collective: on a timeout each rank tells the others on a
+side communicator (a ``Dup`` of the world's) which collective it waits in, and those that do
+not answer within a short grace are the missing ones. In a job of several ranks an uncaught
+exception on one rank is sent to the others the same way before ``MPI_Abort``: a rank waiting
+in a bounded collective raises ``DistributedError`` with that message.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import ctypes
 import datetime
 import os
 import pickle
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -51,12 +57,16 @@ class World:
     local_rank: int
     local_size: int
     timeout: float | None = None
+    side: object = None     # a Dup of ``comm`` for timeout and failure reports, or None
 
 
 _yield = getattr(os, "sched_yield", lambda: None)
 _lock = threading.Lock()
 _world: World | None = None
 _broken: str | None = None      # why the world is unusable (a collective timed out), or None
+_calls = [0]                    # how many collectives this rank has entered
+_TAG_WAITING, _TAG_FAILED, _TAG_ACK = 31001, 31002, 31003
+_GRACE_S = 1.0                  # how long a timed-out rank waits for the others' reports
 
 
 def _mpi():
@@ -93,7 +103,7 @@ def init(timeout=None) -> World:
             _world = _connect(timeout)
         elif timeout is not None and timeout != _world.timeout:
             _world = World(_world.comm, _world.rank, _world.size, _world.local_rank,
-                           _world.local_size, timeout)
+                           _world.local_size, timeout, _world.side)
         return _world
 
 
@@ -103,7 +113,7 @@ def set_timeout(timeout) -> World:
     timeout = seconds(timeout)
     w = init()
     with _lock:
-        _world = World(w.comm, w.rank, w.size, w.local_rank, w.local_size, timeout)
+        _world = World(w.comm, w.rank, w.size, w.local_rank, w.local_size, timeout, w.side)
         return _world
 
 
@@ -113,8 +123,42 @@ def _connect(timeout) -> World:
         return World(None, 0, 1, 0, 1, timeout)
     comm = mpi.COMM_WORLD
     node = comm.Split_type(mpi.COMM_TYPE_SHARED)
+    side = comm.Dup() if comm.Get_size() > 1 else None
+    if side is not None:
+        _report_uncaught(side, comm)
     return World(comm, comm.Get_rank(), comm.Get_size(), node.Get_rank(), node.Get_size(),
-                 timeout)
+                 timeout, side)
+
+
+def _report_uncaught(side, comm) -> None:
+    """Make an uncaught exception on this rank reach the others, then end the job: its
+    traceback is printed, its one-line summary sent to every other rank, and once they have
+    acknowledged it (or after a second) ``MPI_Abort`` ends them all, so none hangs waiting.
+    An exception that is itself the consequence of another rank's failure or of a timeout
+    (every waiting rank learns of those itself) only aborts."""
+    previous = sys.excepthook
+
+    def hook(kind, value, tb):
+        previous(kind, value, tb)
+        if _broken is None:
+            rank, size = comm.Get_rank(), comm.Get_size()
+            text = f"{kind.__name__}: {value}".splitlines()[0][:2000]
+            data = np.frombuffer(text.encode("utf-8", "replace"), np.uint8).copy()
+            for r in range(size):
+                if r != rank:
+                    side.Isend(data, dest=r, tag=_TAG_FAILED)
+            acks, deadline = 0, time.monotonic() + 1.0
+            while acks < size - 1 and time.monotonic() < deadline:
+                if side.Iprobe(tag=_TAG_ACK):
+                    side.Recv(np.empty(1, np.uint8), tag=_TAG_ACK)
+                    acks += 1
+                else:
+                    time.sleep(1e-3)
+        elif _broken.startswith("rank "):
+            time.sleep(2.0)     # the failed rank aborts the job once all have acknowledged
+        sys.stderr.flush()
+        comm.Abort(1)
+    sys.excepthook = hook
 
 
 def is_initialized() -> bool:
@@ -145,10 +189,29 @@ def _usable(w: World, name: str, what: str) -> None:
                                f"cannot cancel a collective, so end the job (abort())")
 
 
+_beats: list = []       # [the launcher's watchdog counters (an int64 memmap) or None]
+
+
+def _heartbeat(w: World) -> None:
+    """Count this collective in the launcher's watchdog file, when the launcher runs with
+    ``--watchdog`` (``FUNCTORCH_CORE_WATCHDOG``: one int64 per rank); the launcher names
+    a rank whose count lags the others' for too long."""
+    if not _beats:
+        path = os.environ.get("FUNCTORCH_CORE_WATCHDOG")
+        try:
+            _beats.append(np.memmap(path, np.int64, "r+") if path else None)
+        except (OSError, ValueError):
+            _beats.append(None)
+    if _beats[0] is not None and w.rank < _beats[0].size:
+        _beats[0][w.rank] = _calls[0]
+
+
 def _run(w: World, name: str, what: str, blocking, nonblocking, args) -> None:
     """One MPI call: ``blocking(*args)`` without a timeout, else ``nonblocking(*args)``
     polled with a short backoff until the world's deadline."""
     _usable(w, name, what)
+    _calls[0] += 1
+    _heartbeat(w)
     if w.timeout is None:
         blocking(*args)
         return
@@ -160,10 +223,11 @@ def _run(w: World, name: str, what: str, blocking, nonblocking, args) -> None:
         now = time.monotonic()
         # spin (each Test progresses MPI's transfers) for the first 10 ms, as MPI's blocking
         # calls do, yielding the core to ranks that share it; then back off up to 1 ms
-        # between polls: the other ranks are late
+        # between polls, looking for a failed rank's report: the other ranks are late
         if now - start > 0.01:
             time.sleep(pause)
             pause = min(max(pause * 2, 5e-5), 1e-3)
+            _raise_if_failed(w, name, what)
         else:
             _yield()
         if now > deadline:
@@ -172,8 +236,59 @@ def _run(w: World, name: str, what: str, blocking, nonblocking, args) -> None:
                        f"{w.size}")
             raise DistributedTimeoutError(
                 f"{name}{what} did not complete within {w.timeout:g} s on rank {w.rank} of "
-                f"{w.size} (a rank that did not call it, or a slow or failed rank); the world "
-                f"is unusable from now on: MPI cannot cancel a collective, so end the job")
+                f"{w.size}: {_missing(w)}; the world is unusable from now on: MPI cannot "
+                f"cancel a collective, so end the job")
+
+
+def _raise_if_failed(w: World, name: str, what: str) -> None:
+    """Raise the report of a rank whose uncaught exception ended it, if one came."""
+    if w.side is None:
+        return
+    mpi = _mpi()
+    status = mpi.Status()
+    if not w.side.Iprobe(source=mpi.ANY_SOURCE, tag=_TAG_FAILED, status=status):
+        return
+    data = np.empty(status.Get_count(mpi.BYTE), np.uint8)
+    w.side.Recv(data, source=status.Get_source(), tag=_TAG_FAILED)
+    w.side.Isend(np.zeros(1, np.uint8), dest=status.Get_source(), tag=_TAG_ACK)
+    global _broken
+    _broken = f"rank {status.Get_source()} failed"     # the hook's test: "rank " starts it
+    raise DistributedError(f"{name}{what} on rank {w.rank} of {w.size}: rank "
+                           f"{status.Get_source()} failed with "
+                           f"{data.tobytes().decode('utf-8', 'replace')}")
+
+
+def _missing(w: World) -> str:
+    """Which ranks did not reach this collective: each rank that times out sends the
+    others the number of its collective; those that send none within the grace (or
+    another number) are missing."""
+    if w.side is None:
+        return "no rank is missing"
+    mpi = _mpi()
+    mine = np.array([_calls[0]], np.int64)
+    reqs = [w.side.Isend(mine, dest=r, tag=_TAG_WAITING) for r in range(w.size) if r != w.rank]
+    heard: dict[int, int] = {}
+    deadline = time.monotonic() + _GRACE_S
+    status = mpi.Status()
+    while len(heard) < w.size - 1 and time.monotonic() < deadline:
+        if w.side.Iprobe(source=mpi.ANY_SOURCE, tag=_TAG_WAITING, status=status):
+            got = np.empty(1, np.int64)
+            w.side.Recv(got, source=status.Get_source(), tag=_TAG_WAITING)
+            heard[status.Get_source()] = int(got[0])
+        else:
+            time.sleep(1e-3)
+    for r in reqs:
+        r.Test()
+    elsewhere = sorted(r for r, c in heard.items() if c != mine[0])
+    missing = sorted(set(range(w.size)) - {w.rank} - set(heard))
+    parts = []
+    if missing:
+        parts.append(f"rank{'s' * (len(missing) > 1)} {', '.join(map(str, missing))} did not "
+                     f"reach it (slow, stopped or failed)")
+    if elsewhere:
+        parts.append(f"rank{'s' * (len(elsewhere) > 1)} {', '.join(map(str, elsewhere))} "
+                     f"waited in another collective")
+    return "; ".join(parts) or "every rank reached it (MPI did not complete it)"
 
 
 def barrier(what: str = "") -> None:

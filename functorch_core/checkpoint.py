@@ -77,6 +77,20 @@ def save(obj, path):
         np.savez(path, allow_pickle=False, **members)
 
 
+def check_savable(obj) -> None:
+    """Raise the ``TypeError`` that ``save(obj, ...)`` would raise, without writing anything
+    (``functorch_core.distributed.checkpoint.save`` checks before the ranks meet).
+
+    Args:
+        obj: the pytree ``save`` would be given.
+
+    Example::
+
+        >>> functorch_core.checkpoint.check_savable({"w": np.ones(3), "step": 1})
+    """
+    _encode(obj, "obj", {})
+
+
 def load(path):
     """Load what ``save`` wrote: the same pytree, with fresh NumPy arrays as array leaves.
 

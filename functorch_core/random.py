@@ -50,8 +50,9 @@ from ._internal import random_scope as _random_scope
 from ._internal.erfinv import erfinv
 
 __all__ = ["PRNGKey", "bernoulli", "bits", "categorical", "choice", "dropout_mask",
-           "exponential", "fold_in", "gumbel", "key", "manual_seed", "next_key", "normal",
-           "permutation", "randint", "split", "truncated_normal", "uniform"]
+           "exponential", "fold_in", "get_rng_state", "gumbel", "key", "manual_seed",
+           "next_key", "normal", "permutation", "randint", "set_rng_state", "split",
+           "truncated_normal", "uniform"]
 
 _U32 = np.dtype(np.uint32)
 _MASK = 0xFFFFFFFF
@@ -567,6 +568,41 @@ def manual_seed(seed):
     hi, lo = _words("manual_seed", seed, "seed")
     with _Global.lock:
         _Global.key = np.array([hi, lo], np.uint32)
+
+
+def get_rng_state():
+    """The global generator's state: a copy to give :func:`set_rng_state` later (a
+    checkpoint stores it, so that a resumed run draws what the uninterrupted one would).
+
+    Returns:
+        a ``uint32`` array of shape ``(2,)``.
+
+    Example::
+
+        >>> state = random.get_rng_state(); a = random.next_key()
+        >>> random.set_rng_state(state); bool((random.next_key() == a).all())
+        True
+    """
+    with _Global.lock:
+        return _Global.key.copy()
+
+
+def set_rng_state(state):
+    """Restore the global generator to ``state`` (from :func:`get_rng_state`).
+
+    Args:
+        state (array-like): two ``uint32`` words.
+
+    Example::
+
+        >>> random.set_rng_state(random.get_rng_state())
+    """
+    a = np.asarray(state)
+    if a.shape != (2,) or a.dtype != _U32:
+        raise ValueError(f"set_rng_state(state): expected a uint32 array of shape (2,) from "
+                         f"get_rng_state(), got dtype {a.dtype} and shape {a.shape}")
+    with _Global.lock:
+        _Global.key = a.copy()
 
 
 def _draw():

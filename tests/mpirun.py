@@ -54,6 +54,19 @@ needs_mpi = pytest.mark.skipif(not have_mpi(), reason="needs mpi4py and mpiexec 
                                "(pip install -e '.[distributed]')")
 
 
+def bounded(proc, timeout: float, what: str) -> str:
+    """The output of ``proc`` (started with ``start_new_session=True``, stdout piped) once
+    it ends; past ``timeout`` seconds its whole process group is killed and the test fails
+    with that output, naming ``what`` ran too long."""
+    try:
+        output, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        output, _ = proc.communicate()
+        pytest.fail(f"{what} ran past {timeout} s:\n{output}")
+    return output
+
+
 def run_ranks(source: str, n: int = 2, timeout: float = 120, args=(), env=None,
               expect_fail: bool = False, cwd=None):
     """Run ``source`` (a script's text) on ``n`` ranks; return each rank's reports.
@@ -71,12 +84,7 @@ def run_ranks(source: str, n: int = 2, timeout: float = 120, args=(), env=None,
         cmd = [mpiexec(), "-n", str(n), sys.executable, str(script), *map(str, args)]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 env=full_env, cwd=cwd, start_new_session=True, text=True)
-        try:
-            output, _ = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            output, _ = proc.communicate()
-            pytest.fail(f"{n} ranks ran past {timeout} s:\n{output}")
+        output = bounded(proc, timeout, f"{n} ranks")
         out = [[json.loads(line) for line in (reports / f"{r}.jsonl").read_text().splitlines()]
                if (reports / f"{r}.jsonl").exists() else [] for r in range(n)]
         if expect_fail:

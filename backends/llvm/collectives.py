@@ -65,7 +65,11 @@ class CollectiveCall:
 def collective_call(step) -> CollectiveCall | None:
     """``step`` (a plan step) as a native collective, or None when it is not one (another
     step, an operand that is a literal, a dtype the MPI library has no type for, a graph
-    traced for another world size, whose interpreter step raises)."""
+    traced for another world size, whose interpreter step raises; a world with a timeout,
+    whose interpreter step is MPI's non-blocking call polled to the deadline, where a
+    native call would block for ever)."""
+    if mpi.world().timeout is not None:
+        return None
     if not isinstance(step, Fallback) or step.eqn.prim not in FUNCTIONS \
             or step.eqn.params["axis_name"] != mpi.WORLD or step.inputs[0][0] != "slot":
         return None

@@ -488,7 +488,8 @@ class DataLoader:
                 "world_size": self.world_size, "num_workers": self.num_workers,
                 "batch_size": self.batch_size, "drop_last": self.drop_last,
                 "epoch": pos["epoch"], "delivered": list(pos["delivered"]),
-                "active": list(pos["active"]), "pointer": pos["pointer"]}
+                "active": list(pos["active"]), "pointer": pos["pointer"],
+                "reshards": copy.deepcopy(pos.get("reshards", []))}
 
     def load_state_dict(self, state: dict) -> None:
         """Continue from ``state`` (from ``state_dict``) at the next iteration.
@@ -503,10 +504,14 @@ class DataLoader:
                                  f"{key}={state[key]!r} but this loader has "
                                  f"{key}={getattr(self, key)!r}")
         loader_state.check_progress(state, max(self.num_workers, 1))
+        if state.get("reshards") and self.pipeline is not None:
+            raise ValueError("DataLoader.load_state_dict: the state was re-sharded from "
+                             "another world size, which only a map-style dataset resumes")
         self.seed = state["seed"]
         self._epoch = state["epoch"]
         self._resume = {k: copy.deepcopy(state[k])
                         for k in ("epoch", "delivered", "active", "pointer")}
+        self._resume["reshards"] = copy.deepcopy(state.get("reshards", []))
 
     def _workers(self):
         if self._pool is None or not self._pool.alive():

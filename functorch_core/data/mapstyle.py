@@ -20,6 +20,7 @@ import traceback
 
 from .distributed import DistributedSampler
 from .iter.util import progress_bar
+from .loader_state import remaining
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
 from .workers import (
     DataLoaderWorkerError,
@@ -72,12 +73,21 @@ def _share(loader) -> tuple[int, int]:
     return loader.rank, loader.world_size
 
 
-def index_lists(loader, epoch: int):
-    """This rank's index lists (or single indices without auto-batching) for ``epoch``."""
+def index_lists(loader, epoch: int, reshards=()):
+    """This rank's index lists (or single indices without auto-batching) for ``epoch``;
+    after a re-shard (``reshards``, see ``loader_state.reshard``) only of what the ranks
+    before it left of the epoch."""
     r, ws = _share(loader)
+    if reshards and (loader._user_batches or ws != loader.world_size):
+        raise ValueError("DataLoader.load_state_dict: a state re-sharded to another world "
+                         "size needs the loader's own sampling (no batch_sampler, no "
+                         "DistributedSampler): the indices left are split by the loader")
     if loader._user_batches:
         return itertools.islice(iter(loader.batch_sampler), r, None, ws)
-    indices = itertools.islice(iter(epoch_sampler(loader, epoch)), r, None, ws)
+    if reshards:
+        indices = iter(remaining(epoch_sampler(loader, epoch), reshards)[r::ws])
+    else:
+        indices = itertools.islice(iter(epoch_sampler(loader, epoch)), r, None, ws)
     if loader.batch_size is None:
         return indices
     return iter(BatchSampler(indices, loader.batch_size, loader.drop_last))
@@ -176,7 +186,9 @@ class MapEpoch(Epoch):
         self.epoch = state["epoch"]
         self.count = sum(state["delivered"])
         self.finished = False
-        self.indices = itertools.islice(index_lists(loader, self.epoch), self.count, None)
+        self.reshards = state.get("reshards", [])
+        self.indices = itertools.islice(index_lists(loader, self.epoch, self.reshards),
+                                        self.count, None)
         self.batched = loader.batch_size is not None or loader.batch_sampler is not None
         self.pool = None
         self.bar = progress(loader)
@@ -193,7 +205,7 @@ class MapEpoch(Epoch):
     def position(self) -> dict:
         n = max(self.loader.num_workers, 1)
         return {"epoch": self.epoch, "delivered": [self.count] + [0] * (n - 1),
-                "active": list(range(n)), "pointer": 0}
+                "active": list(range(n)), "pointer": 0, "reshards": self.reshards}
 
     def _send(self) -> None:
         index = next(self.indices, None)

@@ -11,6 +11,7 @@ Example::
     >>> grads = dist.all_reduce(grads, op="mean")
 """
 
+from . import checkpoint
 from .collectives import all_gather, all_reduce, broadcast, recv, reduce_scatter, send
 from .world import (
     WORLD,
@@ -31,6 +32,7 @@ from .world import (
 )
 
 __all__ = ["WORLD", "DistributedError", "DistributedTimeoutError", "ReduceOp", "abort",
-           "all_gather", "all_reduce", "barrier", "broadcast", "get_rank", "get_world_size",
+           "all_gather", "all_reduce", "barrier", "broadcast", "checkpoint", "get_rank",
+           "get_world_size",
            "init", "init_process_group", "is_initialized", "local_rank", "local_world_size",
            "rank", "recv", "reduce_scatter", "send", "world_size"]

@@ -89,6 +89,31 @@ def test_collectives_against_numpy(n, timeout):
 
 
 @needs_mpi
+def test_a_jitted_collective_times_out_too():
+    # under a timeout a compiled step's collective is the bounded call, not a native
+    # MPI_Allreduce that would wait for ever for a rank that never calls it
+    out = run_ranks('''
+        import time
+        import numpy as np
+        import functorch_core as fc
+        import functorch_core.distributed as dist
+        dist.init(timeout=1.0)
+        step = fc.jit(lambda x: dist.all_reduce(x * 2.0))
+        report(step(np.ones(3)).tolist())          # both ranks: it works
+        if dist.rank() == 0:
+            t = time.monotonic()
+            try:
+                step(np.ones(3))
+            except dist.DistributedTimeoutError as e:
+                report([time.monotonic() - t, str(e)])
+    ''', n=2, timeout=60)
+    assert out[0][0] == out[1][0] == [4.0, 4.0, 4.0]
+    elapsed, msg = out[0][1]
+    assert 1.0 <= elapsed < 3.0
+    assert "did not complete within 1 s on rank 0 of 2: rank 1 did not reach it" in msg
+
+
+@needs_mpi
 def test_collective_on_one_rank_times_out():
     out = run_ranks('''
         import time
@@ -110,7 +135,7 @@ def test_collective_on_one_rank_times_out():
     elapsed, msg = out[0][0]
     assert 1.0 <= elapsed < 3.0
     assert msg.startswith("all_reduce(op='sum') (leaves ['b'], ['w']) did not complete within "
-                          "1 s on rank 0 of 2")
+                          "1 s on rank 0 of 2: rank 1 did not reach it")
     assert "the world is unusable" in msg
     assert out[0][1].startswith("broadcast(src=0): the world is unusable since all_reduce")
     assert out[1] == []

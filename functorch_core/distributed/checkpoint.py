@@ -1,0 +1,402 @@
+"""Atomic checkpoints of a distributed job: ``save(state, step, dir)`` / ``load_latest(dir)``.
+
+One folder per step, ``step-00000042/``: ``rank-00000.npz`` (rank 0: the shared ``state``
+and its own part), ``rank-<r>.npz`` (every other rank's part: its DataLoader state and RNG
+state) and ``manifest.json``, which holds every file's size and sha256. The ranks write
+into a temporary folder ``.step-00000042.partial``; once every rank's part is in (the
+ranks exchange sizes and hashes), rank 0 writes the manifest and renames the folder: a
+step folder exists only complete. A job killed at any moment leaves the previous complete
+checkpoint as it was, and ``load_latest`` refuses a truncated or altered file by name.
+Files are ``functorch_core.save`` archives: no pickle. ``dir`` must be a folder every rank
+sees (one machine, or a shared file system).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import secrets
+import shutil
+import threading
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from functorch_core import checkpoint as single
+from functorch_core import random as fc_random
+from functorch_core.backends import mpi
+from functorch_core.data.loader_state import reshard
+
+__all__ = ["Checkpoint", "CheckpointError", "complete_steps", "load_latest", "save",
+           "wait_for_cleanup"]
+
+FORMAT = "functorch_core.distributed.checkpoint/1"
+MANIFEST = "manifest.json"
+_STEP = re.compile(r"step-(\d{8,})")
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be loaded: a damaged or altered file (named), another
+    world size, a manifest that is not this format's."""
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """What ``load_latest`` found.
+
+    Attributes:
+        state: the pytree given to ``save`` (rank 0's).
+        step (int): the step it was saved at.
+        loader (dict | None): this rank's ``DataLoader.state_dict()`` to load, re-sharded
+            when the world size changed; ``None`` if ``save`` was given no loader.
+        rng (dict | None): this rank's random states (``"functorch_core"``, ``"numpy"``)
+            at the save; ``None`` for a rank the saving job did not have.
+        world_size (int): how many ranks saved it.
+        path (str): its folder.
+    """
+
+    state: object
+    step: int
+    loader: dict | None
+    rng: dict | None
+    world_size: int
+    path: str
+
+
+def _folder(step: int) -> str:
+    return f"step-{step:08d}"
+
+
+def _part(rank: int) -> str:
+    return f"rank-{rank:05d}.npz"
+
+
+def _fsync(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write(path: str, obj, durable: bool) -> tuple[int, bytes]:
+    """Write ``obj`` as a ``functorch_core.save`` archive at ``path``; its size and
+    sha256. A big archive is hashed in a thread while it is written (hashlib lets go of
+    the GIL)."""
+    buf = io.BytesIO()
+    single.save(obj, buf)
+    data = buf.getbuffer()
+    sha = hashlib.sha256()
+    hasher = threading.Thread(target=sha.update, args=(data,), name="checkpoint-hash")
+    if len(data) >= 1 << 20:
+        hasher.start()
+    else:
+        hasher.run()
+    try:
+        with open(path, "wb") as f:
+            f.write(data)
+            f.flush()
+            if durable:
+                os.fsync(f.fileno())
+    finally:
+        if hasher.ident is not None:
+            hasher.join()
+    return len(data), sha.digest()
+
+
+def _rng_state() -> dict:
+    return {"functorch_core": fc_random.get_rng_state(),
+            "numpy": np.random.get_state(legacy=True)}
+
+
+def save(state, step: int, dir, *, loader=None, keep: int = 2, durable: bool = True,
+         sharded: bool = False) -> str:
+    """Save a checkpoint of step ``step`` from every rank (a collective: every rank calls it).
+
+    Rank 0 writes ``state`` (model and optimizer state: it must be the same on every rank,
+    as after DDP's all-reduce; other ranks' ``state`` is not read); every rank writes its
+    ``loader.state_dict()`` and its random states (``functorch_core.random``'s global
+    generator and NumPy's legacy global one). The checkpoint appears, complete, only once
+    every rank's part is written; then the oldest complete checkpoints beyond ``keep`` are
+    removed.
+
+    Args:
+        state: a pytree ``functorch_core.save`` takes (dicts, lists, arrays, scalars).
+        step (int): the training step, ``>= 0``; names the folder ``step-<step>``.
+        dir (str | os.PathLike): the checkpoint folder (created if need be), seen by every
+            rank.
+        loader (DataLoader, optional): this rank's DataLoader, whose position is saved.
+            Default: ``None``.
+        keep (int): how many complete checkpoints to keep, ``>= 1``. Default: ``2``.
+        durable (bool): ``fsync`` every file and folder, so that the checkpoint also
+            survives a power loss or an OS crash. Without it the save is as atomic against
+            a killed process (the rename is) and saves the fsyncs (milliseconds each on
+            many disks: four on rank 0, one on every other rank). Default: ``True``.
+        sharded (bool): every rank writes its own ``state`` (a shard of the model or of
+            the optimizer state), and ``load_latest`` gives each rank its own back; such a
+            checkpoint loads only at the same world size. Default: ``False`` (rank 0's).
+
+    Returns:
+        str: the checkpoint's folder.
+
+    Example::
+
+        >>> if step % 100 == 0:
+        ...     dist.checkpoint.save({"model": model.state_dict(),
+        ...                           "optim": opt.state_dict()}, step, "ckpt", loader=loader)
+    """
+    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        raise ValueError(f"checkpoint.save(step={step!r}): expected an int >= 0")
+    if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
+        raise ValueError(f"checkpoint.save(keep={keep!r}): expected an int >= 1")
+    w = mpi.world()
+    root = os.fspath(dir)
+    final = os.path.join(root, _folder(step))
+    tmp = os.path.join(root, f".{_folder(step)}.partial")
+    part = {"rank": w.rank, "world_size": w.size, "step": step, "rng": _rng_state(),
+            "loader": None if loader is None else loader.state_dict()}
+    obj = {"state": state, "part": part} if w.rank == 0 or sharded else {"part": part}
+    single.check_savable(obj)     # before any folder or collective
+    if w.rank == 0:
+        os.makedirs(root, exist_ok=True)
+        for name in os.listdir(root):   # killed saves' temporary folders
+            if _PARTIAL.fullmatch(name):
+                _discard(root, name)
+        os.mkdir(tmp)
+    mpi.barrier(f" (checkpoint.save(step={step}): the folder {tmp!r} is made)")
+    size, digest = _write(os.path.join(tmp, _part(w.rank)), obj, durable)
+    mine = np.frombuffer(np.int64(size).tobytes() + digest, np.uint8)
+    every = mpi.all_gather(mine, f" (checkpoint.save(step={step}): the parts' hashes)")
+    if w.rank == 0:
+        files = {_part(r): {"size": int(row[:8].view(np.int64)[0]),
+                            "sha256": row[8:].tobytes().hex()} for r, row in enumerate(every)}
+        _commit(root, tmp, final, {"format": FORMAT, "step": step, "world_size": w.size,
+                                   "sharded": bool(sharded), "files": files}, durable)
+        _prune(root, keep)
+    mpi.barrier(f" (checkpoint.save(step={step}): the manifest is written)")
+    return final
+
+
+def _commit(root, tmp, final, manifest, durable) -> None:
+    """Write the manifest into ``tmp`` and rename ``tmp`` onto ``final``."""
+    path = os.path.join(tmp, MANIFEST)
+    with open(path, "w") as f:
+        json.dump(manifest, f, indent=1)
+        f.flush()
+        if durable:
+            os.fsync(f.fileno())
+    if durable:
+        _fsync(tmp)
+    if os.path.exists(final):       # the same step saved again (a resumed run)
+        _discard(root, os.path.basename(final))
+    os.replace(tmp, final)
+    if durable:
+        _fsync(root)
+
+
+def _prune(root, keep) -> None:
+    for old in complete_steps(root)[:-keep]:
+        _discard(root, _folder(old))
+    _sweep(root)
+
+
+class _Sweeper:
+    """The thread that deletes discarded folders; a sweep asked for while it runs is run
+    after the current one."""
+
+    lock = threading.Lock()
+    thread: threading.Thread | None = None
+    asks: list = []     # the folders to sweep
+
+
+def _discard(root, name) -> None:
+    """Take the folder ``name`` out of ``root``'s checkpoints at once (a rename); a thread
+    deletes it later (deleting folders is slow on some file systems: ext4 with ``discard``
+    takes milliseconds per folder)."""
+    os.replace(os.path.join(root, name),
+               os.path.join(root, f".{name.lstrip('.')}.{secrets.token_hex(4)}.old"))
+
+
+_PARTIAL = re.compile(r"\.step-(\d{8,})\.partial")
+
+
+def _sweep_now(root) -> None:
+    try:
+        names = os.listdir(root)
+    except OSError:     # the checkpoint folder itself was removed
+        return
+    for name in names:
+        if name.startswith(".step-") and name.endswith(".old"):
+            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+
+
+def _sweeping() -> None:
+    while True:
+        with _Sweeper.lock:
+            if not _Sweeper.asks:
+                _Sweeper.thread = None
+                return
+            root = _Sweeper.asks.pop(0)
+        _sweep_now(root)
+
+
+def _sweep(root) -> None:
+    """Delete, in a thread, the discarded folders of ``root`` (also a killed process's)."""
+    with _Sweeper.lock:
+        _Sweeper.asks.append(root)
+        if _Sweeper.thread is None:
+            _Sweeper.thread = threading.Thread(target=_sweeping, name="checkpoint-sweeper",
+                                               daemon=True)
+            _Sweeper.thread.start()
+
+
+def wait_for_cleanup() -> None:
+    """Wait until the folders earlier saves removed are deleted (a thread deletes them).
+
+    Example::
+
+        >>> dist.checkpoint.wait_for_cleanup()
+    """
+    thread = _Sweeper.thread
+    while thread is not None:
+        thread.join()
+        thread = _Sweeper.thread
+
+
+def complete_steps(dir) -> list[int]:
+    """The steps of ``dir``'s complete checkpoints (a folder with its manifest), ascending.
+
+    Args:
+        dir (str | os.PathLike): the checkpoint folder; a missing one has none.
+
+    Example::
+
+        >>> dist.checkpoint.complete_steps("ckpt")
+        [400, 500]
+    """
+    root = os.fspath(dir)
+    try:
+        names = os.listdir(root)
+    except FileNotFoundError:
+        return []
+    return sorted(int(m.group(1)) for n in names if (m := _STEP.fullmatch(n))
+                  and os.path.isfile(os.path.join(root, n, MANIFEST)))
+
+
+def _read(folder: str, name: str, entry) -> object:
+    """The archive ``name`` of ``folder``, checked against its manifest ``entry``."""
+    path = os.path.join(folder, name)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise CheckpointError(f"load_latest: {path!r} is missing; its manifest lists "
+                              f"it") from None
+    if len(data) != entry["size"]:
+        raise CheckpointError(f"load_latest: {path!r} has {len(data)} bytes, its manifest "
+                              f"says {entry['size']} (truncated or altered)")
+    if hashlib.sha256(data).hexdigest() != entry["sha256"]:
+        raise CheckpointError(f"load_latest: {path!r} does not match its manifest's sha256 "
+                              f"(damaged or altered)")
+    try:
+        return single.load(io.BytesIO(data))
+    except ValueError as e:
+        raise CheckpointError(f"load_latest: {path!r}: {e}") from None
+
+
+def _manifest(folder: str) -> dict:
+    path = os.path.join(folder, MANIFEST)
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise CheckpointError(f"load_latest: {path!r} is not JSON: {e}") from None
+    ok = (isinstance(doc, dict) and doc.get("format") == FORMAT
+          and isinstance(doc.get("world_size"), int) and isinstance(doc.get("files"), dict)
+          and all(isinstance(e, dict) and isinstance(e.get("size"), int)
+                  and isinstance(e.get("sha256"), str) for e in doc["files"].values())
+          and set(doc["files"]) == {_part(r) for r in range(doc["world_size"])})
+    if not ok:
+        raise CheckpointError(f"load_latest: {path!r} is not a manifest of {FORMAT!r} "
+                              f"listing one part per rank")
+    return doc
+
+
+def _load(root: str, step: int, any_world_size: bool) -> Checkpoint:
+    folder = os.path.join(root, _folder(step))
+    doc = _manifest(folder)
+    w = mpi.world()
+    old, sharded = doc["world_size"], doc.get("sharded") is True
+    if old != w.size and sharded:
+        raise CheckpointError(f"load_latest: {folder!r} holds a state sharded over {old} "
+                              f"ranks, this job has {w.size}: a sharded state loads only at "
+                              f"its world size")
+    if old != w.size and not any_world_size:
+        raise CheckpointError(f"load_latest: {folder!r} was saved by {old} ranks, this job "
+                              f"has {w.size}; pass any_world_size=True to re-shard the data")
+    # every rank checks every part, so that all reach the same verdict without a collective
+    parts = [_read(folder, _part(r), doc["files"][_part(r)]) for r in range(old)]
+    holders = parts if sharded else parts[:1]
+    if not all(isinstance(p, dict) and isinstance(p.get("part"), dict) for p in parts) \
+            or not all("state" in p for p in holders):
+        raise CheckpointError(f"load_latest: {folder!r}: a part is not a checkpoint part")
+    state = parts[w.rank]["state"] if sharded else parts[0]["state"]
+    mine = [p["part"] for p in parts]
+    loaders = [p.get("loader") for p in mine]
+    if any(s is None for s in loaders):
+        loader = None
+    elif old == w.size:
+        loader = loaders[w.rank]
+    else:
+        loader = reshard(loaders, w.rank, w.size)
+    rng = mine[w.rank]["rng"] if w.rank < old else None
+    return Checkpoint(state, step, loader, rng, old, folder)
+
+
+def load_latest(dir, *, fallback: bool = False, any_world_size: bool = False,
+                restore_rng: bool = True) -> Checkpoint | None:
+    """The newest complete checkpoint of ``dir``, or ``None`` when it has none.
+
+    Every file is checked against the manifest (size and sha256): a truncated or altered
+    one raises ``CheckpointError`` naming it. Folders without a manifest (a save that was
+    killed) are ignored.
+
+    Args:
+        dir (str | os.PathLike): the checkpoint folder.
+        fallback (bool): on a damaged checkpoint, warn and try the next older one instead
+            of raising. Default: ``False``.
+        any_world_size (bool): accept a checkpoint saved by another number of ranks: each
+            rank gets the DataLoader state that delivers the rest of the saved epoch exactly
+            once across the new ranks (map-style datasets; see
+            ``functorch_core.data.loader_state.reshard``). Default: ``False`` (refused).
+        restore_rng (bool): set this rank's random states to the saved ones. Default:
+            ``True``.
+
+    Returns:
+        Checkpoint | None
+
+    Example::
+
+        >>> ckpt = dist.checkpoint.load_latest("ckpt")
+        >>> if ckpt is not None:
+        ...     model.load_state_dict(ckpt.state["model"]); loader.load_state_dict(ckpt.loader)
+        ...     start = ckpt.step + 1
+    """
+    root = os.fspath(dir)
+    for step in reversed(complete_steps(root)):
+        try:
+            ckpt = _load(root, step, any_world_size)
+        except CheckpointError as e:
+            if not fallback:
+                raise
+            warnings.warn(f"{e}; trying the previous checkpoint", stacklevel=2)
+            continue
+        if restore_rng and ckpt.rng is not None:
+            fc_random.set_rng_state(ckpt.rng["functorch_core"])
+            np.random.set_state(ckpt.rng["numpy"])
+        return ckpt
+    return None
