@@ -680,6 +680,8 @@ UNARY = {
     "fabs": (REAL, -20, 20, 1), "degrees": (REAL, -20, 20, 1), "radians": (REAL, -20, 20, 1),
     "rad2deg": (REAL, -20, 20, 1), "deg2rad": (REAL, -20, 20, 1),
     "sinc": (NUMERIC, -3, 3, TRANSCENDENTAL),
+    "signbit": (REAL, -20, 20, 1), "fix": (REAL, -20, 20, 1), "modf": (REAL, -20, 20, 1),
+    "isposinf": (REAL, -20, 20, 1), "isneginf": (REAL, -20, 20, 1),
 }
 
 BINARY = {
@@ -698,6 +700,8 @@ BINARY = {
     "logical_or": (NUMERIC, {}, 1), "logical_xor": (NUMERIC, {}, 1),
     "bitwise_and": (INT_BOOL, {}, 1), "bitwise_or": (INT_BOOL, {}, 1),
     "bitwise_xor": (INT_BOOL, {}, 1),
+    "fmod": (REAL, {}, 1), "divmod": (REAL, {}, 1), "heaviside": (REAL, {}, 1),
+    "float_power": (NUMERIC, {"lo": -4, "hi": 4, "rhs_int_range": (0, 5)}, TRANSCENDENTAL),
 }
 
 COMPLEX = kinds("c")
@@ -737,7 +741,9 @@ for _name, _example in [
         ("nansum", Case((np.array([1, 2], np.uint8),))),
         ("nanprod", Case((np.array([1, 2], np.uint8),))),
         ("nancumsum", Case((np.array([1, 2], np.uint8),), {"axis": None})),
-        ("nancumprod", Case((np.array([1, 2], np.uint8),), {"axis": None}))]:
+        ("nancumprod", Case((np.array([1, 2], np.uint8),), {"axis": None})),
+        ("cumulative_sum", Case((np.array([1, 2], np.uint8),), {"axis": 0})),
+        ("cumulative_prod", Case((np.array([1, 2], np.uint8),), {"axis": 0}))]:
     _modes = ("jit", "passes") if _name.startswith("method_") else (*MODES, "passes")
     KNOWN[_name] = (Known(_U8_ACCUMULATION, _example, _modes, (np.dtype(np.uint8),)),)
 
@@ -1492,6 +1498,74 @@ def _put_along_axis(m, x, v, *, indices, axis):
 
 
 add("put_along_axis", _put_along_axis, _put_along_axis_case)
+
+# --- NumPy 2's array-API additions (functorch_core/numpy/_array_api.py) -------------------
+
+@st.composite
+def _vector_pair_case(draw, dtype, kind):
+    """Operands of vecdot ('vv'), matvec ('mv') or vecmat ('vm'): core sizes that agree,
+    leading axes that broadcast, sometimes a second dtype."""
+    lead = draw(hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=2, max_side=3))
+    n, m = draw(st.integers(0, 3)), draw(st.integers(1, 3))
+    cores = {"vv": ((n,), (n,)), "mv": ((m, n), (n,)), "vm": ((n,), (n, m))}[kind]
+    s1, s2 = (tuple(s) + c for s, c in zip(lead.input_shapes, cores, strict=True))
+    kw = {}
+    if kind == "vv" and draw(st.booleans()):
+        kw["axis"] = draw(st.integers(-1, 0)) if len(s1) == len(s2) == 1 else -1
+    return Case((draw(_mm_array(dtype, s1)), draw(_mm_array(_matrix_dtype(draw, dtype), s2))),
+                kw)
+
+
+def _unstack_kwargs(draw, shape):
+    return {"axis": draw(st.integers(-len(shape), len(shape) - 1))}
+
+
+def _cumulative_kwargs(draw, shape):
+    axis = draw(st.one_of(st.none(), st.integers(-len(shape), len(shape) - 1))) if shape \
+        else None
+    return {"axis": axis, "include_initial": draw(st.booleans())}
+
+
+@st.composite
+def _equal_case(draw, dtype):
+    x = draw(array(dtype, shapes(0, 2, 0, 3), lo=-3, hi=3, int_lo=-3, int_hi=3))
+    form = draw(st.sampled_from(["same", "changed", "other", "broadcast"]))
+    if form == "same":
+        y = x.copy()
+    elif form == "changed" and x.size:
+        y = x.copy()
+        y.flat[draw(st.integers(0, x.size - 1))] = draw(elements(dtype, -3, 3))
+    elif form == "broadcast":
+        y = np.broadcast_to(x, (2, *x.shape)).copy()
+    else:
+        y = draw(array(_matrix_dtype(draw, dtype), shapes(0, 2, 0, 3), lo=-3, hi=3))
+    return Case((x, y), {"equal_nan": draw(st.booleans())})
+
+
+@st.composite
+def _dstack_case(draw, dtype):
+    shape = draw(shapes(0, 3, 0, 3))
+    n = draw(st.integers(1, 3))
+    return Case(tuple(draw(array(_matrix_dtype(draw, dtype), shape)) for _ in range(n)))
+
+
+add("vecdot", lambda m, a, b, **kw: m.vecdot(a, b, **kw),
+    lambda dt: _vector_pair_case(dt, "vv"), tol=4.0)
+add("linalg_vecdot", lambda m, a, b, **kw: m.linalg.vecdot(a, b, **kw),
+    lambda dt: _vector_pair_case(dt, "vv"), tol=4.0)
+add("matvec", lambda m, a, b: m.matvec(a, b), lambda dt: _vector_pair_case(dt, "mv"), tol=4.0)
+add("vecmat", lambda m, a, b: m.vecmat(a, b), lambda dt: _vector_pair_case(dt, "vm"), tol=4.0)
+add("matrix_transpose", _fnp_call("matrix_transpose"), one_array(lambda d, s: {}))
+add("unstack", lambda m, x, **kw: m.unstack(x, **kw), one_array(_unstack_kwargs, min_dims=1))
+add("cumulative_sum", _fnp_call("cumulative_sum"), one_array(_cumulative_kwargs, lo=-3, hi=3))
+add("cumulative_prod", _fnp_call("cumulative_prod"), one_array(_cumulative_kwargs, lo=-3,
+                                                               hi=3))
+add("count_nonzero", _fnp_call("count_nonzero"), reduction())
+add("array_equal", lambda m, a, b, **kw: m.array_equal(a, b, **kw), _equal_case)
+add("array_equiv", lambda m, a, b, **kw: m.array_equiv(a, b), _equal_case)
+add("dstack", lambda m, *xs: m.dstack(xs), _dstack_case)
+add("diagflat", lambda m, x, k: m.diagflat(x, k), one_array(
+    lambda d, s: {"k": d(st.integers(-2, 2))}, max_dims=2))
 
 OPS_BY_NAME = {op.name: op for op in OPS}
 assert len(OPS_BY_NAME) == len(OPS), "duplicate row names"

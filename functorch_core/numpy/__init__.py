@@ -10,6 +10,7 @@ import numpy as _np
 
 from . import (
     _arrangement,
+    _array_api,
     _calculus,
     _convolve,
     _creation,
@@ -34,6 +35,7 @@ from . import (
     linalg,  # noqa: F401  (fnp.linalg: the numpy.linalg namespace)
 )
 from ._arrangement import *  # noqa: F403
+from ._array_api import *  # noqa: F403
 from ._calculus import *  # noqa: F403
 from ._convolve import *  # noqa: F403
 from ._creation import *  # noqa: F403
@@ -70,8 +72,9 @@ __all__ = [*_elementwise.__all__, *_shape.__all__, *_indexing.__all__, *_sorting
            *_setops.__all__, *_calculus.__all__,
            *_histograms.__all__, *_polynomial.__all__,
            *_ranges.__all__, *_editing.__all__,
-           *_functional.__all__]
+           *_functional.__all__, *_array_api.__all__]
 
 # what a ufunc called on a tracer runs (``__array_ufunc__``): the elementwise ones, and
 # np.matmul, a generalized ufunc
-UFUNC_CALLS = {**_elementwise.UFUNCS, _np.matmul: _linalg.matmul}
+UFUNC_CALLS = {**_elementwise.UFUNCS, _np.matmul: _linalg.matmul, _np.vecdot: _array_api.vecdot,
+               _np.matvec: _array_api.matvec, _np.vecmat: _array_api.vecmat}
