@@ -1,0 +1,83 @@
+"""Derivatives and errors of the NumPy functions of functorch_core/numpy/_array_api.py and
+the new ufuncs (fmod, heaviside, float_power, signbit, divmod, modf).
+
+Values and dtypes against NumPy (eager, jit, NumPy's API on tracers) and vmap come from
+their op-table rows (tests/op_table.py); the smooth ones' derivatives from the op table
+crossed with check_grads (tests/transforms/test_autodiff.py). Here: derivatives of the
+piecewise functions at points away from their jumps, and the refusals' messages.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import functorch_core as fc
+import functorch_core.numpy as fnp
+from functorch_core.testing import check_grads
+
+X = np.array([-3.7, -1.2, 0.4, 2.9, 5.3])
+Y = np.array([1.5, -0.7, 0.9, -2.2, 1.6])
+
+PIECEWISE = {
+    "fmod": (lambda x, y: np.fmod(x, y), (X, Y)),
+    "divmod_remainder": (lambda x, y: np.divmod(x, y)[1], (X, Y)),
+    "modf_fraction": (lambda x: np.modf(x)[0], (X,)),
+    "heaviside_h0": (lambda h: np.heaviside(np.array([-1.0, 0.0, 2.0, 0.0]), h),
+                     (np.array([0.3, 0.6, 0.9, 1.2]),)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PIECEWISE))
+def test_piecewise_derivatives(name):
+    f, args = PIECEWISE[name]
+    check_grads(f, args, order=2)
+
+
+def test_fmod_derivatives_are_those_of_the_truncated_quotient():
+    dx, dy = fc.grad(lambda x, y: np.sum(np.fmod(x, y)), argnums=(0, 1))(X, Y)
+    np.testing.assert_allclose(dx, np.ones_like(X))
+    np.testing.assert_allclose(dy, -np.trunc(X / Y))
+
+
+def test_heaviside_is_flat_in_x():
+    g = fc.grad(lambda x: np.sum(np.heaviside(x, 0.5)))(X)
+    np.testing.assert_array_equal(g, np.zeros_like(X))
+
+
+def test_linalg_vecdot_keeps_numpys_integer_and_bool_dtypes():
+    a = np.arange(6, dtype=np.int8).reshape(2, 3)
+    b = np.array([True, False, True])
+    assert fnp.linalg.vecdot(a, a).dtype == np.int8
+    assert fnp.linalg.vecdot(b, b) == np.linalg.vecdot(b, b)
+    assert np.asarray(fnp.linalg.vecdot(b, b)).dtype == np.bool_
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda x: np.vecdot(x, x[:2]), r"vecdot: the core dimensions of x1 \(shape \(3,\)\) "
+                                    r"and x2 \(shape \(2,\)\) differ: 3 and 2"),
+    (lambda x: np.matvec(x, x), r"matvec: x1 has shape \(3,\); it needs at least 2 dim"),
+    (lambda x: np.vecmat(x, x), r"vecmat: x2 has shape \(3,\); it needs at least 2 dim"),
+    (lambda x: np.matrix_transpose(x), r"matrix_transpose: x has shape \(3,\)"),
+    (lambda x: np.unstack(x[0]), r"unstack: input array must be at least 1-d"),
+    (lambda x: np.cumulative_sum(x[:, None] * x), r"cumulative_sum: axis must be given for "
+                                                  r"an array of shape \(3, 3\)"),
+    (lambda x: np.isposinf(x * 1j), r"isposinf: this operation is not supported for complex "
+                                    r"values \(shape \(3,\)\)"),
+])
+def test_bad_input_names_the_call_and_shapes(call, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        fc.jit(call)(np.ones(3))
+
+
+def test_gufunc_options_are_refused_by_name():
+    with pytest.raises(NotImplementedError, match=r"vecdot\(\.\.\., axes=\.\.\.\) is not "
+                                                  "supported on traced arrays"):
+        fc.jit(lambda x: np.vecdot(x, x, axes=[(0,), (0,), ()]))(np.ones(3))
+
+
+def test_array_equal_of_other_shapes_is_false_without_tracing_values():
+    assert not fc.jit(lambda a, b: np.array_equal(a, b))(np.ones(2), np.ones(3))
+    assert not fnp.array_equal(np.ones(2), np.ones(3))
+    assert bool(fc.jit(lambda a, b: np.array_equal(a, b, equal_nan=True))(
+        np.array([1.0, np.nan]), np.array([1.0, np.nan])))
