@@ -682,6 +682,7 @@ UNARY = {
     "sinc": (NUMERIC, -3, 3, TRANSCENDENTAL),
     "signbit": (REAL, -20, 20, 1), "fix": (REAL, -20, 20, 1), "modf": (REAL, -20, 20, 1),
     "isposinf": (REAL, -20, 20, 1), "isneginf": (REAL, -20, 20, 1),
+    "bitwise_invert": (INT_BOOL, -20, 20, 1), "conjugate": (NUMERIC, -20, 20, 1),
 }
 
 BINARY = {
@@ -701,6 +702,8 @@ BINARY = {
     "bitwise_and": (INT_BOOL, {}, 1), "bitwise_or": (INT_BOOL, {}, 1),
     "bitwise_xor": (INT_BOOL, {}, 1),
     "fmod": (REAL, {}, 1), "divmod": (REAL, {}, 1), "heaviside": (REAL, {}, 1),
+    "bitwise_left_shift": (INT_BOOL, {"rhs_int_range": (0, 7)}, 1),
+    "bitwise_right_shift": (INT_BOOL, {"rhs_int_range": (0, 7)}, 1),
     "float_power": (NUMERIC, {"lo": -4, "hi": 4, "rhs_int_range": (0, 5)}, TRANSCENDENTAL),
 }
 
@@ -1564,6 +1567,42 @@ add("count_nonzero", _fnp_call("count_nonzero"), reduction())
 add("array_equal", lambda m, a, b, **kw: m.array_equal(a, b, **kw), _equal_case)
 add("array_equiv", lambda m, a, b, **kw: m.array_equiv(a, b), _equal_case)
 add("dstack", lambda m, *xs: m.dstack(xs), _dstack_case)
+
+# functions the rows above left out (tests/numpy/test_coverage.py asks for a row for each)
+for _name in ("real", "imag", "copy", "isrealobj"):
+    add(_name, _fnp_call(_name), unary())
+for _name in ("nanargmax", "nanargmin"):
+    add(_name, _fnp_call(_name), reduction(tuples=False, min_side=1))
+add("array_split", lambda m, x, sections, axis: m.array_split(x, sections, axis),
+    one_array(_split_kwargs, min_dims=1, max_side=6))
+
+
+@st.composite
+def _convolve_case(draw, dtype):
+    a = draw(_mm_array(dtype, (draw(st.integers(1, 5)),)))
+    v = draw(_mm_array(_matrix_dtype(draw, dtype), (draw(st.integers(1, 5)),)))
+    return Case((a, v), {"mode": draw(st.sampled_from(["full", "same", "valid"]))})
+
+
+add("convolve", lambda m, a, v, mode: m.convolve(a, v, mode), _convolve_case, tol=4.0)
+add("correlate", lambda m, a, v, mode: m.correlate(a, v, mode), _convolve_case, tol=4.0)
+
+
+@st.composite
+def _copyto_case(draw, dtype):
+    dst = draw(array(dtype, shapes(0, 2, 0, 3)))
+    src = draw(array(dtype, draw(hnp.broadcastable_shapes(dst.shape, max_dims=dst.ndim,
+                                                          min_side=0))))
+    return Case((dst, src))
+
+
+def _copyto(m, dst, src):
+    y = m.copy(dst)
+    m.copyto(y, src)
+    return y
+
+
+add("copyto", _copyto, _copyto_case)
 add("diagflat", lambda m, x, k: m.diagflat(x, k), one_array(
     lambda d, s: {"k": d(st.integers(-2, 2))}, max_dims=2))
 
