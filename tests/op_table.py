@@ -858,6 +858,9 @@ add("vdot", lambda m, a, b: m.vdot(a, b), _vdot_case, tol=4.0)
 add("inner", lambda m, a, b: m.inner(a, b), _inner_case, tol=4.0)
 add("outer", lambda m, a, b: m.outer(a, b), _outer_case)
 add("tensordot", lambda m, a, b, axes: m.tensordot(a, b, axes), _tensordot_case, tol=4.0)
+add("linalg_matmul", lambda m, a, b: m.linalg.matmul(a, b), _matmul_case, tol=4.0)
+add("linalg_tensordot", lambda m, a, b, axes: m.linalg.tensordot(a, b, axes=axes),
+    _tensordot_case, tol=4.0)
 add("einsum", lambda m, *xs, spec: m.einsum(spec, *xs), _einsum_case, tol=4.0)
 add("trace", lambda m, x, **kw: m.trace(x, **kw), one_array(_trace_kwargs, min_dims=2),
     tol=4.0)

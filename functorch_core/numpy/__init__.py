@@ -30,6 +30,7 @@ from . import (
     _setops,
     _shape,
     _sorting,
+    _static,
     _statistics,
     fft,  # noqa: F401  (fnp.fft: the numpy.fft namespace)
     linalg,  # noqa: F401  (fnp.linalg: the numpy.linalg namespace)
@@ -55,6 +56,7 @@ from ._rounding import *  # noqa: F403
 from ._setops import *  # noqa: F403
 from ._shape import *  # noqa: F403
 from ._sorting import *  # noqa: F403
+from ._static import *  # noqa: F403
 from ._statistics import *  # noqa: F403
 
 bool_, int8, int16, int32, int64, uint8 = (_np.bool_, _np.int8, _np.int16, _np.int32,
@@ -72,7 +74,7 @@ __all__ = [*_elementwise.__all__, *_shape.__all__, *_indexing.__all__, *_sorting
            *_setops.__all__, *_calculus.__all__,
            *_histograms.__all__, *_polynomial.__all__,
            *_ranges.__all__, *_editing.__all__,
-           *_functional.__all__, *_array_api.__all__]
+           *_functional.__all__, *_array_api.__all__, *_static.__all__]
 
 # what a ufunc called on a tracer runs (``__array_ufunc__``): the elementwise ones, and
 # np.matmul, a generalized ufunc

@@ -74,6 +74,18 @@ def vecdot(x1, x2, /, *, axis=-1, **kwargs):
     return to_result(out, scalar=True)
 
 
+def _matrix_operands(name, x1, x2, kwargs, ndims, core_axes):
+    """The operands of matvec or vecmat, checked: at least ``ndims`` dimensions, equal
+    sizes along ``core_axes`` (the summed axis of each)."""
+    _refuse_gufunc_options(name, kwargs)
+    a, b = array_operand(x1), array_operand(x2)
+    _at_least(name, a, ndims[0], "x1")
+    _at_least(name, b, ndims[1], "x2")
+    _core_sizes_match(name, aval(a).shape[core_axes[0]], aval(b).shape[core_axes[1]],
+                      aval(a).shape, aval(b).shape)
+    return a, b
+
+
 def matvec(x1, x2, /, **kwargs):
     """Matrix-vector products over the last axes: ``numpy.matvec`` (no conjugation).
 
@@ -87,14 +99,8 @@ def matvec(x1, x2, /, **kwargs):
         >>> fnp.matvec([[1.0, 2.0], [3.0, 4.0]], [1.0, 1.0])
         array([3., 7.])
     """
-    _refuse_gufunc_options("matvec", kwargs)
-    fnp = _fnp()
-    a, b = array_operand(x1), array_operand(x2)
-    _at_least("matvec", a, 2, "x1")
-    _at_least("matvec", b, 1, "x2")
-    _core_sizes_match("matvec", aval(a).shape[-1], aval(b).shape[-1], aval(a).shape,
-                      aval(b).shape)
-    return to_result(fnp.matmul(a, b[..., :, None])[..., 0])
+    a, b = _matrix_operands("matvec", x1, x2, kwargs, (2, 1), (-1, -1))
+    return to_result(_fnp().matmul(a, b[..., :, None])[..., 0])
 
 
 def vecmat(x1, x2, /, **kwargs):
@@ -110,14 +116,8 @@ def vecmat(x1, x2, /, **kwargs):
         >>> fnp.vecmat([1.0, 1.0], [[1.0, 2.0], [3.0, 4.0]])
         array([4., 6.])
     """
-    _refuse_gufunc_options("vecmat", kwargs)
-    fnp = _fnp()
-    a, b = array_operand(x1), array_operand(x2)
-    _at_least("vecmat", a, 1, "x1")
-    _at_least("vecmat", b, 2, "x2")
-    _core_sizes_match("vecmat", aval(a).shape[-1], aval(b).shape[-2], aval(a).shape,
-                      aval(b).shape)
-    return to_result(fnp.matmul(_conj(a)[..., None, :], b)[..., 0, :])
+    a, b = _matrix_operands("vecmat", x1, x2, kwargs, (1, 2), (-1, -2))
+    return to_result(_fnp().matmul(_conj(a)[..., None, :], b)[..., 0, :])
 
 
 @implements(np.matrix_transpose)
@@ -181,46 +181,38 @@ def _cumulative(name, scan, identity, x, axis, dtype, out, include_initial):
     return to_result(result)
 
 
-@implements(np.cumulative_sum)
-def cumulative_sum(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
-    """Running sums along ``axis``: ``numpy.cumulative_sum``.
+def _cumulative_function(name, scan, what, identity, example):
+    """``numpy.cumulative_sum`` or ``numpy.cumulative_prod`` over ``fnp.<scan>``."""
+    def fn(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
+        return _cumulative(name, getattr(_fnp(), scan), identity, x, axis, dtype, out,
+                           include_initial)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"""Running {what}s along ``axis``: ``numpy.{name}``.
 
     Args:
         x (array_like): the array (a 0-d one counts as 1-d).
         axis (int, default ``None``): required unless ``x`` is 1-d.
-        dtype (dtype, default ``None``): the accumulator's, as :func:`cumsum`'s.
+        dtype (dtype, default ``None``): the accumulator's, as :func:`{scan}`'s.
         out: NumPy's; not supported.
-        include_initial (bool, default ``False``): start with the sum of nothing (0).
+        include_initial (bool, default ``False``): start with the {what} of nothing
+            ({identity}).
 
     Example::
 
         >>> import functorch_core.numpy as fnp
-        >>> fnp.cumulative_sum([1, 2, 3], include_initial=True)
-        array([0, 1, 3, 6])
+{example}
     """
-    return _cumulative("cumulative_sum", _fnp().cumsum, 0, x, axis, dtype, out,
-                       include_initial)
+    return implements(getattr(np, name))(fn)
 
 
-@implements(np.cumulative_prod)
-def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
-    """Running products along ``axis``: ``numpy.cumulative_prod``.
-
-    Args:
-        x (array_like): the array (a 0-d one counts as 1-d).
-        axis (int, default ``None``): required unless ``x`` is 1-d.
-        dtype (dtype, default ``None``): the accumulator's, as :func:`cumprod`'s.
-        out: NumPy's; not supported.
-        include_initial (bool, default ``False``): start with the product of nothing (1).
-
-    Example::
-
-        >>> import functorch_core.numpy as fnp
-        >>> fnp.cumulative_prod([1.0, 2.0, 3.0])
-        array([1., 2., 6.])
-    """
-    return _cumulative("cumulative_prod", _fnp().cumprod, 1, x, axis, dtype, out,
-                       include_initial)
+cumulative_sum = _cumulative_function(
+    "cumulative_sum", "cumsum", "sum", 0,
+    "        >>> fnp.cumulative_sum([1, 2, 3], include_initial=True)\n"
+    "        array([0, 1, 3, 6])")
+cumulative_prod = _cumulative_function(
+    "cumulative_prod", "cumprod", "product", 1,
+    "        >>> fnp.cumulative_prod([1.0, 2.0, 3.0])\n"
+    "        array([1., 2., 6.])")
 
 
 @implements(np.count_nonzero)
@@ -338,18 +330,9 @@ def isposinf(x, out=None):
 
 @implements(np.isneginf)
 def isneginf(x, out=None):
-    """Where ``x`` is negative infinity: ``numpy.isneginf`` (complex input refused).
-
-    Args:
-        x (array_like): real values.
-        out: NumPy's; not supported.
-
-    Example::
-
-        >>> import functorch_core.numpy as fnp
-        >>> fnp.isneginf([1.0, float("inf"), -float("inf")])
-        array([False, False,  True])
-    """
+    """Where ``x`` is negative infinity: ``numpy.isneginf``, with the arguments of
+    :func:`isposinf`. Example: ``fnp.isneginf([1.0, -float("inf")])`` is
+    ``array([False,  True])``."""
     return _signed_inf("isneginf", x, -1, out)
 
 

@@ -20,7 +20,6 @@ DATA_DEPENDENT = ("the shape of its result depends on the values, and a traced a
                   "take size=; masks combine with fnp.where)")
 TEXT_OR_FILE = ("it turns the values into text or a file, which needs them computed: call "
                 "it on the result of the jit-compiled function")
-MATRIX = "numpy.matrix is not supported (only ndarrays are); use 2-d arrays and @"
 DATETIME = "datetime64 and timedelta64 are not dtypes of functorch_core's type system"
 NO_MEMORY = ("a traced array has no memory of its own to compare; functionalize decides "
              "what aliases what")
@@ -41,7 +40,6 @@ REFUSED = {
     **{f"numpy.{n}": TEXT_OR_FILE for n in (
         "array2string", "array_repr", "array_str", "save", "savetxt", "savez",
         "savez_compressed")},
-    "numpy.asmatrix": MATRIX, "numpy.bmat": MATRIX,
     **{f"numpy.{n}": DATETIME for n in (
         "busday_count", "busday_offset", "is_busday", "datetime_as_string", "isnat")},
     "numpy.may_share_memory": NO_MEMORY, "numpy.shares_memory": NO_MEMORY,

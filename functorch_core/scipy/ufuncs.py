@@ -36,4 +36,4 @@ def refusal(ufunc, method):
     return f"scipy.special.{name} is not supported on traced arrays; {reason}"
 
 
-__all__ = ["SCIPY_NAMES", "UFUNC_CALLS", "refusal"]
+__all__ = ["NOT_YET", "SCIPY_NAMES", "UFUNC_CALLS", "refusal"]

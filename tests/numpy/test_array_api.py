@@ -9,6 +9,9 @@ piecewise functions at points away from their jumps, and the refusals' messages.
 
 from __future__ import annotations
 
+import doctest
+import importlib
+
 import numpy as np
 import pytest
 
@@ -81,3 +84,13 @@ def test_array_equal_of_other_shapes_is_false_without_tracing_values():
     assert not fnp.array_equal(np.ones(2), np.ones(3))
     assert bool(fc.jit(lambda a, b: np.array_equal(a, b, equal_nan=True))(
         np.array([1.0, np.nan]), np.array([1.0, np.nan])))
+
+
+@pytest.mark.parametrize("module", ["_array_api", "_static"])
+def test_docstring_examples(module):
+    mod = importlib.import_module(f"functorch_core.numpy.{module}")
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    for name in mod.__all__:
+        for test in doctest.DocTestFinder().find(getattr(mod, name), name):
+            runner.run(test)
+    assert runner.failures == 0 and runner.tries >= len(mod.__all__), module

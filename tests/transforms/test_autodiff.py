@@ -523,9 +523,9 @@ FNP_SMOOTH = {
     "ptp": None, "nansum": None, "nanprod": None, "nanmax": None, "nanmin": None,
     "nanmean": None, "nanvar": None, "nanstd": None, "nancumsum": None, "nancumprod": None,
     "meshgrid": None, "polyval": None, "tril_indices_from": None, "r_": None, "c_": None,
-    "float_power": None, "vecdot": None, "linalg_vecdot": None, "matvec": None, "vecmat": None,
-    "matrix_transpose": None, "unstack": None, "cumulative_sum": None,
-    "cumulative_prod": None, "dstack": None, "diagflat": None,
+    **dict.fromkeys(["float_power", "vecdot", "linalg_vecdot", "matvec", "vecmat",
+                     "matrix_transpose", "unstack", "cumulative_sum", "cumulative_prod",
+                     "dstack", "diagflat"]),
 }
 
 
