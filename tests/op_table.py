@@ -1606,6 +1606,58 @@ def _copyto(m, dst, src):
 
 
 add("copyto", _copyto, _copyto_case)
+
+
+# --- functorch_core/numpy/_extras.py ---------------------------------------------------------
+
+@st.composite
+def _isin_case(draw, dtype):
+    x = draw(array(dtype, shapes(0, 2, 0, 3), lo=-2, hi=2, int_lo=-2, int_hi=2))
+    tests = draw(array(_matrix_dtype(draw, dtype), shapes(0, 2, 0, 3), lo=-2, hi=2, int_lo=-2,
+                       int_hi=2))
+    return Case((x, tests), {"invert": draw(st.booleans())})
+
+
+@st.composite
+def _lexsort_case(draw, dtype):
+    shape = draw(shapes(1, 2, 1, 4))
+    keys = tuple(draw(array(_matrix_dtype(draw, dtype), shape, lo=-2, hi=2, int_lo=-2,
+                            int_hi=2, specials=False)) for _ in range(draw(st.integers(1, 3))))
+    return Case(keys, {"axis": draw(st.integers(-len(shape), len(shape) - 1))})
+
+
+@st.composite
+def _fill_diagonal_case(draw, dtype):
+    n = draw(st.integers(1, 3))
+    shape = draw(st.sampled_from([(n, n), (n + 2, n), (n, n + 1), (n, n, n)]))
+    v = draw(st.one_of(array(dtype, draw(st.sampled_from([(), (1,), (2,)]))),
+                       python_scalar_like(dtype)))
+    return Case((draw(array(dtype, shape)), v), {"wrap": draw(st.booleans())})
+
+
+def _fill_diagonal(m, a, v, wrap):
+    y = m.copy(a)
+    m.fill_diagonal(y, v, wrap=wrap)
+    return y
+
+
+@st.composite
+def _poly_pair_case(draw, dtype):
+    a = draw(array(dtype, (draw(st.integers(0, 4)),), lo=-3, hi=3))
+    b = draw(array(_matrix_dtype(draw, dtype), (draw(st.integers(0, 4)),), lo=-3, hi=3))
+    return Case((a, b))
+
+
+add("isin", lambda m, x, t, invert: m.isin(x, t, invert=invert), _isin_case)
+add("lexsort", lambda m, *keys, axis: m.lexsort(keys, axis=axis), _lexsort_case)
+add("fill_diagonal", _fill_diagonal, _fill_diagonal_case)
+add("polyadd", lambda m, a, b: m.polyadd(a, b), _poly_pair_case)
+add("polysub", lambda m, a, b: m.polysub(a, b), _poly_pair_case, NO_BOOL)
+add("polyder", lambda m, p, order: m.polyder(p, order), one_array(
+    lambda d, s: {"order": d(st.integers(0, 3))}, min_dims=1, max_dims=1, lo=-3, hi=3))
+add("polyint", lambda m, p, order, k: m.polyint(p, order, k), one_array(
+    lambda d, s: {"order": d(st.integers(0, 3)), "k": d(st.sampled_from([None, 2.0, [1, 2, 3]]))},
+    min_dims=1, max_dims=1, lo=-3, hi=3))
 add("diagflat", lambda m, x, k: m.diagflat(x, k), one_array(
     lambda d, s: {"k": d(st.integers(-2, 2))}, max_dims=2))
 

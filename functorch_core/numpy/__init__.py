@@ -16,6 +16,7 @@ from . import (
     _creation,
     _editing,
     _elementwise,
+    _extras,
     _functional,
     _histograms,
     _indexing,
@@ -42,6 +43,7 @@ from ._convolve import *  # noqa: F403
 from ._creation import *  # noqa: F403
 from ._editing import *  # noqa: F403
 from ._elementwise import *  # noqa: F403
+from ._extras import *  # noqa: F403
 from ._functional import *  # noqa: F403
 from ._histograms import *  # noqa: F403
 from ._indexing import *  # noqa: F403
@@ -74,7 +76,7 @@ __all__ = [*_elementwise.__all__, *_shape.__all__, *_indexing.__all__, *_sorting
            *_setops.__all__, *_calculus.__all__,
            *_histograms.__all__, *_polynomial.__all__,
            *_ranges.__all__, *_editing.__all__,
-           *_functional.__all__, *_array_api.__all__, *_static.__all__]
+           *_functional.__all__, *_array_api.__all__, *_static.__all__, *_extras.__all__]
 
 # what a ufunc called on a tracer runs (``__array_ufunc__``): the elementwise ones, and
 # np.matmul, a generalized ufunc

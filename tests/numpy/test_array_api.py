@@ -86,7 +86,7 @@ def test_array_equal_of_other_shapes_is_false_without_tracing_values():
         np.array([1.0, np.nan]), np.array([1.0, np.nan])))
 
 
-@pytest.mark.parametrize("module", ["_array_api", "_static"])
+@pytest.mark.parametrize("module", ["_array_api", "_static", "_extras"])
 def test_docstring_examples(module):
     mod = importlib.import_module(f"functorch_core.numpy.{module}")
     runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)

@@ -525,7 +525,8 @@ FNP_SMOOTH = {
     "meshgrid": None, "polyval": None, "tril_indices_from": None, "r_": None, "c_": None,
     **dict.fromkeys(["float_power", "vecdot", "linalg_vecdot", "matvec", "vecmat",
                      "matrix_transpose", "unstack", "cumulative_sum", "cumulative_prod",
-                     "dstack", "diagflat"]),
+                     "dstack", "diagflat", "fill_diagonal", "polyadd", "polysub", "polyder",
+                     "polyint"]),
 }
 
 

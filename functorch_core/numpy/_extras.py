@@ -1,0 +1,209 @@
+"""NumPy functions that JAX's ``jax.numpy`` has too, written over the rest of the layer:
+``isin``, ``lexsort``, ``fill_diagonal``, ``polyadd``, ``polysub``, ``polyder`` and
+``polyint``. Each follows NumPy's algorithm step for step, so dtypes and values are NumPy's.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from ._core import aval, implements, is_tracer, to_result
+from ._creation import array_operand
+from ._methods import _fnp  # the whole namespace, read at call time
+
+__all__ = ["isin", "lexsort", "fill_diagonal", "polyadd", "polysub", "polyder", "polyint"]
+
+
+@implements(np.isin)
+def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None):
+    """Whether each entry of ``element`` is one of ``test_elements``: ``numpy.isin``.
+
+    One broadcast comparison against the flattened ``test_elements`` (NaN matches nothing,
+    as in NumPy).
+
+    Args:
+        element (array_like): the entries to look up; the result has its shape.
+        test_elements (array_like): the values to look for (flattened).
+        assume_unique (bool, default ``False``): NumPy's speed hint; no effect here.
+        invert (bool, default ``False``): whether each entry is *not* among them.
+        kind (str, default ``None``): NumPy's algorithm choice; ``None``, ``'sort'`` and
+            ``'table'`` give the same answer here.
+
+    Example::
+
+        >>> import functorch_core.numpy as fnp
+        >>> fnp.isin([1, 2, 3], [3, 1])
+        array([ True, False,  True])
+    """
+    if kind not in (None, "sort", "table"):
+        raise ValueError(f"isin: kind must be None, 'sort' or 'table', got {kind!r}")
+    fnp = _fnp()
+    x, tests = array_operand(element), fnp.ravel(array_operand(test_elements))
+    found = fnp.any(fnp.equal(x[..., None], tests), axis=-1)
+    return to_result(fnp.logical_not(found) if invert else found)
+
+
+@implements(np.lexsort)
+def lexsort(keys, axis=-1):
+    """The indices that sort by several keys, the last one primary: ``numpy.lexsort``.
+
+    A chain of stable argsorts, from the first (least significant) key to the last.
+
+    Args:
+        keys (sequence of array_like, or an array): the keys, of one shape (the rows of a
+            2-d array are the keys).
+        axis (int, default ``-1``): the axis to sort along.
+
+    Example::
+
+        >>> import functorch_core.numpy as fnp
+        >>> fnp.lexsort([[1, 1, 0], [2, 1, 2]])
+        array([1, 2, 0])
+    """
+    fnp = _fnp()
+    keys = [array_operand(k) for k in (keys if isinstance(keys, list | tuple) else
+                                       fnp.unstack(array_operand(keys)))]
+    if not keys:
+        raise TypeError("lexsort: need a sequence of keys with len > 0")
+    shapes = {aval(k).shape for k in keys}
+    if len(shapes) != 1:
+        raise ValueError(f"lexsort: all keys need to be the same shape, got {sorted(shapes)}")
+    order = fnp.argsort(keys[0], axis=axis, stable=True)
+    for key in keys[1:]:
+        step = fnp.argsort(fnp.take_along_axis(key, order, axis=axis), axis=axis, stable=True)
+        order = fnp.take_along_axis(order, step, axis=axis)
+    return to_result(order)
+
+
+@implements(np.fill_diagonal)
+def fill_diagonal(a, val, wrap=False):
+    """Write ``val`` on the main diagonal of ``a``, in place: ``numpy.fill_diagonal``.
+
+    The positions are NumPy's (every ``(m + 1)``-th flat entry of an ``n x m`` matrix,
+    continuing below a tall one's square part only when ``wrap``); ``val`` repeats along
+    them.
+
+    Args:
+        a (array): at least 2-d; more dimensions need equal sizes.
+        val (scalar or array_like): the values, flattened and repeated.
+        wrap (bool, default ``False``): for a tall 2-d ``a``, continue every ``n + 1`` rows.
+
+    Example::
+
+        >>> import functorch_core.numpy as fnp
+        >>> a = fnp.zeros((2, 2))
+        >>> fnp.fill_diagonal(a, 5.0)
+        >>> a.tolist()
+        [[5.0, 0.0], [0.0, 5.0]]
+    """
+    if not is_tracer(a) and not is_tracer(val):
+        return np.fill_diagonal(a, val, wrap)
+    shape = aval(a).shape
+    if len(shape) < 2:
+        raise ValueError(f"fill_diagonal: array must be at least 2-d, got shape {shape}")
+    if len(shape) > 2 and len(set(shape)) != 1:
+        raise ValueError(f"fill_diagonal: all dimensions of input must be of equal length, "
+                         f"got shape {shape}")
+    step = shape[1] + 1 if len(shape) == 2 else 1 + int(np.cumprod(shape[:-1]).sum())
+    end = shape[1] * shape[1] if len(shape) == 2 and not wrap else None
+    positions = np.arange(int(np.prod(shape)))[:end:step]
+    fnp = _fnp()
+    values = fnp.resize(fnp.ravel(array_operand(val)), positions.size)
+    fnp.setitem(a, np.unravel_index(positions, shape), values, call="fill_diagonal(a, val)")
+
+
+def _padded_pair(a1, a2):
+    fnp = _fnp()
+    a1, a2 = fnp.atleast_1d(array_operand(a1)), fnp.atleast_1d(array_operand(a2))
+    diff = aval(a2).shape[0] - aval(a1).shape[0]
+    if diff > 0:
+        a1 = fnp.concatenate((fnp.zeros(diff, aval(a1).dtype), a1))
+    elif diff < 0:
+        a2 = fnp.concatenate((fnp.zeros(-diff, aval(a2).dtype), a2))
+    return a1, a2
+
+
+@implements(np.polyadd)
+def polyadd(a1, a2):
+    """The sum of two polynomials' coefficients (highest power first): ``numpy.polyadd``.
+
+    Args:
+        a1, a2 (array_like): 1-d coefficients; the shorter is padded with leading zeros.
+
+    Example::
+
+        >>> import functorch_core.numpy as fnp
+        >>> fnp.polyadd([1, 2], [9, 5, 4])
+        array([9, 6, 6])
+    """
+    a1, a2 = _padded_pair(a1, a2)
+    return to_result(_fnp().add(a1, a2))
+
+
+@implements(np.polysub)
+def polysub(a1, a2):
+    """The difference of two polynomials' coefficients: ``numpy.polysub`` (arguments as
+    :func:`polyadd`). Example: ``fnp.polysub([2, 10, -2], [3, 10, -4])`` is
+    ``array([-1,  0,  2])``."""
+    a1, a2 = _padded_pair(a1, a2)
+    return to_result(_fnp().subtract(a1, a2))
+
+
+@implements(np.polyder)
+def polyder(p, m=1):
+    """The coefficients of the ``m``-th derivative of a polynomial: ``numpy.polyder``.
+
+    Args:
+        p (array_like): 1-d coefficients, highest power first.
+        m (int, default ``1``): the order of the derivative.
+
+    Example::
+
+        >>> import functorch_core.numpy as fnp
+        >>> fnp.polyder([1.0, 1.0, 1.0, 1.0], 2)
+        array([6., 2.])
+    """
+    m = operator.index(m)
+    if m < 0:
+        raise ValueError(f"polyder: order of derivative must be positive, got m={m}")
+    fnp = _fnp()
+    p = array_operand(p)
+    for _ in range(m):
+        n = aval(p).shape[0] - 1
+        p = fnp.multiply(p[:-1], fnp.arange(n, 0, -1))
+    return to_result(p)
+
+
+@implements(np.polyint)
+def polyint(p, m=1, k=None):
+    """The coefficients of an ``m``-th antiderivative of a polynomial: ``numpy.polyint``.
+
+    Args:
+        p (array_like): 1-d coefficients, highest power first.
+        m (int, default ``1``): the order of the antiderivative.
+        k (scalar or array_like, default ``None``): the integration constants, the first
+            for the innermost integral (None: zeros; one value: that value each time).
+
+    Example::
+
+        >>> import functorch_core.numpy as fnp
+        >>> fnp.polyint([3.0, 2.0, 1.0])
+        array([1., 1., 1., 0.])
+    """
+    m = operator.index(m)
+    if m < 0:
+        raise ValueError(f"polyint: order of integral must be positive (see polyder), got m={m}")
+    fnp = _fnp()
+    k = fnp.zeros(m, float) if k is None else fnp.atleast_1d(array_operand(k))
+    if aval(k).shape[0] == 1 and m > 1:
+        k = k[0] * fnp.ones(m, float)
+    if aval(k).shape[0] < m:
+        raise ValueError(f"polyint: k must be a scalar or a rank-1 array of length 1 or >m, "
+                         f"got shape {aval(k).shape} for m={m}")
+    p = array_operand(p)
+    for i in range(m):
+        n = aval(p).shape[0]
+        p = fnp.concatenate((fnp.true_divide(p, fnp.arange(n, 0, -1)), k[i:i + 1]))
+    return to_result(p)
