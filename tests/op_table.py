@@ -1648,6 +1648,37 @@ def _poly_pair_case(draw, dtype):
     return Case((a, b))
 
 
+@st.composite
+def _choose_case(draw, dtype):
+    n = draw(st.integers(1, 3))
+    s = draw(hnp.mutually_broadcastable_shapes(num_shapes=n + 1, max_dims=2, max_side=3))
+    mode = draw(st.sampled_from(["raise", "wrap", "clip"]))
+    lo, hi = (0, n - 1) if mode == "raise" else (-4, 4)
+    idx = draw(hnp.arrays(np.int64, s.input_shapes[0], elements=st.integers(lo, hi)))
+    options = tuple(draw(array(dtype if i == 0 else _matrix_dtype(draw, dtype), shape))
+                    for i, shape in enumerate(s.input_shapes[1:]))
+    return Case((idx, *options), {"mode": mode})
+
+
+@st.composite
+def _unravel_case(draw, dtype):
+    dims = draw(st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple))
+    size = int(np.prod(dims))
+    if np.dtype(dtype).kind == "b":
+        return Case((draw(array(dtype, shapes(0, 2, 0, 3))),), {"shape": (*dims, 2),
+                                                                 "order": "C"})
+    if np.dtype(dtype).kind not in "iu":     # NumPy refuses other dtypes (TypeError)
+        return Case((draw(array(dtype, shapes(0, 2, 0, 3), lo=0, hi=3)),),
+                    {"shape": dims, "order": "C"})
+    idx = draw(hnp.arrays(np.dtype(dtype), shapes(0, 2, 0, 3), elements=st.integers(
+        0, min(size - 1, np.iinfo(dtype).max))))
+    return Case((idx,), {"shape": dims, "order": draw(st.sampled_from(["C", "F"]))})
+
+
+add("choose", lambda m, a, *options, mode: m.choose(a, list(options), mode=mode),
+    _choose_case)
+add("unravel_index", lambda m, i, shape, order: m.unravel_index(i, shape, order),
+    _unravel_case, INT_BOOL)
 add("isin", lambda m, x, t, invert: m.isin(x, t, invert=invert), _isin_case)
 add("lexsort", lambda m, *keys, axis: m.lexsort(keys, axis=axis), _lexsort_case)
 add("fill_diagonal", _fill_diagonal, _fill_diagonal_case)

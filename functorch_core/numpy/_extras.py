@@ -1,6 +1,7 @@
 """NumPy functions that JAX's ``jax.numpy`` has too, written over the rest of the layer:
-``isin``, ``lexsort``, ``fill_diagonal``, ``polyadd``, ``polysub``, ``polyder`` and
-``polyint``. Each follows NumPy's algorithm step for step, so dtypes and values are NumPy's.
+``isin``, ``lexsort``, ``fill_diagonal``, ``polyadd``, ``polysub``, ``polyder``,
+``polyint``, ``choose`` and ``unravel_index``. Each follows NumPy's algorithm step for step,
+so dtypes and values are NumPy's.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from ._core import aval, implements, is_tracer, to_result
 from ._creation import array_operand
 from ._methods import _fnp  # the whole namespace, read at call time
 
-__all__ = ["isin", "lexsort", "fill_diagonal", "polyadd", "polysub", "polyder", "polyint"]
+__all__ = ["isin", "lexsort", "fill_diagonal", "polyadd", "polysub", "polyder", "polyint",
+           "choose", "unravel_index"]
 
 
 @implements(np.isin)
@@ -207,3 +209,88 @@ def polyint(p, m=1, k=None):
         n = aval(p).shape[0]
         p = fnp.concatenate((fnp.true_divide(p, fnp.arange(n, 0, -1)), k[i:i + 1]))
     return to_result(p)
+
+
+@implements(np.choose)
+def choose(a, choices, out=None, mode="raise"):
+    """Entries picked from ``choices`` by the index array ``a``: ``numpy.choose``.
+
+    ``a`` and the choices broadcast together; the result has the choices' common dtype.
+
+    Args:
+        a (array_like of ints): which choice each entry takes.
+        choices (sequence of array_like, or an array): the choices (an array's first axis).
+        out: NumPy's; not supported.
+        mode (str, default ``'raise'``): an entry outside ``[0, n)``: ``'raise'`` is
+            NumPy's ValueError for a concrete ``a``; for a traced one, the IndexError of the
+            bounds check when the function runs (unless ``config.check_bounds`` is off).
+            ``'wrap'``: modulo ``n``; ``'clip'``: clamped into ``[0, n)``.
+
+    Example::
+
+        >>> import functorch_core.numpy as fnp
+        >>> fnp.choose([0, 1, 0], [[1, 2, 3], [10, 20, 30]])
+        array([ 1, 20,  3])
+    """
+    if out is not None:
+        raise NotImplementedError("choose(..., out=...) is not supported; use the result")
+    if mode not in ("raise", "wrap", "clip"):
+        raise ValueError(f"choose: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
+    fnp = _fnp()
+    idx = array_operand(a)
+    if aval(idx).dtype.kind not in "biu":
+        raise TypeError(f"choose: the index array a (shape {aval(idx).shape}) must hold "
+                        f"integers, got {aval(idx).dtype}")
+    options = list(fnp.unstack(array_operand(choices)) if is_tracer(choices) or
+                   isinstance(choices, np.ndarray) else choices)
+    n = len(options)
+    if mode == "raise" and not is_tracer(idx) and np.any((idx < 0) | (idx >= n)):
+        raise ValueError(f"choose: invalid entry in choice array (entries of a must be in "
+                         f"[0, {n}) for {n} choices)")
+    idx, *options = fnp.broadcast_arrays(idx, *options)
+    if mode == "wrap":
+        idx = fnp.remainder(idx, n)
+    elif mode == "clip":
+        idx = fnp.clip(idx, 0, n - 1)
+    else:
+        idx = fnp.where(fnp.less(idx, 0), n, idx)    # a negative entry fails the bounds check
+    picked = fnp.take_along_axis(fnp.stack(options), fnp.expand_dims(idx, 0), axis=0)
+    return to_result(picked[0])
+
+
+@implements(np.unravel_index)
+def unravel_index(indices, shape, order="C"):
+    """The coordinates of flat ``indices`` in an array of ``shape``: ``numpy.unravel_index``.
+
+    Concrete indices go to NumPy (its ValueError for one out of range). Traced ones, as in
+    JAX: a negative index counts from the end, then indices are clamped into range.
+
+    Args:
+        indices (array_like of ints): flat positions.
+        shape (int or tuple of ints): the array's shape.
+        order (str, default ``'C'``): ``'C'`` (row-major) or ``'F'`` (column-major).
+
+    Example::
+
+        >>> import functorch_core.numpy as fnp
+        >>> fnp.unravel_index([5, 1], (2, 3))
+        (array([1, 0]), array([2, 1]))
+    """
+    if not is_tracer(indices):
+        return np.unravel_index(indices, shape, order)
+    dims = tuple(shape) if isinstance(shape, list | tuple) else (operator.index(shape),)
+    if order not in ("C", "F"):
+        raise ValueError(f"unravel_index: order must be 'C' or 'F', got {order!r}")
+    fnp = _fnp()
+    idx = array_operand(indices)
+    if aval(idx).dtype.kind not in "biu":
+        raise TypeError(f"unravel_index: indices (shape {aval(idx).shape}) must be integers, "
+                        f"got {aval(idx).dtype}")
+    size = int(np.prod(dims))
+    rest = fnp.astype(idx, np.intp)
+    rest = fnp.clip(fnp.where(fnp.less(rest, 0), rest + size, rest), 0, max(size - 1, 0))
+    coords = []
+    for d in (reversed(dims) if order == "C" else dims):
+        coords.append(fnp.remainder(rest, d))
+        rest = fnp.floor_divide(rest, d)
+    return tuple(to_result(c) for c in (coords[::-1] if order == "C" else coords))

@@ -14,6 +14,7 @@ import importlib
 
 import numpy as np
 import pytest
+from functorch_core.ir import TracerError
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
@@ -94,3 +95,46 @@ def test_docstring_examples(module):
         for test in doctest.DocTestFinder().find(getattr(mod, name), name):
             runner.run(test)
     assert runner.failures == 0 and runner.tries >= len(mod.__all__), module
+
+
+def test_choose_with_a_traced_index_out_of_range_fails_its_bounds_check():
+    choices = (np.arange(3.0), 10 * np.arange(3.0))
+    for bad in ([0, 2, 1], [0, -1, 1]):
+        with pytest.raises(IndexError, match="out of bounds"):
+            fc.jit(lambda a, x, y: np.choose(a, [x, y]))(np.array(bad), *choices)
+    with pytest.raises(ValueError, match=r"choose: invalid entry in choice array \(entries "
+                                         r"of a must be in \[0, 2\)"):
+        fc.jit(lambda x, y: np.choose(np.array([0, 2, 1]), [x, y]))(*choices)
+
+
+def test_unravel_index_of_traced_indices_counts_negatives_from_the_end_and_clamps():
+    got = fc.jit(lambda i: np.unravel_index(i, (2, 3)))(np.array([-1, 7, 4]))
+    np.testing.assert_array_equal(np.stack(got), np.stack(np.unravel_index([5, 5, 4], (2, 3))))
+
+
+def test_static_functions_answer_as_numpy_on_tracers():
+    x = np.ones((3, 3), np.float32)
+    got = {}
+
+    def f(t):
+        got.update(can_cast=np.can_cast(t, np.float16), common=np.common_type(t, t),
+                   min_scalar=np.min_scalar_type(t), path=np.einsum_path("ij,jk", t, t),
+                   diag=np.diag_indices_from(t))
+        return t
+    fc.jit(f)(x)
+    assert got["can_cast"] == np.can_cast(x, np.float16)
+    assert got["common"] is np.common_type(x, x)
+    assert got["min_scalar"] == np.min_scalar_type(x)
+    assert got["path"] == np.einsum_path("ij,jk", x, x)
+    np.testing.assert_array_equal(got["diag"], np.diag_indices_from(x))
+
+
+def test_min_scalar_type_of_a_traced_0d_array_is_refused():
+    with pytest.raises(TracerError, match=r"min_scalar_type: the argument is a traced 0-d "
+                                          "array"):
+        fc.jit(lambda t: (np.min_scalar_type(t), t)[1])(np.float64(3.0))
+
+
+def test_diag_indices_from_needs_equal_dimensions():
+    with pytest.raises(ValueError, match=r"diag_indices_from: .* got shape \(2, 3\)"):
+        fc.jit(lambda t: (np.diag_indices_from(t), t)[1])(np.ones((2, 3)))
