@@ -211,6 +211,14 @@ def polyint(p, m=1, k=None):
     return to_result(p)
 
 
+def _integer_operand(name, what, x):
+    x = array_operand(x)
+    if aval(x).dtype.kind not in "biu":
+        raise TypeError(f"{name}: {what} (shape {aval(x).shape}) must hold integers, got "
+                        f"{aval(x).dtype}")
+    return x
+
+
 @implements(np.choose)
 def choose(a, choices, out=None, mode="raise"):
     """Entries picked from ``choices`` by the index array ``a``: ``numpy.choose``.
@@ -237,10 +245,7 @@ def choose(a, choices, out=None, mode="raise"):
     if mode not in ("raise", "wrap", "clip"):
         raise ValueError(f"choose: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
     fnp = _fnp()
-    idx = array_operand(a)
-    if aval(idx).dtype.kind not in "biu":
-        raise TypeError(f"choose: the index array a (shape {aval(idx).shape}) must hold "
-                        f"integers, got {aval(idx).dtype}")
+    idx = _integer_operand("choose", "the index array a", a)
     options = list(fnp.unstack(array_operand(choices)) if is_tracer(choices) or
                    isinstance(choices, np.ndarray) else choices)
     n = len(options)
@@ -282,10 +287,7 @@ def unravel_index(indices, shape, order="C"):
     if order not in ("C", "F"):
         raise ValueError(f"unravel_index: order must be 'C' or 'F', got {order!r}")
     fnp = _fnp()
-    idx = array_operand(indices)
-    if aval(idx).dtype.kind not in "biu":
-        raise TypeError(f"unravel_index: indices (shape {aval(idx).shape}) must be integers, "
-                        f"got {aval(idx).dtype}")
+    idx = _integer_operand("unravel_index", "indices", indices)
     size = int(np.prod(dims))
     rest = fnp.astype(idx, np.intp)
     rest = fnp.clip(fnp.where(fnp.less(rest, 0), rest + size, rest), 0, max(size - 1, 0))
