@@ -1679,6 +1679,42 @@ add("choose", lambda m, a, *options, mode: m.choose(a, list(options), mode=mode)
     _choose_case)
 add("unravel_index", lambda m, i, shape, order: m.unravel_index(i, shape, order),
     _unravel_case, INT_BOOL)
+@st.composite
+def _block_case(draw, dtype):
+    """A 2x2 layout of blocks whose sizes fit ([[a, b], [c, d]]), or a row of 1-d pieces."""
+    if draw(st.booleans()):
+        pieces = tuple(draw(array(_matrix_dtype(draw, dtype), (draw(st.integers(0, 3)),)))
+                       for _ in range(draw(st.integers(1, 3))))
+        return Case(pieces, {"layout": "row"})
+    r1, r2, c1, c2 = (draw(st.integers(1, 2)) for _ in range(4))
+    blocks = tuple(draw(array(_matrix_dtype(draw, dtype), shape))
+                   for shape in [(r1, c1), (r1, c2), (r2, c1), (r2, c2)])
+    return Case(blocks, {"layout": "grid"})
+
+
+def _block(m, *blocks, layout):
+    if layout == "row":
+        return m.block(list(blocks))
+    return m.block([[blocks[0], blocks[1]], [blocks[2], blocks[3]]])
+
+
+def _ix(m, *seqs):
+    return m.ix_(*seqs)
+
+
+@st.composite
+def _ix_case(draw, dtype):
+    n = draw(st.integers(1, 3))
+    return Case(tuple(draw(hnp.arrays(np.int64, (draw(st.integers(0, 3)),),
+                                      elements=st.integers(-3, 3))) for _ in range(n)))
+
+
+add("block", _block, _block_case)
+add("ix_", _ix, _ix_case, np_api=True)
+add("sort_complex", _fnp_call("sort_complex"), unary(-3, 3))
+add("apply_over_axes", lambda m, x, axes: m.apply_over_axes(m.sum, x, axes), one_array(
+    lambda d, s: {"axes": d(st.lists(st.integers(-len(s), len(s) - 1), max_size=2))},
+    min_dims=1))
 add("isin", lambda m, x, t, invert: m.isin(x, t, invert=invert), _isin_case)
 add("lexsort", lambda m, *keys, axis: m.lexsort(keys, axis=axis), _lexsort_case)
 add("fill_diagonal", _fill_diagonal, _fill_diagonal_case)

@@ -1,6 +1,7 @@
 """NumPy functions that JAX's ``jax.numpy`` has too, written over the rest of the layer:
 ``isin``, ``lexsort``, ``fill_diagonal``, ``polyadd``, ``polysub``, ``polyder``,
-``polyint``, ``choose`` and ``unravel_index``. Each follows NumPy's algorithm step for step,
+``polyint``, ``choose``, ``unravel_index``, ``sort_complex``, ``ix_``, ``apply_over_axes`` and
+``block``. Each follows NumPy's algorithm step for step,
 so dtypes and values are NumPy's.
 """
 
@@ -10,12 +11,14 @@ import operator
 
 import numpy as np
 
+from functorch_core.ir import TracerError
+
 from ._core import aval, implements, is_tracer, to_result
 from ._creation import array_operand
 from ._methods import _fnp  # the whole namespace, read at call time
 
 __all__ = ["isin", "lexsort", "fill_diagonal", "polyadd", "polysub", "polyder", "polyint",
-           "choose", "unravel_index"]
+           "choose", "unravel_index", "sort_complex", "ix_", "apply_over_axes", "block"]
 
 
 @implements(np.isin)
@@ -296,3 +299,140 @@ def unravel_index(indices, shape, order="C"):
         coords.append(fnp.remainder(rest, d))
         rest = fnp.floor_divide(rest, d)
     return tuple(to_result(c) for c in (coords[::-1] if order == "C" else coords))
+
+
+@implements(np.sort_complex)
+def sort_complex(a):
+    """``a`` sorted along its last axis as complex numbers (real part first, then
+    imaginary): ``numpy.sort_complex``. int8/int16/uint8/uint16 give complex64, other
+    real dtypes complex128.
+
+    Args:
+        a (array_like): the values.
+
+    Example::
+
+        >>> import functorch_core.numpy as fnp
+        >>> fnp.sort_complex([3, 1, 2])
+        array([1.+0.j, 2.+0.j, 3.+0.j])
+    """
+    fnp = _fnp()
+    b = fnp.sort(array_operand(a))
+    dt = aval(b).dtype
+    if dt.kind == "c":
+        return to_result(b)
+    return to_result(fnp.astype(b, np.complex64 if dt.char in "bhBH" else np.complex128))
+
+
+@implements(np.ix_)
+def ix_(*args):
+    """Open-mesh index arrays: the ``k``-th of ``n`` 1-d sequences reshaped to ``(1, ..., N,
+    ..., 1)`` with ``N`` on axis ``k``: ``numpy.ix_``. A traced boolean sequence is refused
+    (its True entries' count is the result's length).
+
+    Args:
+        *args (1-d array_like): integer (or concrete boolean) sequences.
+
+    Example::
+
+        >>> import functorch_core.numpy as fnp
+        >>> [a.shape for a in fnp.ix_([0, 1], [2, 3, 4])]
+        [(2, 1), (1, 3)]
+    """
+    if not any(is_tracer(a) for a in args):
+        return np.ix_(*args)
+    fnp = _fnp()
+    out = []
+    for k, arg in enumerate(args):
+        x = array_operand(arg)
+        if aval(x).ndim != 1:
+            raise ValueError(f"ix_: argument {k} has shape {aval(x).shape}; cross indices must "
+                             "be 1-dimensional")
+        if aval(x).dtype.kind == "b":
+            if is_tracer(x):
+                raise TracerError(f"ix_: argument {k} is a traced boolean array ({aval(x)}); "
+                                  "the index's length is its number of True entries, which "
+                                  "is not known while tracing")
+            x = np.nonzero(x)[0]
+        if not aval(x).shape[0]:
+            x = fnp.astype(x, np.intp)
+        shape = (1,) * k + aval(x).shape + (1,) * (len(args) - k - 1)
+        out.append(to_result(fnp.reshape(x, shape)))
+    return tuple(out)
+
+
+@implements(np.apply_over_axes)
+def apply_over_axes(func, a, axes):
+    """``func(a, axis)`` over each of ``axes`` in turn, keeping the dimensions:
+    ``numpy.apply_over_axes``.
+
+    Args:
+        func (callable): ``func(array, axis)``, returning an array of the same number of
+            dimensions or of one fewer (the axis is then put back with size one).
+        a (array_like): the array.
+        axes (int or sequence of ints): the axes.
+
+    Example::
+
+        >>> import functorch_core.numpy as fnp
+        >>> fnp.apply_over_axes(fnp.sum, fnp.ones((2, 3, 4)), [0, 2]).shape
+        (1, 3, 1)
+    """
+    fnp = _fnp()
+    val = array_operand(a)
+    n = aval(val).ndim
+    for axis in (axes,) if np.ndim(axes) == 0 else axes:
+        axis = operator.index(axis) + (n if axis < 0 else 0)
+        res = array_operand(func(val, axis))
+        if aval(res).ndim != aval(val).ndim:
+            res = fnp.expand_dims(res, axis)
+        if aval(res).ndim != aval(val).ndim:
+            raise ValueError(f"apply_over_axes: the function returns shape {aval(res).shape} "
+                             f"for an array of shape {aval(val).shape} and axis {axis}; it "
+                             "must keep or drop that axis")
+        val = res
+    return to_result(val)
+
+
+def _block_depth(x, where):
+    if isinstance(x, tuple):
+        raise TypeError(f"block: {where} is a tuple; only lists arrange blocks (np.block does "
+                        "not convert tuples to arrays)")
+    if not isinstance(x, list):
+        return 0, aval(array_operand(x)).ndim
+    if not x:
+        raise ValueError(f"block: {where} is an empty list")
+    found = [_block_depth(e, f"{where}[{i}]") for i, e in enumerate(x)]
+    if len({depth for depth, _ in found}) != 1:
+        raise ValueError(f"block: list depths are mismatched under {where}: "
+                         f"{[depth for depth, _ in found]}")
+    return found[0][0] + 1, max(nd for _, nd in found)
+
+
+def _assemble(fnp, x, depth, list_ndim, ndim):
+    if not isinstance(x, list):
+        x = array_operand(x)
+        return fnp.reshape(x, (1,) * (ndim - aval(x).ndim) + aval(x).shape)
+    parts = [_assemble(fnp, e, depth + 1, list_ndim, ndim) for e in x]
+    return fnp.concatenate(parts, axis=-(list_ndim - depth))
+
+
+@implements(np.block)
+def block(arrays):
+    """An array assembled from nested lists of blocks: ``numpy.block``. The innermost lists
+    join along the last axis, the next ones along the one before, ...; each block first
+    gets leading axes of size one up to the result's dimensions.
+
+    Args:
+        arrays (nested list of array_like): the blocks (lists only, equally deep).
+
+    Example::
+
+        >>> import functorch_core.numpy as fnp
+        >>> fnp.block([[fnp.ones((2, 2)), fnp.zeros((2, 1))], [fnp.zeros((1, 3))]]).shape
+        (3, 3)
+    """
+    list_ndim, array_ndim = _block_depth(arrays, "arrays")
+    fnp = _fnp()
+    result = _assemble(fnp, arrays, 0, list_ndim, max(list_ndim, array_ndim))
+    return to_result(fnp.copy(result) if list_ndim == 0 else result)

@@ -47,11 +47,8 @@ REFUSED = {
 }
 
 NOT_YET = {
-    "numpy.apply_over_axes": _yet("a loop over the axes calling the function"),
-    "numpy.block": _yet("nested concatenation from the innermost lists out"),
     "numpy.histogram2d": _yet("fnp.histogram's binning in two dimensions"),
     "numpy.histogramdd": _yet("fnp.histogram's binning in d dimensions"),
-    "numpy.ix_": _yet("reshaped index arrays (boolean ones are data-dependent)"),
     "numpy.packbits": _yet("shifts and ors of groups of 8 bits"),
     "numpy.unpackbits": _yet("shifts and ands of each byte"),
     "numpy.bitwise_count": _yet("a population count over the integer's bits"),
@@ -59,7 +56,6 @@ NOT_YET = {
     "numpy.polymul": _yet("fnp.convolve of the coefficients"),
     "numpy.put": _yet("a scatter into the flattened array"),
     "numpy.ravel_multi_index": _yet("strided sums, with mode='raise' refused"),
-    "numpy.sort_complex": _yet("a lexicographic sort of complex values"),
     "numpy.frexp": _yet("the exponent and mantissa from the float's bits"),
     "numpy.ldexp": _yet("a scaling by a power of two without overflow in between"),
     "numpy.nextafter": _yet("a step of one unit in the last place, from the float's bits"),

@@ -526,7 +526,7 @@ FNP_SMOOTH = {
     **dict.fromkeys(["float_power", "vecdot", "linalg_vecdot", "matvec", "vecmat",
                      "matrix_transpose", "unstack", "cumulative_sum", "cumulative_prod",
                      "dstack", "diagflat", "fill_diagonal", "polyadd", "polysub", "polyder",
-                     "polyint", "choose"]),
+                     "polyint", "choose", "block", "apply_over_axes"]),
 }
 
 
