@@ -702,6 +702,7 @@ BINARY = {
     "bitwise_and": (INT_BOOL, {}, 1), "bitwise_or": (INT_BOOL, {}, 1),
     "bitwise_xor": (INT_BOOL, {}, 1),
     "fmod": (REAL, {}, 1), "divmod": (REAL, {}, 1), "heaviside": (REAL, {}, 1),
+    "gcd": (INT_BOOL, {}, 1), "lcm": (INT_BOOL, {}, 1),
     "bitwise_left_shift": (INT_BOOL, {"rhs_int_range": (0, 7)}, 1),
     "bitwise_right_shift": (INT_BOOL, {"rhs_int_range": (0, 7)}, 1),
     "float_power": (NUMERIC, {"lo": -4, "hi": 4, "rhs_int_range": (0, 5)}, TRANSCENDENTAL),

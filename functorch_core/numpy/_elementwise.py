@@ -31,7 +31,9 @@ from ._core import (
 from ._shifts import left_shift_build, right_shift_build
 from ._ufunc_builds import (
     fmod_build,
+    gcd_build,
     heaviside_build,
+    lcm_build,
     modf_fraction_build,
     modf_whole_build,
     signbit_build,
@@ -354,6 +356,8 @@ _public("fmod", np.fmod, fmod_build)
 _public("heaviside", np.heaviside, heaviside_build)
 _public("float_power", np.float_power, _prim(P.pow))
 _public("signbit", np.signbit, signbit_build)
+_public("gcd", np.gcd, gcd_build)
+_public("lcm", np.lcm, lcm_build)
 
 
 def _two_outputs(name, ufunc, first, second):

@@ -60,8 +60,6 @@ NOT_YET = {
     "numpy.ldexp": _yet("a scaling by a power of two without overflow in between"),
     "numpy.nextafter": _yet("a step of one unit in the last place, from the float's bits"),
     "numpy.spacing": _yet("the unit in the last place, from the float's bits"),
-    "numpy.gcd": _yet("Euclid's algorithm as a bounded while_loop"),
-    "numpy.lcm": _yet("|x * y| // gcd(x, y), after gcd"),
 }
 
 UFUNC_METHOD = ("of a ufunc, only calling it, its reduce and its at are traced (write outer "

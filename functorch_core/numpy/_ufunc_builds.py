@@ -1,4 +1,5 @@
-"""Primitive builders of ``fmod``, ``heaviside``, ``signbit`` and ``modf``'s two parts.
+"""Primitive builders of ``fmod``, ``heaviside``, ``signbit``, ``modf``'s two parts, ``gcd``
+and ``lcm``.
 
 Each takes operands already cast to the dtypes NumPy's ufunc resolves and broadcast to one
 shape (``_elementwise.apply_ufunc`` does that), and emits primitives only.
@@ -65,5 +66,28 @@ def modf_fraction_build(x):
     return P.copysign.bind(frac, x)
 
 
-__all__ = ["fmod_build", "heaviside_build", "modf_fraction_build", "modf_whole_build",
-           "signbit_build"]
+# Euclid's algorithm on integers below 2**(bits - 1) takes at most this many division steps
+# (the Fibonacci bound: F(n + 2) > 2**(bits - 1)), plus one for a first step of mixed signs
+_EUCLID_STEPS = {1: 12, 2: 24, 4: 47, 8: 93}
+
+
+def gcd_build(x, y):
+    """The greatest common divisor by Euclid's algorithm, unrolled to its worst-case number
+    of steps (a finished pair stays fixed). |INT_MIN| wraps to itself, as in NumPy."""
+    dt = aval(x).dtype
+    zero = constant(0, dt)
+    a, b = P.abs.bind(x), P.abs.bind(y)
+    for _ in range(_EUCLID_STEPS[dt.itemsize]):
+        more = P.ne.bind(b, zero)
+        r = P.rem.bind(a, P.select.bind(more, b, constant(1, dt, aval(b).shape)))
+        a, b = P.select.bind(more, b, a), P.select.bind(more, r, zero)
+    return P.abs.bind(a)
+
+
+def lcm_build(x, y):
+    """``|x| // gcd(x, y) * |y|``, wrapping as NumPy's (0 when both are 0)."""
+    return P.mul.bind(P.floor_div.bind(P.abs.bind(x), gcd_build(x, y)), P.abs.bind(y))
+
+
+__all__ = ["fmod_build", "gcd_build", "heaviside_build", "lcm_build", "modf_fraction_build",
+           "modf_whole_build", "signbit_build"]
