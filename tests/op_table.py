@@ -682,7 +682,8 @@ UNARY = {
     "sinc": (NUMERIC, -3, 3, TRANSCENDENTAL),
     "signbit": (REAL, -20, 20, 1), "fix": (REAL, -20, 20, 1), "modf": (REAL, -20, 20, 1),
     "isposinf": (REAL, -20, 20, 1), "isneginf": (REAL, -20, 20, 1),
-    "bitwise_invert": (INT_BOOL, -20, 20, 1), "conjugate": (NUMERIC, -20, 20, 1),
+    "bitwise_count": (INT_BOOL, -20, 20, 1), "bitwise_invert": (INT_BOOL, -20, 20, 1),
+    "conjugate": (NUMERIC, -20, 20, 1),
 }
 
 BINARY = {

@@ -30,6 +30,7 @@ from ._core import (
 )
 from ._shifts import left_shift_build, right_shift_build
 from ._ufunc_builds import (
+    bitwise_count_build,
     fmod_build,
     gcd_build,
     heaviside_build,
@@ -358,6 +359,7 @@ _public("float_power", np.float_power, _prim(P.pow))
 _public("signbit", np.signbit, signbit_build)
 _public("gcd", np.gcd, gcd_build)
 _public("lcm", np.lcm, lcm_build)
+_public("bitwise_count", np.bitwise_count, bitwise_count_build)
 
 
 def _two_outputs(name, ufunc, first, second):

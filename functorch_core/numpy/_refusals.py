@@ -51,7 +51,6 @@ NOT_YET = {
     "numpy.histogramdd": _yet("fnp.histogram's binning in d dimensions"),
     "numpy.packbits": _yet("shifts and ors of groups of 8 bits"),
     "numpy.unpackbits": _yet("shifts and ands of each byte"),
-    "numpy.bitwise_count": _yet("a population count over the integer's bits"),
     "numpy.poly": _yet("the coefficients from roots (eigenvalues for a matrix)"),
     "numpy.polymul": _yet("fnp.convolve of the coefficients"),
     "numpy.put": _yet("a scatter into the flattened array"),

@@ -1,5 +1,5 @@
 """Primitive builders of ``fmod``, ``heaviside``, ``signbit``, ``modf``'s two parts, ``gcd``
-and ``lcm``.
+``lcm`` and ``bitwise_count``.
 
 Each takes operands already cast to the dtypes NumPy's ufunc resolves and broadcast to one
 shape (``_elementwise.apply_ufunc`` does that), and emits primitives only.
@@ -89,5 +89,23 @@ def lcm_build(x, y):
     return P.mul.bind(P.floor_div.bind(P.abs.bind(x), gcd_build(x, y)), P.abs.bind(y))
 
 
-__all__ = ["fmod_build", "gcd_build", "heaviside_build", "lcm_build", "modf_fraction_build",
-           "modf_whole_build", "signbit_build"]
+def bitwise_count_build(x):
+    """The number of 1 bits of ``|x|`` (uint8), as ``numpy.bitwise_count``: bit ``k`` is
+    ``(|x| // 2**k) & 1`` (a floor division is an arithmetic shift); a signed dtype's top
+    bit is set only for ``|INT_MIN|``, which wraps to itself."""
+    dt = aval(x).dtype
+    a = P.abs.bind(x) if dt.kind == "i" else x
+    bits = dt.itemsize * 8
+    total = None
+    for k in range(bits):
+        if dt.kind == "i" and k == bits - 1:
+            bit = P.lt.bind(a, constant(0, dt))
+        else:
+            bit = P.and_.bind(P.floor_div.bind(a, constant(1 << k, dt)), constant(1, dt))
+        bit = P.convert.bind(bit, new_dtype=np.dtype(np.uint8))
+        total = bit if total is None else P.add.bind(total, bit)
+    return total
+
+
+__all__ = ["bitwise_count_build", "fmod_build", "gcd_build", "heaviside_build", "lcm_build",
+           "modf_fraction_build", "modf_whole_build", "signbit_build"]

@@ -138,3 +138,21 @@ def test_min_scalar_type_of_a_traced_0d_array_is_refused():
 def test_diag_indices_from_needs_equal_dimensions():
     with pytest.raises(ValueError, match=r"diag_indices_from: .* got shape \(2, 3\)"):
         fc.jit(lambda t: (np.diag_indices_from(t), t)[1])(np.ones((2, 3)))
+
+
+@pytest.mark.parametrize("dt", [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint32])
+def test_integer_ufuncs_at_the_dtype_extremes(dt):
+    """gcd, lcm and bitwise_count of INT_MIN, INT_MAX, 0 and random values, as NumPy's
+    (|INT_MIN| wraps to itself there)."""
+    info = np.iinfo(dt)
+    rng = np.random.default_rng(3)
+    edges = np.array([info.min, info.max, 0, 1], dt)
+    x = np.concatenate([edges, edges, rng.integers(info.min, info.max, 64, dt, True)])
+    y = np.concatenate([edges, edges[::-1], rng.integers(info.min, info.max, 64, dt, True)])
+    with np.errstate(all="ignore"):
+        for ufunc in (np.gcd, np.lcm):
+            want = ufunc(x, y)
+            got = fc.jit(lambda a, b, f=ufunc: f(a, b))(x, y)
+            np.testing.assert_array_equal(got, want, err_msg=ufunc.__name__)
+            assert got.dtype == want.dtype
+    np.testing.assert_array_equal(fc.jit(np.bitwise_count)(x), np.bitwise_count(x))
