@@ -1711,6 +1711,24 @@ def _ix_case(draw, dtype):
                                       elements=st.integers(-3, 3))) for _ in range(n)))
 
 
+def _pack_kwargs(draw, shape):
+    kw = {"axis": draw(st.one_of(st.none(), st.integers(-len(shape), len(shape) - 1)))
+          if shape else None, "bitorder": draw(st.sampled_from(["big", "little"]))}
+    return kw
+
+
+def _unpack_kwargs(draw, shape):
+    kw = _pack_kwargs(draw, shape)
+    if draw(st.booleans()):
+        n = (math.prod(shape) if kw["axis"] is None else shape[kw["axis"]]) * 8
+        kw["count"] = draw(st.integers(-n, n + 3))
+    return kw
+
+
+add("packbits", lambda m, x, **kw: m.packbits(x, **kw), one_array(_pack_kwargs, max_side=10),
+    INT_BOOL)
+add("unpackbits", lambda m, x, **kw: m.unpackbits(x, **kw), one_array(_unpack_kwargs),
+    (np.dtype(np.uint8),))
 add("block", _block, _block_case)
 add("ix_", _ix, _ix_case, np_api=True)
 add("sort_complex", _fnp_call("sort_complex"), unary(-3, 3))

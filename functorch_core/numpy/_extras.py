@@ -1,7 +1,7 @@
 """NumPy functions that JAX's ``jax.numpy`` has too, written over the rest of the layer:
 ``isin``, ``lexsort``, ``fill_diagonal``, ``polyadd``, ``polysub``, ``polyder``,
-``polyint``, ``choose``, ``unravel_index``, ``sort_complex``, ``ix_``, ``apply_over_axes`` and
-``block``. Each follows NumPy's algorithm step for step,
+``polyint``, ``choose``, ``unravel_index``, ``sort_complex``, ``ix_``, ``apply_over_axes``,
+``block``, ``packbits`` and ``unpackbits``. Each follows NumPy's algorithm step for step,
 so dtypes and values are NumPy's.
 """
 
@@ -18,7 +18,8 @@ from ._creation import array_operand
 from ._methods import _fnp  # the whole namespace, read at call time
 
 __all__ = ["isin", "lexsort", "fill_diagonal", "polyadd", "polysub", "polyder", "polyint",
-           "choose", "unravel_index", "sort_complex", "ix_", "apply_over_axes", "block"]
+           "choose", "unravel_index", "sort_complex", "ix_", "apply_over_axes", "block",
+           "packbits", "unpackbits"]
 
 
 @implements(np.isin)
@@ -436,3 +437,90 @@ def block(arrays):
     fnp = _fnp()
     result = _assemble(fnp, arrays, 0, list_ndim, max(list_ndim, array_ndim))
     return to_result(fnp.copy(result) if list_ndim == 0 else result)
+
+
+def _bit_weights(bitorder, name):
+    if bitorder not in ("big", "little"):
+        raise ValueError(f"{name}: bitorder must be 'big' or 'little', got {bitorder!r}")
+    weights = 1 << np.arange(8, dtype=np.int32)
+    return weights[::-1].copy() if bitorder == "big" else weights
+
+
+def _along_last(fnp, x, axis):
+    """``x`` (flattened when ``axis`` is None) with ``axis`` moved last, and that axis."""
+    if axis is None:
+        return fnp.ravel(x), 0
+    axis = operator.index(axis)
+    return fnp.moveaxis(x, axis, -1), axis
+
+
+@implements(np.packbits)
+def packbits(a, axis=None, bitorder="big"):
+    """The non-zero-ness of ``a``'s entries packed 8 to a uint8: ``numpy.packbits``.
+
+    Args:
+        a (array_like of ints or bools): the bits (any non-zero entry is a 1).
+        axis (int, default ``None``): the axis to pack along; None packs the flattened
+            array. A last group of fewer than 8 is padded with zeros.
+        bitorder (str, default ``'big'``): ``'big'`` puts the first bit in the highest
+            place, ``'little'`` in the lowest.
+
+    Example::
+
+        >>> import functorch_core.numpy as fnp
+        >>> fnp.packbits([1, 0, 1])
+        array([160], dtype=uint8)
+    """
+    fnp = _fnp()
+    x = array_operand(a)
+    if aval(x).dtype.kind not in "biu":
+        raise TypeError(f"packbits: expected an input array of integer or boolean data type, "
+                        f"got {aval(x).dtype} (shape {aval(x).shape})")
+    weights = _bit_weights(bitorder, "packbits")
+    x, axis = _along_last(fnp, x, axis)
+    lead, n = aval(x).shape[:-1], aval(x).shape[-1]
+    bits = fnp.astype(fnp.not_equal(x, 0), np.int32)
+    bits = fnp.pad(bits, [(0, 0)] * len(lead) + [(0, -n % 8)])
+    groups = fnp.reshape(bits, (*lead, -(-n // 8), 8))
+    packed = fnp.astype(fnp.sum(groups * weights, axis=-1), np.uint8)
+    return to_result(fnp.moveaxis(packed, -1, axis))
+
+
+@implements(np.unpackbits)
+def unpackbits(a, axis=None, count=None, bitorder="big"):
+    """The bits of a uint8 array, 8 per byte: ``numpy.unpackbits``.
+
+    Args:
+        a (array_like of uint8): the bytes.
+        axis (int, default ``None``): the axis to unpack along; None unpacks the flattened
+            array.
+        count (int, default ``None``): how many bits to keep along the axis: the first
+            ``count`` (zeros added past the end), or all but the last ``-count``.
+        bitorder (str, default ``'big'``): ``'big'`` gives the highest bit first.
+
+    Example::
+
+        >>> import functorch_core.numpy as fnp
+        >>> import numpy as np
+        >>> fnp.unpackbits(np.array([5], np.uint8), count=4)
+        array([0, 0, 0, 0], dtype=uint8)
+    """
+    fnp = _fnp()
+    x = array_operand(a)
+    if aval(x).dtype != np.uint8:
+        raise TypeError(f"unpackbits: expected an input array of unsigned byte data type, got "
+                        f"{aval(x).dtype} (shape {aval(x).shape})")
+    weights = _bit_weights(bitorder, "unpackbits")
+    x, axis = _along_last(fnp, x, axis)
+    lead, n = aval(x).shape[:-1], aval(x).shape[-1] * 8
+    bytes_ = fnp.astype(x, np.int32)[..., None]
+    bits = fnp.astype(fnp.bitwise_and(fnp.floor_divide(bytes_, weights), 1), np.uint8)
+    bits = fnp.reshape(bits, (*lead, n))
+    if count is not None:
+        count = operator.index(count)
+        if count < -n:
+            raise ValueError(f"unpackbits: -count larger than number of elements ({n})")
+        keep = count if count >= 0 else n + count
+        bits = bits[..., :keep] if keep <= n else fnp.pad(
+            bits, [(0, 0)] * len(lead) + [(0, keep - n)])
+    return to_result(fnp.moveaxis(bits, -1, axis))

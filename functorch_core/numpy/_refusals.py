@@ -49,8 +49,6 @@ REFUSED = {
 NOT_YET = {
     "numpy.histogram2d": _yet("fnp.histogram's binning in two dimensions"),
     "numpy.histogramdd": _yet("fnp.histogram's binning in d dimensions"),
-    "numpy.packbits": _yet("shifts and ors of groups of 8 bits"),
-    "numpy.unpackbits": _yet("shifts and ands of each byte"),
     "numpy.poly": _yet("the coefficients from roots (eigenvalues for a matrix)"),
     "numpy.polymul": _yet("fnp.convolve of the coefficients"),
     "numpy.put": _yet("a scatter into the flattened array"),
