@@ -1729,6 +1729,21 @@ add("packbits", lambda m, x, **kw: m.packbits(x, **kw), one_array(_pack_kwargs, 
     INT_BOOL)
 add("unpackbits", lambda m, x, **kw: m.unpackbits(x, **kw), one_array(_unpack_kwargs),
     (np.dtype(np.uint8),))
+@st.composite
+def _ravel_multi_case(draw, dtype):
+    dims = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=3)))
+    s = draw(hnp.mutually_broadcastable_shapes(num_shapes=len(dims), max_dims=2, max_side=3))
+    if np.dtype(dtype).kind in "fc":       # NumPy refuses them (TypeError)
+        coords = tuple(draw(array(dtype, sh, lo=0, hi=1)) for sh in s.input_shapes)
+    else:
+        coords = tuple(draw(array(dtype, sh, int_lo=-5, int_hi=5)) for sh in s.input_shapes)
+    modes = tuple(draw(st.sampled_from(["wrap", "clip"])) for _ in dims)
+    return Case(coords, {"dims": dims, "mode": modes if draw(st.booleans()) else modes[0],
+                         "order": draw(st.sampled_from(["C", "F"]))})
+
+
+add("ravel_multi_index", lambda m, *coords, **kw: m.ravel_multi_index(coords, **kw),
+    _ravel_multi_case, INT_BOOL)
 add("block", _block, _block_case)
 add("ix_", _ix, _ix_case, np_api=True)
 add("sort_complex", _fnp_call("sort_complex"), unary(-3, 3))

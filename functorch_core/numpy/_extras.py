@@ -1,8 +1,8 @@
 """NumPy functions that JAX's ``jax.numpy`` has too, written over the rest of the layer:
 ``isin``, ``lexsort``, ``fill_diagonal``, ``polyadd``, ``polysub``, ``polyder``,
-``polyint``, ``choose``, ``unravel_index``, ``sort_complex``, ``ix_``, ``apply_over_axes``,
-``block``, ``packbits`` and ``unpackbits``. Each follows NumPy's algorithm step for step,
-so dtypes and values are NumPy's.
+``polyint``, ``choose``, ``unravel_index``, ``ravel_multi_index``, ``sort_complex``,
+``ix_``, ``apply_over_axes``, ``block``, ``packbits`` and ``unpackbits``. Each follows
+NumPy's algorithm step for step, so dtypes and values are NumPy's.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from ._methods import _fnp  # the whole namespace, read at call time
 
 __all__ = ["isin", "lexsort", "fill_diagonal", "polyadd", "polysub", "polyder", "polyint",
            "choose", "unravel_index", "sort_complex", "ix_", "apply_over_axes", "block",
-           "packbits", "unpackbits"]
+           "packbits", "unpackbits", "ravel_multi_index"]
 
 
 @implements(np.isin)
@@ -524,3 +524,53 @@ def unpackbits(a, axis=None, count=None, bitorder="big"):
         bits = bits[..., :keep] if keep <= n else fnp.pad(
             bits, [(0, 0)] * len(lead) + [(0, keep - n)])
     return to_result(fnp.moveaxis(bits, -1, axis))
+
+
+@implements(np.ravel_multi_index)
+def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
+    """Flat positions of coordinates in an array of shape ``dims``:
+    ``numpy.ravel_multi_index``.
+
+    Args:
+        multi_index (tuple of array_like of ints): one coordinate array per dimension; they
+            broadcast together.
+        dims (tuple of ints): the array's shape.
+        mode (str or tuple of str, default ``'raise'``): per dimension, ``'wrap'`` (modulo
+            the size) or ``'clip'`` (clamped into range); ``'raise'`` (NumPy's ValueError
+            out of range) needs the values, so traced coordinates refuse it.
+        order (str, default ``'C'``): ``'C'`` (row-major) or ``'F'`` (column-major).
+
+    Example::
+
+        >>> import functorch_core.numpy as fnp
+        >>> fnp.ravel_multi_index(([1, 0], [2, 1]), (2, 3), mode="clip")
+        array([5, 1])
+    """
+    if not any(is_tracer(i) for i in multi_index):
+        return np.ravel_multi_index(multi_index, dims, mode=mode, order=order)
+    dims = tuple(operator.index(d) for d in dims)
+    if len(multi_index) != len(dims):
+        raise ValueError(f"ravel_multi_index: {len(multi_index)} coordinate arrays for the "
+                         f"{len(dims)} dimensions of shape {dims}")
+    modes = (mode,) * len(dims) if isinstance(mode, str) else tuple(mode)
+    if "raise" in modes:
+        raise TracerError("ravel_multi_index(mode='raise') of traced coordinates: checking "
+                          "them against the shape needs their values; pass mode='wrap' or "
+                          "mode='clip'")
+    if order not in ("C", "F"):
+        raise ValueError(f"ravel_multi_index: order must be 'C' or 'F', got {order!r}")
+    fnp = _fnp()
+    coords = fnp.broadcast_arrays(*(fnp.astype(_integer_operand(
+        "ravel_multi_index", f"coordinate array {k}", i), np.intp)
+        for k, i in enumerate(multi_index)))
+    strides = np.cumprod((1, *dims[::-1]))[:-1][::-1] if order == "C" else \
+        np.cumprod((1, *dims))[:-1]
+    flat = None
+    for c, d, m, stride in zip(coords, dims, modes, strides, strict=True):
+        if m not in ("wrap", "clip"):
+            raise ValueError(f"ravel_multi_index: mode must be 'raise', 'wrap' or 'clip', "
+                             f"got {m!r}")
+        c = fnp.remainder(c, d) if m == "wrap" else fnp.clip(c, 0, d - 1)
+        term = fnp.multiply(c, int(stride))
+        flat = term if flat is None else fnp.add(flat, term)
+    return to_result(flat)

@@ -52,7 +52,6 @@ NOT_YET = {
     "numpy.poly": _yet("the coefficients from roots (eigenvalues for a matrix)"),
     "numpy.polymul": _yet("fnp.convolve of the coefficients"),
     "numpy.put": _yet("a scatter into the flattened array"),
-    "numpy.ravel_multi_index": _yet("strided sums, with mode='raise' refused"),
     "numpy.frexp": _yet("the exponent and mantissa from the float's bits"),
     "numpy.ldexp": _yet("a scaling by a power of two without overflow in between"),
     "numpy.nextafter": _yet("a step of one unit in the last place, from the float's bits"),

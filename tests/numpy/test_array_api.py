@@ -156,3 +156,12 @@ def test_integer_ufuncs_at_the_dtype_extremes(dt):
             np.testing.assert_array_equal(got, want, err_msg=ufunc.__name__)
             assert got.dtype == want.dtype
     np.testing.assert_array_equal(fc.jit(np.bitwise_count)(x), np.bitwise_count(x))
+
+
+def test_ravel_multi_index_raise_mode_needs_concrete_coordinates():
+    coords = (np.array([1, 0]), np.array([2, 1]))
+    with pytest.raises(TracerError, match=r"ravel_multi_index\(mode='raise'\) of traced "
+                                          "coordinates.*mode='wrap' or mode='clip'"):
+        fc.jit(lambda a, b: np.ravel_multi_index((a, b), (2, 3)))(*coords)
+    got = fc.jit(lambda a, b: np.ravel_multi_index((a, b), (2, 3), mode="clip"))(*coords)
+    np.testing.assert_array_equal(got, np.ravel_multi_index(coords, (2, 3)))
