@@ -36,7 +36,7 @@ REFUSED = {
     **{f"numpy.{n}": DATA_DEPENDENT for n in (
         "compress", "extract", "intersect1d", "setdiff1d", "setxor1d", "union1d",
         "unique_all", "unique_counts", "unique_inverse", "unique_values", "roots",
-        "polydiv")},
+        "polydiv", "polymul")},   # polymul and polydiv drop leading zero coefficients
     **{f"numpy.{n}": TEXT_OR_FILE for n in (
         "array2string", "array_repr", "array_str", "save", "savetxt", "savez",
         "savez_compressed")},
@@ -49,8 +49,8 @@ REFUSED = {
 NOT_YET = {
     "numpy.histogram2d": _yet("fnp.histogram's binning in two dimensions"),
     "numpy.histogramdd": _yet("fnp.histogram's binning in d dimensions"),
-    "numpy.poly": _yet("the coefficients from roots (eigenvalues for a matrix)"),
-    "numpy.polymul": _yet("fnp.convolve of the coefficients"),
+    "numpy.poly": _yet("the coefficients from real roots; complex roots give a real or a "
+                       "complex result depending on their values"),
     "numpy.put": _yet("a scatter into the flattened array"),
     "numpy.frexp": _yet("the exponent and mantissa from the float's bits"),
     "numpy.ldexp": _yet("a scaling by a power of two without overflow in between"),
