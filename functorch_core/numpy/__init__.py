@@ -10,11 +10,13 @@ import numpy as _np
 
 from . import (
     _arrangement,
+    _array_api,
     _calculus,
     _convolve,
     _creation,
     _editing,
     _elementwise,
+    _extras,
     _functional,
     _histograms,
     _indexing,
@@ -29,16 +31,19 @@ from . import (
     _setops,
     _shape,
     _sorting,
+    _static,
     _statistics,
     fft,  # noqa: F401  (fnp.fft: the numpy.fft namespace)
     linalg,  # noqa: F401  (fnp.linalg: the numpy.linalg namespace)
 )
 from ._arrangement import *  # noqa: F403
+from ._array_api import *  # noqa: F403
 from ._calculus import *  # noqa: F403
 from ._convolve import *  # noqa: F403
 from ._creation import *  # noqa: F403
 from ._editing import *  # noqa: F403
 from ._elementwise import *  # noqa: F403
+from ._extras import *  # noqa: F403
 from ._functional import *  # noqa: F403
 from ._histograms import *  # noqa: F403
 from ._indexing import *  # noqa: F403
@@ -53,6 +58,7 @@ from ._rounding import *  # noqa: F403
 from ._setops import *  # noqa: F403
 from ._shape import *  # noqa: F403
 from ._sorting import *  # noqa: F403
+from ._static import *  # noqa: F403
 from ._statistics import *  # noqa: F403
 
 bool_, int8, int16, int32, int64, uint8 = (_np.bool_, _np.int8, _np.int16, _np.int32,
@@ -70,8 +76,9 @@ __all__ = [*_elementwise.__all__, *_shape.__all__, *_indexing.__all__, *_sorting
            *_setops.__all__, *_calculus.__all__,
            *_histograms.__all__, *_polynomial.__all__,
            *_ranges.__all__, *_editing.__all__,
-           *_functional.__all__]
+           *_functional.__all__, *_array_api.__all__, *_static.__all__, *_extras.__all__]
 
 # what a ufunc called on a tracer runs (``__array_ufunc__``): the elementwise ones, and
 # np.matmul, a generalized ufunc
-UFUNC_CALLS = {**_elementwise.UFUNCS, _np.matmul: _linalg.matmul}
+UFUNC_CALLS = {**_elementwise.UFUNCS, _np.matmul: _linalg.matmul, _np.vecdot: _array_api.vecdot,
+               _np.matvec: _array_api.matvec, _np.vecmat: _array_api.vecmat}

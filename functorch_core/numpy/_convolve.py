@@ -9,7 +9,7 @@ from functorch_core.ir import dtypes
 from functorch_core.ir import primitives as P
 from functorch_core.ir.source import user_source
 
-from ._core import aval, cast, implements, to_result
+from ._core import aval, cast, constant, implements, to_result
 from ._creation import array_operand
 from ._elementwise import _conj
 
@@ -24,9 +24,9 @@ def _full_correlation(name, a, v):
             raise ValueError(f"{name}: {arg} must be a non-empty 1-D array, got shape "
                              f"{aval(x).shape} (at {user_source()})")
     dt = dtypes.canonical(np.result_type(aval(a).dtype, aval(v).dtype))
-    if dt.kind == "b":
-        raise TypeError(f"{name}: bool inputs are not supported; convert them to int first")
-    a, v = cast(a, dt), cast(v, dt)
+    # bools: NumPy's sum of products is an or of ands: a count of the pairs, not 0
+    work = np.dtype(np.int64) if dt.kind == "b" else dt
+    a, v = cast(a, work), cast(v, work)
     la, lv = aval(a).shape[0], aval(v).shape[0]
     x = P.reshape.bind(a, new_sizes=(1, 1, la))
     w = P.reshape.bind(v, new_sizes=(1, 1, lv))
@@ -34,7 +34,10 @@ def _full_correlation(name, a, v):
         x, w, window_strides=(1,), padding=((lv - 1, lv - 1),), lhs_dilation=(1,),
         rhs_dilation=(1,), dimension_numbers=((0, 1, 2),) * 3, feature_group_count=1,
         batch_group_count=1)
-    return P.reshape.bind(out, new_sizes=(la + lv - 1,)), la, lv
+    out = P.reshape.bind(out, new_sizes=(la + lv - 1,))
+    if dt.kind == "b":
+        out = P.ne.bind(out, constant(0, work))
+    return out, la, lv
 
 
 def _mode_slice(full, la, lv, mode, same_start, name):

@@ -29,6 +29,16 @@ from ._core import (
     weak_marker,
 )
 from ._shifts import left_shift_build, right_shift_build
+from ._ufunc_builds import (
+    bitwise_count_build,
+    fmod_build,
+    gcd_build,
+    heaviside_build,
+    lcm_build,
+    modf_fraction_build,
+    modf_whole_build,
+    signbit_build,
+)
 from ._writes import ufunc_out
 
 __all__: list[str] = []
@@ -304,6 +314,7 @@ _public("fabs", np.fabs, _prim(P.abs))
 _public("floor", np.floor, _float_only(P.floor))
 _public("ceil", np.ceil, _float_only(P.ceil))
 _public("trunc", np.trunc, _trunc, "fix")
+implements(np.fix)(UFUNCS[np.trunc])   # np.fix is a function over ceil and floor
 _public("rint", np.rint, _float_only(P.round))
 _public("isnan", np.isnan, _isnan)
 _public("isinf", np.isinf, _isinf)
@@ -342,6 +353,34 @@ _public("bitwise_or", np.bitwise_or, _prim(P.or_))
 _public("bitwise_xor", np.bitwise_xor, _prim(P.xor))
 _public("left_shift", np.left_shift, left_shift_build, "bitwise_left_shift")
 _public("right_shift", np.right_shift, right_shift_build, "bitwise_right_shift")
+_public("fmod", np.fmod, fmod_build)
+_public("heaviside", np.heaviside, heaviside_build)
+_public("float_power", np.float_power, _prim(P.pow))
+_public("signbit", np.signbit, signbit_build)
+_public("gcd", np.gcd, gcd_build)
+_public("lcm", np.lcm, lcm_build)
+_public("bitwise_count", np.bitwise_count, bitwise_count_build)
+
+
+def _two_outputs(name, ufunc, first, second):
+    """A ufunc of two outputs (``divmod``, ``modf``) as two one-output ones."""
+    def fn(*args, out=None, dtype=None):
+        if len(args) != ufunc.nin:
+            raise TypeError(f"{name}() takes {ufunc.nin} positional arguments, got {len(args)}")
+        if out is not None:
+            raise NotImplementedError(f"{name}(..., out=...) is not supported; use the results")
+        return (apply_ufunc(name, ufunc, first, args, dtype),
+                apply_ufunc(name, ufunc, second, args, dtype))
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"Elementwise ``numpy.{name}``, traceable: its two results, with NumPy's "
+                  "dtypes and values.")
+    implements(ufunc)(fn)
+    globals()[name] = UFUNCS[ufunc] = fn
+    __all__.append(name)
+
+
+_two_outputs("divmod", np.divmod, _prim(P.floor_div), _prim(P.rem))
+_two_outputs("modf", np.modf, modf_fraction_build, modf_whole_build)
 
 
 @implements(np.real)

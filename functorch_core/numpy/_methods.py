@@ -15,6 +15,7 @@ from functorch_core.transforms.functionalize import reshape_is_view
 
 from ._core import HANDLED_FUNCTIONS
 from ._elementwise import UFUNCS
+from ._refusals import refusal
 
 
 def _fnp():
@@ -84,9 +85,7 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
         if method == "__call__" and ufunc in scipy_ufuncs.UFUNC_CALLS:
             return scipy_ufuncs.UFUNC_CALLS[ufunc](*inputs, **kwargs)
         raise NotImplementedError(scipy_ufuncs.refusal(ufunc, method))
-    what = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
-    raise NotImplementedError(f"{what} is not supported on traced arrays; "
-                              "see functorch_core.numpy for what is")
+    raise NotImplementedError(refusal(ufunc, method))
 
 
 def _scipy_ufuncs():
@@ -102,10 +101,7 @@ def _scipy_ufuncs():
 def _array_function(self, func, types, args, kwargs):
     impl = HANDLED_FUNCTIONS.get(func)
     if impl is None:
-        mod = getattr(func, "__module__", "numpy") or "numpy"
-        mod = "numpy" if mod.startswith("numpy._core") or mod == "numpy" else mod
-        raise NotImplementedError(f"{mod}.{func.__name__} is not supported on traced arrays; "
-                                  "see functorch_core.numpy for the supported functions")
+        raise NotImplementedError(refusal(func))
     return impl(*args, **kwargs)
 
 

@@ -637,9 +637,9 @@ def matmul(x1, x2, /):
 
 @implements(np.linalg.vecdot)
 def vecdot(x1, x2, /, *, axis=-1):
-    """``numpy.linalg.vecdot``: ``sum(conj(x1) * x2, axis)``, broadcasting the other axes."""
-    fnp = _fnp()
-    return to_result(fnp.sum(fnp.conj(x1) * x2, axis=axis), scalar=True)
+    """``numpy.linalg.vecdot``: :func:`functorch_core.numpy.vecdot` (NumPy's result dtypes:
+    an ``int8`` product is ``int8``, a bool one ``bool``)."""
+    return _fnp().vecdot(x1, x2, axis=axis)
 
 
 @implements(np.linalg.matrix_transpose)

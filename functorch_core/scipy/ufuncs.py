@@ -12,6 +12,7 @@ import numpy as np
 import scipy.special as _scipy_special
 
 from . import special
+from ._special_refusals import NOT_YET
 
 # SciPy's ufunc -> the function of functorch_core.scipy.special of the same name (aliases,
 # ``psi`` and ``digamma``, ``jn`` and ``jv``, are one ufunc)
@@ -27,10 +28,12 @@ SCIPY_NAMES = {fn: name for name, fn in sorted(vars(_scipy_special).items(), rev
 def refusal(ufunc, method):
     """The message for ``ufunc`` of scipy.special, which has no traced version (or whose
     ``method`` is not ``__call__``)."""
-    what = f"scipy.special.{SCIPY_NAMES[ufunc]}" + ("" if method == "__call__" else
-                                                     f".{method}")
-    return (f"{what} is not supported on traced arrays; see functorch_core.scipy.special "
-            "for what is")
+    name = SCIPY_NAMES[ufunc]
+    if method != "__call__":
+        return (f"scipy.special.{name}.{method} is not supported on traced arrays; of a "
+                "ufunc, only calling it is traced")
+    reason = NOT_YET.get(name, "see functorch_core.scipy.special for what is")
+    return f"scipy.special.{name} is not supported on traced arrays; {reason}"
 
 
-__all__ = ["SCIPY_NAMES", "UFUNC_CALLS", "refusal"]
+__all__ = ["NOT_YET", "SCIPY_NAMES", "UFUNC_CALLS", "refusal"]

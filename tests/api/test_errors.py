@@ -102,7 +102,7 @@ def test_broadcast_mismatch_names_shapes():
 
 # --- unsupported NumPy functions ---------------------------------------------------------------
 
-@pytest.mark.parametrize("fn,name", [(np.histogramdd, "histogramdd"), (np.packbits, "packbits")])
+@pytest.mark.parametrize("fn,name", [(np.histogramdd, "histogramdd"), (np.poly, "poly")])
 def test_unsupported_numpy_function(fn, name):
     with pytest.raises(NotImplementedError) as info:
         fc.jit(lambda x: fn(x))(np.ones((3, 3)))

@@ -248,11 +248,13 @@ UNARY_NAMES, BINARY_NAMES = set(UNARY), set(BINARY)
 ELEMENTWISE_NAMES = list(UNARY) + list(BINARY)
 _V = np.array([0.5, 1.5, -2.0], np.float32)
 _I = np.array([3, 5, -6], np.int16)
+_INTEGER_ONLY = ("bitwise", "gcd", "lcm")     # name prefixes of the integer-only ufuncs
 SCALAR_KIND_CASES = {
     **{f"{name}-{i}": (name, args) for name in ELEMENTWISE_NAMES
-       for i, args in enumerate([(_I if name.startswith("bitwise") else _V,),
-                                 (np.int16(3) if name.startswith("bitwise") else np.float32(1.5),),
-                                 (_I[0] if name.startswith("bitwise") else _V[0],)])},
+       for i, args in enumerate([(_I if name.startswith(_INTEGER_ONLY) else _V,),
+                                 (np.int16(3) if name.startswith(_INTEGER_ONLY)
+                                  else np.float32(1.5),),
+                                 (_I[0] if name.startswith(_INTEGER_ONLY) else _V[0],)])},
     **{name: (name, (_V,)) for name in ["sum", "prod", "mean", "var", "std", "max", "min",
                                          "amax", "amin", "argmax", "argmin", "all", "any"]},
     "dot": ("dot", (_V, _V)), "vdot": ("vdot", (_V, _V)), "inner": ("inner", (_V, _V)),

@@ -523,6 +523,10 @@ FNP_SMOOTH = {
     "ptp": None, "nansum": None, "nanprod": None, "nanmax": None, "nanmin": None,
     "nanmean": None, "nanvar": None, "nanstd": None, "nancumsum": None, "nancumprod": None,
     "meshgrid": None, "polyval": None, "tril_indices_from": None, "r_": None, "c_": None,
+    **dict.fromkeys(["float_power", "vecdot", "linalg_vecdot", "matvec", "vecmat",
+                     "matrix_transpose", "unstack", "cumulative_sum", "cumulative_prod",
+                     "dstack", "diagflat", "fill_diagonal", "polyadd", "polysub", "polyder",
+                     "polyint", "choose", "block", "apply_over_axes"]),
 }
 
 
