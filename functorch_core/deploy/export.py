@@ -230,6 +230,11 @@ class Exported:
         """Whether calls run the native code stored in the file (see :meth:`save`)."""
         return self._native is not None
 
+    def _explain(self, arrays):
+        """Run the graph in the interpreter, which raises the error the stored native code
+        could only report by a code (an index out of bounds, named with the user's line)."""
+        registry.get("interpreter").compile(self.graph)(arrays)
+
     def _run(self, sizes: tuple):
         if self._native is not None and not sizes:
             return self._native
@@ -407,7 +412,8 @@ def load_exported(path, *, backend=None) -> Exported:
     try:
         exp = Exported(header, raw, backend)
         if (backend or registry.default_backend()) == "cpu":
-            exp._native = stored.load(header, raw, exp.out_avals, f"exported {exp.name}")
+            exp._native = stored.load(header, raw, exp.out_avals, f"exported {exp.name}",
+                                      explain=exp._explain)
     except (KeyError, TypeError, IndexError, RecursionError) as err:
         raise serialize.FormatError(f"{path}: the export is malformed: {err!r}") from err
     return exp

@@ -89,8 +89,9 @@ def _numpy_openblas_path() -> bytes | None:
 class Library:
     """The stored library, loaded: ``lib(arrays)`` -> the flat results, or an exception."""
 
-    def __init__(self, data: bytes, name: str, out_avals, what: str):
+    def __init__(self, data: bytes, name: str, out_avals, what: str, explain=None):
         self.what, self.out_avals = what, [(tuple(a.shape), a.dtype) for a in out_avals]
+        self.explain = explain      # runs the graph elsewhere to raise the precise error
         # dlopen knows a library by its path: the digest names it, so another library never
         # gets the path of one already loaded (the same bytes may: they are the same code)
         digest = hashlib.sha256(data).hexdigest()[:32]
@@ -114,21 +115,24 @@ class Library:
         ov = (ctypes.c_void_p * max(len(outs), 1))(*[a.ctypes.data for a in outs])
         rc = self._fn(iv, ov)
         if rc:
+            if rc in (4, 5) and self.explain is not None:
+                self.explain(ins)       # NumPy's error, naming the index and the user's line
             err, why = _RC.get(rc, (RuntimeError, f"the library returned {rc}"))
             raise err(f"{self.what}: {why}")
         return outs
 
 
-def load(header: dict, raw: list, out_avals, what: str) -> Library | None:
+def load(header: dict, raw: list, out_avals, what: str, explain=None) -> Library | None:
     """The export's stored library, when it has one and this machine runs it; else None,
-    with a warning saying why (once per load)."""
+    with a warning saying why (once per load). ``explain(arrays)``, called when the
+    library reports a bad index or matrix, raises the detailed error."""
     meta = header.get("native")
     if not meta:
         return None
     why = mismatch(meta["machine"])
     if why is None:
         try:
-            return Library(raw[meta["array"]], meta["name"], out_avals, what)
+            return Library(raw[meta["array"]], meta["name"], out_avals, what, explain)
         except (OSError, AttributeError) as err:
             why = f"it does not load here ({err})"
     warnings.warn(f"{what}: not using the native code stored in the file ({why}); compiling "

@@ -109,5 +109,5 @@ def test_a_singular_matrix_raises_linalgerror_from_the_stored_code(tmp_path):
     loaded = fc.load_exported(tmp_path / "s.fcx")
     assert loaded.native
     np.testing.assert_array_equal(loaded(a, b), np.linalg.solve(a, b))
-    with pytest.raises(np.linalg.LinAlgError, match="singular"):
+    with pytest.raises(np.linalg.LinAlgError, match=r"(?i)singular"):
         loaded(np.zeros((3, 3)), b)
