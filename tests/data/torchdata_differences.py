@@ -1,0 +1,78 @@
+"""Every deliberate difference from TorchData 0.9's DataPipes, with its reason: the one table.
+
+A name is ``IterDataPipe.<functional name>``, ``MapDataPipe.<functional name>``, or
+``datapipes.iter.<Class>`` / ``datapipes.map.<Class>``. ``kind`` is
+
+* ``missing``: TorchData has the name, functorch_core.data does not;
+* ``signature``: the constructor takes arguments TorchData's does not (every TorchData call
+  still works);
+* ``output``: the pipe yields other types than TorchData's for the same input.
+
+``tests/data/test_torchdata_registry.py`` checks this table against the recorded TorchData
+registry (a name not listed must match) and that docs/data.md shows it as ``markdown()``
+writes it; ``tests/data/test_torchdata_differential.py`` checks the ``output`` rows against
+TorchData itself where it is installed. Print the docs section with
+``python tests/data/torchdata_differences.py``.
+"""
+
+from typing import NamedTuple
+
+
+class Difference(NamedTuple):
+    names: tuple[str, ...]
+    kind: str
+    reason: str
+
+
+DIFFERENCES = (
+    Difference(("IterDataPipe.load_from_rar", "datapipes.iter.RarArchiveLoader"), "missing",
+               "RAR archives need the `rarfile` package and an `unrar` program; tar and zip "
+               "archives are read with the standard library."),
+    Difference(("IterDataPipe.list_files_by_ais", "IterDataPipe.load_files_by_ais",
+                "datapipes.iter.AISFileLister", "datapipes.iter.AISFileLoader"), "missing",
+               "AIStore needs its own client; `list_files_by_fsspec` and "
+               "`open_files_by_fsspec` reach any store fsspec has a driver for."),
+    Difference(("IterDataPipe.list_files_by_iopath", "IterDataPipe.open_files_by_iopath",
+                "IterDataPipe.save_by_iopath", "datapipes.iter.IoPathFileLister",
+                "datapipes.iter.IoPathFileOpener", "datapipes.iter.IoPathSaver"), "missing",
+               "iopath's path managers are covered by the fsspec pipes (same arguments "
+               "but `pathmgr`/`handler`)."),
+    Difference(("IterDataPipe.read_from_gdrive", "datapipes.iter.GDriveReader"), "missing",
+               "it scrapes Google Drive's download page for a confirmation token, which no "
+               "test here can reach; `read_from_http` reads a direct-download link."),
+    Difference(("datapipes.iter.HuggingFaceHubReader",), "missing",
+               "it needs the `datasets` package and the network; iterate the dataset with "
+               "`IterableWrapper(datasets.load_dataset(...))`."),
+    Difference(("IterDataPipe.trace_as_dataframe", "IterDataPipe._dataframes_as_tuples",
+                "IterDataPipe._dataframes_concat", "IterDataPipe._dataframes_filter",
+                "IterDataPipe._dataframes_per_row", "IterDataPipe._dataframes_shuffle",
+                "IterDataPipe._to_dataframes_pipe"), "missing",
+               "torch's experimental pandas DataFrame tracing and its private helper pipes; "
+               "`dataframe` makes `pyarrow.Table`s instead."),
+    Difference(("IterDataPipe.memory_cell",), "missing",
+               "a private helper of TorchData's `on_disk_cache`; ours does not need it."),
+    Difference(("datapipes.iter.S3FileLister", "datapipes.iter.S3FileLoader"), "signature",
+               "extra keyword arguments go to `s3fs.S3FileSystem` (e.g. `endpoint_url=`), "
+               "since the S3 pipes run on s3fs rather than TorchData's AWS SDK extension."),
+    Difference(("datapipes.iter.TFRecordLoader",), "signature",
+               "keyword-only `check_crc=True` checks both masked CRC-32Cs of every record; "
+               "`False` skips that."),
+)
+
+
+def by_name() -> dict[str, Difference]:
+    """Each listed name with its row."""
+    return {name: row for row in DIFFERENCES for name in row.names}
+
+
+def markdown() -> str:
+    """The docs/data.md table of the differences, one row per entry."""
+    lines = ["| TorchData name | kind | why |", "|---|---|---|"]
+    for row in DIFFERENCES:
+        names = ", ".join(f"`{name}`" for name in row.names)
+        lines.append(f"| {names} | {row.kind} | {row.reason} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(markdown())
