@@ -69,7 +69,8 @@ DIFFERENCES = (
                "with TorchData's arguments."),
     Difference(("IterDataPipe.load_from_tfrecord",), "behaviour",
                "features become NumPy arrays (and lists of `bytes`) where TorchData makes "
-               "tensors; see also its `check_crc` argument."),
+               "tensors. TorchData 0.9's reader does not run on protobuf 4 or later, this "
+               "one needs 4.22, so the two are not run side by side."),
     Difference(("IterDataPipe.to_map_datapipe", "datapipes.map.IterToMapConverter"),
                "behaviour",
                "`len()` is the number of distinct keys; TorchData's is its source's length "
