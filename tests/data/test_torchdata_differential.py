@@ -313,29 +313,16 @@ def test_every_class_no_functional_name_builds_is_compared():
 
 
 INTS = st.lists(st.integers(-20, 20), max_size=12)
+CASES = {**{("iter", n): c for n, c in ITER_CASES.items()},
+         **{("map", n): c for n, c in MAP_CASES.items()},
+         **{("class", n): c for n, c in CLASS_CASES.items()}}
 
 
-@pytest.mark.parametrize("name", sorted(CLASS_CASES))
+@pytest.mark.parametrize("table,name", sorted(CASES))
 @settings(max_examples=15)
 @given(data=INTS)
-def test_class_same_outputs_as_torchdata(name, data):
-    case = CLASS_CASES[name]
-    assert run_case(case, OURS, data) == run_case(case, THEIRS, data)
-
-
-@pytest.mark.parametrize("name", sorted(ITER_CASES))
-@settings(max_examples=15)
-@given(data=INTS)
-def test_iter_pipe_same_outputs_as_torchdata(name, data):
-    case = ITER_CASES[name]
-    assert run_case(case, OURS, data) == run_case(case, THEIRS, data)
-
-
-@pytest.mark.parametrize("name", sorted(MAP_CASES))
-@settings(max_examples=15)
-@given(data=INTS)
-def test_map_pipe_same_outputs_as_torchdata(name, data):
-    case = MAP_CASES[name]
+def test_same_outputs_as_torchdata(table, name, data):
+    case = CASES[table, name]
     assert run_case(case, OURS, data) == run_case(case, THEIRS, data)
 
 

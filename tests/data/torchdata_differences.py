@@ -25,63 +25,88 @@ class Difference(NamedTuple):
     reason: str
 
 
-DIFFERENCES = (
-    Difference(("IterDataPipe.load_from_rar", "datapipes.iter.RarArchiveLoader"), "missing",
-               "RAR archives need the `rarfile` package and an `unrar` program; tar and zip "
-               "archives are read with the standard library."),
-    Difference(("IterDataPipe.list_files_by_ais", "IterDataPipe.load_files_by_ais",
-                "datapipes.iter.AISFileLister", "datapipes.iter.AISFileLoader"), "missing",
-               "AIStore needs its own client; `list_files_by_fsspec` and "
-               "`open_files_by_fsspec` reach any store fsspec has a driver for."),
-    Difference(("IterDataPipe.list_files_by_iopath", "IterDataPipe.open_files_by_iopath",
-                "IterDataPipe.save_by_iopath", "datapipes.iter.IoPathFileLister",
-                "datapipes.iter.IoPathFileOpener", "datapipes.iter.IoPathSaver"), "missing",
-               "iopath's path managers are covered by the fsspec pipes (same arguments "
-               "but `pathmgr`/`handler`)."),
-    Difference(("IterDataPipe.read_from_gdrive", "datapipes.iter.GDriveReader"), "missing",
-               "it scrapes Google Drive's download page for a confirmation token, which no "
-               "test here can reach; `read_from_http` reads a direct-download link."),
-    Difference(("datapipes.iter.HuggingFaceHubReader",), "missing",
-               "it needs the `datasets` package and the network; iterate the dataset with "
-               "`IterableWrapper(datasets.load_dataset(...))`."),
-    Difference(("IterDataPipe.trace_as_dataframe", "IterDataPipe._dataframes_as_tuples",
-                "IterDataPipe._dataframes_concat", "IterDataPipe._dataframes_filter",
-                "IterDataPipe._dataframes_per_row", "IterDataPipe._dataframes_shuffle",
-                "IterDataPipe._to_dataframes_pipe"), "missing",
-               "torch's experimental pandas DataFrame tracing and its private helper pipes; "
-               "`dataframe` makes `pyarrow.Table`s instead."),
-    Difference(("IterDataPipe.memory_cell",), "missing",
-               "a private helper of TorchData's `on_disk_cache`; ours does not need it."),
-    Difference(("IterDataPipe.collate", "datapipes.iter.Collator"), "behaviour",
-               "batches become NumPy arrays where torch makes tensors, and a tuple stays a "
-               "tuple where torch makes a list, so a batch feeds a `jit` step as it is."),
-    Difference(("IterDataPipe.pin_memory", "datapipes.iter.PinMemory"), "behaviour",
-               "TorchData raises without CUDA; outputs here are NumPy arrays in host memory, "
-               "so `pin_memory_fn` is applied and the pipe prefetches as TorchData's does."),
-    Difference(("IterDataPipe.fullsync", "datapipes.iter.FullSync"), "behaviour",
-               "TorchData raises unless `torch.distributed` is initialised; here a single "
-               "process is a world of one, and ranks agree through the MPI world when it "
-               "is initialised."),
-    Difference(("IterDataPipe.dataframe", "IterDataPipe.load_parquet_as_df",
-                "datapipes.iter.DataFrameMaker", "datapipes.iter.ParquetDataFrameLoader"),
-               "behaviour",
-               "TorchArrow is discontinued; these make `pyarrow.Table`s (the `arrow` extra) "
-               "with TorchData's arguments."),
-    Difference(("IterDataPipe.load_from_tfrecord",), "behaviour",
-               "features become NumPy arrays (and lists of `bytes`) where TorchData makes "
-               "tensors. TorchData 0.9's reader does not run on protobuf 4 or later, this "
-               "one needs 4.22, so the two are not run side by side."),
-    Difference(("IterDataPipe.to_map_datapipe", "datapipes.map.IterToMapConverter"),
-               "behaviour",
-               "`len()` is the number of distinct keys; TorchData's is its source's length "
-               "until a lookup has loaded the map."),
-    Difference(("datapipes.iter.S3FileLister", "datapipes.iter.S3FileLoader"), "signature",
-               "extra keyword arguments go to `s3fs.S3FileSystem` (e.g. `endpoint_url=`), "
-               "since the S3 pipes run on s3fs rather than TorchData's AWS SDK extension."),
-    Difference(("datapipes.iter.TFRecordLoader",), "signature",
-               "keyword-only `check_crc=True` checks both masked CRC-32Cs of every record; "
-               "`False` skips that."),
-)
+# One block per row: "kind: names, ..." then "-- reason"; blocks are separated by a blank line.
+_TABLE = """
+missing: IterDataPipe.load_from_rar, datapipes.iter.RarArchiveLoader
+-- RAR archives need the `rarfile` package and an `unrar` program; tar and zip archives are
+   read with the standard library.
+
+missing: IterDataPipe.list_files_by_ais, IterDataPipe.load_files_by_ais,
+    datapipes.iter.AISFileLister, datapipes.iter.AISFileLoader
+-- AIStore needs its own client; `list_files_by_fsspec` and `open_files_by_fsspec` reach any
+   store fsspec has a driver for.
+
+missing: IterDataPipe.list_files_by_iopath, IterDataPipe.open_files_by_iopath,
+    IterDataPipe.save_by_iopath, datapipes.iter.IoPathFileLister,
+    datapipes.iter.IoPathFileOpener, datapipes.iter.IoPathSaver
+-- iopath's path managers are covered by the fsspec pipes (same arguments but
+   `pathmgr`/`handler`).
+
+missing: IterDataPipe.read_from_gdrive, datapipes.iter.GDriveReader
+-- it scrapes Google Drive's download page for a confirmation token, which no test here can
+   reach; `read_from_http` reads a direct-download link.
+
+missing: datapipes.iter.HuggingFaceHubReader
+-- it needs the `datasets` package and the network; iterate the dataset with
+   `IterableWrapper(datasets.load_dataset(...))`.
+
+missing: IterDataPipe.trace_as_dataframe, IterDataPipe._dataframes_as_tuples,
+    IterDataPipe._dataframes_concat, IterDataPipe._dataframes_filter,
+    IterDataPipe._dataframes_per_row, IterDataPipe._dataframes_shuffle,
+    IterDataPipe._to_dataframes_pipe
+-- torch's experimental pandas DataFrame tracing and its private helper pipes; `dataframe`
+   makes `pyarrow.Table`s instead.
+
+missing: IterDataPipe.memory_cell
+-- a private helper of TorchData's `on_disk_cache`; ours does not need it.
+
+behaviour: IterDataPipe.collate, datapipes.iter.Collator
+-- batches become NumPy arrays where torch makes tensors, and a tuple stays a tuple where
+   torch makes a list, so a batch feeds a `jit` step as it is.
+
+behaviour: IterDataPipe.pin_memory, datapipes.iter.PinMemory
+-- TorchData raises without CUDA; outputs here are NumPy arrays in host memory, so
+   `pin_memory_fn` is applied and the pipe prefetches as TorchData's does.
+
+behaviour: IterDataPipe.fullsync, datapipes.iter.FullSync
+-- TorchData raises unless `torch.distributed` is initialised; here a single process is a
+   world of one, and ranks agree through the MPI world when it is initialised.
+
+behaviour: IterDataPipe.dataframe, IterDataPipe.load_parquet_as_df,
+    datapipes.iter.DataFrameMaker, datapipes.iter.ParquetDataFrameLoader
+-- TorchArrow is discontinued; these make `pyarrow.Table`s (the `arrow` extra) with
+   TorchData's arguments.
+
+behaviour: IterDataPipe.load_from_tfrecord
+-- features become NumPy arrays (and lists of `bytes`) where TorchData makes tensors.
+   TorchData 0.9's reader does not run on protobuf 4 or later, this one needs 4.22, so the
+   two are not run side by side.
+
+behaviour: IterDataPipe.to_map_datapipe, datapipes.map.IterToMapConverter
+-- `len()` is the number of distinct keys; TorchData's is its source's length until a lookup
+   has loaded the map.
+
+signature: datapipes.iter.S3FileLister, datapipes.iter.S3FileLoader
+-- extra keyword arguments go to `s3fs.S3FileSystem` (e.g. `endpoint_url=`), since the S3
+   pipes run on s3fs rather than TorchData's AWS SDK extension.
+
+signature: datapipes.iter.TFRecordLoader
+-- keyword-only `check_crc=True` checks both masked CRC-32Cs of every record; `False` skips
+   that.
+"""
+
+
+def _rows(table: str) -> tuple[Difference, ...]:
+    rows = []
+    for block in table.strip().split("\n\n"):
+        head, _, reason = block.partition("\n-- ")
+        kind, _, names = head.partition(": ")
+        rows.append(Difference(tuple(n.strip() for n in names.split(",")), kind,
+                               " ".join(reason.split())))
+    return tuple(rows)
+
+
+DIFFERENCES = _rows(_TABLE)
 
 
 def by_name() -> dict[str, Difference]:
