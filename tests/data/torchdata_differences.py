@@ -65,12 +65,12 @@ behaviour: IterDataPipe.collate, datapipes.iter.Collator
    torch makes a list, so a batch feeds a `jit` step as it is.
 
 behaviour: IterDataPipe.pin_memory, datapipes.iter.PinMemory
--- TorchData raises without CUDA; outputs here are NumPy arrays in host memory, so
-   `pin_memory_fn` is applied and the pipe prefetches as TorchData's does.
+-- TorchData raises without CUDA; outputs here are NumPy arrays in host memory, so the pipe
+   applies `pin_memory_fn` (a copy of the containers) and pins nothing.
 
 behaviour: IterDataPipe.fullsync, datapipes.iter.FullSync
--- TorchData raises unless `torch.distributed` is initialised; here a single process is a
-   world of one, and ranks agree through the MPI world when it is initialised.
+-- TorchData raises unless `torch.distributed` is initialised; here one process passes the
+   items through, and the DataLoader stops every rank at the shortest rank's count.
 
 behaviour: IterDataPipe.dataframe, IterDataPipe.load_parquet_as_df,
     datapipes.iter.DataFrameMaker, datapipes.iter.ParquetDataFrameLoader
