@@ -54,14 +54,16 @@ NOT_COMPARED = {
 
 
 def plain(x, tuples_as_lists=False):
-    """Outputs in a comparable form: batches as lists, arrays and tensors as (dtype, values),
-    streams as their content."""
+    """Outputs in a comparable form: DataChunks as ("batch", items), arrays and tensors as
+    ("array", dtype, values), streams as their content."""
     if isinstance(x, torch.Tensor):
         return ("array", str(x.dtype).removeprefix("torch."), x.tolist())
     if isinstance(x, np.ndarray):
         return ("array", str(x.dtype), x.tolist())
     if isinstance(x, dict):
         return {k: plain(v, tuples_as_lists) for k, v in x.items()}
+    if type(x).__name__ == "DataChunk":  # a batch: both libraries' DataChunk
+        return ("batch", [plain(v, tuples_as_lists) for v in x])
     if isinstance(x, tuple) and not tuples_as_lists:
         return tuple(plain(v, tuples_as_lists) for v in x)
     if isinstance(x, (list, tuple)):
