@@ -111,6 +111,14 @@ def mod3(x):
     return x % 3
 
 
+def none_or_parity(x):
+    return None if x % 4 == 0 else x % 2
+
+
+def pair(a, b):
+    return (a, b)
+
+
 def first(x):
     return x[0]
 
@@ -154,10 +162,15 @@ ITER_CASES = {
     "collate": (lambda ns, d, k: [ns.W([{"x": x, "y": (float(x), [x, -x])} for x in d])
                                .batch(k).collate(), ns.W([d]).collate() if d else []],
                 "collated"),
-    "concat": (lambda ns, d, k: ns.W(d).concat(ns.W(d[::2]), ns.W(d[:3])), "exact"),
+    "concat": (lambda ns, d, k: [ns.W(d).concat(ns.W(d[::2]), ns.W(d[:3])),
+                                 [len(ns.W(d).concat(ns.W(d[:k])))]], "exact"),
     "cycle": (lambda ns, d, k: ns.W(d).cycle(k), "exact"),
-    "demux": (lambda ns, d, k: ns.W(d).demux(3, mod3), "exact"),
-    "drop": (lambda ns, d, k: ns.W([triple(x) for x in d]).drop([0, 2]), "exact"),
+    "demux": (lambda ns, d, k: [*ns.W(d).demux(3, mod3),
+                                *ns.W(d).demux(2, none_or_parity, drop_none=True),
+                                [len(c) for c in ns.W(d).demux(2, is_even)]], "exact"),
+    "drop": (lambda ns, d, k: [ns.W([triple(x) for x in d]).drop([0, 2]),
+                               ns.W([triple(x) for x in d]).drop(1),
+                               ns.W([{"a": x, "b": -x} for x in d]).drop("a")], "exact"),
     "enumerate": (lambda ns, d, k: ns.W(d).enumerate(k - 2), "exact"),
     "filter": (lambda ns, d, k: [ns.W(d).filter(is_even),
                               ns.W([triple(x) for x in d]).filter(is_even, input_col=0)],
@@ -172,7 +185,10 @@ ITER_CASES = {
                 "exact"),
     "fork": (lambda ns, d, k: ns.W(d).fork(k), "exact"),
     "groupby": (lambda ns, d, k: [ns.W(d).groupby(mod3, group_size=k),
-                               ns.W(d).groupby(mod3, keep_key=True)], "exact"),
+                               ns.W(d).groupby(mod3, keep_key=True),
+                               ns.W(d).groupby(mod3, buffer_size=k + 1, group_size=k + 1,
+                                               guaranteed_group_size=k, drop_remaining=True)],
+                "exact"),
     "header": (lambda ns, d, k: [ns.W(d).header(k), ns.W(d).header(None)], "exact"),
     "in_batch_shuffle": (lambda ns, d, k: ns.W(d).batch(k).in_batch_shuffle(), "multiset"),
     "in_memory_cache": (lambda ns, d, k: ns.W(d).in_memory_cache(size=k), "exact"),
@@ -212,14 +228,18 @@ ITER_CASES = {
     "unbatch": (lambda ns, d, k: [ns.W(d).batch(k).unbatch(), ns.W(d).batch(k).batch(2)
                                .unbatch(2), ns.W(d).batch(k).batch(2).unbatch(-1)], "exact"),
     "unzip": (lambda ns, d, k: ns.W([triple(x) for x in d]).unzip(3), "exact"),
-    "zip": (lambda ns, d, k: ns.W(d).zip(ns.W(d[1:]), ns.W(d[::-1])), "exact"),
+    "zip": (lambda ns, d, k: [ns.W(d).zip(ns.W(d[1:]), ns.W(d[::-1])),
+                              [len(ns.W(d).zip(ns.W(d[k:])))]], "exact"),
     "zip_longest": (lambda ns, d, k: [ns.W(d).zip_longest(ns.W(d[2:])),
                                    ns.W(d).zip_longest(ns.W(d[:1]), fill_value=0)], "exact"),
     "zip_with_iter": (lambda ns, d, k: ns.W(sorted(set(d))).zip_with_iter(
         ns.W(sorted(set(d), reverse=True)), key_fn=key_mod, keep_key=True) if len(
             {x % 5 for x in d}) == len(set(d)) else [], "exact"),
-    "zip_with_map": (lambda ns, d, k: ns.W([abs(x) % 4 for x in d]).zip_with_map(
-        ns.S([10, 11, 12, 13]), key_fn=int), "exact"),
+    "zip_with_map": (lambda ns, d, k: [
+        ns.W([abs(x) % 4 for x in d]).zip_with_map(ns.S([10, 11, 12, 13]), key_fn=int),
+        ns.W([abs(x) % 4 for x in d]).zip_with_map(ns.S([10, 11, 12, 13]), key_fn=int,
+                                                   merge_fn=pair, keep_key=True),
+        ns.W([abs(x) for x in d]).zip_with_map(ns.S([10, 11]), key_fn=int)], "exact"),
 }
 
 MAP_CASES = {
