@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST := $(BIN)/python -m pytest
 
-.PHONY: demo test test-gpu-sim lint bench clean
+.PHONY: demo test test-gpu-sim test-torchdata lint bench clean
 
 $(BIN)/python:
 	@$(PYTHON) -m venv $(VENV) || { echo "python3 -m venv failed: install python3-venv (Debian: apt-get install python3-venv)"; exit 1; }
@@ -27,6 +27,16 @@ $(VENV)/.installed-gpu-sim: $(VENV)/.installed-test
 	$(BIN)/python -m pip install -q -e '.[test,cuda-sim]'
 	@touch $@
 
+# torch 2.5.1 (its wheel brings NVIDIA's CUDA libraries, ~4 GB) and torchdata 0.9 in a venv of
+# their own, for the data tests that compare with TorchData (tests/data/test_torchdata_*.py)
+TDVENV := .tdvenv
+$(TDVENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(TDVENV)
+	$(TDVENV)/bin/python -m pip install -q torch==2.5.1 torchdata==0.9.0 portalocker \
+		numpy scipy llvmlite hypothesis pytest
+	$(TDVENV)/bin/python -m pip install -q --no-deps -e .
+	@touch $@
+
 demo: $(VENV)/.installed
 	$(BIN)/python examples/quickstart.py
 
@@ -38,6 +48,11 @@ test: $(VENV)/.installed-test
 test-gpu-sim: $(VENV)/.installed-gpu-sim
 	NUMBA_ENABLE_CUDASIM=1 $(PYTEST) -m gpu_sim
 
+# tests/data against TorchData 0.9: the registry, the differential test and the older
+# comparisons that skip without torchdata (~1 min)
+test-torchdata: $(TDVENV)/.installed
+	$(TDVENV)/bin/python -m pytest tests/data
+
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .
 
@@ -45,4 +60,4 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(TDVENV) build *.egg-info

@@ -59,9 +59,6 @@ from .workers import (
 
 __all__ = ["DataLoader", "DataLoaderWorkerError", "WorkerInfo", "get_worker_info"]
 
-_DEFAULT = object()
-
-
 def _copy(pipe):
     """A deep copy of a pipeline, or the pipeline itself if it holds something uncopyable."""
     try:
@@ -318,9 +315,10 @@ class DataLoader:
             ``shuffle``, ``sampler`` and ``drop_last``. Default: ``None``.
         num_workers (int): worker processes per rank; ``0`` (default) loads in
             this process.
-        collate_fn (callable, optional): merges a batch. Default:
-            ``default_collate`` (a pytree of NumPy arrays) when batching, none
-            otherwise.
+        collate_fn (callable, optional): merges a batch. Default: ``None``,
+            which is ``default_collate`` (a pytree of NumPy arrays) when batching
+            and no conversion otherwise, as in torch; ``collate_fn=list`` keeps
+            a batch a list.
         pin_memory (bool): accepted for torch's signature; outputs are NumPy
             arrays in ordinary host memory, so ``True`` only warns. Default: ``False``.
         drop_last (bool): drop the short last batch (of each instance, for a
@@ -365,7 +363,7 @@ class DataLoader:
     """
 
     def __init__(self, dataset, batch_size=None, shuffle=None, sampler=None, batch_sampler=None,
-                 num_workers=0, collate_fn=_DEFAULT, pin_memory=False, drop_last=False,
+                 num_workers=0, collate_fn=None, pin_memory=False, drop_last=False,
                  timeout=0, worker_init_fn=None, multiprocessing_context=None, generator=None,
                  *, prefetch_factor=None, persistent_workers=False, pin_memory_device="",
                  seed=None, rank=None, world_size=None, progress=False):
@@ -386,8 +384,9 @@ class DataLoader:
         self.shuffle = shuffle
         self.num_workers = num_workers
         batching = self.batch_size is not None or batch_sampler is not None
-        self.collate_fn = (default_collate if batching else None) \
-            if collate_fn is _DEFAULT else collate_fn
+        # as torch: None collates batches with default_collate and passes samples as they are
+        self.collate_fn = collate_fn if collate_fn is not None else (
+            default_collate if batching else None)
         self.pin_memory, self.pin_memory_device = pin_memory, pin_memory_device
         self.worker_init_fn = worker_init_fn
         self.prefetch_factor = 2 if prefetch_factor is None and num_workers else prefetch_factor

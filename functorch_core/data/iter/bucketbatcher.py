@@ -144,13 +144,27 @@ def _default_len_fn(token):
     return len(token)
 
 
+class _ByLength:
+    """A heap entry ordered by length alone, so that items of one length leave the heap in
+    the order heapq's sift gives them, the order TorchData's batches have."""
+
+    __slots__ = ("item", "length")
+
+    def __init__(self, length, item) -> None:
+        self.length, self.item = length, item
+
+    def __lt__(self, other: _ByLength) -> bool:
+        return self.length < other.length
+
+
 @functional_datapipe("max_token_bucketize")
 class MaxTokenBucketizer(IterDataPipe):
     """Batch items of similar length so each batch's total length stays within
     ``max_token_count`` (functional name: ``max_token_bucketize``).
 
-    Items go through a min-heap of ``buffer_size`` keyed by ``len_fn``; batches are
-    filled from the shortest item up. Items outside ``[min_len, max_len]`` are
+    Items go through a min-heap of ``buffer_size`` keyed by ``len_fn`` alone; batches
+    are filled from the shortest item up, items of one length in the heap's order (as in
+    TorchData, not always their arrival order). Items outside ``[min_len, max_len]`` are
     dropped.
 
     Args:
@@ -195,11 +209,11 @@ class MaxTokenBucketizer(IterDataPipe):
     def __iter__(self):
         heap = []
         batch, total, longest = [], 0, 0
-        counter = itertools.count()  # ties leave the heap in arrival order
 
         def pop():
             nonlocal batch, total, longest
-            length, _, item = heapq.heappop(heap)
+            entry = heapq.heappop(heap)
+            length, item = entry.length, entry.item
             if self.include_padding:
                 longest = max(longest, length)
                 new_total = (len(batch) + 1) * longest
@@ -216,7 +230,7 @@ class MaxTokenBucketizer(IterDataPipe):
             length = self.len_fn(item)
             if not self.min_len <= length <= self.max_len:
                 continue
-            heapq.heappush(heap, (length, next(counter), item))
+            heapq.heappush(heap, _ByLength(length, item))
             if len(heap) == self.buffer_size and (done := pop()) is not None:
                 yield done
         while heap:

@@ -184,7 +184,7 @@ class IndexAdder(IterDataPipe):
     (functional name: ``add_index``).
 
     Args:
-        datapipe (IterDataPipe): yields dicts (updated in place, as TorchData does).
+        source_datapipe (IterDataPipe): yields dicts (updated in place, as TorchData does).
         index_name (str): default ``"index"``.
 
     Example::
@@ -193,16 +193,16 @@ class IndexAdder(IterDataPipe):
         [{'a': 1, 'i': 0}, {'a': 2, 'i': 1}]
     """
 
-    _len_source = "datapipe"
+    _len_source = "source_datapipe"
     _repr_args = ("index_name",)
 
-    def __init__(self, datapipe, index_name: str = "index") -> None:
+    def __init__(self, source_datapipe, index_name: str = "index") -> None:
         check_positive("IndexAdder", "len(index_name)", len(index_name) if index_name else 0)
-        self.datapipe = datapipe
+        self.source_datapipe = source_datapipe
         self.index_name = index_name
 
     def __iter__(self):
-        for i, d in enumerate(self.datapipe):
+        for i, d in enumerate(self.source_datapipe):
             if not isinstance(d, dict):
                 raise TypeError(f"IndexAdder: item {i} is a {type(d).__name__}, expected a dict")
             d[self.index_name] = i
