@@ -381,8 +381,7 @@ class DataLoader:
                           "memory and are not pinned", stacklevel=2)
         self.dataset = dataset
         self.batch_size = None if batch_sampler is not None else batch_size
-        self.shuffle = shuffle
-        self.num_workers = num_workers
+        self.shuffle, self.num_workers = shuffle, num_workers
         batching = self.batch_size is not None or batch_sampler is not None
         # as torch: None collates batches with default_collate and passes samples as they are
         self.collate_fn = collate_fn if collate_fn is not None else (
