@@ -124,7 +124,7 @@ pareto pearson3 planck poisson_binom powerlaw powerlognorm powernorm randint
 random_correlation random_table rayleigh rdist recipinvgauss reciprocal rel_breitwigner rice
 semicircular skellam skewcauchy skewnorm special_ortho_group studentized_range trapezoid
 triang truncexpon truncnorm truncpareto truncweibull_min tukeylambda uniform_direction
-unitary_group vonmises vonmises_fisher vonmises_line wald weibull_max weibull_min wishart
+unitary_group vonmises_fisher vonmises_line wald weibull_max weibull_min wishart
 wrapcauchy yulesimon zipf zipfian
 """.split())
 

@@ -10,6 +10,7 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.special as sp
 import scipy.stats as ss
 
 import functorch_core as fc
@@ -276,6 +277,9 @@ GRADS = [
     (lambda n, p: stats.nbinom.logpmf(4.0, n, p), (2.5, 0.35)),
     (lambda n, p: stats.nbinom.cdf(4.0, n, p), (2.5, 0.35)),
     (lambda p: stats.geom.logsf(4.0, p), (0.35,)),
+    (lambda x, k, m: stats.vonmises.logpdf(x, k, m), (0.7, 2.5, 0.2)),
+    (lambda x, k: stats.vonmises.cdf(x, k), (0.7, 2.5)),
+    (lambda x, k: stats.vonmises.sf(x, k), (-1.1, 60.0)),
 ]
 
 
@@ -324,6 +328,7 @@ JIT_CASES = [
     (stats.binom.cdf, (K, 20, 0.3)), (stats.nbinom.sf, (K, 2.5, 0.3)),
     (stats.geom.ppf, (Q, 0.3)), (stats.bernoulli.pmf, (K, 0.3)), (stats.poisson.ppf, (Q, 30.0)),
     (stats.binom.ppf, (Q, 40, 0.9)), (stats.nbinom.ppf, (Q, 0.5, 0.9)),
+    (stats.vonmises.cdf, (X, 3.5)), (stats.vonmises.logpdf, (X, 70.0)),
 ]
 
 
@@ -359,11 +364,12 @@ def test_vmap_over_a_parameter_equals_loop_and_stack():
 
 
 # SciPy's methods of each distribution that are left out, with the reason a user reads
-LEFT_OUT = {}
+LEFT_OUT = {"vonmises": {"ppf": "SciPy inverts the cdf by a generic root search",
+                         "isf": "SciPy inverts the cdf by a generic root search"}}
 _CHECKED = ("pdf", "logpdf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf", "pmf", "logpmf")
 
 
-@pytest.mark.parametrize("name", sorted([*CONTINUOUS, *DISCRETE]))
+@pytest.mark.parametrize("name", sorted([*CONTINUOUS, *DISCRETE, "vonmises"]))
 def test_functions_and_signatures_match_scipy(name):
     """Each SciPy function (of pdf/logpdf/cdf/logcdf/sf/logsf/ppf/isf/pmf/logpmf) is either
     provided or in LEFT_OUT, and each provided one takes SciPy's arguments: the point, the
@@ -395,7 +401,7 @@ def test_multivariate_signatures_match_scipy():
 
 def test_every_listed_distribution_is_provided():
     assert sorted(stats.__all__) == sorted([*CONTINUOUS, *DISCRETE, "multivariate_normal",
-                                            "dirichlet", "multinomial"])
+                                            "dirichlet", "multinomial", "vonmises"])
 
 
 def test_bad_calls_name_the_function():
@@ -427,3 +433,45 @@ def test_docstring_examples_give_scipys_values():
     for (name, fname), (call, value) in EXAMPLES.items():
         assert f">>> {call}\n        {value}" in getattr(getattr(stats, name), fname).__doc__
         np.testing.assert_allclose(float(value), eval(call, {"stats": ss}), rtol=1e-13)
+
+
+def test_vonmises_matches_scipy():
+    """On x in [-4 pi, 4 pi] (whole turns: SciPy's periodic density and unwrapped cdf), kappa
+    from 0 (the uniform circle) through the series' end (kappa < 50) into the normal
+    approximation, invalid kappa, loc and scale: SciPy's NaNs and infinities, and
+    - pdf/logpdf within 1e-13 relative plus |logpdf| ulps (exp of a log), 1e-13 absolute;
+    - cdf/sf: 1e-12 absolute, the accuracy SciPy's von_mises_cdf states for its series
+      ("12 decimal digits"; at kappa = 49.9 SciPy and ours are both 7.4e-14 from an mpmath
+      quadrature, in different places); absolute, because ``0.5 + x / 2 pi + V / pi``
+      cancels to ~1e-16 at the turns; plus 4 eps z^2 relative for the normal
+      approximation's ndtr(z), z = sqrt(2 / pi) sin(x / 2) / i0e(kappa) (its condition);
+    - logcdf/logsf: that absolute error divided by the cdf/sf (the log's condition), where
+      the cdf/sf is above 1e-10 (below, both sides are rounding noise of the cancellation)."""
+    x = np.concatenate([np.linspace(-4 * np.pi, 4 * np.pi, 97), [np.nan, np.inf, -np.inf]])
+    for kappa in (0.0, 1e-3, 0.5, 2.0, 10.0, 49.9, 50.0, 300.0, -1.0, np.nan):
+        for loc, scale in LOC_SCALE:
+            y = (x - loc) / scale if scale else x
+            with np.errstate(all="ignore"):
+                z = np.sqrt(2 / np.pi) * np.sin(y / 2) / _scipy(sp.i0e, kappa)
+            normal = 4 * EPS * np.nan_to_num(z * z) if kappa >= 50 else np.zeros_like(x)
+            for fname in stats.vonmises.functions:
+                ref = _scipy(getattr(ss.vonmises, fname), x, kappa, loc=loc, scale=scale)
+                ours = np.asarray(getattr(stats.vonmises, fname)(x, kappa, loc=loc,
+                                                                 scale=scale))
+                what = f"vonmises.{fname}({kappa}) loc={loc} scale={scale}"
+                if fname in ("pdf", "logpdf"):
+                    _assert_matches(ours, ref, _rtol("vonmises", fname, y, (kappa,), ref),
+                                    1e-13 if fname == "logpdf" else 0.0, what)
+                    continue
+                if fname in ("cdf", "sf"):
+                    _assert_matches(ours, ref, normal, 1e-12, what)
+                    continue
+                base = _scipy(getattr(ss.vonmises, fname[3:]), x, kappa, loc=loc, scale=scale)
+                keep = ~(np.abs(base) <= 1e-10)
+                np.testing.assert_array_equal(np.isnan(ours[keep]), np.isnan(ref[keep]), what)
+                fin = keep & np.isfinite(ref)
+                with np.errstate(all="ignore"):
+                    bound = (1e-13 + normal) * np.abs(ref) + 1e-12 / np.abs(base)
+                with np.errstate(all="ignore"):
+                    err = np.abs(ours - ref)
+                assert np.all(err[fin] <= bound[fin]), (what, ours[fin], ref[fin])

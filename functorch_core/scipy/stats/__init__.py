@@ -14,10 +14,11 @@ Example::
     0.75
 """
 
+from ._circular import vonmises
 from ._continuous import beta, cauchy, chi2, expon, gamma, laplace, logistic, norm, t, uniform
 from ._discrete import bernoulli, binom, geom, nbinom, poisson
 from ._multivariate import dirichlet, multinomial, multivariate_normal
 
 __all__ = ["norm", "t", "beta", "gamma", "chi2", "expon", "laplace", "logistic", "cauchy",
            "uniform", "poisson", "binom", "bernoulli", "nbinom", "geom",
-           "multivariate_normal", "dirichlet", "multinomial"]
+           "multivariate_normal", "dirichlet", "multinomial", "vonmises"]

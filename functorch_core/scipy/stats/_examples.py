@@ -117,4 +117,10 @@ EXAMPLES = {
     ("geom", "sf"): ("stats.geom.sf(2, 0.3)", '0.49000000000000005'),
     ("geom", "logsf"): ("stats.geom.logsf(2, 0.3)", '-0.7133498878774647'),
     ("geom", "ppf"): ("stats.geom.ppf(0.3, 0.3)", '1.0'),
+    ("vonmises", "pdf"): ("stats.vonmises.pdf(0.3, 2.0)", '0.4718011711824273'),
+    ("vonmises", "logpdf"): ("stats.vonmises.logpdf(0.3, 2.0)", '-0.7511976296410896'),
+    ("vonmises", "cdf"): ("stats.vonmises.cdf(0.3, 2.0)", '0.6502649331069944'),
+    ("vonmises", "logcdf"): ("stats.vonmises.logcdf(0.3, 2.0)", '-0.43037540973907196'),
+    ("vonmises", "sf"): ("stats.vonmises.sf(0.3, 2.0)", '0.3497350668930056'),
+    ("vonmises", "logsf"): ("stats.vonmises.logsf(0.3, 2.0)", '-1.0505793628655653'),
 }
