@@ -56,6 +56,11 @@ def build(exported, name: str) -> bytes | None:
         try:
             exported.compile_library(path, name, header=os.path.join(d, "lib.h"))
         except (NotImplementedError, RuntimeError, ValueError):
+            return None     # not native code here (named by compile_library), or no cc
+        except Exception as err:    # the file is still saved, without it
+            warnings.warn(f"exported {exported.name}: the native code could not be built "
+                          f"({type(err).__name__}: {err}); the saved file compiles on load",
+                          RuntimeWarning, stacklevel=3)
             return None
         with open(path, "rb") as f:
             return f.read()

@@ -111,3 +111,17 @@ def test_a_singular_matrix_raises_linalgerror_from_the_stored_code(tmp_path):
     np.testing.assert_array_equal(loaded(a, b), np.linalg.solve(a, b))
     with pytest.raises(np.linalg.LinAlgError, match=r"(?i)singular"):
         loaded(np.zeros((3, 3)), b)
+
+
+def test_a_failing_native_build_still_saves_the_file(tmp_path, monkeypatch):
+    exp = fc.export(lambda x: x * 2.0, np.ones(3))
+
+    def broken(*args, **kwargs):
+        raise KeyError("an internal error of the library's codegen")
+    monkeypatch.setattr(type(exp), "compile_library", broken)
+    with pytest.warns(RuntimeWarning, match="native code could not be built.*KeyError"):
+        exp.save(tmp_path / "m.fcx")
+    monkeypatch.undo()
+    loaded = fc.load_exported(tmp_path / "m.fcx")
+    assert not loaded.native
+    np.testing.assert_array_equal(loaded(np.ones(3)), [2.0, 2.0, 2.0])
