@@ -39,7 +39,7 @@ SOURCE_DIRS = {
 #   llvm.aot     -- ahead-of-time compilation of an exported graph to a shared library
 # Numbers that both layers compute with live below both, in `functorch_core.ir.numerics`.
 API_BACKEND_INTERFACE = frozenset(f"{PACKAGE}.backends.{name}" for name in (
-    "registry", "devices", "profiling", "determinism", "llvm.aot", "mpi"))
+    "registry", "devices", "profiling", "determinism", "llvm.aot", "mpi", "openblas"))
 
 
 @dataclass(frozen=True)

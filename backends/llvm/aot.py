@@ -52,7 +52,18 @@ from llvmlite import ir
 
 from ..planning import buffers
 from ..planning.plan import Blas, Conv, Fallback, Kernel, Lapack, Loop, Sort
-from . import aot_conv, aot_lapack, aot_loops, bounds, cnames, codegen, engine, scipy_calls, sort
+from . import (
+    aot_conv,
+    aot_lapack,
+    aot_loops,
+    bounds,
+    cnames,
+    codegen,
+    engine,
+    irloop,
+    scipy_calls,
+    sort,
+)
 from .blas import GemmCall, _numpy_openblas, blas_int_bits, emit_gemm, gemm_layout
 from .lowering import partition
 
@@ -241,7 +252,7 @@ class _Emitter:
         nbytes = {s: buffers.nbytes(*plan.slots[s]) for s in lifetimes}
         offsets, arena_bytes = buffers.plan_arena(nbytes, lifetimes, ALIGN)
 
-        kernels, convs = {}, {}
+        kernels, calls = {}, {}   # calls: the conv and LAPACK steps' functions
         for i, step in enumerate(plan.steps):
             if isinstance(step, Kernel | Sort):
                 kname = f"{fname}__kernel_{i}"
@@ -251,14 +262,14 @@ class _Emitter:
                 hi = step.rows if isinstance(step, Sort) else (outer or 0)
                 kernels[id(step)] = (module.globals[kname], slots, hi)
             elif isinstance(step, Lapack):
-                convs[id(step)] = aot_lapack.emit_lapack(
+                calls[id(step)] = aot_lapack.emit_lapack(
                     module, f"{fname}__lapack_{i}", step.eqn,
                     self.pointers[aot_lapack.ROUTINES[step.eqn.prim.name]])
             elif isinstance(step, Conv):
                 out_shape, dtype = plan.slots[step.out]
                 geo = aot_conv.Geometry(_ref_shape(step.lhs), _ref_shape(step.rhs), out_shape,
                                         dtype, step.params)
-                convs[id(step)] = aot_conv.emit_conv(module, f"{fname}__conv_{i}", geo,
+                calls[id(step)] = aot_conv.emit_conv(module, f"{fname}__conv_{i}", geo,
                                                      self.wrappers[dtype.char])
         for step in plan.steps:
             if isinstance(step, Loop):      # bodies first: their kernels, then this one's
@@ -275,11 +286,11 @@ class _Emitter:
         in_avals = [plan.slots[i] for i in range(n_in)]
 
         inputs, out_table = fn.args
-        free = _declare(module, "free", ir.VoidType(), [PTR])
-        memcpy = _declare(module, "memcpy", PTR, [PTR, PTR, I64])
+        free = irloop.declare(module, "free", ir.VoidType(), [PTR])
+        memcpy = irloop.declare(module, "memcpy", PTR, [PTR, PTR, I64])
         raw = None
         if arena_bytes:
-            raw = b.call(_declare(module, "malloc", PTR, [I64]),
+            raw = b.call(irloop.declare(module, "malloc", PTR, [I64]),
                          [ir.Constant(I64, arena_bytes + ALIGN)])
             with b.if_then(b.icmp_unsigned("==", raw, ir.Constant(PTR, None)), likely=False):
                 b.ret(ir.Constant(I32, 3))
@@ -328,13 +339,13 @@ class _Emitter:
             elif isinstance(step, Conv):
                 lhs, rhs = (_operand(module, f"{fname}__conv_{i}_{j}", ref, ptrs)
                             for j, ref in enumerate((step.lhs, step.rhs)))
-                rc = b.call(convs[id(step)], [lhs, rhs, ptrs[step.out]])
+                rc = b.call(calls[id(step)], [lhs, rhs, ptrs[step.out]])
                 with b.if_then(b.icmp_signed("!=", rc, ir.Constant(I32, 0)), likely=False):
                     fail(rc)
             elif isinstance(step, Lapack):
                 args = [_operand(module, f"{fname}__lapack_{i}_{j}", ref, ptrs)
                         for j, ref in enumerate(step.inputs)] + [ptrs[step.outputs[0]]]
-                rc = b.call(convs[id(step)], args)
+                rc = b.call(calls[id(step)], args)
                 with b.if_then(b.icmp_signed("!=", rc, ir.Constant(I32, 0)), likely=False):
                     fail(rc)
             elif isinstance(step, Loop):
@@ -359,10 +370,6 @@ class _Emitter:
             rc = b.select(bad, ir.Constant(I32, 4), rc)
         b.ret(rc)
         return in_avals, out_avals, arena_bytes
-
-
-def _declare(module, name, ret, args):
-    return module.globals.get(name) or ir.Function(module, ir.FunctionType(ret, args), name)
 
 
 def _ref_shape(ref):

@@ -79,16 +79,6 @@ def _const(v):
     return ir.Constant(I64, v)
 
 
-def _nest(b, sizes, body, idx=()):
-    """``body(idx)`` for every index tuple below ``sizes``, as nested counted loops."""
-    if len(idx) == len(sizes):
-        body(idx)
-        return
-    head, i, done = irloop.open_loop(b, _const(0), _const(sizes[len(idx)]))
-    _nest(b, sizes, body, (*idx, i))
-    irloop.close_loop(b, head, i, done, _const(1))
-
-
 def _dot(b, terms, start=0):
     """``start + sum(i * stride)`` over (i64 value, int stride) pairs."""
     acc = _const(start)
@@ -96,12 +86,6 @@ def _dot(b, terms, start=0):
         if s:
             acc = b.add(acc, b.mul(i, _const(s)))
     return acc
-
-
-def _cell(b, ty, value):
-    p = b.alloca(ty)
-    b.store(ir.Constant(ty, value), p)
-    return p
 
 
 def emit_conv(module, fname, geo: Geometry, gemm) -> ir.Function:
@@ -113,23 +97,21 @@ def emit_conv(module, fname, geo: Geometry, gemm) -> ir.Function:
     fn.linkage = "internal"
     lhs, rhs, out = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    malloc = module.globals.get("malloc") or ir.Function(
-        module, ir.FunctionType(PTR, [I64]), "malloc")
-    free = module.globals.get("free") or ir.Function(
-        module, ir.FunctionType(ir.VoidType(), [PTR]), "free")
+    malloc = irloop.declare(module, "malloc", PTR, [I64])
+    free = irloop.declare(module, "free", ir.VoidType(), [PTR])
 
     def at(base, index):
         return b.gep(base, [index], source_etype=elt)
 
-    n_trans = _cell(b, I8, ord("N"))
-    one, nought = _cell(b, elt, 1.0), _cell(b, elt, 0.0)
-    m, n, k = (_cell(b, I64, v) for v in (geo.positions, geo.og, geo.k))
-    lda, ldb, ldc = (_cell(b, I64, max(v, 1)) for v in (geo.positions, geo.k, geo.positions))
+    n_trans = irloop.cell(b, I8, ord("N"))
+    one, nought = irloop.cell(b, elt, 1.0), irloop.cell(b, elt, 0.0)
+    m, n, k = (irloop.cell(b, I64, v) for v in (geo.positions, geo.og, geo.k))
+    lda, ldb, ldc = (irloop.cell(b, I64, max(v, 1)) for v in (geo.positions, geo.k, geo.positions))
     if min(geo.n, geo.o, geo.positions) == 0:
         b.ret(ir.Constant(I32, 0))
         return fn
     if geo.k == 0:      # no in features: every output is an empty sum
-        _nest(b, [geo.n * geo.o * geo.positions], lambda idx: b.store(zero, at(out, idx[0])))
+        irloop.nest(b, [geo.n * geo.o * geo.positions], lambda i: b.store(zero, at(out, i)))
         b.ret(ir.Constant(I32, 0))
         return fn
     raw = b.call(malloc, [_const(max(geo.scratch_elements(), 1) * geo.dtype.itemsize)])
@@ -143,25 +125,22 @@ def emit_conv(module, fname, geo: Geometry, gemm) -> ir.Function:
     ro, ri, rsp = geo.rstride
     tap_strides = _strides(geo.kernel)
 
-    def pack_kernel(idx):
-        g, o, c, *t = idx
+    def pack_kernel(g, o, c, *t):
         feature = b.add(b.mul(g, _const(geo.og)), o)
         src = _dot(b, [(feature, ro), (c, ri), *zip(t, rsp, strict=True)])
         row = _dot(b, [(g, geo.og * geo.k), (o, geo.k), (c, geo.taps),
                        *zip(t, tap_strides, strict=True)])
         b.store(b.load(at(rhs, src), typ=elt), at(packed, row))
-    _nest(b, [geo.groups, geo.og, geo.cg, *geo.kernel], pack_kernel)
+    irloop.nest(b, [geo.groups, geo.og, geo.cg, *geo.kernel], pack_kernel)
 
     lb, lc, lsp = geo.lstride
     ob, oc, osp = geo.ostride
     pos_strides = _strides(geo.outs)
 
-    def image_group(idx):
-        img, g = idx
+    def image_group(img, g):
         base = _dot(b, [(img, lb), (b.mul(g, _const(geo.cg)), lc)])
 
-        def pack_column(cidx):
-            c, *rest = cidx
+        def pack_column(c, *rest):
             t, p = rest[:len(geo.kernel)], rest[len(geo.kernel):]
             ok, src = ir.Constant(ir.IntType(1), 1), b.add(base, b.mul(c, _const(lc)))
             for d, (ti, pi) in enumerate(zip(t, p, strict=True)):
@@ -180,7 +159,7 @@ def emit_conv(module, fname, geo: Geometry, gemm) -> ir.Function:
             row = _dot(b, [(c, geo.taps), *zip(t, tap_strides, strict=True)])
             col = _dot(b, list(zip(p, pos_strides, strict=True)))
             b.store(v, at(columns, b.add(b.mul(row, _const(geo.positions)), col)))
-        _nest(b, [geo.cg, *geo.kernel, *geo.outs], pack_column)
+        irloop.nest(b, [geo.cg, *geo.kernel, *geo.outs], pack_column)
 
         first = b.mul(g, _const(geo.og))
         if geo.direct:
@@ -193,14 +172,13 @@ def emit_conv(module, fname, geo: Geometry, gemm) -> ir.Function:
         b.call(gemm, [n_trans, n_trans, m, n, k, one, columns, lda, weights, ldb, nought,
                       dst, ldc])
         if not geo.direct:
-            def scatter(oidx):
-                o, *p = oidx
+            def scatter(o, *p):
                 feature = b.add(first, o)
                 dst_i = _dot(b, [(img, ob), (feature, oc), *zip(p, osp, strict=True)])
                 src_i = _dot(b, [(o, geo.positions), *zip(p, pos_strides, strict=True)])
                 b.store(b.load(at(block, src_i), typ=elt), at(out, dst_i))
-            _nest(b, [geo.og, *geo.outs], scatter)
-    _nest(b, [geo.n, geo.groups], image_group)
+            irloop.nest(b, [geo.og, *geo.outs], scatter)
+    irloop.nest(b, [geo.n, geo.groups], image_group)
     b.call(free, [raw])
     b.ret(ir.Constant(I32, 0))
     return fn

@@ -39,21 +39,6 @@ def _const(v, ty=I64):
     return ir.Constant(ty, v)
 
 
-def _cell(b, ty, value):
-    p = b.alloca(ty)
-    b.store(ir.Constant(ty, value), p)
-    return p
-
-
-def _loops(b, sizes, body, idx=()):
-    if len(idx) == len(sizes):
-        body(*idx)
-        return
-    head, i, done = irloop.open_loop(b, _const(0), _const(sizes[len(idx)]))
-    _loops(b, sizes, body, (*idx, i))
-    irloop.close_loop(b, head, i, done, _const(1))
-
-
 def emit_lapack(module, fname, eqn, routine) -> ir.Function:
     """The internal ``i32 fname(ptr a, [ptr b,] ptr out)`` for ``eqn`` (solve or cholesky),
     calling ``routine`` (a global holding the LAPACK function's address)."""
@@ -70,10 +55,8 @@ def emit_lapack(module, fname, eqn, routine) -> ir.Function:
     if batch == 0 or n == 0 or (solve and k == 0):
         b.ret(_const(0, I32))
         return fn
-    malloc = module.globals.get("malloc") or ir.Function(
-        module, ir.FunctionType(PTR, [I64]), "malloc")
-    free = module.globals.get("free") or ir.Function(
-        module, ir.FunctionType(ir.VoidType(), [PTR]), "free")
+    malloc = irloop.declare(module, "malloc", PTR, [I64])
+    free = irloop.declare(module, "free", ir.VoidType(), [PTR])
     words = n * n + n * k + n
     raw = b.call(malloc, [_const(8 * words)])
     with b.if_then(b.icmp_unsigned("==", raw, ir.Constant(PTR, None)), likely=False):
@@ -81,8 +64,8 @@ def emit_lapack(module, fname, eqn, routine) -> ir.Function:
     fa = raw
     fb = b.gep(raw, [_const(n * n)], source_etype=F64)
     ipiv = b.gep(raw, [_const(n * n + n * k)], source_etype=F64)
-    n_p, k_p, info = _cell(b, I64, n), _cell(b, I64, k), _cell(b, I64, 0)
-    uplo = _cell(b, I8, ord("U" if eqn.params.get("upper") else "L"))
+    n_p, k_p, info = irloop.cell(b, I64, n), irloop.cell(b, I64, k), irloop.cell(b, I64, 0)
+    uplo = irloop.cell(b, I8, ord("U" if eqn.params.get("upper") else "L"))
 
     def load(base, index):
         v = b.load(b.gep(base, [index], source_etype=elt), typ=elt)
@@ -103,11 +86,11 @@ def emit_lapack(module, fname, eqn, routine) -> ir.Function:
     status = b.alloca(I32)
     b.store(_const(0, I32), status)
     head, m, done = irloop.open_loop(b, _const(0), _const(batch))
-    _loops(b, [n, n], lambda i, j: b.store(load(a, at(m, i, j, n, n)),
+    irloop.nest(b, [n, n], lambda i, j: b.store(load(a, at(m, i, j, n, n)),
                                            b.gep(fa, [fortran(i, j, n)], source_etype=F64)))
     if solve:
         rhs = fn.args[1]
-        _loops(b, [n, k], lambda i, j: b.store(load(rhs, at(m, i, j, n, k)),
+        irloop.nest(b, [n, k], lambda i, j: b.store(load(rhs, at(m, i, j, n, k)),
                                                b.gep(fb, [fortran(i, j, n)], source_etype=F64)))
         b.call(lapack, [n_p, k_p, fa, n_p, ipiv, fb, n_p, info])
     else:       # the trailing hidden length of the uplo string
@@ -116,7 +99,7 @@ def emit_lapack(module, fname, eqn, routine) -> ir.Function:
     with b.if_then(bad, likely=False):
         b.store(_const(SINGULAR, I32), status)
     if solve:
-        _loops(b, [n, k], lambda i, j: store(out, at(m, i, j, n, k), b.load(
+        irloop.nest(b, [n, k], lambda i, j: store(out, at(m, i, j, n, k), b.load(
             b.gep(fb, [fortran(i, j, n)], source_etype=F64), typ=F64)))
     else:
         upper = bool(eqn.params.get("upper"))
@@ -125,7 +108,7 @@ def emit_lapack(module, fname, eqn, routine) -> ir.Function:
             v = b.load(b.gep(fa, [fortran(i, j, n)], source_etype=F64), typ=F64)
             keep = b.icmp_signed("<=" if upper else ">=", i, j)
             store(out, at(m, i, j, n, n), b.select(keep, v, ir.Constant(F64, 0.0)))
-        _loops(b, [n, n], factor)
+        irloop.nest(b, [n, n], factor)
     irloop.close_loop(b, head, m, done, _const(1))
     b.call(free, [raw])
     b.ret(b.load(status, typ=I32))

@@ -96,12 +96,9 @@ class _Carry:
             offsets.append(total)
             total += -(-n // 64) * 64
         module = b.module
-        malloc = module.globals.get("malloc") or ir.Function(
-            module, ir.FunctionType(PTR, [I64]), "malloc")
-        self._free = module.globals.get("free") or ir.Function(
-            module, ir.FunctionType(ir.VoidType(), [PTR]), "free")
-        self.memcpy = module.globals.get("memcpy") or ir.Function(
-            module, ir.FunctionType(PTR, [PTR, PTR, I64]), "memcpy")
+        malloc = irloop.declare(module, "malloc", PTR, [I64])
+        self._free = irloop.declare(module, "free", ir.VoidType(), [PTR])
+        self.memcpy = irloop.declare(module, "memcpy", PTR, [PTR, PTR, I64])
         self.raw = b.call(malloc, [_const(max(total + extra, 1))])
         self.ok = b.icmp_unsigned("!=", self.raw, ir.Constant(PTR, None))
         self.a = [_at(b, self.raw, _const(o)) for o in offsets[:len(sizes)]]

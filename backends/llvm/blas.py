@@ -47,6 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 from llvmlite import ir
 
+from ..openblas import numpy_openblas_paths
 from . import irloop, par_gemm
 from .par_gemm import COLUMN_ALIGN, COLUMN_PARTS
 
@@ -102,21 +103,13 @@ def _cython_blas():
 def _numpy_openblas():
     """NumPy's bundled ILP64 OpenBLAS, the same library NumPy loaded (so dlopen only hands
     back its handle), when every ?gemm is there: a CDLL, or None."""
-    base = os.path.dirname(np.__file__)
-    for folder in (base + ".libs", os.path.join(base, ".dylibs")):
+    for path in numpy_openblas_paths():
         try:
-            names = sorted(os.listdir(folder))
+            lib = ctypes.CDLL(path)
         except OSError:
             continue
-        for name in names:
-            if not name.startswith("libscipy_openblas64_"):
-                continue
-            try:
-                lib = ctypes.CDLL(os.path.join(folder, name))
-            except OSError:
-                continue
-            if all(hasattr(lib, f"scipy_{n}_64_") for n in _GEMM_NAMES.values()):
-                return lib
+        if all(hasattr(lib, f"scipy_{n}_64_") for n in _GEMM_NAMES.values()):
+            return lib
     return None
 
 

@@ -31,7 +31,7 @@ import numpy as np
 from llvmlite import binding as llvm
 from llvmlite import ir
 
-from . import engine
+from . import engine, irloop
 
 # the column blocks of a product (blas.column_cuts): COLUMN_PARTS of them, cut at multiples
 # of COLUMN_ALIGN columns
@@ -65,20 +65,16 @@ def _atomic_load(b, p):
     return b.load_atomic(p, "seq_cst", 8, typ=I64)
 
 
-def _libc(module, name, ret, args):
-    return module.globals.get(name) or ir.Function(module, ir.FunctionType(ret, args), name)
-
-
 def _pause(b):
     """x86's spin-wait hint (nothing elsewhere)."""
     if platform.machine().lower() in ("x86_64", "amd64"):
-        b.call(_libc(b.module, "llvm.x86.sse2.pause", ir.VoidType(), []), [])
+        b.call(irloop.declare(b.module, "llvm.x86.sse2.pause", ir.VoidType(), []), [])
 
 
 def _now_ns(b, spec):
     """CLOCK_MONOTONIC in nanoseconds (libc's clock_gettime into ``spec``, two i64 the
     entry block allocated: an alloca inside the loop would grow the stack each turn)."""
-    clock = _libc(b.module, "clock_gettime", I32, [I32, PTR])
+    clock = irloop.declare(b.module, "clock_gettime", I32, [I32, PTR])
     b.call(clock, [ir.Constant(I32, time.CLOCK_MONOTONIC), spec])
     sec = b.load(b.gep(spec, [_const(0)], source_etype=I64), typ=I64)
     nsec = b.load(b.gep(spec, [_const(1)], source_etype=I64), typ=I64)
@@ -219,8 +215,8 @@ def _emit_helper(module, job, block):
     GRACE_NS after its last block, else sleep (from NAP_MIN_US, doubling to NAP_MAX_US
     while idle), for a new job number; then claim its blocks."""
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), []), "fc_pg_helper")
-    usleep = _libc(module, "usleep", I32, [I32])
-    sched_yield = _libc(module, "sched_yield", I32, [])
+    usleep = irloop.declare(module, "usleep", I32, [I32])
+    sched_yield = irloop.declare(module, "sched_yield", I32, [])
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     spec = b.alloca(I64, size=2)
     pre = b.block

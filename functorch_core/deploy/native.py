@@ -22,6 +22,8 @@ import warnings
 
 import numpy as np
 
+from functorch_core.backends.openblas import numpy_openblas_paths
+
 _RC = {3: (MemoryError, "the library could not allocate its scratch memory"),
        4: (IndexError, "an integer index was out of bounds (NumPy raises IndexError there)"),
        5: (np.linalg.LinAlgError, "a matrix is singular or not positive definite")}
@@ -78,19 +80,6 @@ def mismatch(recorded: dict) -> str | None:
     return None
 
 
-def _numpy_openblas_path() -> bytes | None:
-    base = os.path.dirname(np.__file__)
-    for folder in (base + ".libs", os.path.join(base, ".dylibs")):
-        try:
-            names = sorted(os.listdir(folder))
-        except OSError:
-            continue
-        for name in names:
-            if name.startswith("libscipy_openblas64_"):
-                return os.path.join(folder, name).encode()
-    return None
-
-
 class Library:
     """The stored library, loaded: ``lib(arrays)`` -> the flat results, or an exception."""
 
@@ -110,7 +99,8 @@ class Library:
         init = getattr(self._lib, f"{name}_init")
         init.restype = ctypes.c_int
         # the BLAS path recorded at build time, else the one of this process's NumPy
-        if init(None) != 0 and init(_numpy_openblas_path()) != 0:
+        here = numpy_openblas_paths()
+        if init(None) != 0 and init(here[0].encode() if here else None) != 0:
             raise OSError("the library cannot open an ILP64 OpenBLAS (NumPy's bundled one)")
 
     def __call__(self, arrays):

@@ -3,6 +3,7 @@ in a process without functorch_core and from a C program compiled against its he
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
@@ -172,12 +173,11 @@ def test_steps_that_are_not_native_are_refused(tmp_path):
         fc.export(np.sin, np.ones(3)).compile_library(tmp_path / "s.so", "not-a-name")
 
 
-def _call_here(so, name, inputs, n_out_like):
-    """Call the library in this process through ctypes; the outputs shaped like
-    ``n_out_like``'s arrays."""
-    import ctypes
+def _call_here(so, name, inputs, like):
+    """Call the library in this process through ctypes; the outputs shaped like ``like``'s
+    arrays."""
     lib = ctypes.CDLL(str(so))
-    outs = [np.empty_like(a) for a in n_out_like]
+    outs = [np.empty_like(a) for a in like]
     iv = (ctypes.c_void_p * len(inputs))(*[a.ctypes.data for a in inputs])
     ov = (ctypes.c_void_p * len(outs))(*[a.ctypes.data for a in outs])
     return getattr(lib, name)(iv, ov), outs
