@@ -358,8 +358,8 @@ class Exported:
         """
         header, raw = {k: v for k, v in self._header.items() if k != "native"}, list(self._raw)
         if native:
-            # the entry's name is the graph's digest: libraries of two exports never share
-            # a symbol
+            # the entry is named by the digest of the graph and its constants: libraries of
+            # two exports never share a symbol
             digest = hashlib.sha256(self.graph_text.encode())
             for r in self._raw:
                 digest.update(r)
