@@ -86,8 +86,12 @@ def reduce(tree):
     try:
         return dist.all_reduce(tree)
     except dist.DistributedTimeoutError as e:
-        with open(os.path.join(args.log, f"timeout-{rank}.json"), "w") as f:
+        # written whole or not at all: the first rank to raise aborts the job, which may
+        # kill this one mid-write
+        path = os.path.join(args.log, f"timeout-{rank}.json")
+        with open(path + ".tmp", "w") as f:
             json.dump({"elapsed": time.monotonic() - start, "message": str(e)}, f)
+        os.replace(path + ".tmp", path)
         raise
 
 
