@@ -9,8 +9,9 @@ of the collective primitives call it. Every function takes and returns host NumP
 
 Dtypes: reductions keep the input's dtype and equal NumPy's ufunc reduced over the ranks'
 copies in that dtype (``np.add`` for sum: integers wrap, bool sum is logical or, bool prod
-logical and). MPI has no float16 arithmetic: float16 is reduced in float32 and rounded once;
-complex max/min (NumPy's lexicographic order, which MPI lacks) gather and reduce locally.
+logical and). MPI has no float16 arithmetic: float16 (and bfloat16) is reduced in float32
+and rounded once; complex max/min (NumPy's lexicographic order, which MPI lacks) gather and
+reduce locally.
 
 Timeouts: with ``init(timeout=...)`` every collective is MPI's non-blocking call polled until
 the deadline; past it ``DistributedTimeoutError`` is raised and the world is unusable (MPI
@@ -34,6 +35,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+from functorch_core.ir import dtypes
 
 REDUCE_OPS = ("sum", "prod", "max", "min")
 WORLD = "world"     # the reserved axis name of the process axis (``fc.distributed.WORLD``)
@@ -308,6 +310,11 @@ def agree(key: int, name: str = "collective", what: str = "") -> bool:
     return int(out[0]) == -int(out[1])
 
 
+def _bits(x: np.ndarray) -> np.ndarray:
+    """``x`` as MPI can move it: bfloat16 has no buffer format, so its bits go as uint16."""
+    return x.view(np.uint16) if x.dtype == dtypes.bfloat16 else x
+
+
 _BOOL_OPS = {"sum": "max", "max": "max", "prod": "min", "min": "min"}
 
 
@@ -321,8 +328,8 @@ def all_reduce(x: np.ndarray, op: str = "sum", what: str = "") -> np.ndarray:
         return x.copy()
     if x.dtype == np.bool_:
         return all_reduce(x.view(np.uint8), _BOOL_OPS[op], what).view(np.bool_)
-    if x.dtype == np.float16:
-        return all_reduce(x.astype(np.float32), op, what).astype(np.float16)
+    if x.dtype in dtypes.NARROW_FLOATS:
+        return all_reduce(x.astype(np.float32), op, what).astype(x.dtype)
     if x.dtype.kind == "c" and op in ("max", "min"):
         ufunc = np.maximum if op == "max" else np.minimum
         return ufunc.reduce(all_gather(x, what), axis=0)
@@ -341,7 +348,7 @@ def broadcast(x: np.ndarray, src: int = 0, what: str = "") -> np.ndarray:
     else:
         out = np.array(x, order="C", copy=True)
     if w.comm is not None and w.size > 1:
-        _run(w, "broadcast", what, w.comm.Bcast, w.comm.Ibcast, (out, src))
+        _run(w, "broadcast", what, w.comm.Bcast, w.comm.Ibcast, (_bits(out), src))
     return out
 
 
@@ -353,7 +360,8 @@ def all_gather(x: np.ndarray, what: str = "") -> np.ndarray:
     if w.comm is None or w.size == 1:
         out[0] = x
     else:
-        _run(w, "all_gather", what, w.comm.Allgather, w.comm.Iallgather, (x, out))
+        _run(w, "all_gather", what, w.comm.Allgather, w.comm.Iallgather,
+             (_bits(x), _bits(out)))
     return out
 
 
@@ -370,8 +378,8 @@ def reduce_scatter(x: np.ndarray, op: str = "sum", what: str = "") -> np.ndarray
         return x[0].copy()
     if x.dtype == np.bool_:
         return reduce_scatter(x.view(np.uint8), _BOOL_OPS[op], what).view(np.bool_)
-    if x.dtype == np.float16:
-        return reduce_scatter(x.astype(np.float32), op, what).astype(np.float16)
+    if x.dtype in dtypes.NARROW_FLOATS:
+        return reduce_scatter(x.astype(np.float32), op, what).astype(x.dtype)
     if x.dtype.kind == "c" and op in ("max", "min"):
         return all_reduce(x, op, what)[w.rank]
     out = np.empty(x.shape[1:], x.dtype)
@@ -385,7 +393,8 @@ def send(x: np.ndarray, dst: int, tag: int = 0, what: str = "") -> None:
     if w.comm is None or not 0 <= dst < w.size or dst == w.rank:
         raise DistributedError(f"send{what}: dst={dst} is not another rank of a world of "
                                f"{w.size} (this is rank {w.rank})")
-    _run(w, "send", what, w.comm.Send, w.comm.Isend, (np.ascontiguousarray(x), dst, tag))
+    _run(w, "send", what, w.comm.Send, w.comm.Isend,
+         (_bits(np.ascontiguousarray(x)), dst, tag))
 
 
 def recv(like: np.ndarray, src: int, tag: int = 0, what: str = "") -> np.ndarray:
@@ -395,7 +404,7 @@ def recv(like: np.ndarray, src: int, tag: int = 0, what: str = "") -> np.ndarray
         raise DistributedError(f"recv{what}: src={src} is not another rank of a world of "
                                f"{w.size} (this is rank {w.rank})")
     out = np.empty(np.shape(like), np.asarray(like).dtype)
-    _run(w, "recv", what, w.comm.Recv, w.comm.Irecv, (out, src, tag))
+    _run(w, "recv", what, w.comm.Recv, w.comm.Irecv, (_bits(out), src, tag))
     return out
 
 

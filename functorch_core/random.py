@@ -42,6 +42,7 @@ import numpy as np
 from functorch_core.backends import registry
 from functorch_core.ir import Tracer
 from functorch_core.ir import primitives as P
+from functorch_core.ir.dtypes import dtype_kind
 from functorch_core.ir.trace import current_trace
 
 from . import numpy as fnp
@@ -88,7 +89,7 @@ def _shape(fn, shape, what="shape"):
 
 def _float_dtype(fn, dtype):
     dtype = np.dtype(dtype)
-    if dtype.kind != "f":
+    if dtype_kind(dtype) != "f":
         raise TypeError(f"random.{fn}: dtype must be a float dtype, got {dtype}")
     return dtype
 
@@ -227,9 +228,10 @@ def _unit(fn, key, shape, dtype):
     if dtype == np.float32:        # (bits32 >> 9) * 2**-23
         return fnp.asarray(fnp.floor_divide(b, np.uint32(1 << 9)), dtype=np.float32) * \
             np.float32(2.0 ** -23)
-    # float16: JAX takes the low 16 bits, then (bits16 >> 6) * 2**-10
-    m = fnp.floor_divide(fnp.remainder(b, np.uint32(1 << 16)), np.uint32(1 << 6))
-    return fnp.asarray(m, dtype=np.float16) * np.float16(2.0 ** -10)
+    # 16 bits: JAX takes the low 16 bits, then (bits16 >> (16 - nmant)) * 2**-nmant
+    nmant = np.finfo(dtype).nmant
+    m = fnp.floor_divide(fnp.remainder(b, np.uint32(1 << 16)), np.uint32(1 << (16 - nmant)))
+    return fnp.asarray(m, dtype=dtype) * np.asarray(2.0 ** -nmant, dtype)
 
 
 def _bound(fn, name, value, dtype, shape):
@@ -335,7 +337,7 @@ def bernoulli(key, p=0.5, shape=None):
     _check_key("bernoulli", key)
     _check_p("bernoulli", p)
     p = fnp.asarray(p)
-    if p.dtype.kind != "f":
+    if dtype_kind(p.dtype) != "f":
         p = fnp.asarray(p, dtype=np.float64)
     shape = _aval(p)[0] if shape is None else _shape("bernoulli", shape)
     return uniform(key, shape, p.dtype) < p

@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from functorch_core.ir import aval_of
+from functorch_core.ir import aval_of, dtypes
+from functorch_core.ir.dtypes import dtype_kind
 from functorch_core.ir.pytree import tree_flatten, tree_unflatten
 
 from .transforms.autodiff import jvp, vjp
 
-_DEFAULT_TOL = {np.dtype(np.float16): 5e-2, np.dtype(np.float32): 2e-2,
+_DEFAULT_TOL = {dtypes.bfloat16: 1e-1, np.dtype(np.float16): 5e-2, np.dtype(np.float32): 2e-2,
                 np.dtype(np.float64): 1e-5, np.dtype(np.complex64): 2e-2,
                 np.dtype(np.complex128): 1e-5}
-_DEFAULT_EPS = {np.dtype(np.float16): 1e-1, np.dtype(np.float32): 1e-2,
+_DEFAULT_EPS = {dtypes.bfloat16: 1.25e-1, np.dtype(np.float16): 1e-1, np.dtype(np.float32): 1e-2,
                 np.dtype(np.float64): 1e-4, np.dtype(np.complex64): 1e-2,
                 np.dtype(np.complex128): 1e-4}
 
 
 def _inexact(x) -> bool:
-    return aval_of(x).dtype.kind in "fc"
+    return dtype_kind(aval_of(x).dtype) in "fc"
 
 
 def _lowest(leaves, table):
@@ -29,7 +30,7 @@ def _lowest(leaves, table):
 
 def _random_like(rng, x):
     av = aval_of(x)
-    if av.dtype.kind not in "fc":
+    if dtype_kind(av.dtype) not in "fc":
         return np.zeros(av.shape, av.dtype)
     v = rng.standard_normal(av.shape)
     if av.dtype.kind == "c":
@@ -170,7 +171,7 @@ def ulp_distance(a, b):
         array(1.)
     """
     a, b = np.asarray(a), np.asarray(b)
-    if a.dtype != b.dtype or a.dtype.kind != "f":
+    if a.dtype != b.dtype or dtype_kind(a.dtype) != "f":
         raise TypeError(f"ulp_distance: a and b must be floats of one dtype, got {a.dtype} "
                         f"and {b.dtype}")
     bits = {2: np.int16, 4: np.int32, 8: np.int64}[a.dtype.itemsize]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .core import Primitive
+from .dtypes import dtype_kind
 from .specs import spec_for
 
 ALL: dict[str, Primitive] = {}
@@ -27,7 +28,7 @@ def fail(msg):
 
 def kinds_check(name, avals, kinds):
     for a in avals:
-        if a.dtype.kind not in kinds:
+        if dtype_kind(a.dtype) not in kinds:
             raise TypeError(f"{name} does not accept dtype {a.dtype}")
 
 

@@ -1,5 +1,6 @@
 """Dtypes of the type system and NumPy 2 promotion (NEP 50 weak scalars)."""
 
+import ml_dtypes
 import numpy as np
 
 bool_ = np.dtype(np.bool_)
@@ -7,12 +8,16 @@ int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, 
 uint8, uint32 = np.dtype(np.uint8), np.dtype(np.uint32)   # uint32: random keys and bits
 float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
 complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
+# ml_dtypes' bfloat16 (the one JAX uses): NumPy sees it as kind "V"; `dtype_kind` says "f"
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
 
 SUPPORTED = (bool_, int8, int16, int32, int64, uint8, uint32,
-             float16, float32, float64, complex64, complex128)
+             bfloat16, float16, float32, float64, complex64, complex128)
 SHORT_NAMES = {bool_: "bool", int8: "i8", int16: "i16", int32: "i32", int64: "i64",
-               uint8: "u8", uint32: "u32", float16: "f16", float32: "f32", float64: "f64",
-               complex64: "c64", complex128: "c128"}
+               uint8: "u8", uint32: "u32", bfloat16: "bf16", float16: "f16", float32: "f32",
+               float64: "f64", complex64: "c64", complex128: "c128"}
+# the float types that compute in float32 and round once, and accumulate in float32
+NARROW_FLOATS = (bfloat16, float16)
 
 # The dtype a Python scalar takes when nothing else decides it, and the Python
 # type NumPy's `resolve_dtypes` reads as "weak" for that kind.
@@ -51,7 +56,7 @@ def convert_hint(dt) -> str:
             return f"convert it with x.astype(np.{wider[0]})"
         return ("convert it with x.astype(np.int64) (values above 2**63 - 1 wrap) or "
                 "x.astype(np.float64) (exact below 2**53)")
-    if dt.kind == "f":
+    if dtype_kind(dt) == "f":
         return "convert it with x.astype(np.float64)" + (
             " (its extra precision is lost)" if dt.itemsize > 8 else "")
     if dt.kind == "c":
@@ -68,8 +73,19 @@ def convert_hint(dt) -> str:
     return "convert it to one of the supported dtypes"
 
 
+def dtype_kind(dt) -> str:
+    """NumPy's ``dtype.kind``, except that bfloat16 is a float (``"f"``), not ``"V"``."""
+    return "f" if dt == bfloat16 else dt.kind
+
+
+def compute_dtype(dt) -> np.dtype:
+    """The dtype an elementwise op or an accumulation of ``dt`` computes in: float32 for
+    bfloat16 and float16 (rounded once at the end), ``dt`` itself otherwise."""
+    return float32 if dt in NARROW_FLOATS else np.dtype(dt)
+
+
 def is_float(dt) -> bool:
-    return np.dtype(dt).kind == "f"
+    return dtype_kind(np.dtype(dt)) == "f"
 
 
 def is_complex(dt) -> bool:
@@ -77,7 +93,7 @@ def is_complex(dt) -> bool:
 
 
 def is_inexact(dt) -> bool:
-    return np.dtype(dt).kind in "fc"
+    return dtype_kind(np.dtype(dt)) in "fc"
 
 
 def is_integer(dt) -> bool:
@@ -103,7 +119,7 @@ def python_scalar_dtype(value) -> np.dtype:
 
 def weak_marker(dtype, weak: bool):
     """What `np.ufunc.resolve_dtypes` should see for an operand of this dtype."""
-    return _WEAK_PY_TYPE[np.dtype(dtype).kind] if weak and np.dtype(dtype).kind != "b" \
+    return _WEAK_PY_TYPE[dtype_kind(np.dtype(dtype))] if weak and np.dtype(dtype).kind != "b" \
         else np.dtype(dtype)
 
 
@@ -112,9 +128,9 @@ def result_type(*operands) -> tuple[np.dtype, bool]:
     strong = [np.dtype(d) for d, w in operands if not w]
     weak = [d for d, w in operands if w]
     if not strong:
-        reps = [_WEAK_PY_TYPE[np.dtype(d).kind](0) for d in weak]
+        reps = [_WEAK_PY_TYPE[dtype_kind(np.dtype(d))](0) for d in weak]
         return np.result_type(*reps), True
-    reps = [_WEAK_PY_TYPE[np.dtype(d).kind](0) for d in weak]
+    reps = [_WEAK_PY_TYPE[dtype_kind(np.dtype(d))](0) for d in weak]
     return np.result_type(*strong, *reps), False
 
 
@@ -123,7 +139,7 @@ def extreme_identity(dtype, select: str):
     dtype = np.dtype(dtype)
     if dtype.kind == "b":
         return select == "min"
-    if dtype.kind == "f":
+    if dtype_kind(dtype) == "f":
         return -np.inf if select == "max" else np.inf
     info = np.iinfo(dtype)
     return info.min if select == "max" else info.max

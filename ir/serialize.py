@@ -32,6 +32,7 @@ import numpy as np
 from . import dtypes
 from .check import check_graph
 from .core import AbstractArray, Eqn, Graph, Lit, Var
+from .dtypes import dtype_kind
 from .primitives import ALL
 
 MAGIC = b"FCGRAPH\0"
@@ -100,7 +101,7 @@ class _Writer:
     def array(self, value: np.ndarray) -> int:
         i = self._array_ids.get(id(value))
         if i is None:
-            if value.dtype.kind not in "biufc":
+            if dtype_kind(value.dtype) not in "biufc":
                 raise TypeError(f"cannot save an array of dtype {value.dtype}")
             i = self._array_ids[id(value)] = len(self.arrays)
             self.arrays.append(value)
@@ -144,7 +145,7 @@ class _Writer:
             return {"dt": value.name}
         if isinstance(value, Graph):
             return {"g": self.graph(value)}
-        if isinstance(value, np.generic) and value.dtype.kind in "biufc":
+        if isinstance(value, np.generic) and dtype_kind(value.dtype) in "biufc":
             return {"np": value.dtype.name, "hex": value.tobytes().hex()}
         raise TypeError(f"cannot save the parameter {name}={value!r} of {prim}: a "
                         f"{t.__name__} is not one of the saved kinds (None, bool, int, float, "

@@ -234,10 +234,15 @@ IMPLS.register(P.scatter_add, _scatter_with(np.add.at))
 IMPLS.register(P.scatter, _scatter_with(_overwrite))
 
 
+def _wide(x):
+    """bfloat16 computed in float32 (NumPy's own float16 loops already are)."""
+    return x.astype(np.float32) if x.dtype == dtypes.bfloat16 else x
+
+
 def _reduction(fn):
     def run(x, *, axes):
         with np.errstate(all="ignore"):
-            return fn(x, axis=tuple(axes))
+            return np.asarray(fn(_wide(x), axis=tuple(axes))).astype(x.dtype, copy=False)
     return run
 
 
@@ -259,10 +264,11 @@ def _argmin(x, *, axis, index_dtype):
 
 def _cumulative(fn):
     def run(x, *, axis, reverse):
+        dt, x = x.dtype, _wide(x)
         with np.errstate(all="ignore"):
-            if reverse:
-                return np.flip(fn(np.flip(x, axis), axis=axis), axis)
-            return fn(x, axis=axis)
+            out = np.flip(fn(np.flip(x, axis), axis=axis), axis) if reverse else \
+                fn(x, axis=axis)
+        return out.astype(dt, copy=False)
     return run
 
 
@@ -284,7 +290,7 @@ def _dot_general(lhs, rhs, *, dimension_numbers):
     bshape = lhs.shape[:nb]
     lf, rf = lhs.shape[nb:lhs.ndim - len(lc)], rhs.shape[nb + len(rc):]
     m, n = int(np.prod(lf, dtype=np.int64)), int(np.prod(rf, dtype=np.int64))
-    out = np.matmul(lhs.reshape(bshape + (m, k)), rhs.reshape(bshape + (k, n)))
+    out = np.matmul(_wide(lhs.reshape(bshape + (m, k))), _wide(rhs.reshape(bshape + (k, n))))
     return out.reshape(bshape + tuple(lf) + tuple(rf))
 
 
@@ -312,7 +318,7 @@ def _conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation, rh
                           dimension_numbers, feature_group_count, batch_group_count):
     lspec, rspec, ospec = dimension_numbers
     dtype = np.result_type(lhs, rhs)
-    work = np.float32 if dtype == np.float16 else dtype     # XLA's CPU f16 conv widens too
+    work = dtypes.compute_dtype(dtype)     # XLA's CPU f16 conv widens too
     x = np.transpose(lhs, lspec).astype(work, copy=False)
     w = np.transpose(rhs, rspec).astype(work, copy=False)
     nsp = x.ndim - 2

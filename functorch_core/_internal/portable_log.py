@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from functorch_core.ir import numerics
+from functorch_core.ir.dtypes import dtype_kind
 
 from .. import numpy as fnp
 
@@ -31,7 +32,7 @@ def _coefficients(dtype):
 
 def _work(x):
     dtype = np.dtype(fnp.asarray(x).dtype)
-    if dtype.kind != "f":
+    if dtype_kind(dtype) != "f":
         raise TypeError(f"log of a {dtype} array: a float array is needed")
     return dtype, np.dtype(np.float64) if dtype == np.float64 else np.dtype(np.float32)
 

@@ -13,6 +13,8 @@ from numbers import Number
 
 import numpy as np
 
+from functorch_core.ir.dtypes import dtype_kind
+
 __all__ = ["collate", "default_collate"]
 
 
@@ -49,7 +51,7 @@ def _collate(batch: Sequence, where: str, fns: dict | None, call: str):
             out = np.asarray(batch)
         except ValueError:
             out = None
-        if out is None or out.dtype.kind not in "biufc" or out.ndim != 1:
+        if out is None or dtype_kind(out.dtype) not in "biufc" or out.ndim != 1:
             raise TypeError(f"{call}: {where} mixes numbers with "
                             f"{sorted({type(x).__name__ for x in batch})}")
         return out

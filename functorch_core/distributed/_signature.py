@@ -10,6 +10,7 @@ import hashlib
 import numpy as np
 
 from functorch_core.backends import mpi
+from functorch_core.ir.dtypes import dtype_kind
 from functorch_core.ir.pytree import leaf_paths
 
 
@@ -22,7 +23,8 @@ class Leaves:
         self.call, self.td = call, td
         self.arrays, self.bad = [], []
         for i, leaf in enumerate(leaves):
-            if type(leaf) is np.ndarray and leaf.dtype.kind in "biufc" and leaf.dtype.isnative:
+            if type(leaf) is np.ndarray and dtype_kind(leaf.dtype) in "biufc" \
+                    and leaf.dtype.isnative:
                 self.arrays.append(leaf)
                 continue
             try:
@@ -31,7 +33,7 @@ class Leaves:
                 a = None
                 self.bad.append((i, f"{type(leaf).__name__} ({e})"))
             else:
-                if a.dtype.kind not in "biufc":
+                if dtype_kind(a.dtype) not in "biufc":
                     self.bad.append((i, f"{type(leaf).__name__} of dtype {a.dtype}"))
                 elif not a.dtype.isnative:      # MPI's types are native: a copy, swapped
                     a = a.astype(a.dtype.newbyteorder("="))

@@ -12,6 +12,7 @@ import numpy as np
 
 from functorch_core.ir import dtypes
 from functorch_core.ir import primitives as P
+from functorch_core.ir.dtypes import dtype_kind
 from functorch_core.ir.source import user_source
 
 from ..numpy.internal import array_operand, aval, cast, to_result
@@ -112,7 +113,7 @@ def _operands(name, lhs, rhs, preferred_element_type):
     dt = np.result_type(aval(lhs).dtype, aval(rhs).dtype)
     if preferred_element_type is not None:
         dt = np.result_type(dt, preferred_element_type)
-    if dt.kind not in "iufc":
+    if dtype_kind(dt) not in "iufc":
         raise TypeError(f"{name}: operands of dtype {aval(lhs).dtype} and {aval(rhs).dtype} "
                         "are not numeric")
     dt = dtypes.canonical(dt)

@@ -14,6 +14,7 @@ import numpy as np
 
 from functorch_core.ir import dtypes
 from functorch_core.ir import primitives as P
+from functorch_core.ir.dtypes import dtype_kind
 from functorch_core.ir.eager import host_impl
 from functorch_core.ir.source import user_source
 
@@ -160,7 +161,7 @@ def avg_pool(x, window_shape, strides=None, padding="VALID", count_include_pad=T
         array([[1., 1., 1., 1.]])
     """
     x = array_operand(x)
-    if aval(x).dtype.kind not in "fc":
+    if dtype_kind(aval(x).dtype) not in "fc":
         x = fnp.asarray(x, dtype=np.result_type(aval(x).dtype, np.float64))
     window, strides, pads = _pool_geometry("avg_pool", x, window_shape, strides, padding)
     total = reduce_window(x, 0, "add", window, strides, pads)
@@ -215,7 +216,7 @@ def adaptive_avg_pool(x, output_size):
         array([[0.5, 2. , 3.5]])
     """
     x = array_operand(x)
-    if aval(x).dtype.kind not in "fc":
+    if dtype_kind(aval(x).dtype) not in "fc":
         x = fnp.asarray(x, dtype=np.result_type(aval(x).dtype, np.float64))
     return _adaptive("adaptive_avg_pool", x, output_size, "avg")
 

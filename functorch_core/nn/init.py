@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from functorch_core import random
+from functorch_core.ir.dtypes import dtype_kind
 
 __all__ = ["calculate_gain", "constant_", "eye_", "kaiming_normal_", "kaiming_uniform_",
            "normal_", "ones_", "orthogonal_", "trunc_normal_", "uniform_", "xavier_normal_",
@@ -22,7 +23,7 @@ def _fill(name, tensor, values):
 
 
 def _float(tensor):
-    return tensor.dtype if tensor.dtype.kind == "f" else np.dtype(np.float64)
+    return tensor.dtype if dtype_kind(tensor.dtype) == "f" else np.dtype(np.float64)
 
 
 def calculate_gain(nonlinearity, param=None):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from functorch_core.backends import devices
+from functorch_core.ir.dtypes import dtype_kind
 
 from .parameter import Parameter
 
@@ -171,7 +172,7 @@ def _moved(v, device, dtype):
     itself when nothing changes."""
     on_gpu = devices.is_device_array(v)
     x = v
-    if dtype is not None and np.dtype(x.dtype).kind in "fc" and x.dtype != dtype:
+    if dtype is not None and dtype_kind(np.dtype(x.dtype)) in "fc" and x.dtype != dtype:
         x = devices.to_device(devices.to_host(x).astype(dtype)) if on_gpu else \
             np.asarray(x).astype(dtype)
     if device == "cuda" and not devices.is_device_array(x):

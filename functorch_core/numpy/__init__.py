@@ -8,6 +8,8 @@ so that unmodified NumPy code (``np.tanh(x @ w)``) traces.
 
 import numpy as _np
 
+from functorch_core.ir import dtypes as _dtypes
+
 from . import (
     _arrangement,
     _array_api,
@@ -68,6 +70,8 @@ float16, float32, float64, complex64, complex128 = (_np.float16, _np.float32, _n
 pi, e, inf, nan, newaxis = _np.pi, _np.e, _np.inf, _np.nan, None
 ndarray = _np.ndarray
 uint32 = _np.uint32      # random keys and bits (functorch_core.random)
+bfloat16 = _dtypes.bfloat16.type     # ml_dtypes' scalar type, as jax.numpy.bfloat16
+finfo, iinfo = _np.finfo, _np.iinfo  # NumPy's know bfloat16 once ml_dtypes is imported
 
 __all__ = [*_elementwise.__all__, *_shape.__all__, *_indexing.__all__, *_sorting.__all__,
            *_reductions.__all__, *_creation.__all__, *_linalg.__all__,

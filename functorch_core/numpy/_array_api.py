@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from functorch_core.ir.dtypes import dtype_kind
+
 from ._core import aval, constant, implements, normalize_axis, to_result
 from ._creation import array_operand
 from ._methods import _fnp  # the whole namespace, read at call time
@@ -237,7 +239,7 @@ def count_nonzero(a, axis=None, *, keepdims=False):
 
 
 def _nan_pairs(fnp, a, b):
-    if aval(a).dtype.kind not in "fc" and aval(b).dtype.kind not in "fc":
+    if dtype_kind(aval(a).dtype) not in "fc" and dtype_kind(aval(b).dtype) not in "fc":
         return None
     return fnp.logical_and(fnp.isnan(a), fnp.isnan(b))
 
@@ -306,7 +308,7 @@ def _signed_inf(name, x, sign, out):
         raise TypeError(f"{name}: this operation is not supported for complex values (shape "
                         f"{aval(x).shape}) because it would be ambiguous")
     fnp = _fnp()
-    if dt.kind != "f":
+    if dtype_kind(dt) != "f":
         return to_result(fnp.zeros(aval(x).shape, np.bool_))
     return to_result(fnp.equal(x, sign * np.inf))
 

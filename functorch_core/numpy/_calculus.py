@@ -7,6 +7,8 @@ import operator
 
 import numpy as np
 
+from functorch_core.ir.dtypes import dtype_kind
+
 from . import _elementwise as E
 from ._core import aval, implements, is_tracer, normalize_axes, normalize_axis, operand, to_result
 from ._creation import array_operand, asarray
@@ -139,7 +141,7 @@ def gradient(f, *varargs, axis=None, edge_order=1):
         raise ValueError(f"gradient: 'edge_order' must be 1 or 2, got {edge_order}")
     dxs = _spacings("gradient", varargs, shape, axes)
     otype = aval(fv).dtype
-    if otype.kind not in "fc":
+    if dtype_kind(otype) not in "fc":
         if otype.kind in "iu":
             fv = asarray(fv, dtype=np.float64)
         otype = np.dtype(np.float64)

@@ -15,6 +15,7 @@ import numpy as np
 
 from functorch_core.ir import Lit, Tracer, TracerError, current_trace, dtypes
 from functorch_core.ir import primitives as P
+from functorch_core.ir.dtypes import dtype_kind
 from functorch_core.ir.source import user_code, user_source
 
 from ._core import (
@@ -356,7 +357,7 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None, like=None):
             work = _I64
             delta = (second - first).astype(work)
         else:
-            work = np.dtype(np.float32) if dt == np.float16 else dt
+            work = dtypes.compute_dtype(dt)
             delta = second.astype(work) - first.astype(work)
     first = first.astype(work)
     y = P.iota.bind(dtype=work, shape=(n,), dimension=0)
@@ -384,7 +385,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
         return out
     s, e = operand(start), operand(stop)
     dt = result_type(s, e)
-    if dt.kind not in "fc":
+    if dtype_kind(dt) not in "fc":
         dt = np.dtype(np.float64)
     out_dt = _dtype(dtype, dt)
     s, e = cast(s, dt), cast(e, dt)
@@ -418,7 +419,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
         perm = list(range(1, len(shape)))
         perm.insert(ax, 0)
         y = P.transpose.bind(y, permutation=tuple(perm))
-    if out_dt.kind in "iu" and dt.kind == "f":
+    if out_dt.kind in "iu" and dtype_kind(dt) == "f":
         y = P.floor.bind(y)
     y = to_result(cast(y, out_dt))
     return (y, to_result(step, scalar=True)) if retstep else y

@@ -13,6 +13,7 @@ import numpy as np
 
 from functorch_core.ir import dtypes
 from functorch_core.ir import primitives as P
+from functorch_core.ir.dtypes import dtype_kind
 
 from ._core import (
     all_weak,
@@ -127,7 +128,7 @@ def _prim(prim):
 def _float_only(prim):
     """Rounding ops: identity on integers and bools, as NumPy 2 does; complex by parts."""
     def build(x):
-        kind = aval(x).dtype.kind
+        kind = dtype_kind(aval(x).dtype)
         if kind == "c":
             return complex_from_parts(prim.bind(P.real.bind(x)), prim.bind(P.imag.bind(x)),
                                       aval(x).dtype)
@@ -136,7 +137,7 @@ def _float_only(prim):
 
 
 def _isnan(x):
-    if aval(x).dtype.kind not in "fc":
+    if dtype_kind(aval(x).dtype) not in "fc":
         return constant(False, np.bool_, aval(x).shape)
     return P.ne.bind(x, x)
 
@@ -145,13 +146,13 @@ def _isinf(x):
     dt = aval(x).dtype
     if dt.kind == "c":
         return P.or_.bind(_isinf(P.real.bind(x)), _isinf(P.imag.bind(x)))
-    if dt.kind != "f":
+    if dtype_kind(dt) != "f":
         return constant(False, np.bool_, aval(x).shape)
     return P.eq.bind(P.abs.bind(x), constant(np.inf, dt))
 
 
 def _isfinite(x):
-    if aval(x).dtype.kind not in "fc":
+    if dtype_kind(aval(x).dtype) not in "fc":
         return constant(True, np.bool_, aval(x).shape)
     return P.is_finite.bind(x)
 
@@ -170,7 +171,7 @@ def _square(x):
 
 def _reciprocal(x):
     dt = aval(x).dtype
-    if dt.kind in "fc":
+    if dtype_kind(dt) in "fc":
         return P.div.bind(constant(1, dt), x)
     # NumPy's integer reciprocal truncates: only 1 and -1 survive.
     one = P.eq.bind(P.abs.bind(x), constant(1, dt))
@@ -178,7 +179,7 @@ def _reciprocal(x):
 
 
 def _trunc(x):
-    if aval(x).dtype.kind != "f":
+    if dtype_kind(aval(x).dtype) != "f":
         return x
     neg = P.lt.bind(x, constant(0, aval(x).dtype))
     return P.select.bind(neg, P.ceil.bind(x), P.floor.bind(x))
@@ -199,7 +200,7 @@ def _logical(prim):
 
 def _fmax_fmin(prim):
     def build(x, y):
-        if aval(x).dtype.kind not in "fc":
+        if dtype_kind(aval(x).dtype) not in "fc":
             return prim.bind(x, y)
         return P.select.bind(_isnan(y), x, P.select.bind(_isnan(x), y, prim.bind(x, y)))
     return build

@@ -21,6 +21,7 @@ import numpy as np
 from functorch_core.config import config
 from functorch_core.ir import Tracer, TracerError
 from functorch_core.ir import primitives as P
+from functorch_core.ir.dtypes import dtype_kind
 from functorch_core.ir.indexing import (
     advanced_layout,
     broadcast_shapes,
@@ -71,7 +72,7 @@ def _index_array(e):
     if is_tracer(e):
         return e
     e = np.asarray(e)
-    return e.astype(np.intp) if e.size == 0 and e.dtype.kind == "f" else e
+    return e.astype(np.intp) if e.size == 0 and dtype_kind(e.dtype) == "f" else e
 
 
 def _entry(e):
@@ -416,7 +417,7 @@ def _moded(idx, n, mode, name, wrap_negative):
 def _default_fill(dt):
     """JAX's fill for mode='fill': NaN, the most negative signed or the largest unsigned
     integer, True."""
-    if dt.kind in "fc":
+    if dtype_kind(dt) in "fc":
         return np.nan
     if dt.kind in "iu":
         return np.iinfo(dt).min if dt.kind == "i" else np.iinfo(dt).max

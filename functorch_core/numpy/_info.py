@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from functorch_core.ir import TracerError
+from functorch_core.ir.dtypes import dtype_kind
 
 from ._core import aval, constant, implements, is_tracer, normalize_axis, operand, to_result
 from ._elementwise import equal, imag, not_equal
@@ -73,7 +74,7 @@ def _type_stand_in(x):
     Python scalar of its kind (weak, NEP 50), any other tracer its dtype."""
     a = aval(x)
     if a.weak_type:
-        return {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}[a.dtype.kind]
+        return {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}[dtype_kind(a.dtype)]
     return a.dtype
 
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from functorch_core.ir import TracerError
 from functorch_core.ir import primitives as P
+from functorch_core.ir.dtypes import dtype_kind
 
 from . import _elementwise as E
 from ._core import (
@@ -96,7 +97,7 @@ def sinc(x):
         0.6366197723675814
     """
     x = array_operand(x)
-    if aval(x).dtype.kind not in "fc":
+    if dtype_kind(aval(x).dtype) not in "fc":
         x = E.multiply(x, 1.0)
     y = E.multiply(x, math.pi)
     small = E.less(E.absolute(y), 1e-2)
@@ -122,7 +123,7 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     """
     a = array_operand(x)
     dt = aval(a).dtype
-    if dt.kind not in "fc":
+    if dtype_kind(dt) not in "fc":
         return to_result(a) if is_tracer(a) else np.array(a)
 
     def fix(part):
@@ -550,4 +551,4 @@ def i0(x):
         raise TypeError("i0 not supported for complex values")
     wide = asarray(xv, dtype=np.float64)
     y = E.multiply(P.bessel_i0e.bind(operand(wide)), E.exp(E.absolute(wide)))
-    return to_result(operand(asarray(y, dtype=dt if dt.kind == "f" else np.float64)))
+    return to_result(operand(asarray(y, dtype=dt if dtype_kind(dt) == "f" else np.float64)))

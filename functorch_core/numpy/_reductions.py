@@ -21,6 +21,7 @@ import numpy as np
 
 from functorch_core.ir import dtypes
 from functorch_core.ir import primitives as P
+from functorch_core.ir.dtypes import dtype_kind
 
 from ._core import (
     aval,
@@ -106,7 +107,8 @@ def _finish(y, axes, keepdims):
     return to_result(y, scalar=True)
 
 
-_WIDER = {np.dtype(np.float16): np.dtype(np.float32), np.dtype(np.float32): _F64,
+_WIDER = {np.dtype(np.float16): np.dtype(np.float32), dtypes.bfloat16: np.dtype(np.float32),
+          np.dtype(np.float32): _F64,
           np.dtype(np.complex64): np.dtype(np.complex128)}
 
 
@@ -118,7 +120,7 @@ def _divide(s, n):
     rounds the same (a correctly rounded quotient of exact operands).
     """
     dt = aval(s).dtype
-    work = dt if dt.kind in "fc" else _F64
+    work = dt if dtype_kind(dt) in "fc" else _F64
     while work in _WIDER and work.type(n) != n:
         work = _WIDER[work]
     return cast(P.div.bind(cast(s, work), constant(n, work)), dt)
@@ -126,7 +128,7 @@ def _divide(s, n):
 
 def _sqrt(x):
     dt = aval(x).dtype
-    if dt.kind in "fc":
+    if dtype_kind(dt) in "fc":
         return P.sqrt.bind(x)
     return cast(P.sqrt.bind(cast(x, _F64)), dt)
 
@@ -224,15 +226,15 @@ def _mean_acc(src, dtype):
         return np.dtype(dtype)
     if src.kind in "biu":
         return _F64
-    return np.dtype(np.float32) if src == np.float16 else src
+    return dtypes.compute_dtype(src)
 
 
 @implements(np.mean)
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
     """``numpy.mean``: the average over ``axis``.
 
-    Integers and bool give float64; float16 accumulates in float32 and returns
-    float16; ``dtype`` sets both the accumulator and the result.
+    Integers and bool give float64; float16 and bfloat16 accumulate in float32 and
+    return their own dtype; ``dtype`` sets both the accumulator and the result.
     """
     x, axes = _prepare("mean", a, axis, out, where, ufunc_like=False)
     src = aval(x).dtype

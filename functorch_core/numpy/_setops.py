@@ -14,6 +14,7 @@ import operator
 import numpy as np
 
 from functorch_core.ir import TracerError
+from functorch_core.ir.dtypes import dtype_kind
 from functorch_core.ir.source import user_code, user_source
 
 from . import _elementwise as E
@@ -158,7 +159,7 @@ def flatnonzero(a, *, size=None, fill_value=None):
 def _starts(s, equal_nan):
     """Where each run of equal values of the sorted 1-d ``s`` begins."""
     same = E.equal(s[1:], s[:-1])
-    if equal_nan and aval(operand(s)).dtype.kind in "fc":
+    if equal_nan and dtype_kind(aval(operand(s)).dtype) in "fc":
         same = E.logical_or(same, E.logical_and(E.isnan(s[1:]), E.isnan(s[:-1])))
     return concatenate([np.ones(1, bool), E.logical_not(same)])
 

@@ -15,6 +15,8 @@ import warnings
 
 import numpy as np
 
+from functorch_core.ir.dtypes import dtype_kind
+
 from . import _elementwise as E
 from . import _reductions as R
 from ._core import (
@@ -165,7 +167,7 @@ def _quantiles(name, a, q, axis, method, keepdims, nan_aware, np_name):
     batch = aval(operand(s)).shape[:-1]
     qshape = aval(qv).shape
     # q's axes first, then the batch axes: (q..., batch..., 1) against s (batch..., n)
-    if nan_aware and n_static == 0 and out_dt.kind == "f":    # empty slices: NaN, as NumPy
+    if nan_aware and n_static == 0 and dtype_kind(out_dt) == "f":    # empty slices: NaN, as NumPy
         s = broadcast_view(np.asarray(np.nan, out_dt), qshape + batch)
         return to_result(operand(_keepdims(s, axes, nd, len(qshape)) if keepdims else s),
                          scalar=True)
@@ -198,12 +200,12 @@ def _quantiles(name, a, q, axis, method, keepdims, nan_aware, np_name):
         nxt = _take_last(sb, asarray(E.minimum(E.add(below, 1.0), hi_index), dtype=np.int64))
         lo_c, hi_c = asarray(lo_v, dtype=out_dt), asarray(nxt, dtype=out_dt)
         # NumPy subtracts floats in their own dtype (integers wrap there: those we widen first)
-        d = asarray(E.subtract(nxt, lo_v), dtype=out_dt) if aval(s).dtype.kind == "f" \
+        d = asarray(E.subtract(nxt, lo_v), dtype=out_dt) if dtype_kind(aval(s).dtype) == "f" \
             else E.subtract(hi_c, lo_c)
         res = E.where(E.greater_equal(t, 0.5), E.subtract(hi_c, E.multiply(d, E.subtract(1, t))),
                       E.add(lo_c, E.multiply(d, t)))
     res = asarray(res, dtype=out_dt)
-    if aval(x).dtype.kind == "f" and n_static:
+    if dtype_kind(aval(x).dtype) == "f" and n_static:
         bad = E.isnan(s[..., -1]) if not nan_aware else E.equal(valid, 0)
         res = E.where(bad, np.asarray(np.nan, out_dt), res)
     if keepdims:
@@ -305,7 +307,7 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     else:
         mid = s[..., (n - 1) // 2: n // 2 + 1]
         res = R.mean(mid, axis=-1)
-        if aval(x).dtype.kind in "fc":
+        if dtype_kind(aval(x).dtype) in "fc":
             res = E.where(E.isnan(s[..., -1]), np.asarray(np.nan, aval(operand(res)).dtype),
                           res)
     if keepdims:
@@ -358,7 +360,7 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=np._NoValu
     if out is not None:
         raise NotImplementedError("nanmedian(..., out=...) is not supported; use the result")
     x = array_operand(a)
-    if aval(x).dtype.kind not in "fc" or not aval(x).size:
+    if dtype_kind(aval(x).dtype) not in "fc" or not aval(x).size:
         return median(x, axis, keepdims=_keep(keepdims))
     nd = aval(x).ndim
     flat, axes = _reduce_last(x, axis)
@@ -457,7 +459,7 @@ def corrcoef(x, y=None, rowvar=True, bias=np._NoValue, ddof=np._NoValue, *, dtyp
 
 def _nan_replaced(a, fill):
     x = array_operand(a)
-    if aval(x).dtype.kind not in "fc":
+    if dtype_kind(aval(x).dtype) not in "fc":
         return x, None
     nan = E.isnan(x)
     return E.where(nan, np.asarray(fill, aval(x).dtype), x), nan

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from functorch_core.ir import primitives as P
+from functorch_core.ir.dtypes import dtype_kind
 
 from ._core import aval, constant
 
@@ -22,7 +23,7 @@ def fmod_build(x, y):
     Integers: the floored remainder moved back by ``y`` where its sign differs from
     ``x``'s (exact; a zero divisor gives 0, as NumPy's)."""
     dt = aval(x).dtype
-    if dt.kind == "f":
+    if dtype_kind(dt) == "f":
         return P.copysign.bind(P.rem.bind(P.abs.bind(x), P.abs.bind(y)), x)
     r = P.rem.bind(x, y)
     if dt.kind != "i":

@@ -14,7 +14,7 @@ import operator
 
 import numpy as np
 
-from functorch_core.ir import Lit
+from functorch_core.ir import Lit, dtypes
 from functorch_core.ir import primitives as P
 
 from ._core import aval, cast, implements, normalize_axis, to_result
@@ -41,7 +41,7 @@ def _no_out(name, out):
 def _real_dtype(dt):
     if dt.kind in "biu":
         return np.dtype(np.float64)
-    if dt == np.float16:
+    if dt in dtypes.NARROW_FLOATS:
         return np.dtype(np.float32)
     return np.finfo(dt).dtype
 

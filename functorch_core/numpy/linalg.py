@@ -17,6 +17,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from functorch_core.ir import dtypes
 from functorch_core.ir import primitives as P
 
 from ._core import aval, cast, implements, normalize_axis, to_result
@@ -41,8 +42,9 @@ def _float(name, a):
     """``a`` as an operand of an inexact dtype NumPy's linalg computes in."""
     x = array_operand(a)
     dt = aval(x).dtype
-    if dt == np.float16:
-        raise TypeError(f"linalg.{name}: array type float16 is unsupported in linalg")
+    if dt in dtypes.NARROW_FLOATS:
+        raise TypeError(f"linalg.{name}: array type {dt} is unsupported in linalg (as in "
+                        f"NumPy); convert it with x.astype(np.float32)")
     if dt.kind in "biu":
         return cast(x, np.float64)
     return x

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from functorch_core.ir import primitives as P
+from functorch_core.ir.dtypes import dtype_kind
 
 from ..numpy.internal import array_operand, cast, operand, result_type
 from . import _gamma_sign as _gs
@@ -127,8 +128,8 @@ _yn = rounded(P.bessel_yn.bind, "yn", """``scipy.special.yn``: the Bessel functi
 
 def yn(n, x):
     if np.dtype(result_type(operand(n))).kind in "biu":     # SciPy's ld->d loop
-        x = cast(array_operand(x), np.float64) if np.dtype(
-            result_type(operand(x))).kind in "fbiu" else x
+        x = cast(array_operand(x), np.float64) if dtype_kind(np.dtype(
+            result_type(operand(x)))) in "fbiu" else x
     return _yn(n, x)
 
 

@@ -10,6 +10,8 @@ import math
 
 import numpy as np
 
+from functorch_core.ir.dtypes import dtype_kind
+
 from .. import numpy as fnp
 from ..lax import scan, while_loop
 from ..numpy.internal import array_operand, aval, cast, to_result
@@ -84,7 +86,7 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
 
 def _float_of(dt):
     """SciPy's result dtype for samples of dtype ``dt``: itself if inexact, else float64."""
-    return dt if dt.kind in "fc" else np.dtype(np.float64)
+    return dt if dtype_kind(dt) in "fc" else np.dtype(np.float64)
 
 
 def cumulative_trapezoid(y, x=None, dx=1.0, axis=-1, initial=None):
@@ -236,7 +238,7 @@ def _integrate(f, y0, ts, rtol, atol, mxstep, hmax):
     """y at every ``ts[i]`` (``ts[0]``: ``y0``) for ``dy/dt = f(y, t)`` on a flat ``y``;
     NaN from the first time not reached (``mxstep`` steps spent, a step size of zero, a
     non-finite error or a decreasing ``ts``)."""
-    real = aval(y0).dtype if aval(y0).dtype.kind == "f" else np.dtype(np.float64)
+    real = aval(y0).dtype if dtype_kind(aval(y0).dtype) == "f" else np.dtype(np.float64)
     t0 = ts[0]
     f0 = f(y0, t0)
     h0 = cast(fnp.minimum(_initial_step(f, y0, f0, t0, rtol, atol), hmax), real)
@@ -323,16 +325,16 @@ def odeint(func, y0, t, *args, rtol=1.4e-8, atol=1.4e-8, mxstep=math.inf, hmax=m
     y0, t = array_operand(y0), array_operand(t)
     if aval(t).ndim != 1 or aval(t).shape[0] == 0:
         raise ValueError(f"{name}: t must be a non-empty 1-D array, got shape {aval(t).shape}")
-    if aval(y0).dtype.kind not in "fiub" or aval(t).dtype.kind not in "fiub":
+    if dtype_kind(aval(y0).dtype) not in "fiub" or dtype_kind(aval(t).dtype) not in "fiub":
         raise TypeError(f"{name}: y0 and t must be real, got {aval(y0).dtype} and "
                         f"{aval(t).dtype}")
     dt = np.result_type(aval(y0).dtype, aval(t).dtype, np.float32)
-    dt = np.dtype(np.float64) if dt.kind != "f" else dt
+    dt = np.dtype(np.float64) if dtype_kind(dt) != "f" else dt
     args = tuple(array_operand(a) for a in args)
     for i, a in enumerate(args):
-        if aval(a).dtype.kind not in "fiub":
+        if dtype_kind(aval(a).dtype) not in "fiub":
             raise TypeError(f"{name}: args[{i}] must be real, got {aval(a).dtype}")
-    args = tuple(cast(a, dt) if aval(a).dtype.kind != "f" else a for a in args)
+    args = tuple(cast(a, dt) if dtype_kind(aval(a).dtype) != "f" else a for a in args)
     y0, t = cast(y0, dt), cast(t, dt)
     if isinstance(t, np.ndarray) and np.any(np.diff(t) < 0):
         raise ValueError(f"{name}: t must be non-decreasing, got {t}")
@@ -508,7 +510,7 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
             raise ValueError(f"{name}: t_eval must be increasing")
     args = () if args is None else tuple(args)
     times = fnp.concatenate([fnp.reshape(fnp.asarray(t0, dtype=aval(t_eval).dtype if
-                                                     aval(t_eval).dtype.kind == "f"
+                                                     dtype_kind(aval(t_eval).dtype) == "f"
                                                      else np.float64), (1,)),
                              t_eval])
     ys = odeint(_time_first(fun), y0, times, *args, rtol=rtol, atol=atol,

@@ -18,6 +18,7 @@ from functorch_core.backends.devices import to_device
 from functorch_core.ir import Graph, Lit, eval_graph, passes, trace_flat
 from functorch_core.ir import primitives as P
 from functorch_core.ir.core import on_device
+from functorch_core.ir.dtypes import dtype_kind
 from functorch_core.ir.pytree import tree_flatten, tree_leaves, tree_structure, tree_unflatten
 
 from .._internal.random_scope import fill
@@ -88,7 +89,7 @@ def _scalar_check(graph: Graph, what, holomorphic=False):
     if holomorphic and av.dtype.kind != "c":
         raise TypeError(f"{what}: with holomorphic=True the function must return a complex "
                         f"scalar, but it returned dtype {av.dtype}")
-    if not holomorphic and av.dtype.kind != "f":
+    if not holomorphic and dtype_kind(av.dtype) != "f":
         raise TypeError(f"{what}: the function must return a real floating-point scalar, but "
                         f"it returned dtype {av.dtype}; for a holomorphic function pass "
                         "holomorphic=True, else differentiate its real part, or use vjp")

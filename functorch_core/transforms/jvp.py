@@ -31,6 +31,7 @@ import numpy as np
 
 from functorch_core.ir import AbstractArray, Graph, Lit, Primitive, passes, trace_flat
 from functorch_core.ir import primitives as P
+from functorch_core.ir.dtypes import dtype_kind
 from functorch_core.ir.tables import Table, caller_site
 
 
@@ -51,7 +52,7 @@ def is_zero(t) -> bool:
 
 
 def differentiable(aval: AbstractArray) -> bool:
-    return aval.dtype.kind in "fc"
+    return dtype_kind(aval.dtype) in "fc"
 
 
 def tangent_aval(aval: AbstractArray) -> AbstractArray:

@@ -358,7 +358,7 @@ def _example(x, d, aval):
     if isinstance(x, np.ndarray) and x.shape[d]:
         return x[(slice(None),) * d + (0,)]
     if not shape and aval.weak_type:   # keep a weak scalar weak: pass a Python scalar
-        py = {"b": bool, "i": int, "f": float, "c": complex}[aval.dtype.kind](0)
+        py = {"b": bool, "i": int, "f": float, "c": complex}[dtypes.dtype_kind(aval.dtype)](0)
         if dtypes.python_scalar_dtype(py) == aval.dtype:
             return py
     return np.zeros(shape, aval.dtype)

@@ -41,6 +41,7 @@ import numpy as np
 
 from .. import primitives as P
 from ..core import AbstractArray, Eqn, Graph, Lit, Var
+from ..dtypes import dtype_kind
 
 INT_KINDS = "iu"
 IDENTITY_KINDS = "iufc"
@@ -160,7 +161,7 @@ class _Rewriter:
                 return
             c = self.scale_of(a)
             bcast = self.eqn_of(b)
-            if c is not None and bcast is not None and out.aval.dtype.kind in "iuf":
+            if c is not None and bcast is not None and dtype_kind(out.aval.dtype) in "iuf":
                 v, dims = bcast.inputs[0], bcast.params["broadcast_dimensions"]
                 if v.aval.shape == out.aval.shape[:1] and len(dims) == 1:
                     self.diagonals[id(out)] = _Diagonal(c, 0, v, dims[0])
@@ -174,7 +175,7 @@ class _Rewriter:
     def times_one(self, eqn) -> bool:
         """``mul(x, 1)`` is ``x`` exactly for real and integer dtypes."""
         out = eqn.outputs[0]
-        if out.aval.dtype.kind not in "iuf":
+        if dtype_kind(out.aval.dtype) not in "iuf":
             return False
         x, y = eqn.inputs
         for a, b in ((x, y), (y, x)):
@@ -190,7 +191,7 @@ class _Rewriter:
         if lb or len(lc) != 1:
             return False
         out = eqn.outputs[0]
-        if out.aval.dtype.kind not in IDENTITY_KINDS:
+        if dtype_kind(out.aval.dtype) not in IDENTITY_KINDS:
             return False
         for eye, x, j, k, first in ((lhs, rhs, rc[0], lc[0], True),
                                     (rhs, lhs, lc[0], rc[0], False)):
@@ -221,7 +222,7 @@ class _Rewriter:
         if dt.kind == "c" and c.imag != 0:
             return None
         if isinstance(x, Lit):
-            if dt.kind in "fc" and not np.all(np.isfinite(x.value)):
+            if dtype_kind(dt) in "fc" and not np.all(np.isfinite(x.value)):
                 return None
             value = np.take(x.value, range(*picked), axis=j)
             value = np.ascontiguousarray(np.transpose(value, perm))
@@ -243,7 +244,7 @@ class _Rewriter:
         matrix's contracted axis, and along the whole row otherwise.
         """
         dt = x.aval.dtype
-        if dt.kind not in "iuf":
+        if dtype_kind(dt) not in "iuf":
             return None
         c = np.asarray(c, dt)
         d = v if c == 1 else emit(P.mul, _lit(c, AbstractArray((), dt, v.aval.weak_type)), v)
@@ -411,12 +412,12 @@ def _lit(value, aval):
 
 
 def _finite_nonzero(c) -> bool:
-    return bool(np.isfinite(c)) and c != 0 if np.asarray(c).dtype.kind in "fc" else c != 0
+    return bool(np.isfinite(c)) and c != 0 if dtype_kind(np.asarray(c).dtype) in "fc" else c != 0
 
 
 def _literal_diagonal(value: np.ndarray) -> _Diagonal | None:
     """``value`` as a ``_Diagonal`` whose diagonal spans its shorter side, or None."""
-    if value.ndim != 2 or 0 in value.shape or value.dtype.kind not in IDENTITY_KINDS:
+    if value.ndim != 2 or 0 in value.shape or dtype_kind(value.dtype) not in IDENTITY_KINDS:
         return None
     rows, cols = value.shape
     edge = value[0] if rows <= cols else value[:, 0]

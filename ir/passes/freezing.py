@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import primitives as P
 from ..core import Eqn, Graph, Lit, Var
+from ..dtypes import dtype_kind
 
 _CHAIN = ("add", "sub", "mul", "div")
 
@@ -77,7 +78,8 @@ def fold_affine_into_products(graph: Graph) -> Graph:
     inserted: dict[int, list[Eqn]] = {}     # id(last chain eqn) -> its replacement
     for eqn in graph.eqns:
         if eqn.prim not in (P.conv_general_dilated, P.dot_general) or id(eqn) in dropped \
-                or not isinstance(eqn.inputs[1], Lit) or eqn.outputs[0].aval.dtype.kind != "f":
+                or not isinstance(eqn.inputs[1], Lit) \
+                or dtype_kind(eqn.outputs[0].aval.dtype) != "f":
             continue
         axes = _channel_axes(eqn)
         if axes is None:

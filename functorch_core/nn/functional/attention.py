@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 import functorch_core.numpy as fnp
+from functorch_core.ir.dtypes import dtype_kind
 from functorch_core.transforms import stop_gradient
 
 from ..module import shape_of
@@ -30,7 +31,7 @@ def as_additive_mask(who, mask, dtype):
     m = fnp.asarray(mask)
     if m.dtype == np.bool_:
         return fnp.where(m, 0.0, -np.inf).astype(dtype)
-    if m.dtype.kind != "f":
+    if dtype_kind(m.dtype) != "f":
         raise TypeError(f"{who}: attn_mask must be boolean or floating, got dtype {m.dtype}")
     return m
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import functorch_core.numpy as fnp
+from functorch_core.ir.dtypes import dtype_kind
 
 from ..module import shape_of
 from .activation import log_softmax
@@ -111,7 +112,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     cdim = 0 if len(shape) == 1 else 1
     c = shape[cdim]
     logp = log_softmax(input, dim=cdim)
-    if shape_of(target) == shape and fnp.asarray(target).dtype.kind == "f":
+    if shape_of(target) == shape and dtype_kind(fnp.asarray(target).dtype) == "f":
         tgt = target
         if label_smoothing > 0:
             tgt = tgt * (1 - label_smoothing) + label_smoothing / c

@@ -10,6 +10,7 @@ import numpy as np
 
 import functorch_core.numpy as fnp
 from functorch_core import lax
+from functorch_core.ir.dtypes import dtype_kind
 
 from ..module import shape_of
 
@@ -95,7 +96,7 @@ def _argmax_windows(input, tables, sizes):
     total = int(np.prod(sizes))
     x = fnp.reshape(input, lead + (total,))
     dt = fnp.asarray(input).dtype
-    fill = -np.inf if dt.kind in "fc" else np.iinfo(dt).min
+    fill = -np.inf if dtype_kind(dt) in "fc" else np.iinfo(dt).min
     x = fnp.concatenate([x, fnp.full(lead + (1,), fill, dtype=dt)], axis=-1)
     patches = fnp.take(x, np.where(table < 0, total, table).reshape(-1), axis=-1)
     patches = fnp.reshape(patches, lead + outs + (width,))
@@ -178,7 +179,7 @@ def _avg_pool(name, n, input, kernel_size, stride, padding, ceil_mode, count_inc
     geo = _geometry(name, shape, n, kernel_size, stride, padding, 1, ceil_mode)
     lead = len(shape) - n
     x = input
-    if fnp.asarray(input).dtype.kind not in "fc":
+    if dtype_kind(fnp.asarray(input).dtype) not in "fc":
         raise TypeError(f"{name}: expected a floating-point input, got dtype "
                         f"{fnp.asarray(input).dtype}")
     pads = [(p, max((out - 1) * s + k - size - p, p)) for k, s, p, _, out, size in geo]
