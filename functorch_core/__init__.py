@@ -21,7 +21,8 @@ from functorch_core.ir.pytree import (
     tree_unflatten,
 )
 
-from . import lax, numpy, optim, profiler, random
+from . import amp, lax, numpy, optim, profiler, random
+from .amp import autocast
 from .api import clear_caches, jit, make_graph
 from .checkpoint import load, save
 from .config import config
@@ -85,7 +86,7 @@ __all__ = [
     "profiler", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
     "is_deterministic_algorithms_warn_only_enabled",
     "backends_available", "device_get", "device_put",
-    "scipy", "data", "distributed",
+    "scipy", "data", "distributed", "amp", "autocast",
 ]
 __version__ = "0.1.0"
 

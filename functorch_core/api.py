@@ -20,7 +20,7 @@ from functorch_core.ir.pytree import dict_keys, tree_leaves, tree_unflatten
 from functorch_core.ir.trace import CURRENT_TRACE
 
 from . import _donation
-from ._internal import axis_env
+from ._internal import autocast, axis_env
 from ._internal.random_scope import Scope
 from ._internal.tracing import (
     arg_paths,
@@ -145,6 +145,7 @@ _SCALAR_TYPES = (float, int, bool, complex)
 _FAST_ENTRIES = 64      # fast-path keys kept per jitted function
 _INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 _trace_get = CURRENT_TRACE.get     # current_trace() without a Python call
+_autocast_get = autocast.current
 _ndarray = np.ndarray
 
 
@@ -270,7 +271,7 @@ class Jitted:
 
     def __call__(self, *args, **kwargs):
         fast = self._fast
-        if fast is not None and not kwargs:
+        if fast is not None and not kwargs and _autocast_get() is None:
             if len(args) == 1:      # one array: the commonest call, checked inline
                 a = args[0]
                 if type(a) is _ndarray and a.flags.c_contiguous:
@@ -328,6 +329,9 @@ class Jitted:
             static = tuple(sorted(static, key=lambda kv: str(kv[0])))
         if axis_env.current():      # traced inside a named vmap: collectives read its axes
             static += (("the named vmap axes", axis_env.current()),)
+        if autocast.current() is not None:     # products and reductions read it when traced
+            static += (("autocast", str(autocast.current())),)
+            fkey = None                        # the fast path keys by arguments only
         key = _signature(leaves, in_tree, static, fname)
         entry = self.cache.get(key)
         if entry is None:

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from functorch_core.backends import mpi, profiling
-from functorch_core.ir import dtypes
+from functorch_core.ir.dtypes import NARROW_FLOATS, compute_dtype
 from functorch_core.ir.pytree import tree_flatten, tree_map, tree_unflatten
 from functorch_core.ir.trace import Tracer
 from functorch_core.lax import parallel
@@ -108,7 +108,7 @@ def _mean_dtype(dt):
     is summed in float32 and rounded once."""
     if dt.kind in "biu":
         return np.dtype(np.float64)
-    return dtypes.compute_dtype(dt)
+    return compute_dtype(dt)
 
 
 def _divide(total, n):
@@ -167,7 +167,7 @@ def _reduced(leaves, op, reduce, lead, shapes):
                      leaves.describe(idx))
         _unpack(_divide(red, n) if op == "mean" else red, idx, shapes, out)
     if op == "mean":
-        out = [o.astype(a.dtype) if a.dtype in dtypes.NARROW_FLOATS else o
+        out = [o.astype(a.dtype) if a.dtype in NARROW_FLOATS else o
                for o, a in zip(out, arrays, strict=True)]
     return out
 

@@ -10,6 +10,7 @@ import operator
 
 import numpy as np
 
+from functorch_core._internal import autocast
 from functorch_core.ir import dtypes
 from functorch_core.ir import primitives as P
 from functorch_core.ir.dtypes import dtype_kind
@@ -109,7 +110,7 @@ def _from_strings(name, lhs, rhs, out, nd, lhs_shape, rhs_shape):
 
 
 def _operands(name, lhs, rhs, preferred_element_type):
-    lhs, rhs = array_operand(lhs), array_operand(rhs)
+    lhs, rhs = autocast.lowered(array_operand(lhs), array_operand(rhs))
     dt = np.result_type(aval(lhs).dtype, aval(rhs).dtype)
     if preferred_element_type is not None:
         dt = np.result_type(dt, preferred_element_type)

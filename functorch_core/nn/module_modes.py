@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from functorch_core.backends import devices
+from functorch_core.ir import dtypes
 from functorch_core.ir.dtypes import dtype_kind
 
 from .parameter import Parameter
@@ -108,6 +109,14 @@ class ModuleModes:
     def double(self):
         """``to(np.float64)``."""
         return self.to(np.float64)
+
+    def half(self):
+        """``to(np.float16)``."""
+        return self.to(np.float16)
+
+    def bfloat16(self):
+        """``to(bfloat16)`` (ml_dtypes' bfloat16, ``functorch_core.numpy.bfloat16``)."""
+        return self.to(dtypes.bfloat16)
 
     def zero_grad(self, set_to_none=True):
         """A no-op: gradients are values returned by ``grad``, never stored on modules."""

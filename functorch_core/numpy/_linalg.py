@@ -14,6 +14,7 @@ import string
 
 import numpy as np
 
+from functorch_core._internal import autocast
 from functorch_core.ir import dtypes, mark_read_only
 from functorch_core.ir import primitives as P
 from functorch_core.ir.source import user_source
@@ -51,6 +52,7 @@ def _promoted(*xs):
 
 def _dot_general(lhs, rhs, lc=(), rc=(), lb=(), rb=()):
     dims = ((tuple(lc), tuple(rc)), (tuple(lb), tuple(rb)))
+    lhs, rhs = autocast.lowered(lhs, rhs)
     return P.dot_general.bind(lhs, rhs, dimension_numbers=dims)
 
 

@@ -19,6 +19,7 @@ import warnings
 
 import numpy as np
 
+from functorch_core._internal import autocast
 from functorch_core.ir import dtypes
 from functorch_core.ir import primitives as P
 from functorch_core.ir.dtypes import dtype_kind
@@ -164,6 +165,7 @@ def _fold_initial(x, axes, combine, init):
 
 
 @implements(np.sum)
+@autocast.float32_op
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
     """``numpy.sum``: the sum over ``axis`` (None: all; int or tuple, negative allowed).
 
@@ -175,6 +177,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
 
 
 @implements(np.prod)
+@autocast.float32_op
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
     """``numpy.prod``: the product over ``axis``; dtypes as :func:`sum`."""
     return _accumulate("prod", np.prod, P.reduce_prod, P.mul, a, axis, dtype, out, keepdims,
@@ -230,6 +233,7 @@ def _mean_acc(src, dtype):
 
 
 @implements(np.mean)
+@autocast.float32_op
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
     """``numpy.mean``: the average over ``axis``.
 
@@ -281,6 +285,7 @@ def _variance(name, a, axis, dtype, out, ddof, keepdims, where, mean, correction
 
 
 @implements(np.var)
+@autocast.float32_op
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None,
         correction=None):
     """``numpy.var``: the mean squared deviation over ``axis``, divided by ``n - ddof``.
@@ -293,6 +298,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
 
 
 @implements(np.std)
+@autocast.float32_op
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=None,
         correction=None):
     """``numpy.std``: the square root of :func:`var`."""
@@ -400,6 +406,7 @@ def _scan(name, fn, prim, a, axis, dtype, out):
 
 
 @implements(np.cumsum)
+@autocast.float32_op
 def cumsum(a, axis=None, dtype=None, out=None):
     """``numpy.cumsum``: running sums along ``axis`` (None: of the flattened array);
     dtypes as :func:`sum`."""
@@ -407,6 +414,7 @@ def cumsum(a, axis=None, dtype=None, out=None):
 
 
 @implements(np.cumprod)
+@autocast.float32_op
 def cumprod(a, axis=None, dtype=None, out=None):
     """``numpy.cumprod``: running products along ``axis``; dtypes as :func:`prod`."""
     return _scan("cumprod", np.cumprod, P.cumprod, a, axis, dtype, out)

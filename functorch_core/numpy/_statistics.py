@@ -15,6 +15,7 @@ import warnings
 
 import numpy as np
 
+from functorch_core._internal import autocast
 from functorch_core.ir.dtypes import dtype_kind
 
 from . import _elementwise as E
@@ -466,6 +467,7 @@ def _nan_replaced(a, fill):
 
 
 @implements(np.nansum)
+@autocast.float32_op
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True):
     """``numpy.nansum``: :func:`sum` with NaN counted as 0.
 
@@ -531,6 +533,7 @@ def _nan_count(nan, axis, keepdims):
 
 
 @implements(np.nanmean)
+@autocast.float32_op
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=np._NoValue):
     """``numpy.nanmean``: the mean of the non-NaN values over ``axis`` (NaN where there
     are none).

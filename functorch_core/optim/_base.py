@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from functorch_core.ir.dtypes import dtype_kind
 from functorch_core.ir.pytree import tree_flatten, tree_unflatten
 
 from .. import numpy as fnp
@@ -117,19 +118,35 @@ def scalar(x, ref):
     return x if weak else cast(x, ref)
 
 
-def make_optimizer(name, hyperparams, slots, slot_init, leaf_update):
+def make_optimizer(name, hyperparams, slots, slot_init, leaf_update, master_dtype=None):
     """Build a ``FunctionalOptimizer`` from a per-leaf rule.
 
     ``slot_init(slot, p)`` gives a slot's initial array; ``leaf_update(g, p, slots, step, lr)``
-    (``step`` counts this step, from 1) returns ``(new_p, new_slots)`` for one leaf.
+    (``step`` counts this step, from 1) returns ``(new_p, new_slots)`` for one leaf. With
+    ``master_dtype`` the state also holds ``master``, a copy of the float parameters in that
+    dtype: the slots and the update are computed in it and the parameters are its rounding.
     """
     lr = hyperparams["lr"]
+    if master_dtype is not None:
+        master_dtype = np.dtype(master_dtype)
+        if dtype_kind(master_dtype) != "f":
+            raise TypeError(f"{name}: master_dtype must be a float dtype, got {master_dtype}")
+        hyperparams = {**hyperparams, "master_dtype": master_dtype}
+        slots = (*slots, "master")
+    rule_slots = tuple(s for s in slots if s != "master")
+
+    def master_of(p):
+        return fnp.asarray(p).astype(master_dtype) if dtype_kind(np.dtype(_dtype(p))) == "f" \
+            else p
 
     def init(params):
         p_leaves, td = tree_flatten(params)
+        refs = [master_of(p) for p in p_leaves] if master_dtype is not None else p_leaves
         state = {"step": initial_step()}
-        for s in slots:
-            state[s] = tree_unflatten(td, [slot_init(s, p) for p in p_leaves])
+        for s in rule_slots:
+            state[s] = tree_unflatten(td, [slot_init(s, r) for r in refs])
+        if master_dtype is not None:
+            state["master"] = tree_unflatten(td, refs)
         return state
 
     def update(grads, state, params):
@@ -139,10 +156,13 @@ def make_optimizer(name, hyperparams, slots, slot_init, leaf_update):
         step = state["step"] + 1
         new_p, new_slots = [], {s: [] for s in slots}
         for i, (g, p) in enumerate(zip(g_leaves, p_leaves, strict=True)):
-            p2, sl = leaf_update(g, p, {s: slot_leaves[s][i] for s in slots}, step,
-                                 scalar(lr_t, p))
+            ref = slot_leaves["master"][i] if master_dtype is not None else p
+            p2, sl = leaf_update(cast(g, ref), ref, {s: slot_leaves[s][i] for s in rule_slots},
+                                 step, scalar(lr_t, ref))
             new_p.append(cast(p2, p))
-            for s in slots:
+            if master_dtype is not None:
+                new_slots["master"].append(cast(p2, ref))
+            for s in rule_slots:
                 new_slots[s].append(cast(sl[s], slot_leaves[s][i]))
         new_state = {"step": step}
         for s in slots:
@@ -153,4 +173,3 @@ def make_optimizer(name, hyperparams, slots, slot_init, leaf_update):
     update.__doc__ = (f"One {name} step: ``(grads, state, params) -> (new_params, new_state)``; "
                       "``grads`` and ``params`` must have the structure ``init`` saw.")
     return FunctionalOptimizer(init, update, name, dict(hyperparams), tuple(slots))
-

@@ -21,7 +21,7 @@ def _check(who, **values):
 
 
 def sgd(lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False, *,
-        maximize=False):
+        maximize=False, master_dtype=None):
     """Stochastic gradient descent, ``torch.optim.SGD``'s update.
 
     Args:
@@ -32,6 +32,9 @@ def sgd(lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False, 
         weight_decay (float): L2 penalty added to the gradient. Default 0.
         nesterov (bool): Nesterov momentum (needs ``momentum > 0`` and ``dampening == 0``).
         maximize (bool): ascend instead of descend. Default False.
+        master_dtype (dtype): keep a copy of the float parameters in this dtype (e.g.
+            ``float32`` for bfloat16 parameters) and update it; the parameters are its
+            rounding. Default None (update the parameters in their own dtype).
 
     Returns:
         A ``FunctionalOptimizer`` ``(init, update)``.
@@ -60,10 +63,11 @@ def sgd(lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False, 
 
     hp = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
               nesterov=nesterov, maximize=maximize)
-    return make_optimizer("sgd", hp, slots, _zeros, leaf)
+    return make_optimizer("sgd", hp, slots, _zeros, leaf, master_dtype)
 
 
-def _adam_like(name, lr, betas, eps, weight_decay, amsgrad, maximize, decoupled):
+def _adam_like(name, lr, betas, eps, weight_decay, amsgrad, maximize, decoupled,
+               master_dtype):
     _check(name, lr=lr, eps=eps, weight_decay=weight_decay)
     beta1, beta2 = betas
     if not (0.0 <= beta1 < 1.0 and 0.0 <= beta2 < 1.0):
@@ -93,11 +97,11 @@ def _adam_like(name, lr, betas, eps, weight_decay, amsgrad, maximize, decoupled)
 
     hp = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
               maximize=maximize)
-    return make_optimizer(name, hp, slots, _zeros, leaf)
+    return make_optimizer(name, hp, slots, _zeros, leaf, master_dtype)
 
 
 def adam(lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False, *,
-         maximize=False):
+         maximize=False, master_dtype=None):
     """Adam, ``torch.optim.Adam``'s update (L2 ``weight_decay`` added to the gradient).
 
     Args:
@@ -108,6 +112,9 @@ def adam(lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False,
         weight_decay (float): L2 penalty. Default 0.
         amsgrad (bool): keep the running maximum of the second moment. Default False.
         maximize (bool): ascend instead of descend. Default False.
+        master_dtype (dtype): keep a copy of the float parameters in this dtype (e.g.
+            ``float32`` for bfloat16 parameters) and update it; the parameters are its
+            rounding. Default None (update the parameters in their own dtype).
 
     Returns:
         A ``FunctionalOptimizer``; its state holds ``step``, ``exp_avg``, ``exp_avg_sq``
@@ -120,11 +127,12 @@ def adam(lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False,
         >>> step = jit(lambda p, s, x: opt.update(grad(loss)(p, x), s, p))
         >>> params, state = step(params, state, x)
     """
-    return _adam_like("adam", lr, betas, eps, weight_decay, amsgrad, maximize, False)
+    return _adam_like("adam", lr, betas, eps, weight_decay, amsgrad, maximize, False,
+                      master_dtype)
 
 
 def adamw(lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
-          maximize=False):
+          maximize=False, master_dtype=None):
     """AdamW, ``torch.optim.AdamW``'s update: ``params *= 1 - lr * weight_decay``, then Adam.
 
     Args:
@@ -134,16 +142,20 @@ def adamw(lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=Fals
         weight_decay (float): decoupled weight decay. Default 1e-2.
         amsgrad (bool): keep the running maximum of the second moment. Default False.
         maximize (bool): ascend instead of descend. Default False.
+        master_dtype (dtype): keep a copy of the float parameters in this dtype (e.g.
+            ``float32`` for bfloat16 parameters) and update it; the parameters are its
+            rounding. Default None (update the parameters in their own dtype).
 
     Example::
 
         >>> opt = optim.adamw(lr=1e-3, weight_decay=0.05)
     """
-    return _adam_like("adamw", lr, betas, eps, weight_decay, amsgrad, maximize, True)
+    return _adam_like("adamw", lr, betas, eps, weight_decay, amsgrad, maximize, True,
+                      master_dtype)
 
 
 def rmsprop(lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0, centered=False, *,
-            maximize=False):
+            maximize=False, master_dtype=None):
     """RMSprop, ``torch.optim.RMSprop``'s update.
 
     Args:
@@ -154,6 +166,9 @@ def rmsprop(lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0, cente
         momentum (float): momentum factor. Default 0.
         centered (bool): normalise by the gradient's estimated variance. Default False.
         maximize (bool): ascend instead of descend. Default False.
+        master_dtype (dtype): keep a copy of the float parameters in this dtype (e.g.
+            ``float32`` for bfloat16 parameters) and update it; the parameters are its
+            rounding. Default None (update the parameters in their own dtype).
 
     Example::
 
@@ -185,11 +200,11 @@ def rmsprop(lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0, cente
 
     hp = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
               centered=centered, maximize=maximize)
-    return make_optimizer("rmsprop", hp, slots, _zeros, leaf)
+    return make_optimizer("rmsprop", hp, slots, _zeros, leaf, master_dtype)
 
 
 def adagrad(lr=1e-2, lr_decay=0.0, weight_decay=0.0, initial_accumulator_value=0.0, eps=1e-10,
-            *, maximize=False):
+            *, maximize=False, master_dtype=None):
     """Adagrad, ``torch.optim.Adagrad``'s update.
 
     Args:
@@ -199,6 +214,9 @@ def adagrad(lr=1e-2, lr_decay=0.0, weight_decay=0.0, initial_accumulator_value=0
         initial_accumulator_value (float): the sum of squares starts here. Default 0.
         eps (float): added to the denominator. Default 1e-10.
         maximize (bool): ascend instead of descend. Default False.
+        master_dtype (dtype): keep a copy of the float parameters in this dtype (e.g.
+            ``float32`` for bfloat16 parameters) and update it; the parameters are its
+            rounding. Default None (update the parameters in their own dtype).
 
     Example::
 
@@ -222,10 +240,11 @@ def adagrad(lr=1e-2, lr_decay=0.0, weight_decay=0.0, initial_accumulator_value=0
 
     hp = dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
               initial_accumulator_value=initial_accumulator_value, eps=eps, maximize=maximize)
-    return make_optimizer("adagrad", hp, ("sum",), init_sum, leaf)
+    return make_optimizer("adagrad", hp, ("sum",), init_sum, leaf, master_dtype)
 
 
-def lion(lr=1e-4, betas=(0.9, 0.99), weight_decay=0.0, *, maximize=False):
+def lion(lr=1e-4, betas=(0.9, 0.99), weight_decay=0.0, *, maximize=False,
+         master_dtype=None):
     """Lion (Chen et al. 2023, "Symbolic Discovery of Optimization Algorithms").
 
     ``update = sign(beta1 * m + (1 - beta1) * g)``; ``p = p * (1 - lr * weight_decay) -
@@ -237,6 +256,9 @@ def lion(lr=1e-4, betas=(0.9, 0.99), weight_decay=0.0, *, maximize=False):
         betas (tuple[float, float]): interpolation and momentum decay. Default (0.9, 0.99).
         weight_decay (float): decoupled weight decay. Default 0.
         maximize (bool): ascend instead of descend. Default False.
+        master_dtype (dtype): keep a copy of the float parameters in this dtype (e.g.
+            ``float32`` for bfloat16 parameters) and update it; the parameters are its
+            rounding. Default None (update the parameters in their own dtype).
 
     Example::
 
@@ -255,4 +277,4 @@ def lion(lr=1e-4, betas=(0.9, 0.99), weight_decay=0.0, *, maximize=False):
         return p - lr_t * direction, {"exp_avg": m * beta2 + (1 - beta2) * g}
 
     hp = dict(lr=lr, betas=tuple(betas), weight_decay=weight_decay, maximize=maximize)
-    return make_optimizer("lion", hp, ("exp_avg",), _zeros, leaf)
+    return make_optimizer("lion", hp, ("exp_avg",), _zeros, leaf, master_dtype)

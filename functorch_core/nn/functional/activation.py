@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import functorch_core.numpy as fnp
+from functorch_core._internal import autocast
 from functorch_core.transforms import stop_gradient
 
 from ..module import shape_of
@@ -104,6 +105,7 @@ def _dim(name, input, dim):
     return dim
 
 
+@autocast.float32_op
 def softmax(input, dim=None, dtype=None):
     """``exp(input) / sum(exp(input), dim)``, computed stably.
 
@@ -120,6 +122,7 @@ def softmax(input, dim=None, dtype=None):
     return e / fnp.sum(e, axis=dim, keepdims=True)
 
 
+@autocast.float32_op
 def log_softmax(input, dim=None, dtype=None):
     """``input - logsumexp(input, dim)``, computed stably (arguments as :func:`softmax`)."""
     if dtype is not None:

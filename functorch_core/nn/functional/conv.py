@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from functorch_core import lax
+from functorch_core._internal import autocast
 
 from ..module import shape_of
 
@@ -48,8 +49,8 @@ def _conv(name, n, input, weight, bias, stride, padding, dilation, groups):
     pads = _conv_pads(name, padding, wshape[2:], dilation, stride, n)
     out = lax.conv_general_dilated(input, weight, stride, pads, rhs_dilation=dilation,
                                    feature_group_count=groups)
-    if bias is not None:
-        out = out + bias.reshape((-1,) + (1,) * n)
+    if bias is not None:        # under autocast the bias is cast too, as PyTorch's
+        out = out + autocast.lowered(bias)[0].reshape((-1,) + (1,) * n)
     return out
 
 

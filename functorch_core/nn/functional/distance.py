@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 import functorch_core.numpy as fnp
+from functorch_core._internal import autocast
 
 from ..module import shape_of
 
@@ -30,6 +31,7 @@ def _check_dim(name, shape, dim):
         raise ValueError(f"{name}: dim {dim} is out of range for input of shape {shape}")
 
 
+@autocast.float32_op
 def normalize(input, p=2.0, dim=1, eps=1e-12):
     """``input / max(||input||_p, eps)`` along ``dim``.
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import functorch_core.numpy as fnp
+from functorch_core._internal import autocast
 from functorch_core.ir.dtypes import dtype_kind
 
 from ..module import shape_of
@@ -31,18 +32,21 @@ def _same_shape(name, input, target):
                          f"shape {tuple(shape_of(target))} differ")
 
 
+@autocast.float32_op
 def mse_loss(input, target, reduction="mean"):
     """``(input - target) ** 2``, reduced (``'mean'``, ``'sum'`` or ``'none'``)."""
     _same_shape("mse_loss", input, target)
     return _reduce("mse_loss", fnp.square(input - target), reduction)
 
 
+@autocast.float32_op
 def l1_loss(input, target, reduction="mean"):
     """``|input - target|``, reduced."""
     _same_shape("l1_loss", input, target)
     return _reduce("l1_loss", fnp.abs(input - target), reduction)
 
 
+@autocast.float32_op
 def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean",
                                      pos_weight=None):
     """``-(pos_weight * target * log sigmoid(input) + (1 - target) * log(1 - sigmoid(input)))``,
@@ -61,6 +65,7 @@ def _class_axis_last(x):
     return fnp.moveaxis(x, 1, -1) if len(shape_of(x)) > 2 else x
 
 
+@autocast.float32_op
 def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     """``-input[n, target[n]] * weight[target[n]]`` for log-probabilities ``input`` of shape
     ``(N, C, ...)`` or ``(C,)`` and integer ``target`` of shape ``(N, ...)`` or ``()``;
@@ -86,6 +91,7 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     return _reduce("nll_loss", loss, reduction)
 
 
+@autocast.float32_op
 def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean",
                   label_smoothing=0.0):
     """Cross entropy of logits ``input`` (``(N, C, ...)`` or ``(C,)``) against class indices
@@ -142,6 +148,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     return (1 - label_smoothing) * nll + label_smoothing / c * smooth
 
 
+@autocast.float32_op
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean",
                    beta=1.0):
     """``0.5 * d**2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 * beta`` (``d = input -
@@ -163,6 +170,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     return _reduce("smooth_l1_loss", loss, reduction)
 
 
+@autocast.float32_op
 def huber_loss(input, target, reduction="mean", delta=1.0):
     """``0.5 * d**2`` where ``|d| < delta``, else ``delta * (|d| - 0.5 * delta)``, reduced
     (``delta * smooth_l1_loss(beta=delta)``).
@@ -180,6 +188,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
     return _reduce("huber_loss", loss, reduction)
 
 
+@autocast.float32_op
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean"):
     """``-(target * log(input) + (1 - target) * log(1 - input))`` for probabilities
@@ -201,6 +210,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return _reduce("binary_cross_entropy", loss, reduction)
 
 
+@autocast.float32_op
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """Pointwise KL divergence ``target * (log(target) - input)`` of log-probabilities
     ``input`` from ``target`` (log-probabilities too when ``log_target=True``; a zero target
@@ -240,6 +250,7 @@ def _pm1_target(name, target, shape):
                          f"{shape}")
 
 
+@autocast.float32_op
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                           reduction="mean"):
     """``1 - cos(x1, x2)`` where ``target == 1``, ``max(0, cos(x1, x2) - margin)`` where
@@ -266,6 +277,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     return _reduce("cosine_embedding_loss", loss, reduction)
 
 
+@autocast.float32_op
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                         reduction="mean"):
     """``max(0, -target * (input1 - input2) + margin)``, reduced (all three of one shape).
@@ -296,6 +308,7 @@ def _pairwise_distance(x1, x2, p, eps):
     return fnp.sum(fnp.abs(d) ** p, axis=-1) ** (1.0 / p)
 
 
+@autocast.float32_op
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
                         size_average=None, reduce=None, reduction="mean"):
     """``max(d(a, p) - d(a, n) + margin, 0)`` with ``d(x, y) = ||x - y + eps||_p`` over the

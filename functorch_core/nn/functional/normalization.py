@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import functorch_core.numpy as fnp
+from functorch_core._internal import autocast
 from functorch_core.transforms import stop_gradient
 
 from ..module import shape_of
@@ -20,6 +21,7 @@ def _affine(out, weight, bias, nd):
     return out if bias is None else out + fnp.reshape(bias, shape)
 
 
+@autocast.float32_op
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalise each sample over groups of ``C / num_groups`` channels (and all spatial
     positions; biased variance), then a per-channel affine.
