@@ -33,7 +33,7 @@ def test_round_trip_with_loader_and_rng(tmp_path):
     np.random.seed(5)
     path = dc.save(_state(), 7, tmp_path, loader=loader)
     assert os.path.basename(path) == "step-00000007"
-    assert sorted(os.listdir(path)) == ["manifest.json", "rank-00000.npz"]
+    assert sorted(os.listdir(path)) == ["manifest.json", "rank-00000.part"]
     want_key, want_np = random.next_key(), np.random.rand()
     random.next_key()
     ckpt = dc.load_latest(tmp_path)
@@ -54,7 +54,7 @@ def test_keep_and_the_newest_complete_step(tmp_path):
     assert dc.load_latest(tmp_path).state["model"]["b"] == 4
     # a save killed before its manifest: its folder is ignored, the previous one loads
     os.makedirs(tmp_path / ".step-00000005.partial")
-    (tmp_path / ".step-00000005.partial" / "rank-00000.npz").write_bytes(b"half")
+    (tmp_path / ".step-00000005.partial" / "rank-00000.part").write_bytes(b"half")
     assert dc.load_latest(tmp_path).step == 4
     dc.save(_state(6), 6, tmp_path, durable=False)
     # the older ones are renamed away at once (a thread deletes them)
@@ -77,7 +77,7 @@ def test_same_step_saved_again_replaces_it(tmp_path):
 def test_a_damaged_part_is_refused_by_name(tmp_path, damage):
     dc.save(_state(1), 1, tmp_path)
     dc.save(_state(2), 2, tmp_path)
-    part = tmp_path / "step-00000002" / "rank-00000.npz"
+    part = tmp_path / "step-00000002" / "rank-00000.part"
     data = bytearray(part.read_bytes())
     if damage == "flip":
         data[len(data) // 2] ^= 0x10
@@ -88,7 +88,7 @@ def test_a_damaged_part_is_refused_by_name(tmp_path, damage):
         part.unlink()
     why = {"flip": "does not match its manifest's sha256", "truncate": "truncated",
            "delete": "is missing"}[damage]
-    with pytest.raises(dc.CheckpointError, match=rf"rank-00000\.npz.*{why}"):
+    with pytest.raises(dc.CheckpointError, match=rf"rank-00000\.part.*{why}"):
         dc.load_latest(tmp_path)
     with pytest.warns(UserWarning, match="trying the previous checkpoint"):
         assert dc.load_latest(tmp_path, fallback=True).step == 1
@@ -102,7 +102,7 @@ def test_a_manifest_of_another_world_size_or_format_is_refused(tmp_path):
     with pytest.raises(dc.CheckpointError, match="is not a manifest of"):
         dc.load_latest(tmp_path)
     doc["world_size"] = 2
-    doc["files"]["rank-00001.npz"] = doc["files"]["rank-00000.npz"]
+    doc["files"]["rank-00001.part"] = doc["files"]["rank-00000.part"]
     json.dump(doc, open(manifest, "w"))
     with pytest.raises(dc.CheckpointError, match="saved by 2 ranks, this job has 1; pass "
                        "any_world_size=True"):
@@ -126,7 +126,7 @@ def test_a_sharded_state_comes_back_to_its_rank_only_at_its_world_size(tmp_path)
     manifest = os.path.join(path, "manifest.json")
     doc = json.load(open(manifest))
     doc["world_size"] = 2
-    doc["files"]["rank-00001.npz"] = doc["files"]["rank-00000.npz"]
+    doc["files"]["rank-00001.part"] = doc["files"]["rank-00000.part"]
     json.dump(doc, open(manifest, "w"))
     with pytest.raises(dc.CheckpointError, match="sharded over 2 ranks, this job has 1"):
         dc.load_latest(tmp_path, any_world_size=True)

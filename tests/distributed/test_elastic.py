@@ -201,11 +201,11 @@ def test_a_bit_flipped_part_of_a_3_rank_checkpoint_is_refused_by_name(tmp_path, 
     last = dc.complete_steps(folder)[-1]
     ckpt = dc.load_latest(folder, any_world_size=True, restore_rng=False)
     assert ckpt.world_size == 3 and ckpt.step == last and ckpt.rng is not None
-    part = folder / f"step-{last:08d}" / "rank-00001.npz"
+    part = folder / f"step-{last:08d}" / "rank-00001.part"
     data = bytearray(part.read_bytes())
     data[100] ^= 1
     part.write_bytes(bytes(data))
-    with pytest.raises(dc.CheckpointError, match=r"rank-00001\.npz' does not match its "
+    with pytest.raises(dc.CheckpointError, match=r"rank-00001\.part' does not match its "
                        r"manifest's sha256"):
         dc.load_latest(folder, any_world_size=True, restore_rng=False)
     with pytest.raises(dc.CheckpointError, match="saved by 3 ranks, this job has 1"):
