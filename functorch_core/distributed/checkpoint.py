@@ -259,12 +259,13 @@ def _prune(root, keep) -> None:
 
 
 class _Sweeper:
-    """The thread that deletes discarded folders; a sweep asked for while it runs is run
-    after the current one."""
+    """The thread that deletes discarded folders: started by the first sweep, it then waits
+    for the next (starting a thread per save costs a fraction of a millisecond)."""
 
-    lock = threading.Lock()
+    cond = threading.Condition()
     thread: threading.Thread | None = None
     asks: list = []     # the folders to sweep
+    busy = False        # a sweep is asked for or running
 
 
 def _discard(root, name) -> None:
@@ -290,22 +291,26 @@ def _sweep_now(root) -> None:
 
 def _sweeping() -> None:
     while True:
-        with _Sweeper.lock:
-            if not _Sweeper.asks:
-                _Sweeper.thread = None
-                return
+        with _Sweeper.cond:
+            while not _Sweeper.asks:
+                _Sweeper.busy = False
+                _Sweeper.cond.notify_all()
+                _Sweeper.cond.wait()
             root = _Sweeper.asks.pop(0)
         _sweep_now(root)
 
 
 def _sweep(root) -> None:
     """Delete, in a thread, the discarded folders of ``root`` (also a killed process's)."""
-    with _Sweeper.lock:
-        _Sweeper.asks.append(root)
-        if _Sweeper.thread is None:
+    with _Sweeper.cond:
+        if root not in _Sweeper.asks:
+            _Sweeper.asks.append(root)
+        _Sweeper.busy = True
+        if _Sweeper.thread is None or not _Sweeper.thread.is_alive():   # or a forked child
             _Sweeper.thread = threading.Thread(target=_sweeping, name="checkpoint-sweeper",
                                                daemon=True)
             _Sweeper.thread.start()
+        _Sweeper.cond.notify_all()
 
 
 def wait_for_cleanup() -> None:
@@ -315,10 +320,9 @@ def wait_for_cleanup() -> None:
 
         >>> dist.checkpoint.wait_for_cleanup()
     """
-    thread = _Sweeper.thread
-    while thread is not None:
-        thread.join()
-        thread = _Sweeper.thread
+    with _Sweeper.cond:
+        while _Sweeper.busy and _Sweeper.thread is not None and _Sweeper.thread.is_alive():
+            _Sweeper.cond.wait()
 
 
 def complete_steps(dir) -> list[int]:
