@@ -1,14 +1,18 @@
 """Atomic checkpoints of a distributed job: ``save(state, step, dir)`` / ``load_latest(dir)``.
 
-One folder per step, ``step-00000042/``: ``rank-00000.npz`` (rank 0: the shared ``state``
-and its own part), ``rank-<r>.npz`` (every other rank's part: its DataLoader state and RNG
+One folder per step, ``step-00000042/``: ``rank-00000.part`` (rank 0: the shared ``state``
+and its own part), ``rank-<r>.part`` (every other rank's part: its DataLoader state and RNG
 state) and ``manifest.json``, which holds every file's size and sha256. The ranks write
 into a temporary folder ``.step-00000042.partial``; once every rank's part is in (the
 ranks exchange sizes and hashes), rank 0 writes the manifest and renames the folder: a
 step folder exists only complete. A job killed at any moment leaves the previous complete
 checkpoint as it was, and ``load_latest`` refuses a truncated or altered file by name.
-Files are ``functorch_core.save`` archives: no pickle. ``dir`` must be a folder every rank
-sees (one machine, or a shared file system).
+A part file is the magic ``FCPART02``, its header's length (8 bytes, little-endian), the
+JSON header (the pytree as ``functorch_core.checkpoint.encode`` describes it, and each
+array's dtype, shape, offset and size), zeros to a multiple of 64 bytes, then the arrays'
+bytes, each at its offset and padded to 64: no pickle, written by one ``writev`` from views
+of the arrays. Format 1 checkpoints (``rank-<r>.npz``, ``functorch_core.save`` archives)
+still load. ``dir`` must be a folder every rank sees (one machine, or a shared file system).
 """
 
 from __future__ import annotations

@@ -32,13 +32,11 @@ from functorch_core.data import DataLoader
 from functorch_core.distributed import checkpoint
 from functorch_core.nn.parallel import DistributedDataParallel as DDP
 
-p = argparse.ArgumentParser()
-p.add_argument("--dir", required=True)
-p.add_argument("--log", required=True)
-p.add_argument("--samples", type=int, default=40)
-p.add_argument("--epochs", type=int, default=2)
-p.add_argument("--every", type=int, default=2)
-p.add_argument("--batch", type=int, default=0, help="every rank's batch size; 0: 2 + rank")
+p = argparse.ArgumentParser(description="DDP join() on uneven inputs, under the launcher")
+for flag in ("--dir", "--log"):
+    p.add_argument(flag, required=True)
+for flag, default in (("--samples", 40), ("--epochs", 2), ("--every", 2), ("--batch", 0)):
+    p.add_argument(flag, type=int, default=default)     # --batch 0: rank r's is 2 + r
 p.add_argument("--timeout", type=float, default=20.0)
 p.add_argument("--kill", default="")
 args = p.parse_args()

@@ -2,6 +2,7 @@
 layout, the manifest's checks, ``keep``, the RNG and DataLoader state; the multi-rank and
 kill cases are in test_elastic.py."""
 
+import hashlib
 import json
 import os
 
@@ -130,3 +131,37 @@ def test_a_sharded_state_comes_back_to_its_rank_only_at_its_world_size(tmp_path)
     json.dump(doc, open(manifest, "w"))
     with pytest.raises(dc.CheckpointError, match="sharded over 2 ranks, this job has 1"):
         dc.load_latest(tmp_path, any_world_size=True)
+
+
+def test_a_format_1_checkpoint_still_loads(tmp_path):
+    # format 1: rank-<r>.npz parts, functorch_core.save archives, listed by a manifest
+    folder = tmp_path / "step-00000003"
+    folder.mkdir()
+    rng = {"functorch_core": random.get_rng_state(), "numpy": np.random.get_state(legacy=True)}
+    part = {"rank": 0, "world_size": 1, "step": 3, "rng": rng, "loader": None}
+    fc.save({"state": _state(5), "part": part}, str(folder / "rank-00000.npz"))
+    data = (folder / "rank-00000.npz").read_bytes()
+    (folder / "manifest.json").write_text(json.dumps({
+        "format": "functorch_core.distributed.checkpoint/1", "step": 3, "world_size": 1,
+        "sharded": False, "files": {"rank-00000.npz": {
+            "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}}}))
+    ckpt = dc.load_latest(tmp_path)
+    assert ckpt.step == 3 and ckpt.loader is None
+    np.testing.assert_array_equal(ckpt.state["model"]["w"], _state(5)["model"]["w"])
+    assert ckpt.state["model"]["b"] == np.float32(5) and ckpt.state["optim"]["m"][1] is None
+
+
+def test_part_file_round_trips_every_leaf_kind(tmp_path):
+    state = {"f16": np.arange(5, dtype=np.float16), "big": np.arange(3, dtype=">i4"),
+             "fortran": np.asfortranarray(np.arange(6.0).reshape(2, 3)),
+             "strided": np.arange(10)[::3], "empty": np.zeros((0, 4)), "u": np.array(["ab"]),
+             "bool": np.array([True, False]), "c": np.complex64(1 + 2j), "t": (1, 2.5, "x")}
+    dc.save(state, 1, tmp_path)
+    got = dc.load_latest(tmp_path).state
+    for k, v in state.items():
+        if isinstance(v, tuple):
+            assert got[k] == v
+            continue
+        assert got[k].dtype == np.asarray(v).dtype and got[k].shape == np.shape(v), k
+        np.testing.assert_array_equal(got[k], v)
+    assert got["big"].flags.writeable and type(got["c"]) is np.complex64
