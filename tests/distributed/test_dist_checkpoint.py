@@ -165,3 +165,29 @@ def test_part_file_round_trips_every_leaf_kind(tmp_path):
         assert got[k].dtype == np.asarray(v).dtype and got[k].shape == np.shape(v), k
         np.testing.assert_array_equal(got[k], v)
     assert got["big"].flags.writeable and type(got["c"]) is np.complex64
+
+
+@pytest.mark.parametrize("edit", ["magic", "offset", "dtype"])
+def test_a_part_that_matches_its_manifest_but_is_not_a_part_is_refused(tmp_path, edit):
+    # the manifest is rewritten to match, so only the part's own checks can refuse it
+    path = dc.save(_state(), 1, tmp_path)
+    part = os.path.join(path, "rank-00000.part")
+    data = bytearray(open(part, "rb").read())
+    n = int.from_bytes(data[8:16], "little")
+    head = json.loads(data[16:16 + n])
+    if edit == "magic":
+        data[:8] = b"NOTAPART"
+    else:
+        spec = head["arrays"]["a0"]
+        spec[2 if edit == "offset" else 0] = 10 ** 9 if edit == "offset" else "O"
+        text = json.dumps(head, separators=(",", ":")).encode()     # shorter: same layout
+        assert len(text) <= n
+        data[16:16 + n] = text.ljust(n)
+    open(part, "wb").write(bytes(data))
+    manifest = os.path.join(path, "manifest.json")
+    doc = json.load(open(manifest))
+    doc["files"]["rank-00000.part"] = {"size": len(data),
+                                       "sha256": hashlib.sha256(data).hexdigest()}
+    json.dump(doc, open(manifest, "w"))
+    with pytest.raises(dc.CheckpointError, match=r"rank-00000\.part' is not a part of"):
+        dc.load_latest(tmp_path)
