@@ -91,6 +91,54 @@ def check_savable(obj) -> None:
     _encode(obj, "obj", {})
 
 
+def encode(obj):
+    """Split a pytree into the JSON description ``load`` reads and its arrays, as ``save``
+    does (``functorch_core.distributed.checkpoint`` writes these into its own files).
+
+    Args:
+        obj: the pytree ``save`` would be given.
+
+    Returns:
+        tuple[dict, dict[str, numpy.ndarray]]: the tree description (JSON-serialisable) and
+        the arrays it names, in the order the tree lists them.
+
+    Raises:
+        TypeError: as ``save`` does, for a leaf or key it cannot store.
+
+    Example::
+
+        >>> tree, arrays = functorch_core.checkpoint.encode({"w": np.ones(3), "step": 1})
+        >>> list(arrays)
+        ['a0']
+    """
+    arrays: dict[str, np.ndarray] = {}
+    return _encode(obj, "obj", arrays), arrays
+
+
+def decode(tree, arrays, where):
+    """The pytree that ``encode`` split into ``tree`` and ``arrays`` (array leaves are copies).
+
+    Args:
+        tree: the tree description ``encode`` returned (after a JSON round trip).
+        arrays (Mapping[str, numpy.ndarray]): the arrays it names.
+        where (str): what to name in an error, e.g. the file's path.
+
+    Raises:
+        ValueError: a description that is not ``encode``'s, or names a missing array.
+
+    Example::
+
+        >>> functorch_core.checkpoint.decode(*functorch_core.checkpoint.encode([1.5]), "x")
+        [1.5]
+    """
+    try:
+        return _decode(tree, arrays, set(arrays), "obj")
+    except _Corrupt as e:
+        raise ValueError(f"load: {where} {e}") from None
+    except RecursionError:
+        raise ValueError(f"load: {where} has a tree nested too deeply to load") from None
+
+
 def load(path):
     """Load what ``save`` wrote: the same pytree, with fresh NumPy arrays as array leaves.
 

@@ -1,14 +1,18 @@
 """Atomic checkpoints of a distributed job: ``save(state, step, dir)`` / ``load_latest(dir)``.
 
-One folder per step, ``step-00000042/``: ``rank-00000.npz`` (rank 0: the shared ``state``
-and its own part), ``rank-<r>.npz`` (every other rank's part: its DataLoader state and RNG
+One folder per step, ``step-00000042/``: ``rank-00000.part`` (rank 0: the shared ``state``
+and its own part), ``rank-<r>.part`` (every other rank's part: its DataLoader state and RNG
 state) and ``manifest.json``, which holds every file's size and sha256. The ranks write
 into a temporary folder ``.step-00000042.partial``; once every rank's part is in (the
 ranks exchange sizes and hashes), rank 0 writes the manifest and renames the folder: a
 step folder exists only complete. A job killed at any moment leaves the previous complete
 checkpoint as it was, and ``load_latest`` refuses a truncated or altered file by name.
-Files are ``functorch_core.save`` archives: no pickle. ``dir`` must be a folder every rank
-sees (one machine, or a shared file system).
+A part file is the magic ``FCPART02``, its header's length (8 bytes, little-endian), the
+JSON header (the pytree as ``functorch_core.checkpoint.encode`` describes it, and each
+array's dtype, shape, offset and size), zeros to a multiple of 64 bytes, then the arrays'
+bytes, each at its offset and padded to 64: no pickle, written by one ``writev`` from views
+of the arrays. Format 1 checkpoints (``rank-<r>.npz``, ``functorch_core.save`` archives)
+still load. ``dir`` must be a folder every rank sees (one machine, or a shared file system).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 import os
 import re
 import secrets
@@ -34,7 +39,14 @@ from functorch_core.data.loader_state import reshard
 __all__ = ["Checkpoint", "CheckpointError", "complete_steps", "load_latest", "save",
            "wait_for_cleanup"]
 
-FORMAT = "functorch_core.distributed.checkpoint/1"
+FORMAT = "functorch_core.distributed.checkpoint/2"
+FORMAT_1 = "functorch_core.distributed.checkpoint/1"    # rank-<r>.npz parts: still loaded
+PART_FORMAT = "functorch_core.distributed.checkpoint.part/2"
+_MAGIC = b"FCPART02"
+_ALIGN = 64
+_PAD = memoryview(bytes(_ALIGN))
+_WRITEV = getattr(os, "writev", None)
+_IOV_MAX = 1024
 MANIFEST = "manifest.json"
 _STEP = re.compile(r"step-(\d{8,})")
 
@@ -71,8 +83,8 @@ def _folder(step: int) -> str:
     return f"step-{step:08d}"
 
 
-def _part(rank: int) -> str:
-    return f"rank-{rank:05d}.npz"
+def _part(rank: int, fmt: str = FORMAT) -> str:
+    return f"rank-{rank:05d}.npz" if fmt == FORMAT_1 else f"rank-{rank:05d}.part"
 
 
 def _fsync(path: str) -> None:
@@ -83,29 +95,75 @@ def _fsync(path: str) -> None:
         os.close(fd)
 
 
-def _write(path: str, obj, durable: bool) -> tuple[int, bytes]:
-    """Write ``obj`` as a ``functorch_core.save`` archive at ``path``; its size and
-    sha256. A big archive is hashed in a thread while it is written (hashlib lets go of
-    the GIL)."""
-    buf = io.BytesIO()
-    single.save(obj, buf)
-    data = buf.getbuffer()
+def _aligned(n: int) -> int:
+    return n + (-n % _ALIGN)
+
+
+def _layout(obj) -> list:
+    """The buffers of ``obj``'s part file, in order: the header (magic, its length, the JSON
+    header) and each array's bytes, each padded to ``_ALIGN`` bytes. The arrays' buffers are
+    views of the arrays (a copy only of a non-contiguous one)."""
+    tree, arrays = single.encode(obj)
+    body, table, offset = [], {}, 0
+    for name, a in arrays.items():
+        table[name] = [a.dtype.str, list(a.shape), offset, a.nbytes]
+        if a.nbytes:
+            flat = a.reshape(-1) if a.flags.c_contiguous else np.ascontiguousarray(a).reshape(-1)
+            body.append(memoryview(flat.view(np.uint8)))
+            body.append(_PAD[:-a.nbytes % _ALIGN])
+        offset += _aligned(a.nbytes)
+    head = json.dumps({"format": PART_FORMAT, "tree": tree, "arrays": table}).encode()
+    start = _aligned(16 + len(head))
+    first = _MAGIC + len(head).to_bytes(8, "little") + head + bytes(start - 16 - len(head))
+    return [memoryview(first), *body]
+
+
+def _write_all(fd: int, bufs: list) -> None:
+    """Write ``bufs`` to ``fd`` in as few calls as the system allows (``writev``)."""
+    if _WRITEV is None:
+        for b in bufs:
+            while b:
+                b = b[os.write(fd, b):]
+        return
+    pending, i = list(bufs), 0
+    while i < len(pending):
+        n = _WRITEV(fd, pending[i:i + _IOV_MAX])
+        while i < len(pending) and n >= len(pending[i]):
+            n -= len(pending[i])
+            i += 1
+        if n:
+            pending[i] = pending[i][n:]
+
+
+def _hash_all(sha, bufs) -> None:
+    for b in bufs:
+        sha.update(b)
+
+
+def _write(path: str, bufs: list, durable: bool) -> tuple[int, bytes]:
+    """Write the part ``bufs`` (``_layout``'s) to the new file ``path``; its size and sha256.
+    A big part is hashed in a thread while it is written (hashlib and ``writev`` let go of
+    the GIL), from the same buffers: no copy."""
+    size = sum(len(b) for b in bufs)
     sha = hashlib.sha256()
-    hasher = threading.Thread(target=sha.update, args=(data,), name="checkpoint-hash")
-    if len(data) >= 1 << 20:
+    hasher = threading.Thread(target=_hash_all, args=(sha, bufs), name="checkpoint-hash")
+    if size >= 1 << 20:
         hasher.start()
     else:
         hasher.run()
     try:
-        with open(path, "wb") as f:
-            f.write(data)
-            f.flush()
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+                     | getattr(os, "O_CLOEXEC", 0), 0o666)
+        try:
+            _write_all(fd, bufs)
             if durable:
-                os.fsync(f.fileno())
+                os.fsync(fd)
+        finally:
+            os.close(fd)
     finally:
         if hasher.ident is not None:
             hasher.join()
-    return len(data), sha.digest()
+    return size, sha.digest()
 
 
 def _rng_state() -> dict:
@@ -160,7 +218,7 @@ def save(state, step: int, dir, *, loader=None, keep: int = 2, durable: bool = T
     part = {"rank": w.rank, "world_size": w.size, "step": step, "rng": _rng_state(),
             "loader": None if loader is None else loader.state_dict()}
     obj = {"state": state, "part": part} if w.rank == 0 or sharded else {"part": part}
-    single.check_savable(obj)     # before any folder or collective
+    bufs = _layout(obj)     # raises for what cannot be saved, before any folder or collective
     if w.rank == 0:
         os.makedirs(root, exist_ok=True)
         for name in os.listdir(root):   # killed saves' temporary folders
@@ -168,7 +226,7 @@ def save(state, step: int, dir, *, loader=None, keep: int = 2, durable: bool = T
                 _discard(root, name)
         os.mkdir(tmp)
     mpi.barrier(f" (checkpoint.save(step={step}): the folder {tmp!r} is made)")
-    size, digest = _write(os.path.join(tmp, _part(w.rank)), obj, durable)
+    size, digest = _write(os.path.join(tmp, _part(w.rank)), bufs, durable)
     mine = np.frombuffer(np.int64(size).tobytes() + digest, np.uint8)
     every = mpi.all_gather(mine, f" (checkpoint.save(step={step}): the parts' hashes)")
     if w.rank == 0:
@@ -205,12 +263,13 @@ def _prune(root, keep) -> None:
 
 
 class _Sweeper:
-    """The thread that deletes discarded folders; a sweep asked for while it runs is run
-    after the current one."""
+    """The thread that deletes discarded folders: started by the first sweep, it then waits
+    for the next (starting a thread per save costs a fraction of a millisecond)."""
 
-    lock = threading.Lock()
+    cond = threading.Condition()
     thread: threading.Thread | None = None
     asks: list = []     # the folders to sweep
+    busy = False        # a sweep is asked for or running
 
 
 def _discard(root, name) -> None:
@@ -236,22 +295,26 @@ def _sweep_now(root) -> None:
 
 def _sweeping() -> None:
     while True:
-        with _Sweeper.lock:
-            if not _Sweeper.asks:
-                _Sweeper.thread = None
-                return
+        with _Sweeper.cond:
+            while not _Sweeper.asks:
+                _Sweeper.busy = False
+                _Sweeper.cond.notify_all()
+                _Sweeper.cond.wait()
             root = _Sweeper.asks.pop(0)
         _sweep_now(root)
 
 
 def _sweep(root) -> None:
     """Delete, in a thread, the discarded folders of ``root`` (also a killed process's)."""
-    with _Sweeper.lock:
-        _Sweeper.asks.append(root)
-        if _Sweeper.thread is None:
+    with _Sweeper.cond:
+        if root not in _Sweeper.asks:
+            _Sweeper.asks.append(root)
+        _Sweeper.busy = True
+        if _Sweeper.thread is None or not _Sweeper.thread.is_alive():   # or a forked child
             _Sweeper.thread = threading.Thread(target=_sweeping, name="checkpoint-sweeper",
                                                daemon=True)
             _Sweeper.thread.start()
+        _Sweeper.cond.notify_all()
 
 
 def wait_for_cleanup() -> None:
@@ -261,10 +324,9 @@ def wait_for_cleanup() -> None:
 
         >>> dist.checkpoint.wait_for_cleanup()
     """
-    thread = _Sweeper.thread
-    while thread is not None:
-        thread.join()
-        thread = _Sweeper.thread
+    with _Sweeper.cond:
+        while _Sweeper.busy and _Sweeper.thread is not None and _Sweeper.thread.is_alive():
+            _Sweeper.cond.wait()
 
 
 def complete_steps(dir) -> list[int]:
@@ -287,25 +349,54 @@ def complete_steps(dir) -> list[int]:
                   and os.path.isfile(os.path.join(root, n, MANIFEST)))
 
 
-def _read(folder: str, name: str, entry) -> object:
-    """The archive ``name`` of ``folder``, checked against its manifest ``entry``."""
+def _read(folder: str, name: str, entry, fmt: str) -> object:
+    """The part ``name`` of ``folder``, checked against its manifest ``entry``."""
     path = os.path.join(folder, name)
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        with open(path, "rb", buffering=0) as f:
+            size = os.fstat(f.fileno()).st_size
+            if size != entry["size"]:
+                raise CheckpointError(f"load_latest: {path!r} has {size} bytes, its manifest "
+                                      f"says {entry['size']} (truncated or altered)")
+            data = bytearray(size)
+            got = f.readinto(data)
     except FileNotFoundError:
         raise CheckpointError(f"load_latest: {path!r} is missing; its manifest lists "
                               f"it") from None
-    if len(data) != entry["size"]:
-        raise CheckpointError(f"load_latest: {path!r} has {len(data)} bytes, its manifest "
-                              f"says {entry['size']} (truncated or altered)")
-    if hashlib.sha256(data).hexdigest() != entry["sha256"]:
+    if got != size or hashlib.sha256(data).hexdigest() != entry["sha256"]:
         raise CheckpointError(f"load_latest: {path!r} does not match its manifest's sha256 "
                               f"(damaged or altered)")
     try:
-        return single.load(io.BytesIO(data))
+        if fmt == FORMAT_1:
+            return single.load(io.BytesIO(data))
+        return _parse(data, path)
     except ValueError as e:
         raise CheckpointError(f"load_latest: {path!r}: {e}") from None
+
+
+def _parse(data: bytearray, path: str) -> object:
+    """The pytree of a part file (``_layout``'s buffers, read back)."""
+    n = int.from_bytes(data[8:16], "little")
+    try:
+        if data[:8] != _MAGIC or len(data) < 16 + n:
+            raise ValueError("no part header")
+        head = json.loads(data[16:16 + n].decode("utf-8"))
+        if head.get("format") != PART_FORMAT:
+            raise ValueError(f"format {head.get('format')!r}")
+        start, arrays = _aligned(16 + n), {}
+        for key, (dtype, shape, offset, nbytes) in head["arrays"].items():
+            dt = np.dtype(dtype)
+            count = math.prod(shape)
+            if (dt.hasobject or dt.fields is not None or min(shape, default=0) < 0
+                    or nbytes != count * dt.itemsize or not 0 <= offset
+                    or start + offset + nbytes > len(data)):
+                raise ValueError(f"array {key!r}: {dtype} {shape} at {offset}")
+            arrays[key] = (np.frombuffer(data, np.uint8, nbytes, start + offset).view(dt)
+                           .reshape(shape) if nbytes else np.zeros(shape, dt))
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as e:
+        raise CheckpointError(f"load_latest: {path!r} is not a part of {PART_FORMAT!r} "
+                              f"({type(e).__name__}: {e})") from None
+    return single.decode(head["tree"], arrays, repr(path))
 
 
 def _manifest(folder: str) -> dict:
@@ -315,11 +406,12 @@ def _manifest(folder: str) -> dict:
             doc = json.load(f)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise CheckpointError(f"load_latest: {path!r} is not JSON: {e}") from None
-    ok = (isinstance(doc, dict) and doc.get("format") == FORMAT
+    fmt = doc.get("format") if isinstance(doc, dict) else None
+    ok = (fmt in (FORMAT, FORMAT_1)
           and isinstance(doc.get("world_size"), int) and isinstance(doc.get("files"), dict)
           and all(isinstance(e, dict) and isinstance(e.get("size"), int)
                   and isinstance(e.get("sha256"), str) for e in doc["files"].values())
-          and set(doc["files"]) == {_part(r) for r in range(doc["world_size"])})
+          and set(doc["files"]) == {_part(r, fmt) for r in range(doc["world_size"])})
     if not ok:
         raise CheckpointError(f"load_latest: {path!r} is not a manifest of {FORMAT!r} "
                               f"listing one part per rank")
@@ -339,7 +431,8 @@ def _load(root: str, step: int, any_world_size: bool) -> Checkpoint:
         raise CheckpointError(f"load_latest: {folder!r} was saved by {old} ranks, this job "
                               f"has {w.size}; pass any_world_size=True to re-shard the data")
     # every rank checks every part, so that all reach the same verdict without a collective
-    parts = [_read(folder, _part(r), doc["files"][_part(r)]) for r in range(old)]
+    parts = [_read(folder, _part(r, doc["format"]), doc["files"][_part(r, doc["format"])],
+                   doc["format"]) for r in range(old)]
     holders = parts if sharded else parts[:1]
     if not all(isinstance(p, dict) and isinstance(p.get("part"), dict) for p in parts) \
             or not all("state" in p for p in holders):

@@ -23,16 +23,17 @@ from functorch_core.distributed import run as launcher
 
 HERE = Path(__file__).parent
 SCRIPT = HERE / "elastic_train.py"
+JOIN = HERE / "elastic_join.py"
 SAMPLES, EPOCHS = 40, 2
 ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
 
 
-def _launch(tmp, n=3, job=(), launch=(), timeout=60, samples=SAMPLES):
+def _launch(tmp, n=3, job=(), launch=(), timeout=60, samples=SAMPLES, script=SCRIPT):
     """Run elastic_train.py under the launcher; ``(exit status, output, log folder)``."""
     log = tmp / "log"
     log.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "functorch_core.distributed.run", "-n", str(n), *launch,
-           str(SCRIPT), "--dir", str(tmp / "ckpt"), "--log", str(log),
+           str(script), "--dir", str(tmp / "ckpt"), "--log", str(log),
            "--samples", str(samples), "--epochs", str(EPOCHS), *job]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, **ENV}, start_new_session=True)
@@ -125,6 +126,42 @@ def test_restart_from_3_ranks_to_2_delivers_the_rest_exactly_once(tmp_path):
 
 
 @needs_mpi
+@pytest.mark.parametrize("kill, resumed", [("0:5", 4), ("1:3", 2), ("0:11", 10)])
+def test_join_on_uneven_inputs_across_a_restart_ends_as_the_uninterrupted_run(
+        tmp_path, kill, resumed):
+    # elastic_join.py: rank r takes batches of 2 + r, so of the 13-14 samples of each
+    # rank's share of an epoch rank 0 has 7 batches, rank 1 5, rank 2 4 (it joins after
+    # step 4 of epoch 0, step 11 of epoch 1); checkpoints every 2 steps while all train.
+    # Killed in the joined tail (step 5), before it (3), in the second epoch (11)
+    rc, out, ref = _launch(tmp_path / "ref", script=JOIN)
+    assert rc == 0, out
+    assert _exactly_once(ref) == [0]
+    rc, out, log = _launch(tmp_path / "killed", script=JOIN, job=["--kill", kill],
+                           launch=["--max-restarts", "1"])
+    assert rc == 0, out
+    assert "restart 1 of 1 on 3 processes" in out
+    assert _exactly_once(log) == [0, resumed]
+    np.testing.assert_array_equal(np.load(log / "final.npy"), np.load(ref / "final.npy"))
+
+
+@needs_mpi
+def test_join_restarted_from_3_ranks_on_2_delivers_the_rest_exactly_once(tmp_path):
+    # 43 samples, batches of 2: shares of 15, 14, 14 are 8, 7, 7 batches; killed at step 8
+    # (ranks 1 and 2 have joined), the step-5 checkpoint resumes on 2 ranks, whose shares
+    # of the 13 samples left (7 and 6: 4 and 3 batches) are uneven again
+    slots = tmp_path / "slots"
+    slots.write_text("2\n")
+    rc, out, log = _launch(tmp_path, script=JOIN, samples=43, launch=[
+        "--max-restarts", "1", "--min-nproc", "2", "--nproc-file", str(slots)],
+        job=["--kill", "0:8", "--batch", "2", "--every", "5"])
+    assert rc == 0, out
+    assert "restart 1 of 1 on 2 processes" in out
+    assert _exactly_once(log, samples=43) == [0, 5]
+    assert json.loads((log / "resumed-1.json").read_text())["world_size"] == 2
+    assert np.isfinite(np.load(log / "final.npy")).all()
+
+
+@needs_mpi
 def test_a_sleeping_rank_makes_the_others_time_out_naming_it(tmp_path):
     start = time.monotonic()
     rc, out, log = _launch(tmp_path, job=["--sleep", "1:3", "--timeout", "2"],
@@ -201,11 +238,11 @@ def test_a_bit_flipped_part_of_a_3_rank_checkpoint_is_refused_by_name(tmp_path, 
     last = dc.complete_steps(folder)[-1]
     ckpt = dc.load_latest(folder, any_world_size=True, restore_rng=False)
     assert ckpt.world_size == 3 and ckpt.step == last and ckpt.rng is not None
-    part = folder / f"step-{last:08d}" / "rank-00001.npz"
+    part = folder / f"step-{last:08d}" / "rank-00001.part"
     data = bytearray(part.read_bytes())
     data[100] ^= 1
     part.write_bytes(bytes(data))
-    with pytest.raises(dc.CheckpointError, match=r"rank-00001\.npz' does not match its "
+    with pytest.raises(dc.CheckpointError, match=r"rank-00001\.part' does not match its "
                        r"manifest's sha256"):
         dc.load_latest(folder, any_world_size=True, restore_rng=False)
     with pytest.raises(dc.CheckpointError, match="saved by 3 ranks, this job has 1"):
