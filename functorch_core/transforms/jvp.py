@@ -172,7 +172,7 @@ for _p in (P.sign, P.floor, P.ceil, P.round, P.is_finite, P.not_, P.iota, P.argm
     JVP_RULES.register(_p, zero_rule(_p))
 for _p in (P.neg, P.real, P.imag, P.conj, P.convert, P.broadcast_in_dim, P.reshape,
            P.transpose, P.squeeze, P.expand_dims, P.rev, P.slice, P.reduce_sum, P.cumsum,
-           P.concatenate, P.pad):
+           P.concatenate, P.pad, P.reduce_precision):
     JVP_RULES.register(_p, _linear(_p))
 JVP_RULES.register(P.select, _linear(P.select, (1, 2)))
 JVP_RULES.register(P.dynamic_slice, _linear(P.dynamic_slice, (0,)))
@@ -308,15 +308,14 @@ _binary(P.copysign, lambda x, y, out: mul(P.copysign.bind(const(1, x), x),
 
 # --- contraction ----------------------------------------------------------------
 
-def _dot_general_rule(primals, tangents, *, dimension_numbers):
+def _dot_general_rule(primals, tangents, **params):
     (lhs, rhs), (tl, tr) = primals, tangents
-    out = P.dot_general.bind(lhs, rhs, dimension_numbers=dimension_numbers)
+    out = P.dot_general.bind(lhs, rhs, **params)
     tout = Zero(tangent_aval(_av(out)))
     if not is_zero(tl):
-        tout = P.dot_general.bind(tl, rhs, dimension_numbers=dimension_numbers)
+        tout = P.dot_general.bind(tl, rhs, **params)
     if not is_zero(tr):
-        tout = add_tangents(tout, P.dot_general.bind(lhs, tr,
-                                                     dimension_numbers=dimension_numbers))
+        tout = add_tangents(tout, P.dot_general.bind(lhs, tr, **params))
     return out, tout
 
 
