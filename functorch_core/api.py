@@ -20,7 +20,7 @@ from functorch_core.ir.pytree import dict_keys, tree_leaves, tree_unflatten
 from functorch_core.ir.trace import CURRENT_TRACE
 
 from . import _donation
-from ._internal import axis_env
+from ._internal import axis_env, matmul_precision
 from ._internal.random_scope import Scope
 from ._internal.tracing import (
     arg_paths,
@@ -328,6 +328,8 @@ class Jitted:
             static = tuple(sorted(static, key=lambda kv: str(kv[0])))
         if axis_env.current():      # traced inside a named vmap: collectives read its axes
             static += (("the named vmap axes", axis_env.current()),)
+        if matmul_precision.current() != "highest":     # products read it when traced
+            static += (("the float32 matmul precision", matmul_precision.current()),)
         key = _signature(leaves, in_tree, static, fname)
         entry = self.cache.get(key)
         if entry is None:

@@ -14,6 +14,7 @@ from functorch_core.ir import dtypes
 from functorch_core.ir import primitives as P
 from functorch_core.ir.source import user_source
 
+from .._internal import matmul_precision
 from ..numpy.internal import array_operand, aval, cast, to_result
 
 __all__ = ["conv_general_dilated", "conv", "conv_transpose", "conv_dimension_numbers",
@@ -140,7 +141,11 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
             features split into this many groups, each with its own output features.
         batch_group_count (int, default ``1``): the batch split into groups, each with
             its own output features (the kernel gradient of a grouped convolution).
-        precision (default ``None``): accepted for compatibility; ignored.
+        precision (default ``None``): for float32 operands, ``lax.Precision.HIGHEST`` /
+            ``'highest'`` / ``'float32'`` (float32), ``HIGH`` / ``'high'`` /
+            ``'bfloat16_3x'`` (three bfloat16 products), ``'medium'`` / ``'bfloat16'``
+            (bfloat16 operands); ``None`` or ``DEFAULT``: the float32 matmul precision in
+            force (``fc.get_float32_matmul_precision()``), read when traced.
         preferred_element_type (dtype, default ``None``): compute and return in this
             dtype (operands are converted to it).
 
@@ -155,6 +160,7 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
     """
     name = "conv_general_dilated"
     lhs, rhs = _operands(name, lhs, rhs, preferred_element_type)
+    reduced = matmul_precision.param(name, precision, aval(lhs).dtype)
     ls, rs = aval(lhs).shape, aval(rhs).shape
     specs = conv_dimension_numbers(ls, rs, dimension_numbers, name)
     n = len(ls) - 2
@@ -171,7 +177,8 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
     out = P.conv_general_dilated.bind(
         lhs, rhs, window_strides=strides, padding=pads, lhs_dilation=lhs_dil,
         rhs_dilation=rhs_dil, dimension_numbers=specs,
-        feature_group_count=int(feature_group_count), batch_group_count=int(batch_group_count))
+        feature_group_count=int(feature_group_count), batch_group_count=int(batch_group_count),
+        **reduced)
     return to_result(out)
 
 
@@ -184,7 +191,7 @@ def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_ty
         rhs (array): the kernel ``(O, C, *window)``.
         window_strides (sequence of int): the stride per spatial dimension.
         padding (str or sequence of pairs): as in ``conv_general_dilated``.
-        precision (default ``None``): ignored.
+        precision (default ``None``): as in ``conv_general_dilated``.
         preferred_element_type (dtype, default ``None``): the computation dtype.
 
     Example::
@@ -228,7 +235,7 @@ def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numb
             picks the channels-last layouts above.
         transpose_kernel (bool, default ``False``): flip the kernel spatially and swap
             its in/out feature axes, giving the gradient of ``conv_general_dilated``.
-        precision (default ``None``): ignored.
+        precision (default ``None``): as in ``conv_general_dilated``.
         preferred_element_type (dtype, default ``None``): the computation dtype.
 
     Example::

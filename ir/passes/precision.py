@@ -18,13 +18,11 @@ the absent param); the values are torch's names:
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..core import Eqn, Graph, Var
 from ..primitives import add, conv_general_dilated, dot_general, reduce_precision, sub
 
 __all__ = ["PRECISIONS", "BF16_BITS", "PRODUCTS", "reduced_product", "applies",
-           "expand_precision", "precision_param"]
+           "expand_precision"]
 
 PRECISIONS = ("highest", "high", "medium")
 BF16_BITS = {"exponent_bits": 8, "mantissa_bits": 7}
@@ -57,37 +55,28 @@ def expand_precision(graph: Graph) -> Graph:
         return graph
     eqns: list[Eqn] = []
     for eqn in graph.eqns:
-        if not applies(eqn):
+        if applies(eqn):
+            _expand(eqn, eqns)
+        else:
             eqns.append(eqn)
-            continue
-        params = {k: v for k, v in eqn.params.items() if k != "precision"}
-        out = eqn.outputs[0]
-
-        def emit(prim, inputs, aval, result=None, **kw):
-            v = Var(aval) if result is None else result
-            eqns.append(Eqn(prim, tuple(inputs), (v,), kw, eqn.source))
-            return v
-
-        def product(a, b, prim=eqn.prim, params=params):
-            return emit(prim, (a, b), out.aval, **params)
-
-        def rounded(x):
-            return emit(reduce_precision, (x,), x.aval, **BF16_BITS)
-
-        reduced_product(product, rounded, lambda x, y: emit(sub, (x, y), x.aval),
-                               lambda x, y: emit(add, (x, y), x.aval), *eqn.inputs,
-                               eqn.params["precision"])
-        last_eqn = eqns.pop()               # the last one writes the original result
-        eqns.append(Eqn(last_eqn.prim, last_eqn.inputs, (out,), last_eqn.params,
-                        last_eqn.source))
     return Graph(list(graph.inputs), eqns, list(graph.outputs))
 
 
-def precision_param(name, dtype, precision):
-    """The param to record for a product of ``dtype`` at ``precision`` (torch's name):
-    ``{}`` for ``"highest"`` and every dtype but float32 (the setting is float32's)."""
-    if precision not in PRECISIONS:
-        raise ValueError(f"{name}: precision {precision!r} is not one of {PRECISIONS}")
-    if precision == "highest" or np.dtype(dtype) != np.float32:
-        return {}
-    return {"precision": precision}
+def _expand(eqn: Eqn, eqns: list[Eqn]) -> None:
+    """Append the equations of one reduced-precision product to ``eqns``; the last of them
+    writes the product's own result."""
+    params = {k: v for k, v in eqn.params.items() if k != "precision"}
+    out = eqn.outputs[0]
+
+    def emit(prim, inputs, aval, **kw):
+        v = Var(aval)
+        eqns.append(Eqn(prim, tuple(inputs), (v,), kw, eqn.source))
+        return v
+
+    reduced_product(lambda a, b: emit(eqn.prim, (a, b), out.aval, **params),
+                    lambda x: emit(reduce_precision, (x,), x.aval, **BF16_BITS),
+                    lambda x, y: emit(sub, (x, y), x.aval),
+                    lambda x, y: emit(add, (x, y), x.aval), *eqn.inputs,
+                    eqn.params["precision"])
+    last = eqns.pop()
+    eqns.append(Eqn(last.prim, last.inputs, (out,), last.params, last.source))
