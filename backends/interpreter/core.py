@@ -290,22 +290,26 @@ def _at_precision(impl):
 @_impl(P.reduce_precision)
 def reduce_precision(x, *, exponent_bits, mantissa_bits):
     """XLA's ReducePrecision on the bits of ``x`` (``ir/numerics.py``'s constants)."""
-    x = np.asarray(x)
+    return reduce_precision_with(np, np.asarray(x), exponent_bits, mantissa_bits)
+
+
+def reduce_precision_with(xp, x, exponent_bits, mantissa_bits):
+    """:func:`reduce_precision` over the array module ``xp`` (NumPy, or CuPy on a device)."""
     fi = np.finfo(x.dtype)
     c = reduced_precision(fi.nexp, fi.nmant, exponent_bits, mantissa_bits)
     ut = np.dtype(f"uint{c.bits}")
     u = x.view(ut)
-    k = lambda v: ut.type(v)    # noqa: E731
+    k = ut.type
     if c.shift:
         lsb = (u >> k(c.shift)) & k(1)
         u = (u + (k(c.half - 1) + lsb)) & k(c.truncate)
     if c.clamp:
         field, sign = u & k(c.exponent_mask), u & k(c.sign_mask)
-        u = np.where(field > k(c.max_field), sign | k(c.exponent_mask),
-                     np.where(field <= k(c.min_field), sign, u))
-    out = np.asarray(u, ut).view(x.dtype)
+        u = xp.where(field > k(c.max_field), sign | k(c.exponent_mask),
+                     xp.where(field <= k(c.min_field), sign, u))
+    out = xp.asarray(u, ut).view(x.dtype)
     if c.keep_nan:
-        out = np.where(np.isnan(x), x, out)
+        out = xp.where(xp.isnan(x), x, out)
     return out.reshape(x.shape)
 
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
+from functorch_core.backends.llvm.runtime import compile_graph
+from functorch_core.ir import primitives as P
 
 import functorch_core as fc
 import functorch_core.numpy as fnp
 from functorch_core import lax
-from functorch_core.backends.llvm.runtime import compile_graph
-from functorch_core.ir import primitives as P
 from functorch_core.testing import check_grads
 
 F32 = np.float32
@@ -98,7 +98,7 @@ def test_reduce_precision_grads_and_vmap_round_the_tangent_too():
     x = np.array([1.1, -2.3, 0.7], F32)
     t = np.array([1.0001, 3.3, -0.5], F32)
     fn = lambda v: lax.reduce_precision(v, 8, 7)        # noqa: E731
-    y, ty = fc.jvp(fn, (x,), (t,))
+    _, ty = fc.jvp(fn, (x,), (t,))
     _same_bits(ty, t.astype(BF16).astype(F32))          # JAX's rule
     g = fc.grad(lambda v: (fn(v) * t).sum())(x)
     _same_bits(g, t.astype(BF16).astype(F32))
@@ -111,7 +111,7 @@ def test_reduce_precision_rejects_bad_input():
         lax.reduce_precision(np.arange(3), 8, 7)
     with pytest.raises(ValueError, match="exponent_bits must be an int >= 1, got 0"):
         lax.reduce_precision(np.ones(3, F32), 0, 7)
-    with pytest.raises(ValueError, match="mantissa_bits must be an int >= 0, got 2.5"):
+    with pytest.raises(ValueError, match=r"mantissa_bits must be an int >= 0, got 2\.5"):
         lax.reduce_precision(np.ones(3, F32), 8, 2.5)
 
 
@@ -357,3 +357,19 @@ def test_backends_expand_the_products_in_one_pass():
     names = [type(s).__name__ for s in plan.steps]
     assert names.count("Blas") == 3         # three plain float32 gemms
     assert P.reduce_precision in {op.prim for s in plan.steps for op in getattr(s, "ops", ())}
+
+
+@pytest.mark.gpu_sim
+def test_cuda_backend_rounds_and_expands_under_the_simulator():
+    if "cuda" not in fc.backends_available():
+        pytest.skip("needs the cuda backend (NUMBA_ENABLE_CUDASIM=1 under make test-gpu-sim)")
+    x = _random_f32(2000)
+    got = fc.jit(lambda v: lax.reduce_precision(v, 8, 7), backend="cuda")(x)
+    with np.errstate(over="ignore", invalid="ignore"):
+        _same_bits(fc.device_get(got), x.astype(BF16).astype(F32))
+    a, b = _operands((16, 24), (24, 8))
+    scale = np.abs(_reference(np.abs(a), np.abs(b), "highest"))
+    for p in ("high", "medium"):
+        with fc.default_matmul_precision(p):
+            got = fc.device_get(fc.jit(lambda u, v: u @ v, backend="cuda")(a, b))
+        assert np.all(np.abs(got - _reference(a, b, p)) <= 4 * 24 * np.finfo(F32).eps * scale)
