@@ -108,14 +108,17 @@ def _from_strings(name, lhs, rhs, out, nd, lhs_shape, rhs_shape):
             (out.index("N"), out.index("C"), *(out.index(c) for c in spatial)))
 
 
-def _operands(name, lhs, rhs, preferred_element_type):
+def operands(name, lhs, rhs, preferred_element_type):
+    """The operands of a product or convolution in their common dtype (with
+    ``preferred_element_type``'s)."""
     lhs, rhs = array_operand(lhs), array_operand(rhs)
     dt = np.result_type(aval(lhs).dtype, aval(rhs).dtype)
     if preferred_element_type is not None:
         dt = np.result_type(dt, preferred_element_type)
     if dt.kind not in "iufc":
         raise TypeError(f"{name}: operands of dtype {aval(lhs).dtype} and {aval(rhs).dtype} "
-                        "are not numeric")
+                        f"(shapes {aval(lhs).shape} and {aval(rhs).shape}) are not numeric "
+                        f"(at {user_source()})")
     dt = dtypes.canonical(dt)
     return cast(lhs, dt), cast(rhs, dt)
 
@@ -159,7 +162,7 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
         array([4., 6., 6., 6., 4.])
     """
     name = "conv_general_dilated"
-    lhs, rhs = _operands(name, lhs, rhs, preferred_element_type)
+    lhs, rhs = operands(name, lhs, rhs, preferred_element_type)
     reduced = matmul_precision.param(name, precision, aval(lhs).dtype)
     ls, rs = aval(lhs).shape, aval(rhs).shape
     specs = conv_dimension_numbers(ls, rs, dimension_numbers, name)
@@ -244,7 +247,7 @@ def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numb
         (1, 6, 1)
     """
     name = "conv_transpose"
-    lhs, rhs = _operands(name, lhs, rhs, preferred_element_type)
+    lhs, rhs = operands(name, lhs, rhs, preferred_element_type)
     ls, rs = aval(lhs).shape, aval(rhs).shape
     if dimension_numbers is None:
         if len(ls) not in _TRANSPOSE_LAYOUTS or len(rs) != len(ls):

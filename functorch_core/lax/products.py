@@ -13,27 +13,15 @@ import operator
 
 import numpy as np
 
-from functorch_core.ir import dtypes
 from functorch_core.ir import primitives as P
 from functorch_core.ir.source import user_source
 
 from .._internal import matmul_precision
 from .._internal.matmul_precision import Precision
-from ..numpy.internal import array_operand, aval, cast, to_result
+from ..numpy.internal import array_operand, aval, to_result
+from .conv import operands
 
 __all__ = ["Precision", "dot_general", "dot", "reduce_precision"]
-
-
-def _operands(name, lhs, rhs, preferred_element_type):
-    lhs, rhs = array_operand(lhs), array_operand(rhs)
-    dt = np.result_type(aval(lhs).dtype, aval(rhs).dtype)
-    if preferred_element_type is not None:
-        dt = np.result_type(dt, preferred_element_type)
-    if dt.kind not in "biufc":
-        raise TypeError(f"{name}: operands of dtype {aval(lhs).dtype} and {aval(rhs).dtype} "
-                        f"are not numeric (at {user_source()})")
-    dt = dtypes.canonical(dt)
-    return cast(lhs, dt), cast(rhs, dt)
 
 
 def _axes(name, arg, axes, ndim, shape):
@@ -76,7 +64,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
         (2, 3, 5)
     """
     name = "dot_general"
-    lhs, rhs = _operands(name, lhs, rhs, preferred_element_type)
+    lhs, rhs = operands(name, lhs, rhs, preferred_element_type)
     ls, rs = aval(lhs).shape, aval(rhs).shape
     try:
         (lc, rc), (lb, rb) = dimension_numbers

@@ -308,32 +308,23 @@ _binary(P.copysign, lambda x, y, out: mul(P.copysign.bind(const(1, x), x),
 
 # --- contraction ----------------------------------------------------------------
 
-def _dot_general_rule(primals, tangents, **params):
-    (lhs, rhs), (tl, tr) = primals, tangents
-    out = P.dot_general.bind(lhs, rhs, **params)
-    tout = Zero(tangent_aval(_av(out)))
-    if not is_zero(tl):
-        tout = P.dot_general.bind(tl, rhs, **params)
-    if not is_zero(tr):
-        tout = add_tangents(tout, P.dot_general.bind(lhs, tr, **params))
-    return out, tout
+def _product_rule(prim):
+    """dot_general and conv_general_dilated: bilinear, the tangent products with the
+    primal's params (its precision included)."""
+    def rule(primals, tangents, **params):
+        (lhs, rhs), (tl, tr) = primals, tangents
+        out = prim.bind(lhs, rhs, **params)
+        tout = Zero(tangent_aval(_av(out)))
+        if not is_zero(tl):
+            tout = prim.bind(tl, rhs, **params)
+        if not is_zero(tr):
+            tout = add_tangents(tout, prim.bind(lhs, tr, **params))
+        return out, tout
+    return rule
 
 
-JVP_RULES.register(P.dot_general, _dot_general_rule)
-
-
-def _conv_rule(primals, tangents, **params):
-    (lhs, rhs), (tl, tr) = primals, tangents
-    out = P.conv_general_dilated.bind(lhs, rhs, **params)
-    tout = Zero(tangent_aval(_av(out)))
-    if not is_zero(tl):
-        tout = P.conv_general_dilated.bind(tl, rhs, **params)
-    if not is_zero(tr):
-        tout = add_tangents(tout, P.conv_general_dilated.bind(lhs, tr, **params))
-    return out, tout
-
-
-JVP_RULES.register(P.conv_general_dilated, _conv_rule)
+JVP_RULES.register(P.dot_general, _product_rule(P.dot_general))
+JVP_RULES.register(P.conv_general_dilated, _product_rule(P.conv_general_dilated))
 
 
 # --- windowed reductions --------------------------------------------------------------

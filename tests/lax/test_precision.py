@@ -374,3 +374,21 @@ def test_cuda_backend_rounds_and_expands_under_the_simulator():
         with fc.default_matmul_precision(p):
             got = fc.device_get(fc.jit(lambda u, v: u @ v, backend="cuda")(a, b))
         assert np.all(np.abs(got - _reference(a, b, p)) <= 4 * 24 * np.finfo(F32).eps * scale)
+
+
+def test_lax_dot_general_rejects_bad_input():
+    a, b = np.ones((2, 3), F32), np.ones((4, 5), F32)
+    with pytest.raises(ValueError, match=r"dot_general: lhs \(2, 3\) dimension 1 \(3\) and rhs "
+                                         r"\(4, 5\) dimension 0 \(4\) should match"):
+        lax.dot_general(a, b, (((1,), (0,)), ((), ())))
+    with pytest.raises(ValueError, match=r"dot_general: lhs contracting dimensions \(2,\) are "
+                                         r"not distinct axes of an operand of shape \(2, 3\)"):
+        lax.dot_general(a, b, (((2,), (0,)), ((), ())))
+    with pytest.raises(TypeError, match=r"dot: incompatible shapes for dot: got \(2, 3\) and "
+                                        r"\(4, 5\)"):
+        lax.dot(a, b)
+    with pytest.raises(TypeError, match=r"dot_general: operands of dtype bool and bool "
+                                        r"\(shapes \(3,\) and \(3,\)\) are not numeric"):
+        lax.dot_general(np.ones(3, bool), np.ones(3, bool), (((0,), (0,)), ((), ())))
+    np.testing.assert_allclose(lax.dot_general(np.ones((2, 3)), np.ones((3, 4)),
+                                               (((1,), (0,)), ((), ()))), np.full((2, 4), 3.0))
