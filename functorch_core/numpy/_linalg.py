@@ -136,7 +136,7 @@ def dot(a, b, out=None, *, precision=None):
     Example::
 
         >>> fnp.dot(np.ones(3, np.float32), np.ones(3, np.float32), precision="high")
-        array(3., dtype=float32)
+        np.float32(3.0)
     """
     if out is not None:
         raise NotImplementedError("dot(..., out=...) is not supported")
