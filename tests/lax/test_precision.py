@@ -392,3 +392,18 @@ def test_lax_dot_general_rejects_bad_input():
         lax.dot_general(np.ones(3, bool), np.ones(3, bool), (((0,), (0,)), ((), ())))
     np.testing.assert_allclose(lax.dot_general(np.ones((2, 3)), np.ones((3, 4)),
                                                (((1,), (0,)), ((), ()))), np.full((2, 4), 3.0))
+
+
+def test_convolution_transforms_keep_the_precision():
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((2, 3, 7)).astype(F32)
+    w = rng.standard_normal((4, 3, 3)).astype(F32)
+    f = lambda u, v: lax.conv(u, v, (1,), "SAME", precision="medium")     # noqa: E731
+    graph = str(fc.make_graph(fc.grad(lambda u, v: f(u, v).sum(), argnums=(0, 1)))(x, w))
+    assert graph.count("precision=medium") == 3
+    vm = str(fc.make_graph(fc.vmap(f, in_axes=(0, None)))(np.stack([x, x]), w))
+    assert "precision=medium" in vm
+    # the cotangent of the input is a convolution of rounded operands: bf16(ct) with bf16(w)
+    gx = fc.grad(lambda u: f(u, w).sum())(x)
+    want = fc.grad(lambda u: lax.conv(u, _bf16(w), (1,), "SAME").sum())(x)
+    np.testing.assert_allclose(gx, want, rtol=1e-6, atol=1e-6)
