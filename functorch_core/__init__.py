@@ -38,6 +38,11 @@ from .devices import backends_available, device_get, device_put
 from .lax import associative_scan, cond, fori_loop, scan, switch, while_loop
 from .lax import map as map
 from .numpy.internal import install_tracer_methods as _install_tracer_methods
+from .precision import (
+    default_matmul_precision,
+    get_float32_matmul_precision,
+    set_float32_matmul_precision,
+)
 from .random import manual_seed
 from .transforms import (
     custom_jvp,
@@ -86,6 +91,8 @@ __all__ = [
     "profiler", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
     "is_deterministic_algorithms_warn_only_enabled",
     "backends_available", "device_get", "device_put",
+    "set_float32_matmul_precision", "get_float32_matmul_precision",
+    "default_matmul_precision",
     "scipy", "data", "distributed", "amp", "autocast",
 ]
 __version__ = "0.1.0"

@@ -20,7 +20,7 @@ from functorch_core.ir.pytree import dict_keys, tree_leaves, tree_unflatten
 from functorch_core.ir.trace import CURRENT_TRACE
 
 from . import _donation
-from ._internal import autocast, axis_env
+from ._internal import autocast, axis_env, matmul_precision
 from ._internal.random_scope import Scope
 from ._internal.tracing import (
     arg_paths,
@@ -329,6 +329,8 @@ class Jitted:
             static = tuple(sorted(static, key=lambda kv: str(kv[0])))
         if axis_env.current():      # traced inside a named vmap: collectives read its axes
             static += (("the named vmap axes", axis_env.current()),)
+        if matmul_precision.current() != "highest":     # products read it when traced
+            static += (("the float32 matmul precision", matmul_precision.current()),)
         if autocast.current() is not None:     # products and reductions read it when traced
             static += (("autocast", str(autocast.current())),)
             fkey = None                        # the fast path keys by arguments only

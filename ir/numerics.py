@@ -10,6 +10,8 @@ one table is what makes those agree, so a change here changes every one of them.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 # log(1 + f) = f - f^2/2 + s (f^2/2 + s^2 q(s^2)), s = f / (2 + f), for 1 + f in
 # [sqrt(1/2), sqrt(2)); q's coefficients (q(0) = 2/3), lowest degree first.
 LOG_F32 = (0.6666668503957586, 0.3998878056602198, 0.2957994939197279)
@@ -49,3 +51,45 @@ BETAINC_TOL_SECOND = 2.0 ** -40
 BETAINC_BIG = 2.0 ** 256        # convergents are rescaled past this
 IGAMMA_MAX_TERMS = 3000
 IGAMMA_BIG = 2.0 ** 256
+
+
+class ReducedPrecision(NamedTuple):
+    """The integer constants of XLA's ReducePrecision on the bits of one float dtype, which
+    the interpreter (NumPy), the cpu backend (LLVM IR) and the expansion of reduced-precision
+    products all evaluate (each its own way, from these numbers):
+
+    - ``shift`` > 0 rounds the mantissa to nearest, ties to even: ``u + (half - 1) + lsb``
+      (``lsb`` the bit at ``shift``), then ``u & truncate``; 0 leaves the mantissa;
+    - ``clamp``: the exponent is reduced too: a biased exponent field above ``max_field``
+      becomes a signed inf, one at or below ``min_field`` a signed zero (XLA flushes the
+      reduced format's subnormals);
+    - ``keep_nan``: a NaN operand is the result (with no mantissa bit left, NaN becomes
+      inf, as in XLA).
+    """
+
+    bits: int
+    shift: int
+    half: int
+    truncate: int
+    clamp: bool
+    exponent_mask: int
+    max_field: int
+    min_field: int
+    sign_mask: int
+    keep_nan: bool
+
+
+def reduced_precision(nexp: int, nmant: int, exponent_bits: int, mantissa_bits: int):
+    """:class:`ReducedPrecision` for a float of ``nexp`` exponent and ``nmant`` mantissa
+    bits rounded to ``exponent_bits`` and ``mantissa_bits`` (more than the float has: that
+    part is left as it is)."""
+    bits = 1 + nexp + nmant
+    full = (1 << bits) - 1
+    shift = max(nmant - mantissa_bits, 0)
+    half = (1 << (shift - 1)) if shift else 0
+    truncate = full & ~((1 << shift) - 1)
+    bias, reduced_bias = (1 << (nexp - 1)) - 1, (1 << (min(exponent_bits, nexp) - 1)) - 1
+    return ReducedPrecision(
+        bits, shift, half, truncate, exponent_bits < nexp, ((1 << nexp) - 1) << nmant,
+        (bias + reduced_bias) << nmant, (bias - reduced_bias) << nmant, 1 << (bits - 1),
+        mantissa_bits > 0)

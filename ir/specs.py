@@ -149,6 +149,9 @@ _ARITHMETIC = (
     _binary("ge", REAL, "greater_equal", result="bool"),
     PrimSpec("select", "select", NUMERIC, linear=(1, 2), numpy="numpy.where"),
     PrimSpec("convert", "convert", NUMERIC, linear=(0,)),
+    # rounding to fewer exponent/mantissa bits in the same dtype (lax.reduce_precision);
+    # linear as JAX treats it: its tangent and cotangent are rounded the same way
+    PrimSpec("reduce_precision", "unary", "f", linear=(0,)),
 )
 
 # scipy.special's functions (ir.primitives.SPECIAL); erf, erfc, erfcx, spence and

@@ -130,6 +130,10 @@ def _unary_rows():
     rows.append(_row("not", P.not_.bind, ints(-5, 5, 3, 2), grad=INTEGER_OPERANDS))
     rows.append(_row("polygamma", lambda x: P.polygamma.bind(x, order=1), uniform(0.5, 3),
                      tol=16.0))
+    # 40 mantissa bits of float64: finite differences see the slope 1 its (JAX's linear)
+    # rules give, to 2^-40 (the exact bf16/f16 roundings: tests/lax/test_precision.py)
+    rows.append(_row("reduce_precision", lambda x: P.reduce_precision.bind(
+        x, exponent_bits=11, mantissa_bits=40), uniform()))
     return rows
 
 

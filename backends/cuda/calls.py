@@ -25,6 +25,7 @@ from functorch_core.ir import primitives as P
 from functorch_core.ir.indexing import check_index
 
 from ..interpreter import IMPLS
+from ..interpreter.core import reduce_precision_with
 from ..interpreter.linalg import LinAlgError
 from .indexing import permutation
 
@@ -40,6 +41,7 @@ CALLS = {
     P.check_index: "xp.any over the bounds (one scalar copy); a host copy only to name the "
                    "first bad index in the IndexError",
     P.sort: "xp.argsort per key (stable, last key first) + xp.take_along_axis",
+    P.reduce_precision: "the interpreter's bit operations over xp (an unsigned view)",
     P.fft: "xp.fft.fftn / ifftn / rfftn / irfftn",
     P.cholesky: "xp.linalg.cholesky (upper: of the conjugate transpose)",
     P.qr: "xp.linalg.qr", P.svd: "xp.linalg.svd",
@@ -117,6 +119,13 @@ def _outs(eqn, xp, values):
 def _named(name, error, *arrays):
     shapes = " and ".join(str(a.shape) for a in arrays)
     return f"{name}: {error} (operand of shape {shapes})"
+
+
+def _reduce_precision(eqn, xp, sim):
+    def run(args):
+        return _outs(eqn, xp, [reduce_precision_with(xp, xp.asarray(args[0]),
+                                                     **eqn.params)])
+    return run
 
 
 def _sort(eqn, xp, sim):
@@ -349,7 +358,8 @@ def _custom_lin(eqn, xp, sim):
     return run
 
 
-_LOWER = {P.check_index: _check_index, P.sort: _sort, P.fft: _fft,
+_LOWER = {P.check_index: _check_index, P.sort: _sort, P.reduce_precision: _reduce_precision,
+          P.fft: _fft,
           **{p: _linalg(f) for p, f in _LINALG.items()},
           **{p: _special(n) for p, n in SPECIAL.items()},
           P.cond: _cond, P.while_loop: _while, P.scan: _scan,

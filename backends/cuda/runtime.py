@@ -17,6 +17,7 @@ import threading
 import numpy as np
 from functorch_core.ir import primitives as P
 from functorch_core.ir.core import Eqn, Graph, Var
+from functorch_core.ir.passes.precision import expand_precision
 
 from .. import profiling
 from ..interpreter import IMPLS
@@ -109,7 +110,7 @@ def split_for_device(graph):
 
 def sources(graph):
     """The plan of ``graph`` and, per kernel step, its rendered sources."""
-    split, host = split_for_device(graph)
+    split, host = split_for_device(expand_precision(graph))
     plan = partition(split, numpy_gap)
     sim = simulated()
     rendered = {id(s): emit.render(s, sim) for s in plan.steps if isinstance(s, Kernel)}

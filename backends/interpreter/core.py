@@ -13,6 +13,8 @@ from functorch_core.ir import dtypes, eager
 from functorch_core.ir import primitives as P
 from functorch_core.ir.core import Graph, Lit, Primitive
 from functorch_core.ir.indexing import check_index, to_numpy_index
+from functorch_core.ir.numerics import reduced_precision
+from functorch_core.ir.passes.precision import BF16_BITS, reduced_product
 from functorch_core.ir.tables import Table
 
 from .betainc_grad import betainc_grad
@@ -278,7 +280,47 @@ IMPLS.register(P.cummax, _cumulative(lambda x, axis: np.maximum.accumulate(x, ax
 IMPLS.register(P.cummin, _cumulative(lambda x, axis: np.minimum.accumulate(x, axis=axis)))
 
 
+def _at_precision(impl):
+    """A product's implementation that honours its ``precision`` param (absent: float32),
+    by the formula every backend expands it with (``ir/passes/precision.py``)."""
+    def run(lhs, rhs, *, precision=None, **params):
+        if precision is None:
+            return impl(lhs, rhs, **params)
+        return reduced_product(lambda a, b: impl(a, b, **params),
+                               lambda x: reduce_precision(x, **BF16_BITS), np.subtract,
+                               np.add, lhs, rhs, precision)
+    run.__name__ = impl.__name__
+    return run
+
+
+@_impl(P.reduce_precision)
+def reduce_precision(x, *, exponent_bits, mantissa_bits):
+    """XLA's ReducePrecision on the bits of ``x`` (``ir/numerics.py``'s constants)."""
+    return reduce_precision_with(np, np.asarray(x), exponent_bits, mantissa_bits)
+
+
+def reduce_precision_with(xp, x, exponent_bits, mantissa_bits):
+    """:func:`reduce_precision` over the array module ``xp`` (NumPy, or CuPy on a device)."""
+    fi = np.finfo(x.dtype)
+    c = reduced_precision(fi.nexp, fi.nmant, exponent_bits, mantissa_bits)
+    ut = np.dtype(f"uint{c.bits}")
+    u = x.view(ut)
+    k = ut.type
+    if c.shift:
+        lsb = (u >> k(c.shift)) & k(1)
+        u = (u + (k(c.half - 1) + lsb)) & k(c.truncate)
+    if c.clamp:
+        field, sign = u & k(c.exponent_mask), u & k(c.sign_mask)
+        u = xp.where(field > k(c.max_field), sign | k(c.exponent_mask),
+                     xp.where(field <= k(c.min_field), sign, u))
+    out = xp.asarray(u, ut).view(x.dtype)
+    if c.keep_nan:
+        out = xp.where(xp.isnan(x), x, out)
+    return out.reshape(x.shape)
+
+
 @_impl(P.dot_general)
+@_at_precision
 def _dot_general(lhs, rhs, *, dimension_numbers):
     (lc, rc), (lb, rb) = dimension_numbers
     lfree = [i for i in range(lhs.ndim) if i not in lc and i not in lb]
@@ -314,6 +356,7 @@ def _windows(x, fill, axes, window_dimensions, window_strides, padding, base_dil
 
 
 @_impl(P.conv_general_dilated)
+@_at_precision
 def _conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
                           dimension_numbers, feature_group_count, batch_group_count):
     lspec, rspec, ospec = dimension_numbers

@@ -21,6 +21,7 @@ from collections.abc import Callable
 import numpy as np
 from functorch_core.ir import primitives as P
 from functorch_core.ir.core import Primitive
+from functorch_core.ir.numerics import reduced_precision
 from functorch_core.ir.tables import Table
 from llvmlite import binding as llvm
 from llvmlite import ir
@@ -379,6 +380,28 @@ _CORE = {
 }
 
 
+def _reduce_precision(e, dt, x, exponent_bits, mantissa_bits):
+    """XLA's ReducePrecision on the bits of ``dt`` (float16: its half bits, not the float
+    it computes in), with ``ir/numerics.py``'s constants, as the interpreter."""
+    b, fi = e.b, np.finfo(dt)
+    c = reduced_precision(fi.nexp, fi.nmant, exponent_bits, mantissa_bits)
+    it = ir.IntType(c.bits)
+    k = lambda v: ir.Constant(it, v)     # noqa: E731
+    stored = b.fptrunc(x, F16) if dt.itemsize == 2 else x
+    u = b.bitcast(stored, it)
+    if c.shift:
+        lsb = b.and_(b.lshr(u, k(c.shift)), k(1))
+        u = b.and_(b.add(u, b.add(k(c.half - 1), lsb)), k(c.truncate))
+    if c.clamp:
+        field, sign = b.and_(u, k(c.exponent_mask)), b.and_(u, k(c.sign_mask))
+        u = b.select(b.icmp_unsigned(">", field, k(c.max_field)),
+                     b.or_(sign, k(c.exponent_mask)),
+                     b.select(b.icmp_unsigned("<=", field, k(c.min_field)), sign, u))
+    out = b.bitcast(u, stored.type)
+    out = b.fpext(out, F32) if dt.itemsize == 2 else out
+    return b.select(e.isnan(x), x, out) if c.keep_nan else out
+
+
 def _lgamma(e, dt, x):
     """glibc's ``lgamma``, but ``-inf`` at ``-inf`` as SciPy's ``gammaln`` (glibc: ``+inf``)."""
     y = e.libm("lgamma", x)
@@ -397,6 +420,7 @@ _OWN: Table[Primitive, Callable] = Table("llvm: real operands, own rules", [
     (P.digamma, _inline(G.digamma)),
     (P.zeta, lambda e, dt, x, q: Z.zeta(e, x, q)),
     (P.polygamma, lambda e, dt, x, order: Z.polygamma(e, x, order)),
+    (P.reduce_precision, _reduce_precision),
     # calls into SciPy's compiled functions (scipy_calls.py): SciPy's values to the bit
     *scipy_calls.RULES.items(),
     # loops with data-dependent trip counts: internal functions called per element

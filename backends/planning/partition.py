@@ -27,6 +27,7 @@ import os
 import numpy as np
 from functorch_core.ir import primitives as P
 from functorch_core.ir.core import Graph, Lit, Var
+from functorch_core.ir.passes.precision import expand_precision
 
 from . import indexing, products, reductions, windows
 from .buffers import step_slots
@@ -479,4 +480,6 @@ def partition(graph: Graph, gap, scratch_shapes=None, isolated=None, heavy=None)
         >>> [type(s).__name__ for s in plan.steps]      # the sum, then the rest
         ['Kernel', 'Kernel']
     """
-    return Partitioner(graph, gap, scratch_shapes, isolated, heavy).run()
+    # reduced-precision products become reduce_precision and plain products here, once
+    # for every compiling backend
+    return Partitioner(expand_precision(graph), gap, scratch_shapes, isolated, heavy).run()

@@ -1,6 +1,7 @@
 """lax-style functions: structured primitives below the NumPy API.
 
-Convolutions (``conv``), windowed reductions and pooling (``windowed``),
+Products, ``Precision`` and ``reduce_precision`` (``products``), convolutions (``conv``),
+windowed reductions and pooling (``windowed``),
 structured control flow (``control_flow``) and collectives over named axes
 (``parallel``: ``psum``, ``pmean``, ``pmax``, ``pmin``, ``all_gather``, ``psum_scatter``,
 ``axis_index``), each over primitives with every transform rule.
@@ -25,6 +26,7 @@ from .parallel import (  # noqa: F401
     psum,
     psum_scatter,
 )
+from .products import Precision, dot, dot_general, reduce_precision  # noqa: F401
 from .windowed import (  # noqa: F401
     adaptive_avg_pool,
     adaptive_max_pool,

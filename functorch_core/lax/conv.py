@@ -16,6 +16,7 @@ from functorch_core.ir import primitives as P
 from functorch_core.ir.dtypes import dtype_kind
 from functorch_core.ir.source import user_source
 
+from .._internal import matmul_precision
 from ..numpy.internal import array_operand, aval, cast, to_result
 
 __all__ = ["conv_general_dilated", "conv", "conv_transpose", "conv_dimension_numbers",
@@ -109,14 +110,17 @@ def _from_strings(name, lhs, rhs, out, nd, lhs_shape, rhs_shape):
             (out.index("N"), out.index("C"), *(out.index(c) for c in spatial)))
 
 
-def _operands(name, lhs, rhs, preferred_element_type):
+def operands(name, lhs, rhs, preferred_element_type):
+    """The operands of a product or convolution in their common dtype (with
+    ``preferred_element_type``'s)."""
     lhs, rhs = autocast.lowered(array_operand(lhs), array_operand(rhs))
     dt = np.result_type(aval(lhs).dtype, aval(rhs).dtype)
     if preferred_element_type is not None:
         dt = np.result_type(dt, preferred_element_type)
     if dtype_kind(dt) not in "iufc":
         raise TypeError(f"{name}: operands of dtype {aval(lhs).dtype} and {aval(rhs).dtype} "
-                        "are not numeric")
+                        f"(shapes {aval(lhs).shape} and {aval(rhs).shape}) are not numeric "
+                        f"(at {user_source()})")
     dt = dtypes.canonical(dt)
     return cast(lhs, dt), cast(rhs, dt)
 
@@ -142,7 +146,11 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
             features split into this many groups, each with its own output features.
         batch_group_count (int, default ``1``): the batch split into groups, each with
             its own output features (the kernel gradient of a grouped convolution).
-        precision (default ``None``): accepted for compatibility; ignored.
+        precision (default ``None``): for float32 operands, ``lax.Precision.HIGHEST`` /
+            ``'highest'`` / ``'float32'`` (float32), ``HIGH`` / ``'high'`` /
+            ``'bfloat16_3x'`` (three bfloat16 products), ``'medium'`` / ``'bfloat16'``
+            (bfloat16 operands); ``None`` or ``DEFAULT``: the float32 matmul precision in
+            force (``fc.get_float32_matmul_precision()``), read when traced.
         preferred_element_type (dtype, default ``None``): compute and return in this
             dtype (operands are converted to it).
 
@@ -156,7 +164,8 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
         array([4., 6., 6., 6., 4.])
     """
     name = "conv_general_dilated"
-    lhs, rhs = _operands(name, lhs, rhs, preferred_element_type)
+    lhs, rhs = operands(name, lhs, rhs, preferred_element_type)
+    reduced = matmul_precision.param(name, precision, aval(lhs).dtype)
     ls, rs = aval(lhs).shape, aval(rhs).shape
     specs = conv_dimension_numbers(ls, rs, dimension_numbers, name)
     n = len(ls) - 2
@@ -173,7 +182,8 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
     out = P.conv_general_dilated.bind(
         lhs, rhs, window_strides=strides, padding=pads, lhs_dilation=lhs_dil,
         rhs_dilation=rhs_dil, dimension_numbers=specs,
-        feature_group_count=int(feature_group_count), batch_group_count=int(batch_group_count))
+        feature_group_count=int(feature_group_count), batch_group_count=int(batch_group_count),
+        **reduced)
     return to_result(out)
 
 
@@ -186,7 +196,7 @@ def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_ty
         rhs (array): the kernel ``(O, C, *window)``.
         window_strides (sequence of int): the stride per spatial dimension.
         padding (str or sequence of pairs): as in ``conv_general_dilated``.
-        precision (default ``None``): ignored.
+        precision (default ``None``): as in ``conv_general_dilated``.
         preferred_element_type (dtype, default ``None``): the computation dtype.
 
     Example::
@@ -230,7 +240,7 @@ def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numb
             picks the channels-last layouts above.
         transpose_kernel (bool, default ``False``): flip the kernel spatially and swap
             its in/out feature axes, giving the gradient of ``conv_general_dilated``.
-        precision (default ``None``): ignored.
+        precision (default ``None``): as in ``conv_general_dilated``.
         preferred_element_type (dtype, default ``None``): the computation dtype.
 
     Example::
@@ -239,7 +249,7 @@ def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numb
         (1, 6, 1)
     """
     name = "conv_transpose"
-    lhs, rhs = _operands(name, lhs, rhs, preferred_element_type)
+    lhs, rhs = operands(name, lhs, rhs, preferred_element_type)
     ls, rs = aval(lhs).shape, aval(rhs).shape
     if dimension_numbers is None:
         if len(ls) not in _TRANSPOSE_LAYOUTS or len(rs) != len(ls):

@@ -19,6 +19,7 @@ from functorch_core.ir import dtypes, mark_read_only
 from functorch_core.ir import primitives as P
 from functorch_core.ir.source import user_source
 
+from .._internal import matmul_precision
 from ._core import (
     aval,
     broadcast_all,
@@ -50,10 +51,13 @@ def _promoted(*xs):
     return [cast(x, dt) for x in xs]
 
 
-def _dot_general(lhs, rhs, lc=(), rc=(), lb=(), rb=()):
+def _dot_general(lhs, rhs, lc=(), rc=(), lb=(), rb=(), precision=None, name="dot_general"):
+    """The product; a float32 one at ``precision`` (None: the float32 matmul precision
+    in force, read now, when it is traced)."""
     dims = ((tuple(lc), tuple(rc)), (tuple(lb), tuple(rb)))
     lhs, rhs = autocast.lowered(lhs, rhs)
-    return P.dot_general.bind(lhs, rhs, dimension_numbers=dims)
+    return P.dot_general.bind(lhs, rhs, dimension_numbers=dims,
+                              **matmul_precision.param(name, precision, aval(lhs).dtype))
 
 
 def _scalar_product(a, b):
@@ -69,15 +73,24 @@ def _flat(x):
 # --- products ---------------------------------------------------------------------------
 
 def matmul(x1, x2, /, out=None, *, casting="same_kind", order="K", dtype=None, subok=True,
-           signature=None, axes=None, axis=None):
+           signature=None, axes=None, axis=None, precision=None):
     """``numpy.matmul`` (and ``@``): matrix product with broadcast batch dimensions.
 
     A 1-D first operand is a row vector, a 1-D second operand a column vector; the
     added dimension is removed from the result. 0-d operands are rejected.
+    ``precision`` (default ``None``: ``fc.get_float32_matmul_precision()``), as
+    ``jax.numpy.matmul``'s: ``lax.Precision`` or its names, for float32 operands.
+
+    Example::
+
+        >>> fnp.matmul(np.ones((2, 3), np.float32), np.ones(3, np.float32),
+        ...            precision="highest")
+        array([3., 3.], dtype=float32)
     """
     for key, v in (("out", out), ("signature", signature), ("axes", axes), ("axis", axis)):
         if v is not None:
             raise NotImplementedError(f"matmul(..., {key}=...) is not supported")
+    name = "matmul"
     a, b = _promoted(x1, x2)
     if dtype is not None:
         dt = dtypes.canonical(dtype)
@@ -97,9 +110,10 @@ def matmul(x1, x2, /, out=None, *, casting="same_kind", order="K", dtype=None, s
         raise _shape_error("matmul", a, b, ka, kb)
     if len(sb) <= 2 or len(sa) == 1:
         # no batch on one side: dot_general's (free lhs..., free rhs...) is NumPy's order
-        return to_result(_dot_general(a, b, (ka,), (kb,)), scalar=True)
+        return to_result(_dot_general(a, b, (ka,), (kb,), precision=precision, name=name),
+                         scalar=True)
     if len(sa) == 2:
-        y = _dot_general(a, b, (1,), (kb,))           # (n, batch..., m)
+        y = _dot_general(a, b, (1,), (kb,), precision=precision, name=name)  # (n, batch, m)
         nb = len(sb) - 2
         return to_result(P.transpose.bind(y, permutation=(*range(1, nb + 1), 0, nb + 1)))
     try:
@@ -110,22 +124,33 @@ def matmul(x1, x2, /, out=None, *, casting="same_kind", order="K", dtype=None, s
     a = broadcast_to_shape(a, batch + sa[-2:])
     b = broadcast_to_shape(b, batch + sb[-2:])
     nb = len(batch)
-    return to_result(_dot_general(a, b, (nb + 1,), (nb,), range(nb), range(nb)))
+    return to_result(_dot_general(a, b, (nb + 1,), (nb,), range(nb), range(nb),
+                                  precision=precision, name=name))
 
 
 @implements(np.dot)
-def dot(a, b, out=None):
+def dot(a, b, out=None, *, precision=None):
     """``numpy.dot``: for N-D operands, a sum over the last axis of ``a`` and the
-    second-to-last of ``b`` (the last if ``b`` is 1-D); a 0-d operand multiplies."""
+    second-to-last of ``b`` (the last if ``b`` is 1-D); a 0-d operand multiplies.
+    ``precision`` (default ``None``: the float32 matmul precision in force) as in
+    :func:`matmul`.
+
+    Example::
+
+        >>> fnp.dot(np.ones(3, np.float32), np.ones(3, np.float32), precision="high")
+        np.float32(3.0)
+    """
     if out is not None:
         raise NotImplementedError("dot(..., out=...) is not supported")
+    name = "dot"
     a, b = _promoted(a, b)
     if aval(a).ndim == 0 or aval(b).ndim == 0:
         return to_result(_scalar_product(a, b), scalar=True)
     ka, kb = aval(a).ndim - 1, max(aval(b).ndim - 2, 0)
     if aval(a).shape[ka] != aval(b).shape[kb]:
         raise _shape_error("dot", a, b, ka, kb)
-    return to_result(_dot_general(a, b, (ka,), (kb,)), scalar=True)
+    return to_result(_dot_general(a, b, (ka,), (kb,), precision=precision, name=name),
+                     scalar=True)
 
 
 @implements(np.vdot)
@@ -341,12 +366,20 @@ def _interleaved(args):
 
 @implements(np.einsum)
 def einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="safe",
-           optimize=False):
+           optimize=False, precision=None):
     """``numpy.einsum``: Einstein summation, explicit (``'ij,jk->ik'``) or implicit
     (output = the labels used once, in alphabetical order), with ``...`` and repeated
     labels (diagonals). Operands are contracted pairwise, left to right, each pair by
-    one ``dot_general``; ``optimize`` is accepted and ignored.
+    one ``dot_general``; ``optimize`` is accepted and ignored. ``precision`` (default
+    ``None``: the float32 matmul precision in force) as in :func:`matmul`.
+
+    Example::
+
+        >>> fnp.einsum("ij,j->i", np.ones((2, 3), np.float32), np.ones(3, np.float32),
+        ...            precision="bfloat16")
+        array([3., 3.], dtype=float32)
     """
+    matmul_precision.canonical("einsum", precision)     # a bad value fails before the work
     if out is not None:
         raise NotImplementedError("einsum(..., out=...) is not supported")
     if not isinstance(subscripts, str):
@@ -426,7 +459,8 @@ def einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="safe
         contract = [lab for lab in labels if lab in ylabels and lab not in later]
         x = _dot_general(x, y, [labels.index(c) for c in contract],
                          [ylabels.index(c) for c in contract],
-                         [labels.index(b) for b in batch], [ylabels.index(b) for b in batch])
+                         [labels.index(b) for b in batch], [ylabels.index(b) for b in batch],
+                         precision=precision, name="einsum")
         labels = batch + [lab for lab in labels if lab not in ylabels] + \
             [lab for lab in ylabels if lab not in labels]
     x, labels = _sum_unused(x, labels, set(out_labels))

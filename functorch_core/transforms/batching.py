@@ -362,7 +362,7 @@ def _scatter(prim):
 
 # --- contraction and sorting --------------------------------------------------------
 
-def _dot_general(args, dims, *, dimension_numbers):
+def _dot_general(args, dims, *, dimension_numbers, **precision):
     (lhs, rhs), (ld, rd) = args, dims
     (lc, rc), (lb, rb) = dimension_numbers
 
@@ -372,9 +372,9 @@ def _dot_general(args, dims, *, dimension_numbers):
     lc, lb, rc, rb = shifted(lc, ld), shifted(lb, ld), shifted(rc, rd), shifted(rb, rd)
     if ld is not None and rd is not None:
         dn = ((lc, rc), ((ld, *lb), (rd, *rb)))
-        return [P.dot_general.bind(lhs, rhs, dimension_numbers=dn)], [0]
+        return [P.dot_general.bind(lhs, rhs, dimension_numbers=dn, **precision)], [0]
     dn = ((lc, rc), (lb, rb))
-    out = P.dot_general.bind(lhs, rhs, dimension_numbers=dn)
+    out = P.dot_general.bind(lhs, rhs, dimension_numbers=dn, **precision)
     lhs_free = [i for i in range(len(_shape(lhs))) if i not in lc and i not in lb]
     if ld is not None:
         return [out], [len(lb) + lhs_free.index(ld)]

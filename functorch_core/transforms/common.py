@@ -27,7 +27,7 @@ from functorch_core.ir import Graph, current_trace, eval_graph, passes
 from functorch_core.ir.core import on_device
 from functorch_core.ir.pytree import PyTreeDef
 
-from .._internal import autocast, axis_env
+from .._internal import autocast, axis_env, matmul_precision
 from .._internal.random_scope import FRESH_KEY, Scope, fill
 from .._internal.tracing import Traced, arg_paths, flat_args, fn_name, leaf_aval, trace_call
 from ..devices import placement
@@ -101,8 +101,9 @@ def signature(fn, args, kwargs, what) -> tuple[list, PyTreeDef, tuple]:
 def cached(fn, transform_key, sig_key, build) -> Transformed:
     """The Transformed for (fn, transform_key, sig_key), built on a miss by ``build()``."""
     cache = _cache_for(fn)
-    # psum's rules read vmap's axes; products and reductions read autocast
-    key = (transform_key, sig_key, axis_env.current(), autocast.current())
+    # psum's rules read vmap's axes, products the matmul precision, autocast's policies
+    key = (transform_key, sig_key, axis_env.current(), matmul_precision.current(),
+           autocast.current())
     entry = cache.get(key) if cache is not _UNCACHEABLE else None
     if entry is None:
         label = f"{transform_key[0]}({fn_name(fn)})"

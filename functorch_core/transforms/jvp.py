@@ -173,7 +173,7 @@ for _p in (P.sign, P.floor, P.ceil, P.round, P.is_finite, P.not_, P.iota, P.argm
     JVP_RULES.register(_p, zero_rule(_p))
 for _p in (P.neg, P.real, P.imag, P.conj, P.convert, P.broadcast_in_dim, P.reshape,
            P.transpose, P.squeeze, P.expand_dims, P.rev, P.slice, P.reduce_sum, P.cumsum,
-           P.concatenate, P.pad):
+           P.concatenate, P.pad, P.reduce_precision):
     JVP_RULES.register(_p, _linear(_p))
 JVP_RULES.register(P.select, _linear(P.select, (1, 2)))
 JVP_RULES.register(P.dynamic_slice, _linear(P.dynamic_slice, (0,)))
@@ -309,33 +309,23 @@ _binary(P.copysign, lambda x, y, out: mul(P.copysign.bind(const(1, x), x),
 
 # --- contraction ----------------------------------------------------------------
 
-def _dot_general_rule(primals, tangents, *, dimension_numbers):
-    (lhs, rhs), (tl, tr) = primals, tangents
-    out = P.dot_general.bind(lhs, rhs, dimension_numbers=dimension_numbers)
-    tout = Zero(tangent_aval(_av(out)))
-    if not is_zero(tl):
-        tout = P.dot_general.bind(tl, rhs, dimension_numbers=dimension_numbers)
-    if not is_zero(tr):
-        tout = add_tangents(tout, P.dot_general.bind(lhs, tr,
-                                                     dimension_numbers=dimension_numbers))
-    return out, tout
+def _product_rule(prim):
+    """dot_general and conv_general_dilated: bilinear, the tangent products with the
+    primal's params (its precision included)."""
+    def rule(primals, tangents, **params):
+        (lhs, rhs), (tl, tr) = primals, tangents
+        out = prim.bind(lhs, rhs, **params)
+        tout = Zero(tangent_aval(_av(out)))
+        if not is_zero(tl):
+            tout = prim.bind(tl, rhs, **params)
+        if not is_zero(tr):
+            tout = add_tangents(tout, prim.bind(lhs, tr, **params))
+        return out, tout
+    return rule
 
 
-JVP_RULES.register(P.dot_general, _dot_general_rule)
-
-
-def _conv_rule(primals, tangents, **params):
-    (lhs, rhs), (tl, tr) = primals, tangents
-    out = P.conv_general_dilated.bind(lhs, rhs, **params)
-    tout = Zero(tangent_aval(_av(out)))
-    if not is_zero(tl):
-        tout = P.conv_general_dilated.bind(tl, rhs, **params)
-    if not is_zero(tr):
-        tout = add_tangents(tout, P.conv_general_dilated.bind(lhs, tr, **params))
-    return out, tout
-
-
-JVP_RULES.register(P.conv_general_dilated, _conv_rule)
+JVP_RULES.register(P.dot_general, _product_rule(P.dot_general))
+JVP_RULES.register(P.conv_general_dilated, _product_rule(P.conv_general_dilated))
 
 
 # --- windowed reductions --------------------------------------------------------------

@@ -188,6 +188,11 @@ def _convert_t(ct, x, *, new_dtype, weak_type=False):
     return P.convert.bind(ct, new_dtype=src) if ct.aval.dtype != src else ct
 
 
+def _reduce_precision_t(ct, x, **bits):
+    """JAX's rule: the cotangent is rounded as the value was."""
+    return P.reduce_precision.bind(ct, **bits)
+
+
 def _to_complex(ct, dtype):
     return P.convert.bind(ct, new_dtype=dtype)
 
@@ -302,16 +307,19 @@ def _cumsum_t(ct, x, *, axis, reverse):
     return P.cumsum.bind(ct, axis=axis, reverse=not reverse)
 
 
-def _dot_general_t(ct, lhs, rhs, *, dimension_numbers):
+def _dot_general_t(ct, lhs, rhs, *, dimension_numbers, **precision):
+    """The cotangent products keep the product's ``precision`` (as JAX's rule)."""
     (lc, rc), (lb, rb) = dimension_numbers
     if is_linear(lhs) and is_linear(rhs):
         raise _not_linear("dot_general")
     if is_linear(lhs):
-        return [_dot_transpose_operand(ct, rhs, lhs.aval.ndim, lc, rc, lb, rb, True), None]
-    return [None, _dot_transpose_operand(ct, lhs, rhs.aval.ndim, rc, lc, rb, lb, False)]
+        return [_dot_transpose_operand(ct, rhs, lhs.aval.ndim, lc, rc, lb, rb, True,
+                                       precision), None]
+    return [None, _dot_transpose_operand(ct, lhs, rhs.aval.ndim, rc, lc, rb, lb, False,
+                                         precision)]
 
 
-def _dot_transpose_operand(ct, other, ndim, mc, oc, mb, ob, mine_is_lhs):
+def _dot_transpose_operand(ct, other, ndim, mc, oc, mb, ob, mine_is_lhs, precision):
     """Cotangent of the linear operand ("mine", rank ``ndim``) of a dot_general."""
     nb = len(mb)
     my_free = [i for i in range(ndim) if i not in mc and i not in mb]
@@ -321,7 +329,7 @@ def _dot_transpose_operand(ct, other, ndim, mc, oc, mb, ob, mine_is_lhs):
     start = nb + n_lfree if mine_is_lhs else nb
     ct_other_free = tuple(range(start, start + len(other_free)))
     dn = ((ct_other_free, tuple(other_free)), (tuple(range(nb)), tuple(ob)))
-    res = P.dot_general.bind(ct, other, dimension_numbers=dn)
+    res = P.dot_general.bind(ct, other, dimension_numbers=dn, **precision)
     # res axes: batch, my free (in order), then other's contracting dims in ascending order.
     oc_sorted = sorted(oc)
     perm = []
@@ -336,10 +344,10 @@ def _dot_transpose_operand(ct, other, ndim, mc, oc, mb, ob, mine_is_lhs):
 
 
 def _conv_t(ct, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
-            dimension_numbers, feature_group_count, batch_group_count):
+            dimension_numbers, feature_group_count, batch_group_count, **precision):
     """Both operands as lax transposes them: the lhs cotangent is a convolution of ``ct``
     with the flipped, in/out-swapped kernel (lhs dilation = strides); the rhs cotangent a
-    convolution of the input with ``ct``."""
+    convolution of the input with ``ct``; both keep the convolution's ``precision``."""
     if is_linear(lhs) and is_linear(rhs):
         raise _not_linear("conv_general_dilated")
     lspec, rspec, ospec = dimension_numbers
@@ -357,7 +365,7 @@ def _conv_t(ct, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation
             padding=W.vjp_lhs_padding(*geometry), lhs_dilation=window_strides,
             rhs_dilation=rhs_dilation,
             dimension_numbers=(ospec, W.spec_transpose(rspec), lspec),
-            feature_group_count=groups, batch_group_count=1)
+            feature_group_count=groups, batch_group_count=1, **precision)
         if batch_group_count > 1:
             out = W.reshape_axis_out_of(lspec[1], batch_group_count, out)
             out = W.reshape_axis_into(lspec[1], lspec[0], out)
@@ -371,7 +379,7 @@ def _conv_t(ct, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation
         lhs, ct, window_strides=rhs_dilation, padding=W.vjp_rhs_padding(*geometry),
         lhs_dilation=lhs_dilation, rhs_dilation=window_strides,
         dimension_numbers=tuple(W.spec_transpose(s) for s in (lspec, ospec, rspec)),
-        feature_group_count=fgc, batch_group_count=bgc)
+        feature_group_count=fgc, batch_group_count=bgc, **precision)
     return [None, out]
 
 
@@ -461,6 +469,7 @@ _layout(P.real, lambda ct, x: _to_complex(ct, x.aval.dtype))
 _layout(P.imag, lambda ct, x: P.mul.bind(_to_complex(ct, x.aval.dtype),
                                          Lit(np.asarray(-1j, x.aval.dtype))))
 _layout(P.convert, _convert_t)
+_layout(P.reduce_precision, _reduce_precision_t)
 _layout(P.broadcast_in_dim, _broadcast_in_dim_t)
 _layout(P.reshape, _reshape_back)
 _layout(P.squeeze, _reshape_back)

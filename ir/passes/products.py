@@ -59,7 +59,8 @@ def _fold_operand_transposes(graph: Graph) -> Graph:
         if hit:
             (lc, lb), (rc, rb) = dims
             folded[id(eqn)] = Eqn(dot_general, tuple(ops), eqn.outputs,
-                                  {"dimension_numbers": ((lc, rc), (lb, rb))}, eqn.source)
+                                  {**eqn.params, "dimension_numbers": ((lc, rc), (lb, rb))},
+                                  eqn.source)
     if not folded:
         return graph
     for eqn in graph.eqns:
@@ -95,7 +96,7 @@ def _fold_transposes(graph: Graph) -> Graph:
         if id(eqn) in swapped:
             (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
             eqn = Eqn(dot_general, eqn.inputs[::-1], (swapped[id(eqn)],),
-                      {"dimension_numbers": ((rc, lc), (rb, lb))}, eqn.source)
+                      {**eqn.params, "dimension_numbers": ((rc, lc), (rb, lb))}, eqn.source)
         eqns.append(eqn)
     return Graph(list(graph.inputs), eqns, list(graph.outputs))
 
@@ -111,7 +112,7 @@ def _swap_permutation(dot: Eqn):
 
 def _is_outer(eqn: Eqn) -> bool:
     return (eqn.prim is dot_general and not eqn.params["dimension_numbers"][0][0]
-            and eqn.outputs[0].aval.dtype.kind != "c")
+            and eqn.outputs[0].aval.dtype.kind != "c" and "precision" not in eqn.params)
 
 
 def _outer_products(graph: Graph) -> Graph:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..catalogue import fail
 
 
@@ -26,3 +28,11 @@ def check_axes(name, axes, ndim, unique=True):
             fail(f"{name}: axis {a} out of range for rank {ndim}")
     if unique and len(set(axes)) != len(axes):
         fail(f"{name}: repeated axis in {axes}")
+
+
+def check_precision(name, dtype, precision):
+    """A product's ``precision`` param: ``"high"`` or ``"medium"`` on float32 operands
+    (absent: ``"highest"``, plain float32)."""
+    if precision not in ("high", "medium") or dtype != np.float32:
+        fail(f"{name}: precision {precision!r} should be 'high' or 'medium' on float32 "
+              f"operands (absent for 'highest'), not on {dtype}")

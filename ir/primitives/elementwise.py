@@ -85,6 +85,16 @@ def _polygamma_rule(x, *, order):
     return [AbstractArray(x.shape, x.dtype, x.weak_type)]
 
 
+def _reduce_precision_rule(x, *, exponent_bits, mantissa_bits):
+    _kinds_check("reduce_precision", [x], "f")
+    for what, v, least in (("exponent_bits", exponent_bits, 1), ("mantissa_bits",
+                                                                  mantissa_bits, 0)):
+        if type(v) is not int or v < least:
+            _fail(f"reduce_precision: {what} must be an int >= {least}, got {v!r} (operand "
+                  f"{x.dtype}{list(x.shape)})")
+    return [AbstractArray(x.shape, x.dtype, x.weak_type)]
+
+
 def _betainc_rule(a, b, x):
     _kinds_check("betainc", [a, b, x], "f")
     dt = same_dtype("betainc", [a, b, x])
@@ -104,6 +114,7 @@ _OWN_RULES = {
     "convert": _convert_rule,
     "bessel_jv": _bessel_jv_rule,
     "polygamma": _polygamma_rule,
+    "reduce_precision": _reduce_precision_rule,
     "betainc": _betainc_rule,
     "betainc_grad": _betainc_grad_rule,
 }

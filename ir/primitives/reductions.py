@@ -8,7 +8,7 @@ from ..catalogue import kinds_check as _kinds_check
 from ..catalogue import register as _register
 from ..core import AbstractArray
 from ..specs import NUMERIC, REAL
-from .checks import check_axes, same_dtype
+from .checks import check_axes, check_precision, same_dtype
 
 __all__ = [
     "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "argmax", "argmin", "cumsum",
@@ -63,9 +63,11 @@ cummin = _cumulative("cummin", REAL)
 
 # --- contraction and sorting ------------------------------------------------
 
-def _dot_general_rule(lhs, rhs, *, dimension_numbers):
+def _dot_general_rule(lhs, rhs, *, dimension_numbers, precision=None):
     (lc, rc), (lb, rb) = dimension_numbers
     dt = same_dtype("dot_general", [lhs, rhs])
+    if precision is not None:
+        check_precision("dot_general", dt, precision)
     if len(lc) != len(rc) or len(lb) != len(rb):
         _fail(f"dot_general: dimension_numbers {dimension_numbers} are unbalanced")
     check_axes("dot_general", tuple(lc) + tuple(lb), lhs.ndim)

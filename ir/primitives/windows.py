@@ -8,7 +8,7 @@ from ..catalogue import kinds_check as _kinds_check
 from ..catalogue import register as _register
 from ..core import AbstractArray
 from ..specs import NUMERIC, REAL
-from .checks import same_dtype
+from .checks import check_precision, same_dtype
 
 __all__ = [
     "conv_general_dilated", "reduce_window_sum", "reduce_window_max", "reduce_window_min",
@@ -48,12 +48,14 @@ def _window_params(name, n, strides, padding, lhs_dil, rhs_dil):
 
 
 def _conv_rule(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
-               dimension_numbers, feature_group_count, batch_group_count):
+               dimension_numbers, feature_group_count, batch_group_count, precision=None):
     """lax.conv_general_dilated; ``dimension_numbers`` = (lhs, rhs, out) specs of axis
     numbers: (batch, feature, spatial...), (out feature, in feature, spatial...),
     (batch, feature, spatial...)."""
     name = "conv_general_dilated"
     dt = same_dtype(name, [lhs, rhs])
+    if precision is not None:
+        check_precision(name, dt, precision)
     _kinds_check(name, [lhs], "iufc")
     lspec, rspec, ospec = dimension_numbers
     nd = lhs.ndim
