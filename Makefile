@@ -10,7 +10,7 @@ $(BIN)/python:
 	@$(PYTHON) -m venv $(VENV) || { echo "python3 -m venv failed: install python3-venv (Debian: apt-get install python3-venv)"; exit 1; }
 	$(BIN)/python -m pip install -q --upgrade pip
 
-# numpy, scipy, llvmlite (~390 MB installed)
+# numpy, scipy, llvmlite, ml_dtypes (~390 MB installed)
 $(VENV)/.installed: $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install -q -e .
 	@touch $@
