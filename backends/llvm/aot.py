@@ -181,8 +181,8 @@ def build_module(graph, name: str):
     # BLAS: one function pointer per ?gemm, filled by NAME_init
     gemm_dtypes = sorted({p.slots[s.out][1].char for p in bodies.plans() for s in p.steps
                           if isinstance(s, Blas | Conv)})
-    routines = sorted({aot_lapack.ROUTINES[s.eqn.prim.name] for p in bodies.plans()
-                       for s in p.steps if isinstance(s, Lapack)})
+    routines = sorted({r for p in bodies.plans() for s in p.steps if isinstance(s, Lapack)
+                       for r in aot_lapack.routines(s.eqn)})
     pointers, wrappers = {}, {}
     for r in routines:
         p = pointers[r] = ir.GlobalVariable(module, PTR, f"{name}__lapack_{r}")
@@ -263,8 +263,7 @@ class _Emitter:
                 kernels[id(step)] = (module.globals[kname], slots, hi)
             elif isinstance(step, Lapack):
                 calls[id(step)] = aot_lapack.emit_lapack(
-                    module, f"{fname}__lapack_{i}", step.eqn,
-                    self.pointers[aot_lapack.ROUTINES[step.eqn.prim.name]])
+                    module, f"{fname}__lapack_{i}", step.eqn, self.pointers)
             elif isinstance(step, Conv):
                 out_shape, dtype = plan.slots[step.out]
                 geo = aot_conv.Geometry(_ref_shape(step.lhs), _ref_shape(step.rhs), out_shape,
@@ -344,7 +343,7 @@ class _Emitter:
                     fail(rc)
             elif isinstance(step, Lapack):
                 args = [_operand(module, f"{fname}__lapack_{i}_{j}", ref, ptrs)
-                        for j, ref in enumerate(step.inputs)] + [ptrs[step.outputs[0]]]
+                        for j, ref in enumerate(step.inputs)] + [ptrs[s] for s in step.outputs]
                 rc = b.call(calls[id(step)], args)
                 with b.if_then(b.icmp_signed("!=", rc, ir.Constant(I32, 0)), likely=False):
                     fail(rc)
