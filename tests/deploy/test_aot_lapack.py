@@ -96,6 +96,21 @@ def test_the_library_gives_the_jit_backends_bits(dtype, tmp_path):
             np.testing.assert_array_equal(g, w, err_msg=case, strict=True)
 
 
+def test_a_big_conjugate_transpose_is_read_in_place_as_the_jit_backend_does(tmp_path):
+    """From lapack.TRI_IN_PLACE_MIN_N rows the jit backend solves a real conjugate
+    transpose on ``a`` in place (no Fortran copy): the library takes the same branch."""
+    a = np.tril(RNG.standard_normal((2, 130, 130))) + 20 * np.eye(130)
+    b = RNG.standard_normal((2, 130, 3))
+    kw = _tri_kw(True, True, True, False)
+
+    def f(m, x):
+        return P.triangular_solve.bind(m, x, **kw)
+    want = np.asarray(fc.jit(f)(a, b))
+    rc, (got,) = _call(_library(f, (a, b), tmp_path, "big"), "big", [a, b], [want])
+    assert rc == 0
+    np.testing.assert_array_equal(got, want, strict=True)
+
+
 def _logdet_bound(a):
     """How far two logs of |det a| may be apart when each adds log|u_ii| (U of LAPACK's
     getrf in double precision) in order with a log within an ulp of the exact one: per term
