@@ -8,17 +8,18 @@ arguments are the jit backend's (``lapack.py``, ``lapack_eig.py``), so are the p
 
 - solve (``dgesv``), cholesky (``dpotrf``, the other triangle zeroed), det and slogdet
   (``dgetrf``, then the diagonal walked in order: the sign of the pivots and of the
-  diagonal, a sequential sum of logs), qr (``dgeqrf`` then ``dorgqr``), eigh (``dsyevd``)
-  and svd (``dgesdd``): NumPy's routines in double precision on NumPy's copies (float32
-  too, rounded at the end), with the workspace sizes the jit backend queries for the shape
-  (``lwork=-1`` at build time). det and slogdet take ``log``/``exp`` from the C library
+  diagonal, a sequential sum of logs; slogdet_inv_t, their gradients' primitive, adds
+  ``dgetri``), qr (``dgeqrf`` then ``dorgqr``), eigh (``dsyevd``) and svd (``dgesdd``):
+  NumPy's routines in double precision on NumPy's copies (float32 too, rounded at the
+  end), with the workspace sizes the jit backend queries for the shape (``lwork=-1`` at
+  build time). det and slogdet take ``log``/``exp`` from the C library
   where the jit backend takes NumPy's vectorized ones: within a few ulps.
 - lu (``?getrf``) and triangular_solve (``?trtrs``, ``a`` read in place as its Fortran
   transpose but for a conjugate transpose, which is copied) in the operand's own
   precision, SciPy's arguments (the jit backend calls SciPy's copy of the same routine).
 
-Return codes (``aot.py``'s convention): 5 for a singular matrix (solve, triangular_solve)
-or one that is not positive definite (cholesky), where NumPy and SciPy raise
+Return codes (``aot.py``'s convention): 5 for a singular matrix (solve, triangular_solve,
+slogdet_inv_t) or one that is not positive definite (cholesky), where NumPy and SciPy raise
 ``LinAlgError``; 6 when svd or eigh does not converge (``LinAlgError`` too). det, slogdet
 and lu of a singular matrix succeed, as NumPy's and SciPy's do (a zero determinant, a zero
 in U). Complex operands are refused.
@@ -39,8 +40,9 @@ SINGULAR = 5
 NO_CONVERGENCE = 6
 # primitive -> the LAPACK routines its step calls (without the precision's letter)
 _ROUTINES = {"solve": ("gesv",), "cholesky": ("potrf",), "det": ("getrf",),
-             "slogdet": ("getrf",), "triangular_solve": ("trtrs",), "lu": ("getrf",),
-             "qr": ("geqrf", "orgqr"), "eigh": ("syevd",), "svd": ("gesdd",)}
+             "slogdet": ("getrf",), "slogdet_inv_t": ("getrf", "getri"),
+             "triangular_solve": ("trtrs",), "lu": ("getrf",), "qr": ("geqrf", "orgqr"),
+             "eigh": ("syevd",), "svd": ("gesdd",)}
 # ... of these in the operand's own precision (SciPy's), the others in double (NumPy's)
 _OWN_PRECISION = ("triangular_solve", "lu")
 
@@ -246,9 +248,14 @@ def _sign_and_log(s, fa, ipiv, info, n, sign, log):
 
 
 def _determinant(s):
+    """det, slogdet and slogdet_inv_t (which adds ``dgetri`` on the same factors: the
+    Fortran inverse read in C order is the inverse transposed; a singular matrix is code 5
+    there, where the jit backend raises)."""
     (a,), outs = s.ins, s.outs
     n = s.shape[-1]
-    fa, ipiv, info = s.scratch(n * n, n, 1)
+    inverse = s.eqn.prim.name == "slogdet_inv_t"
+    lwork = n * (lapack.GETRI_BLOCK if n > lapack.GETRI_BLOCK else 1)
+    fa, ipiv, info, work = s.scratch(n * n, n, 1, lwork if inverse else 0)
     sign, log = s.local(F64), s.local(F64)
     exp = irloop.declare(s.module, "exp", F64, [F64])
 
@@ -256,13 +263,18 @@ def _determinant(s):
         b = s.b
         s.to_fortran(a, m, n, n, fa, F64)
         s.call("getrf", [n, n, fa, n, ipiv, info])
+        if inverse:
+            s.fail_if(info, SINGULAR)
         _sign_and_log(s, fa, ipiv, info, n, sign, log)
         sg, lg = b.load(sign, typ=F64), b.load(log, typ=F64)
         if s.eqn.prim.name == "det":
             s.store(outs[0], m, b.fmul(sg, b.call(exp, [lg])), s.elt)
-        else:
-            s.store(outs[0], m, sg, s.elt)
-            s.store(outs[1], m, lg, s.elt)
+            return
+        s.store(outs[0], m, sg, s.elt)
+        s.store(outs[1], m, lg, s.elt)
+        if inverse:
+            s.call("getri", [n, fa, n, ipiv, work, lwork, info])
+            s.copy(fa, F64, outs[2], s.elt, n * n, dst_at=b.mul(m, _const(n * n)))
     s.each_matrix(body)
 
 
@@ -403,8 +415,8 @@ def _svd(s):
 
 
 _EMIT = {"solve": _solve, "cholesky": _cholesky, "det": _determinant,
-         "slogdet": _determinant, "triangular_solve": _triangular_solve, "lu": _lu, "qr": _qr,
-         "eigh": _eigh, "svd": _svd}
+         "slogdet": _determinant, "slogdet_inv_t": _determinant,
+         "triangular_solve": _triangular_solve, "lu": _lu, "qr": _qr, "eigh": _eigh, "svd": _svd}
 
 
 def emit_lapack(module, fname, eqn, pointers) -> ir.Function:

@@ -1,10 +1,11 @@
 """LAPACK-backed linear algebra in a shared library (backends/llvm/aot_lapack.py): det,
-slogdet, triangular_solve, lu, qr, eigh and svd call the jit backend's routine with its
-arguments on the same copies, so a library called through ctypes gives the jit backend's
-values to the last bit; det and slogdet walk the diagonal with the C library's log/exp where
-the jit backend takes NumPy's, so their logs are checked within those functions' own error
-(each within an ulp: see _logdet_bound). Errors are return codes (5 singular, 6 no
-convergence); a stored export with native=True runs them without llvmlite."""
+slogdet (and slogdet_inv_t, its gradient's), triangular_solve, lu, qr, eigh and svd call
+the jit backend's routine with its arguments on the same copies, so a library called
+through ctypes gives the jit backend's values to the last bit; det and slogdet walk the
+diagonal with the C library's log/exp where the jit backend takes NumPy's, so their logs are
+checked within those functions' own error (each within an ulp: see _logdet_bound). Errors
+are return codes (5 singular, 6 no convergence); a stored export with native=True runs them
+without llvmlite."""
 
 from __future__ import annotations
 
@@ -49,6 +50,8 @@ def _cases(dtype):
     b = RNG.standard_normal((3, 5, 2)).astype(dtype)
     cases = {
         "lu": (lambda m: tuple(P.lu.bind(m)), (a,)),
+        # slogdet_inv_t: the gradient's inverse transposed, from getrf and getri
+        "slogdet_grad": (fc.grad(lambda m: np.linalg.slogdet(m)[1].sum()), (a,)),
         "qr": (lambda m: tuple(np.linalg.qr(m)), (wide,)),
         "qr_tall": (lambda m: tuple(np.linalg.qr(m)), (tall,)),
         "qr_complete": (lambda m: tuple(np.linalg.qr(m, mode="complete")), (tall,)),
@@ -161,6 +164,11 @@ def test_error_codes_where_numpy_and_scipy_raise(tmp_path):
     assert _call(lib, "t", [singular, b], [b])[0] == 5
     with pytest.raises(np.linalg.LinAlgError):
         fc.jit(lambda m, x: P.triangular_solve.bind(m, x, **kw))(singular, b)
+    grad = fc.grad(lambda m: np.linalg.slogdet(m)[1].sum())
+    lib = _library(grad, (a,), tmp_path, "g")
+    assert _call(lib, "g", [singular], [a])[0] == 5
+    with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
+        fc.jit(grad)(singular)
     nan = np.full((2, 4, 4), np.nan)
     for f, name in ((np.linalg.eigh, "e"), (np.linalg.svd, "s")):
         lib = _library(f, (a,), tmp_path, name)
