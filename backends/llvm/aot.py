@@ -27,16 +27,17 @@ init twice (``dlopen`` counts references; the same addresses are stored). Return
 1 the BLAS library could not be opened, 2 it lacks a ``?gemm`` (or a LAPACK routine),
 3 out of memory, 4 an integer index was out of bounds (NumPy's IndexError: the outputs hold
 clamped reads, not a result; ``bounds.py``), 5 a matrix is singular (solve,
-triangular_solve, slogdet_inv_t) or not positive definite (cholesky), 6 svd or eigh did not
-converge (both NumPy's LinAlgError; ``aot_lapack.py``).
+triangular_solve, slogdet_inv_t) or not positive definite (cholesky), 6 svd, eigh or eig
+did not converge or eig's operand holds infs or NaNs (both NumPy's LinAlgError;
+``aot_lapack.py``).
 
 Convolutions are native code (``aot_conv.py``: packed columns and one ?gemm per image and
 group), and so is control flow (``aot_loops.py``: each body an internal function, called
 from native loops). LAPACK-backed linear algebra on real matrices is native code too
 (``aot_lapack.py``: solve, cholesky, det, slogdet, slogdet_inv_t, triangular_solve, lu,
-qr, eigh, svd). Steps that are not native code in this backend (interpreter fallbacks,
-products whose operands need a copy, the other LAPACK calls: eig, sqrtm, sylvester and
-complex operands; fft) and kernels calling SciPy's special functions (``scipy_calls.py``:
+qr, eigh, svd, eig). Steps that are not native code in this backend (interpreter fallbacks,
+products whose operands need a copy, the other LAPACK calls: sqrtm, sylvester and complex
+operands; fft) and kernels calling SciPy's special functions (``scipy_calls.py``:
 pointers only a process that imported SciPy has) make compilation raise
 :class:`NotNativeError` naming the primitive; so do collectives (``all_reduce``...: the
 MPI library and world of the process).
@@ -455,7 +456,7 @@ def header_text(name: str, info: dict, doc: str = "") -> str:
  * Returns 0 on success, 1 when the BLAS library cannot be opened, 2 when it lacks a
  * routine, 3 when out of memory, 4 when an integer index is out of bounds (NumPy raises
  * IndexError there; the outputs are then no result), 5 when a matrix is singular or not
- * positive definite, 6 when svd or eigh does not converge (NumPy raises LinAlgError
+ * positive definite, 6 when svd, eigh or eig does not converge (NumPy raises LinAlgError
  * there). Kernels run in order on the
  * calling thread; each call mallocs its own {info['arena_bytes']}-byte scratch buffer, so
  * concurrent calls are safe.

@@ -12,17 +12,18 @@ arguments are the jit backend's (``lapack.py``, ``lapack_eig.py``), so are the p
   ``dgetri``), qr (``dgeqrf`` then ``dorgqr``), eigh (``dsyevd``) and svd (``dgesdd``):
   NumPy's routines in double precision on NumPy's copies (float32 too, rounded at the
   end), with the workspace sizes the jit backend queries for the shape (``lwork=-1`` at
-  build time). det and slogdet take ``log``/``exp`` from the C library
-  where the jit backend takes NumPy's vectorized ones: within a few ulps.
+  build time); eig (``dgeev``, right vectors, complex results built as NumPy builds them)
+  too. det and slogdet take ``log``/``exp`` from the C library where the jit backend takes
+  NumPy's vectorized ones: within a few ulps.
 - lu (``?getrf``) and triangular_solve (``?trtrs``, ``a`` read in place as its Fortran
   transpose but for a conjugate transpose, which is copied) in the operand's own
   precision, SciPy's arguments (the jit backend calls SciPy's copy of the same routine).
 
 Return codes (``aot.py``'s convention): 5 for a singular matrix (solve, triangular_solve,
 slogdet_inv_t) or one that is not positive definite (cholesky), where NumPy and SciPy raise
-``LinAlgError``; 6 when svd or eigh does not converge (``LinAlgError`` too). det, slogdet
-and lu of a singular matrix succeed, as NumPy's and SciPy's do (a zero determinant, a zero
-in U). Complex operands are refused.
+``LinAlgError``; 6 when svd, eigh or eig does not converge or eig's operand holds infs or
+NaNs (``LinAlgError`` too). det, slogdet and lu of a singular matrix succeed, as NumPy's and
+SciPy's do (a zero determinant, a zero in U). Complex operands are refused.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ NO_CONVERGENCE = 6
 _ROUTINES = {"solve": ("gesv",), "cholesky": ("potrf",), "det": ("getrf",),
              "slogdet": ("getrf",), "slogdet_inv_t": ("getrf", "getri"),
              "triangular_solve": ("trtrs",), "lu": ("getrf",), "qr": ("geqrf", "orgqr"),
-             "eigh": ("syevd",), "svd": ("gesdd",)}
+             "eigh": ("syevd",), "svd": ("gesdd",), "eig": ("geev",)}
 # ... of these in the operand's own precision (SciPy's), the others in double (NumPy's)
 _OWN_PRECISION = ("triangular_solve", "lu")
 
@@ -414,9 +415,78 @@ def _svd(s):
     s.each_matrix(body)
 
 
+def _eig(s):
+    """``dgeev`` with right vectors only (``lapack_eig.eig``): the eigenvalues
+    ``wr + i wi``; a real eigenvalue's vector is its column, a conjugate pair's (``wi > 0``
+    then ``wi < 0``) columns x, y make ``x + i y`` and ``x - i y``. A matrix with infs or
+    NaNs is not factored: code 6 (the jit backend raises, as NumPy's eig)."""
+    (a,), outs = s.ins, s.outs
+    n = s.shape[-1]
+    vectors = bool(s.eqn.params["compute_v"])
+    jobvr, lwork = lapack_eig.eig_sizes(np.dtype(np.float64), n, vectors)
+    fa, wr, wi, vl, vr, work, info = s.scratch(n * n, n, n, 1, n * n if vectors else 1,
+                                               lwork, 1)
+    bad = s.local(ir.IntType(1))
+
+    def part(out, index, imag, v):      # the real or imaginary part of out[index]
+        s.store(out, s.b.add(s.b.mul(index, _const(2)), _const(int(imag))), v, s.elt)
+
+    def body(m):
+        b = s.b
+        s.to_fortran(a, m, n, n, fa, F64)
+        b.store(ir.Constant(ir.IntType(1), 0), bad)
+
+        def check(i):
+            x = s.load(fa, i, F64)
+            finite = b.fcmp_ordered("<", b.call(irloop.declare(
+                s.module, "llvm.fabs.f64", F64, [F64]), [x]), ir.Constant(F64, np.inf))
+            b.store(b.or_(b.load(bad, typ=ir.IntType(1)), b.not_(finite)), bad)
+        irloop.nest(b, [n * n], check)
+        nonfinite = b.load(bad, typ=ir.IntType(1))
+        with b.if_then(nonfinite, likely=False):
+            b.store(_const(NO_CONVERGENCE, I32), s.status)
+        with b.if_then(b.not_(nonfinite)):
+            s.call("geev", ["N", jobvr, n, fa, n, wr, wi, vl, n, vr, n, work, lwork, info],
+                   hidden=2)
+            s.fail_if(info, NO_CONVERGENCE)
+            row = b.mul(m, _const(n))
+
+            def value(j):
+                part(outs[0], b.add(row, j), False, s.load(wr, j, F64))
+                part(outs[0], b.add(row, j), True, s.load(wi, j, F64))
+            irloop.nest(b, [n], value)
+            if vectors:
+                _pairs(s, vr, wi, n, b.mul(m, _const(n * n)), outs[1], part)
+    s.each_matrix(body)
+
+
+def _pairs(s, vr, wi, n, start, out, part):
+    """The complex vectors of :func:`_eig` from ``dgeev``'s real columns ``vr``."""
+    b = s.b
+    zero = ir.Constant(F64, 0.0)
+
+    def put(i, j):
+        w = s.load(wi, j, F64)
+        first, second = b.fcmp_ordered(">", w, zero), b.fcmp_ordered("<", w, zero)
+        # the neighbouring columns, clamped (a pair never starts at the last column)
+        before = b.select(b.icmp_signed(">", j, _const(0)), b.sub(j, _const(1)), j)
+        after = b.select(b.icmp_signed("<", j, _const(n - 1)), b.add(j, _const(1)), j)
+
+        def col(k):
+            return s.load(vr, b.add(b.mul(k, _const(n)), i), F64)
+        x = col(j)
+        re = b.select(second, col(before), x)
+        im = b.select(first, col(after), b.select(second, b.fneg(x), zero))
+        at = b.add(start, b.add(b.mul(i, _const(n)), j))
+        part(out, at, False, re)
+        part(out, at, True, im)
+    irloop.nest(b, [n, n], put)
+
+
 _EMIT = {"solve": _solve, "cholesky": _cholesky, "det": _determinant,
          "slogdet": _determinant, "slogdet_inv_t": _determinant,
-         "triangular_solve": _triangular_solve, "lu": _lu, "qr": _qr, "eigh": _eigh, "svd": _svd}
+         "triangular_solve": _triangular_solve, "lu": _lu, "qr": _qr, "eigh": _eigh, "svd": _svd,
+         "eig": _eig}
 
 
 def emit_lapack(module, fname, eqn, pointers) -> ir.Function:

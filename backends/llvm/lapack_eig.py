@@ -165,7 +165,7 @@ def eigh_sizes(dtype, n, lower):
     return name, lwork, max(liwork, 1), max(lrwork, 1)
 
 
-def _eig_sizes(dtype, n, compute_v):
+def eig_sizes(dtype, n, compute_v):
     jobvr = "V" if compute_v else "N"
     return jobvr, _sizes(base._name(dtype, "geev"), jobvr, n)[0]
 
@@ -196,7 +196,7 @@ def _spec(prim, shape, dtype, params) -> dict:
         return {"a": ((batch, n, n), wide), "w": ((batch, n), real), "info": ((batch,), ints),
                 "work": ((n_threads, lwork), wide), "iwork": ((n_threads, liwork), ints),
                 "rwork": ((n_threads, lrwork if wide.kind == "c" else 1), real)}
-    jobvr, lwork = _eig_sizes(wide, n, params["compute_v"])
+    jobvr, lwork = eig_sizes(wide, n, params["compute_v"])
     complex_ = wide.kind == "c"
     return {"a": ((batch, n, n), wide), "wr": ((batch, n), wide),
             "wi": ((batch, 1 if complex_ else n), real),
@@ -396,7 +396,7 @@ def eig(a, *outs_and_scratch, compute_v):
                           f"{base._shapes(a)})")
     n = a.shape[-1]
     wide = base._wide(a.dtype)
-    jobvr, lwork = _eig_sizes(wide, n, compute_v)
+    jobvr, lwork = eig_sizes(wide, n, compute_v)
     s = _scratch(P.eig, a, {"compute_v": compute_v}, scratch)
     info = s["info"]
     batch = len(info)

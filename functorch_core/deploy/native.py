@@ -27,7 +27,8 @@ from functorch_core.backends.openblas import numpy_openblas_paths
 _RC = {3: (MemoryError, "the library could not allocate its scratch memory"),
        4: (IndexError, "an integer index was out of bounds (NumPy raises IndexError there)"),
        5: (np.linalg.LinAlgError, "a matrix is singular or not positive definite"),
-       6: (np.linalg.LinAlgError, "svd or eigh did not converge")}
+       6: (np.linalg.LinAlgError, "svd, eigh or eig did not converge (or eig's operand "
+                                  "holds infs or NaNs)")}
 
 
 def host_flags() -> frozenset | None:

@@ -1,5 +1,5 @@
 """LAPACK-backed linear algebra in a shared library (backends/llvm/aot_lapack.py): det,
-slogdet (and slogdet_inv_t, its gradient's), triangular_solve, lu, qr, eigh and svd call
+slogdet (and slogdet_inv_t, its gradient's), triangular_solve, lu, qr, eigh, svd and eig call
 the jit backend's routine with its arguments on the same copies, so a library called
 through ctypes gives the jit backend's values to the last bit; det and slogdet walk the
 diagonal with the C library's log/exp where the jit backend takes NumPy's, so their logs are
@@ -60,6 +60,10 @@ def _cases(dtype):
         "svd": (lambda m: tuple(np.linalg.svd(m)), (wide,)),
         "svd_tall_reduced": (lambda m: tuple(np.linalg.svd(m, full_matrices=False)), (tall,)),
         "svd_values": (lambda m: np.linalg.svd(m, compute_uv=False), (tall,)),
+        # conjugate pairs (a general matrix), real eigenvalues only (a symmetric one)
+        "eig": (lambda m: tuple(np.linalg.eig(m)), (a,)),
+        "eig_symmetric": (lambda m: tuple(np.linalg.eig(m)), (sym,)),
+        "eigvals": (np.linalg.eigvals, (a,)),
     }
     for left in (True, False):
         for transpose in (False, True):
@@ -170,12 +174,12 @@ def test_error_codes_where_numpy_and_scipy_raise(tmp_path):
     with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
         fc.jit(grad)(singular)
     nan = np.full((2, 4, 4), np.nan)
-    for f, name in ((np.linalg.eigh, "e"), (np.linalg.svd, "s")):
+    for f, name in ((np.linalg.eigh, "e"), (np.linalg.svd, "s"), (np.linalg.eig, "v")):
         lib = _library(f, (a,), tmp_path, name)
         want = _results(fc.jit(f)(a))
         assert _call(lib, name, [a], want)[0] == 0
         assert _call(lib, name, [nan], want)[0] == 6
-        with pytest.raises(np.linalg.LinAlgError, match="converge"):
+        with pytest.raises(np.linalg.LinAlgError, match=r"converge|infs or NaNs"):
             fc.jit(f)(nan)
     lib = _library(lambda m: tuple(P.lu.bind(m)), (a,), tmp_path, "l")
     zero = np.zeros_like(a)     # a singular matrix factors (U has zeros), as SciPy's
@@ -185,8 +189,8 @@ def test_error_codes_where_numpy_and_scipy_raise(tmp_path):
 
 def test_what_a_library_still_refuses(tmp_path):
     a = RNG.standard_normal((3, 3))
-    with pytest.raises(NotNativeError, match="eig runs as Python-driven LAPACK calls"):
-        fc.export(np.linalg.eig, a).compile_library(tmp_path / "e.so", "e")
+    with pytest.raises(NotNativeError, match="sqrtm runs as Python-driven LAPACK calls"):
+        fc.export(lambda m: P.sqrtm.bind(m), a).compile_library(tmp_path / "q.so", "q")
     c = a + 1j * a.T
     with pytest.raises(NotNativeError, match="slogdet on complex128"):
         fc.export(np.linalg.slogdet, c).compile_library(tmp_path / "c.so", "c")
@@ -200,6 +204,7 @@ def test_stored_exports_run_without_llvm(tmp_path):
     kw = _tri_kw(False, True, False, False)
     fns = {"det": (np.linalg.det, a), "slogdet": (np.linalg.slogdet, a),
            "qr": (np.linalg.qr, a), "eigh": (np.linalg.eigh, sym), "svd": (np.linalg.svd, a),
+           "eig": (np.linalg.eig, a),
            "lu": (lambda m: P.lu.bind(m), a),
            "tri": (lambda m: P.triangular_solve.bind(m, m[:, :2] * 1.0, **kw), tri)}
     want = {}
