@@ -24,18 +24,23 @@ first call, ``dlopen``s it (``NAME_init(NULL)``); ``NAME_init(path)`` loads anot
 (a machine without the same NumPy install) before the first call. The pointers are
 published with release/acquire atomics, so calls racing the first one at most run the
 init twice (``dlopen`` counts references; the same addresses are stored). Return codes: 0 ok,
-1 the BLAS library could not be opened, 2 it lacks a ``?gemm`` (or ``dgesv``/``dpotrf``),
+1 the BLAS library could not be opened, 2 it lacks a ``?gemm`` (or a LAPACK routine),
 3 out of memory, 4 an integer index was out of bounds (NumPy's IndexError: the outputs hold
-clamped reads, not a result; ``bounds.py``), 5 a matrix is singular (solve) or not positive
-definite (cholesky) (NumPy's LinAlgError; ``aot_lapack.py``).
+clamped reads, not a result; ``bounds.py``), 5 a matrix is singular (solve,
+triangular_solve, slogdet_inv_t) or not positive definite (cholesky), 6 svd, eigh or eig
+did not converge or eig's operand holds infs or NaNs (both NumPy's LinAlgError;
+``aot_lapack.py``).
 
 Convolutions are native code (``aot_conv.py``: packed columns and one ?gemm per image and
 group), and so is control flow (``aot_loops.py``: each body an internal function, called
-from native loops). Steps that are not native code in this backend (interpreter fallbacks,
-products whose operands need a copy, LAPACK calls, fft) and kernels
-calling SciPy's special functions (``scipy_calls.py``: pointers only a process that
-imported SciPy has) make compilation raise :class:`NotNativeError` naming the primitive;
-so do collectives (``all_reduce``...: the MPI library and world of the process).
+from native loops). LAPACK-backed linear algebra on real matrices is native code too
+(``aot_lapack.py``: solve, cholesky, det, slogdet, slogdet_inv_t, triangular_solve, lu,
+qr, eigh, svd, eig). Steps that are not native code in this backend (interpreter fallbacks,
+products whose operands need a copy, the other LAPACK calls: sqrtm, sylvester and complex
+operands; fft) and kernels calling SciPy's special functions (``scipy_calls.py``:
+pointers only a process that imported SciPy has) make compilation raise
+:class:`NotNativeError` naming the primitive; so do collectives (``all_reduce``...: the
+MPI library and world of the process).
 """
 
 from __future__ import annotations
@@ -181,8 +186,8 @@ def build_module(graph, name: str):
     # BLAS: one function pointer per ?gemm, filled by NAME_init
     gemm_dtypes = sorted({p.slots[s.out][1].char for p in bodies.plans() for s in p.steps
                           if isinstance(s, Blas | Conv)})
-    routines = sorted({aot_lapack.ROUTINES[s.eqn.prim.name] for p in bodies.plans()
-                       for s in p.steps if isinstance(s, Lapack)})
+    routines = sorted({r for p in bodies.plans() for s in p.steps if isinstance(s, Lapack)
+                       for r in aot_lapack.routines(s.eqn)})
     pointers, wrappers = {}, {}
     for r in routines:
         p = pointers[r] = ir.GlobalVariable(module, PTR, f"{name}__lapack_{r}")
@@ -263,8 +268,7 @@ class _Emitter:
                 kernels[id(step)] = (module.globals[kname], slots, hi)
             elif isinstance(step, Lapack):
                 calls[id(step)] = aot_lapack.emit_lapack(
-                    module, f"{fname}__lapack_{i}", step.eqn,
-                    self.pointers[aot_lapack.ROUTINES[step.eqn.prim.name]])
+                    module, f"{fname}__lapack_{i}", step.eqn, self.pointers)
             elif isinstance(step, Conv):
                 out_shape, dtype = plan.slots[step.out]
                 geo = aot_conv.Geometry(_ref_shape(step.lhs), _ref_shape(step.rhs), out_shape,
@@ -344,7 +348,7 @@ class _Emitter:
                     fail(rc)
             elif isinstance(step, Lapack):
                 args = [_operand(module, f"{fname}__lapack_{i}_{j}", ref, ptrs)
-                        for j, ref in enumerate(step.inputs)] + [ptrs[step.outputs[0]]]
+                        for j, ref in enumerate(step.inputs)] + [ptrs[s] for s in step.outputs]
                 rc = b.call(calls[id(step)], args)
                 with b.if_then(b.icmp_signed("!=", rc, ir.Constant(I32, 0)), likely=False):
                     fail(rc)
@@ -452,7 +456,8 @@ def header_text(name: str, info: dict, doc: str = "") -> str:
  * Returns 0 on success, 1 when the BLAS library cannot be opened, 2 when it lacks a
  * routine, 3 when out of memory, 4 when an integer index is out of bounds (NumPy raises
  * IndexError there; the outputs are then no result), 5 when a matrix is singular or not
- * positive definite (NumPy raises LinAlgError there). Kernels run in order on the
+ * positive definite, 6 when svd, eigh or eig does not converge (NumPy raises LinAlgError
+ * there). Kernels run in order on the
  * calling thread; each call mallocs its own {info['arena_bytes']}-byte scratch buffer, so
  * concurrent calls are safe.
 {blas}

@@ -414,7 +414,7 @@ _TRANS = {"N": "T", "T": "N"}   # op(a) on a's rows read as a Fortran matrix (a^
 _RIGHT = {"N": "T", "T": "N", "C": "conj", "conj": "C"}   # op(a)^T as an op of a
 
 
-def _tri_op(left_side, transpose_a, conjugate_a):
+def tri_op(left_side, transpose_a, conjugate_a):
     """The op of a in the left-side solve: 'N', 'T', 'C' (conjugate transpose), 'conj'."""
     op = ("C" if conjugate_a else "T") if transpose_a else ("conj" if conjugate_a else "N")
     return op if left_side else _RIGHT[op]
@@ -441,7 +441,7 @@ def triangular_solve(a, b, out, scratch, *, left_side, lower, transpose_a, conju
     ``op(a)^T x^T = b^T``, whose Fortran right-hand side is ``b``'s own rows."""
     n = a.shape[-1]
     fa, fb, info = scratch
-    op = _tri_op(left_side, transpose_a, conjugate_a)
+    op = tri_op(left_side, transpose_a, conjugate_a)
     conj = op == "conj" or _tri_in_place(op, n)
     if conj:        # conj(a) x = b: a conj(x) = conj(b); a^H x = b: a^T conj(x) = conj(b)
         op = "N" if op == "conj" else "T"
@@ -494,7 +494,7 @@ def scratch_shapes(eqn) -> list:
         b = eqn.inputs[1].aval.shape
         rhs = (batch, b[-1], n) if eqn.params["left_side"] else (batch, b[-2], n)
         p = eqn.params
-        op = _tri_op(p["left_side"], p["transpose_a"], p["conjugate_a"])
+        op = tri_op(p["left_side"], p["transpose_a"], p["conjugate_a"])
         copied = n == 1 or (op == "C" and not _tri_in_place(op, n))
         return [((batch, n, n) if copied else (0,), a.dtype), (rhs, a.dtype), ((batch,), ints)]
     if eqn.prim is P.lu:

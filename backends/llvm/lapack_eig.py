@@ -140,7 +140,7 @@ def _threads(n, batch):
     return max(min(threads.workers, batch), 1) if split else 1
 
 
-def _qr_sizes(dtype, m, n, full_matrices):
+def qr_sizes(dtype, m, n, full_matrices):
     mn = min(m, n)
     mc = m if full_matrices else mn
     gq = "ungqr" if dtype.kind == "c" else "orgqr"
@@ -149,7 +149,7 @@ def _qr_sizes(dtype, m, n, full_matrices):
     return mn, mc, gq, lw_f, lw_q
 
 
-def _svd_sizes(dtype, m, n, full_matrices, compute_uv):
+def svd_sizes(dtype, m, n, full_matrices, compute_uv):
     mn = min(m, n)
     jobz = ("A" if full_matrices else "S") if compute_uv else "N"
     ucol, vrow = {"A": (m, n), "S": (mn, mn), "N": (0, 0)}[jobz]
@@ -159,13 +159,13 @@ def _svd_sizes(dtype, m, n, full_matrices, compute_uv):
     return mn, jobz, ucol, vrow, lwork, lrwork
 
 
-def _eigh_sizes(dtype, n, lower):
+def eigh_sizes(dtype, n, lower):
     name = base._name(dtype, "heevd" if dtype.kind == "c" else "syevd")
     lwork, liwork, lrwork = _sizes(name, "L" if lower else "U", n)
     return name, lwork, max(liwork, 1), max(lrwork, 1)
 
 
-def _eig_sizes(dtype, n, compute_v):
+def eig_sizes(dtype, n, compute_v):
     jobvr = "V" if compute_v else "N"
     return jobvr, _sizes(base._name(dtype, "geev"), jobvr, n)[0]
 
@@ -178,12 +178,12 @@ def _spec(prim, shape, dtype, params) -> dict:
         _ints()
     n_threads = _threads(max(m, n), batch)
     if prim is P.qr:
-        mn, mc, _, lw_f, lw_q = _qr_sizes(wide, m, n, params["full_matrices"])
+        mn, mc, _, lw_f, lw_q = qr_sizes(wide, m, n, params["full_matrices"])
         return {"a": ((batch, n, m), wide), "q": ((batch, mc, m), wide),
                 "tau": ((batch, mn), wide), "info": ((batch,), ints),
                 "work": ((n_threads, max(lw_f, lw_q)), wide)}
     if prim is P.svd:
-        mn, jobz, ucol, vrow, lwork, lrwork = _svd_sizes(wide, m, n, **params)
+        mn, jobz, ucol, vrow, lwork, lrwork = svd_sizes(wide, m, n, **params)
         vectors = jobz != "N"
         return {"a": ((batch, n, m), wide), "s": ((batch, mn), real),
                 "u": ((batch, ucol, m) if vectors else (batch, 1), wide),
@@ -192,11 +192,11 @@ def _spec(prim, shape, dtype, params) -> dict:
                 "iwork": ((n_threads, 8 * mn), ints),
                 "rwork": ((n_threads, lrwork if wide.kind == "c" else 1), real)}
     if prim is P.eigh:
-        _, lwork, liwork, lrwork = _eigh_sizes(wide, n, params["lower"])
+        _, lwork, liwork, lrwork = eigh_sizes(wide, n, params["lower"])
         return {"a": ((batch, n, n), wide), "w": ((batch, n), real), "info": ((batch,), ints),
                 "work": ((n_threads, lwork), wide), "iwork": ((n_threads, liwork), ints),
                 "rwork": ((n_threads, lrwork if wide.kind == "c" else 1), real)}
-    jobvr, lwork = _eig_sizes(wide, n, params["compute_v"])
+    jobvr, lwork = eig_sizes(wide, n, params["compute_v"])
     complex_ = wide.kind == "c"
     return {"a": ((batch, n, n), wide), "wr": ((batch, n), wide),
             "wi": ((batch, 1 if complex_ else n), real),
@@ -220,7 +220,7 @@ def qr(a, q_out, r_out, scratch, *, full_matrices):
     qr_complete)."""
     m, n = a.shape[-2:]
     wide = base._wide(a.dtype)
-    mn, mc, gq, lw_f, lw_q = _qr_sizes(wide, m, n, full_matrices)
+    mn, mc, gq, lw_f, lw_q = qr_sizes(wide, m, n, full_matrices)
     s = _scratch(P.qr, a, {"full_matrices": full_matrices}, scratch)
     fa, fq, tau, info, work = s["a"], s["q"], s["tau"], s["info"], _Own(s["work"])
     batch, ints = len(info), info.dtype
@@ -339,7 +339,7 @@ def svd(a, *outs_and_scratch, full_matrices, compute_uv):
     *outs, scratch = outs_and_scratch
     m, n = a.shape[-2:]
     wide = base._wide(a.dtype)
-    mn, jobz, ucol, vrow, lwork, _ = _svd_sizes(wide, m, n, full_matrices, compute_uv)
+    mn, jobz, ucol, vrow, lwork, _ = svd_sizes(wide, m, n, full_matrices, compute_uv)
     s = _scratch(P.svd, a, {"full_matrices": full_matrices, "compute_uv": compute_uv}, scratch)
     info = s["info"]
     batch = len(info)
@@ -370,7 +370,7 @@ def eigh(a, w_out, v_out, scratch, *, lower):
     (NumPy's eigh_lo/eigh_up), reading the ``lower`` or upper triangle."""
     n = a.shape[-1]
     wide = base._wide(a.dtype)
-    name, lwork, liwork, lrwork = _eigh_sizes(wide, n, lower)
+    name, lwork, liwork, lrwork = eigh_sizes(wide, n, lower)
     s = _scratch(P.eigh, a, {"lower": lower}, scratch)
     info = s["info"]
     batch = len(info)
@@ -396,7 +396,7 @@ def eig(a, *outs_and_scratch, compute_v):
                           f"{base._shapes(a)})")
     n = a.shape[-1]
     wide = base._wide(a.dtype)
-    jobvr, lwork = _eig_sizes(wide, n, compute_v)
+    jobvr, lwork = eig_sizes(wide, n, compute_v)
     s = _scratch(P.eig, a, {"compute_v": compute_v}, scratch)
     info = s["info"]
     batch = len(info)

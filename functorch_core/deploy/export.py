@@ -319,10 +319,10 @@ class Exported:
 
         Raises:
             NotImplementedError: a step is not native code in the cpu backend (an
-                interpreter fallback, LAPACK, fft, a kernel-gradient convolution); the
-                message names the primitive. ValueError: the export has dynamic
-                dimensions (a library has fixed shapes: export at the shapes to compile).
-                RuntimeError: no ``cc``.
+                interpreter fallback, sqrtm/sylvester or a complex LAPACK call, fft, a
+                kernel-gradient convolution); the message names the primitive.
+                ValueError: the export has dynamic dimensions (a library has fixed
+                shapes: export at the shapes to compile). RuntimeError: no ``cc``.
 
         Example::
 

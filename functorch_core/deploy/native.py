@@ -26,7 +26,9 @@ from functorch_core.backends.openblas import numpy_openblas_paths
 
 _RC = {3: (MemoryError, "the library could not allocate its scratch memory"),
        4: (IndexError, "an integer index was out of bounds (NumPy raises IndexError there)"),
-       5: (np.linalg.LinAlgError, "a matrix is singular or not positive definite")}
+       5: (np.linalg.LinAlgError, "a matrix is singular or not positive definite"),
+       6: (np.linalg.LinAlgError, "svd, eigh or eig did not converge (or eig's operand "
+                                  "holds infs or NaNs)")}
 
 
 def host_flags() -> frozenset | None:
@@ -110,7 +112,7 @@ class Library:
         ov = (ctypes.c_void_p * max(len(outs), 1))(*[a.ctypes.data for a in outs])
         rc = self._fn(iv, ov)
         if rc:
-            if rc in (4, 5) and self.explain is not None:
+            if rc in (4, 5, 6) and self.explain is not None:
                 self.explain(ins)       # NumPy's error, naming the index and the user's line
             err, why = _RC.get(rc, (RuntimeError, f"the library returned {rc}"))
             raise err(f"{self.what}: {why}")

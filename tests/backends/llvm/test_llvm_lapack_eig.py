@@ -187,7 +187,7 @@ def test_big_real_svd_runs_gesdds_phases_with_one_threads_bits(dtype, lead, m, n
     from functorch_core.backends.llvm import blas, runtime, threads
     jobz = "A" if full_matrices else "S"
     wide = np.dtype(np.float64)
-    lwork = lapack_eig._svd_sizes(wide, m, n, full_matrices, True)[4]
+    lwork = lapack_eig.svd_sizes(wide, m, n, full_matrices, True)[4]
     assert lapack_eig._phased(wide, m, n, jobz, lwork)
     a = _rand(np.random.default_rng(m + n), lead + (m, n), dtype)
     with blas.one_thread_each():
@@ -215,9 +215,9 @@ def test_svd_phases_leave_scaled_non_finite_and_wide_matrices_to_gesdd():
     _same_outcome(P.svd, a, full_matrices=True, compute_uv=True)
     wide = np.dtype(np.float64)
     for m, n in ((170, 90), (90, 100)):
-        lwork = lapack_eig._svd_sizes(wide, m, n, True, True)[4]
+        lwork = lapack_eig.svd_sizes(wide, m, n, True, True)[4]
         assert not lapack_eig._phased(wide, m, n, "A", lwork)
-    lwork = lapack_eig._svd_sizes(np.dtype(np.complex128), 90, 90, True, True)[4]
+    lwork = lapack_eig.svd_sizes(np.dtype(np.complex128), 90, 90, True, True)[4]
     assert not lapack_eig._phased(np.dtype(np.complex128), 90, 90, "A", lwork)
 
 
@@ -237,7 +237,7 @@ def test_scipys_32_bit_lapack_when_numpy_has_none(monkeypatch):
         np.testing.assert_allclose(s, np.linalg.svd(a, compute_uv=False), rtol=1e-12)
         np.testing.assert_allclose((u * s[:, None]) @ vh, a, atol=1e-12)
         big = rng.standard_normal((90, 90))      # gesdd's phases (SciPy's dormbr too)
-        lwork = lapack_eig._svd_sizes(big.dtype, 90, 90, True, True)[4]
+        lwork = lapack_eig.svd_sizes(big.dtype, 90, 90, True, True)[4]
         assert lapack_eig._phased(big.dtype, 90, 90, "A", lwork)
         s, u, vh = _compiled(P.svd, big, full_matrices=True, compute_uv=True)[0]([big])
         np.testing.assert_allclose(s, np.linalg.svd(big, compute_uv=False), rtol=1e-12)
