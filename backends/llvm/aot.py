@@ -47,6 +47,7 @@ import tempfile
 
 import functorch_core.backends.interpreter  # noqa: F401  (primitive impls for the partitioner)
 import numpy as np
+from functorch_core.ir import dtypes
 from llvmlite import binding as llvm
 from llvmlite import ir
 
@@ -110,6 +111,10 @@ def _check_native(plan):
                 raise NotNativeError("compile_library: conv_general_dilated needs NumPy's "
                                      "bundled ILP64 OpenBLAS, which this NumPy lacks")
         if isinstance(step, Blas):
+            if plan.slots[step.out][1] == dtypes.bfloat16:
+                raise NotNativeError("compile_library: a bfloat16 dot_general (its vdpbf16ps "
+                                     "kernel runs under jit only; store the product as "
+                                     "float32, or export with the interpreter)")
             if step.lhs[0] != "slot" or step.rhs[0] != "slot" or gemm_layout(
                     step.lhs[2], step.rhs[2], step.dimension_numbers) is None:
                 raise NotNativeError("compile_library: a dot_general whose operands need a "
