@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from functorch_core.backends import registry
 from functorch_core.backends.interpreter import run_graph
-from functorch_core.backends.llvm import bf16_gemm
+from functorch_core.backends.llvm import bf16_gemm, runtime
 from functorch_core.backends.planning import partition as part
-from functorch_core.backends.planning.plan import Blas
+from functorch_core.backends.planning.plan import Blas, Conv
 from functorch_core.ir import primitives as P
 from functorch_core.ir.dtypes import bfloat16 as BF16
 from graph_builder import Builder
@@ -215,20 +215,28 @@ def test_a_mixed_product_promotes_to_float32_first():
     np.testing.assert_allclose(got, a.astype(np.float32) @ b, rtol=1e-6, atol=1e-6)
 
 
-def test_bf16_convolution_widens_and_matches_the_interpreter():
+@pytest.mark.parametrize("shape, native", [(((2, 3, 9, 8), (4, 3, 3, 3)), 1),
+                                           (((16, 8, 40, 40), (16, 8, 3, 3)), 0)])
+def test_bf16_convolution_matches_the_interpreter(shape, native):
+    """A small conv runs as a native loop nest (bf16 widened as it loads, rounded once as it
+    stores), a big one as float32 gemms on widened operands; both within float32
+    accumulation error plus half a bf16 ulp of the float64 result."""
     rng = np.random.default_rng(7)
-    x = rng.standard_normal((2, 3, 9, 8)).astype(BF16)
-    w = rng.standard_normal((4, 3, 3, 3)).astype(BF16)
+    x = rng.standard_normal(shape[0]).astype(BF16)
+    w = rng.standard_normal(shape[1]).astype(BF16)
 
     def f(x, w):
         return lax.conv_general_dilated(x, w, (1, 1), "SAME")
-    got = fc.jit(f)(x, w)
+    exe = runtime.Executable(fc.make_graph(f)(x, w))
+    convs = [s for s in exe.plan.steps if isinstance(s, Conv)]
+    assert len(convs) == 1 and sum(id(s) in exe._fns for s in convs) == native
+    got, = exe([x, w])
     want = fc.jit(f, backend="interpreter")(x, w)
     exact = fc.jit(f, backend="interpreter")(x.astype(np.float64), w.astype(np.float64))
     size = fc.jit(f, backend="interpreter")(np.abs(x.astype(np.float64)),
                                             np.abs(w.astype(np.float64)))
     assert got.dtype == want.dtype == BF16
-    acc = 27 * 2.0 ** -24 * size
+    acc = shape[1][1] * 9 * 2.0 ** -24 * size
     bound = acc + 2.0 ** -8 * (np.abs(exact) + acc)
     for r in (got, want):
         assert (np.abs(r.astype(np.float64) - exact) <= bound).all()
