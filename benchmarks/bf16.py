@@ -7,7 +7,8 @@ Each variant's time is the median over rounds (every round times all variants on
 another, so a slow spell of a shared machine falls on all) of per-round medians; the spread
 printed is the lowest and highest per-round median. The path each kernel takes is printed:
 bf16 products run AVX-512 BF16's vdpbf16ps where the CPU has it (else widened to float32
-sgemm); bf16 convolutions widen to float32 gemms and round once.
+sgemm); small bf16 convolutions run as a native loop nest in float32 (tinyconv.py), bigger
+ones as float32 gemms on widened operands; each result rounds once to bf16.
 """
 
 from __future__ import annotations
@@ -105,8 +106,8 @@ def cnn(repeats, n_rounds, torch):
           f"{np.max(np.abs(got.astype(np.float32) - want)):.3g} "
           f"(max |logit| {np.max(np.abs(want)):.3g})")
     runs = {"float32 jit(cpu)": lambda: infer(params, buffers, x),
-            "bfloat16 jit(cpu) (conv widened, linear vdpbf16ps)" if bf16_gemm.native() else
-            "bfloat16 jit(cpu) (conv and linear widened)": lambda: infer(p16, b16, x16)}
+            "bfloat16 jit(cpu) (conv native loop nest, linear vdpbf16ps)" if bf16_gemm.native() else
+            "bfloat16 jit(cpu) (conv native loop nest, linear widened)": lambda: infer(p16, b16, x16)}
     rows = rounds(runs, repeats, n_rounds)
     rows["torch bfloat16"] = None       # the same model is not built in torch here
     show("digits CNN inference, batch 64", rows, "float32 jit(cpu)")
@@ -116,8 +117,9 @@ def main():
     quick = "--quick" in sys.argv
     repeats, n_rounds = (3, 3) if quick else (7, 5)
     torch = optional_import("torch")
-    print(f"# bf16 products here: {bf16_gemm.path()}; bf16 convolutions: widened to float32 "
-          "gemms, rounded once")
+    print(f"# bf16 products here: {bf16_gemm.path()}; bf16 convolutions: small ones a native "
+          "loop nest accumulating in float32, bigger ones float32 gemms on widened operands; "
+          "each result rounded once")
     if torch is None:
         print("# torch is not installed: its rows are skipped")
     product(repeats, n_rounds, torch)
