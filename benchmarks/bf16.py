@@ -105,9 +105,10 @@ def cnn(repeats, n_rounds, torch):
     print(f"# digits CNN, batch 64: bf16 logits vs float32 ones, max |diff| "
           f"{np.max(np.abs(got.astype(np.float32) - want)):.3g} "
           f"(max |logit| {np.max(np.abs(want)):.3g})")
+    linear = "vdpbf16ps" if bf16_gemm.native() else "widened"
     runs = {"float32 jit(cpu)": lambda: infer(params, buffers, x),
-            "bfloat16 jit(cpu) (conv native loop nest, linear vdpbf16ps)" if bf16_gemm.native() else
-            "bfloat16 jit(cpu) (conv native loop nest, linear widened)": lambda: infer(p16, b16, x16)}
+            f"bfloat16 jit(cpu) (conv native loop, linear {linear})":
+                lambda: infer(p16, b16, x16)}
     rows = rounds(runs, repeats, n_rounds)
     rows["torch bfloat16"] = None       # the same model is not built in torch here
     show("digits CNN inference, batch 64", rows, "float32 jit(cpu)")
