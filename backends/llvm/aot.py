@@ -435,7 +435,8 @@ def _emit_init(module, name, blas, pointers, ready):
 def _c_type(dtype) -> str:
     return {"bool": "bool", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t",
             "int64": "int64_t", "uint8": "uint8_t", "uint32": "uint32_t",
-            "float16": "uint16_t (IEEE half)", "float32": "float", "float64": "double",
+            "float16": "uint16_t (IEEE half)", "bfloat16": "uint16_t (bfloat16)",
+            "float32": "float", "float64": "double",
             "complex64": "float _Complex", "complex128": "double _Complex"}[np.dtype(dtype).name]
 
 

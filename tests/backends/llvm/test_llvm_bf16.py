@@ -15,6 +15,7 @@ import pytest
 from functorch_core.backends import registry
 from functorch_core.backends.interpreter import run_graph
 from functorch_core.backends.llvm import bf16_gemm, runtime
+from functorch_core.backends.llvm.aot import NotNativeError
 from functorch_core.backends.planning import partition as part
 from functorch_core.backends.planning.plan import Blas, Conv
 from functorch_core.ir import primitives as P
@@ -245,3 +246,10 @@ def test_bf16_convolution_matches_the_interpreter(shape, native):
 def test_bf16_linalg_is_refused_clearly():
     with pytest.raises(TypeError, match="bfloat16 is unsupported in linalg"):
         fc.jit(fnp.linalg.inv)(np.eye(3, dtype=BF16))
+
+
+def test_compile_library_refuses_a_bf16_product_by_name(tmp_path):
+    a = np.ones((4, 6), BF16)
+    exp = fc.export(fnp.matmul, a, a.T.copy())
+    with pytest.raises(NotNativeError, match="bfloat16 dot_general"):
+        exp.compile_library(tmp_path / "l.so", "l")
