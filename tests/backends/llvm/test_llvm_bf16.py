@@ -253,3 +253,50 @@ def test_compile_library_refuses_a_bf16_product_by_name(tmp_path):
     exp = fc.export(fnp.matmul, a, a.T.copy())
     with pytest.raises(NotNativeError, match="bfloat16 dot_general"):
         exp.compile_library(tmp_path / "l.so", "l")
+
+
+def _ulps(a, b):
+    """bf16 ulps between a and b (0 where both are NaN)."""
+    ia, ib = (np.asarray(x).view(np.int16).astype(np.int64) for x in (a, b))
+    ia, ib = (np.where(i < 0, -(i & 0x7FFF), i) for i in (ia, ib))
+    d = np.abs(ia - ib)
+    nan_a, nan_b = np.isnan(a.astype(np.float32)), np.isnan(b.astype(np.float32))
+    return np.where(nan_a & nan_b, 0, np.where(nan_a != nan_b, 1 << 20, d))
+
+
+ELEMENTWISE = [p for p in P.ALL.values() if p.family in ("unary", "binary", "special3")
+               and "f" in p.spec.kinds]
+
+
+@pytest.mark.parametrize("prim", ELEMENTWISE, ids=lambda p: p.name)
+def test_every_float_elementwise_primitive_runs_bf16_natively(prim):
+    """Each one lowers natively on bf16 wherever it does on float32, with bf16 results
+    within 2 bf16 ulp of the interpreter's (float32 or SciPy's float64 rounded once)."""
+    rng = np.random.default_rng(8)
+    lo, hi = prim.spec.domain or (-3, 3)
+    n = 3 if prim.family == "special3" else 2 if prim.family == "binary" else 1
+    args = [rng.uniform(lo, hi, 512).astype(BF16) for _ in range(n)]
+
+    def graph(dt):
+        b = Builder()
+        xs = [b.input((512,), dt) for _ in range(n)]
+        try:
+            return b.graph(b(prim, *xs))
+        except (TypeError, ValueError):
+            return None
+    g16, g32 = graph(BF16), graph(np.dtype(np.float32))
+    if g32 is None:
+        pytest.skip(f"{prim.name} takes no float operands of one dtype")
+    assert g16 is not None
+    exe16, exe32 = CPU.compile(g16), CPU.compile(g32)
+    fallback = [isinstance(s, part.Fallback) for s in exe32.plan.steps]
+    assert [isinstance(s, part.Fallback) for s in exe16.plan.steps] == fallback
+    got, = exe16(args)
+    with np.errstate(all="ignore"):
+        want = np.asarray(run_graph(g16, args)[0])
+    assert got.dtype == want.dtype
+    if want.dtype != BF16:
+        np.testing.assert_array_equal(got, want)
+        return
+    far = _ulps(got, want) > 2
+    assert not far.any(), [(a[far][:3] for a in args), got[far][:3], want[far][:3]]
