@@ -300,3 +300,25 @@ def test_every_float_elementwise_primitive_runs_bf16_natively(prim):
         return
     far = _ulps(got, want) > 2
     assert not far.any(), [(a[far][:3] for a in args), got[far][:3], want[far][:3]]
+
+
+def test_window_reductions_match_the_interpreter_bit_for_bit():
+    """max/min windows natively; a bf16 window sum rounds at each addition in ml_dtypes'
+    loop, so it runs there (a reasoned fallback, as for float16)."""
+    rng = np.random.default_rng(9)
+    x = (rng.standard_normal((6, 40)) * 50).astype(BF16)
+    window = dict(window_dimensions=(2, 16), window_strides=(1, 3), padding=((1, 0), (2, 1)),
+                  base_dilation=(1, 1), window_dilation=(1, 1))
+    b = Builder()
+    xv = b.input(x.shape, BF16)
+    graph = b.graph(*(b(p, xv, **window) for p in (P.reduce_window_sum, P.reduce_window_max,
+                                                   P.reduce_window_min)))
+    exe = CPU.compile(graph)
+    reasons = [s.reason for s in exe.plan.steps if isinstance(s, part.Fallback)]
+    assert len(reasons) == 1 and "bfloat16" in reasons[0]
+    got = exe([x])
+    with np.errstate(all="ignore"):
+        want = run_graph(graph, [x])
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == BF16
+        np.testing.assert_array_equal(g, np.asarray(w))
