@@ -1,17 +1,19 @@
-"""bfloat16 dot_general (and convolution): float32 accumulation, one rounding to bf16.
+"""bfloat16 dot_general: float32 accumulation, one rounding to bf16.
 
 NumPy's bundled OpenBLAS exports no ``sbgemm``, so the product is a kernel of our own on
 AVX-512 BF16's ``vdpbf16ps`` (``llvm.x86.avx512bf16.dpbf16ps.512``: 16 float lanes, each
 adding the products of a pair of bf16 values): the lhs, padded to whole row blocks and an
-even depth, is read in place; the rhs is packed into panels of ``NR`` columns in which the
-two rows of a depth pair interleave (``(k/2, NR, 2)``), the layout the instruction takes.
+even depth, is read in place; each call packs its panels of ``NR`` rhs columns, in which the
+two rows of a depth pair interleave (``(k/2, NR, 2)``, the layout the instruction takes).
 A register tile of ``MR`` rows x ``NR`` columns (``MR * NV`` zmm accumulators) runs over
 the whole depth; each result is rounded once from float32 to bf16 (nearest even, NaN
 quiet, as ml_dtypes). Panels split over the runtime's threads (the call releases the GIL).
 
-``vdpbf16ps`` flushes subnormal inputs and results to zero and rounds each of its adds to
-nearest even; so the product is within float32 accumulation error of the exact one (for
-operands and partial sums of normal size) before its final rounding.
+``vdpbf16ps`` treats subnormal inputs as zero and flushes subnormal results to zero, and
+rounds each of its adds to nearest even. Operands holding a subnormal (|x| < 2**-126, found
+by one pass over their bits) take the widening path, so the product is within float32
+accumulation error of the exact one before its final rounding, but for partial sums below
+2**-126, which flush to zero (an absolute error under k * 2**-126).
 
 Without the instructions (or with ``FUNCTORCH_CORE_BF16_GEMM=widen``, or
 :data:`force_widen` set), operands widen exactly to float32 and go through the float32
@@ -184,6 +186,12 @@ def _kernel():
     return nat, fn
 
 
+def _subnormal(x) -> bool:
+    """Whether bf16 array ``x`` holds a subnormal (exponent bits 0, mantissa bits not)."""
+    magnitude = np.bitwise_and(np.ascontiguousarray(x).view(np.uint16), 0x7FFF)
+    return bool(np.any(magnitude - np.uint16(1) < np.uint16(0x7F)))
+
+
 class Bf16DotGeneral:
     """A compiled bf16 x bf16 -> bf16 dot_general for fixed shapes (as
     :class:`~.blas.DotGeneral`): ``run(lhs, rhs, out=None) -> out``."""
@@ -202,8 +210,8 @@ class Bf16DotGeneral:
             tuple(rhs_shape[i] for i in rfree)
         self.parallel, self.workers = parallel, workers if parallel is not None else 1
         self.native = native()
-        self.wide = None if self.native else DotGeneral(
-            lhs_shape, rhs_shape, _F32, dimension_numbers, parallel=parallel, workers=workers)
+        self.wide = DotGeneral(lhs_shape, rhs_shape, _F32, dimension_numbers,
+                               parallel=parallel, workers=workers)
         self.k_pairs = (self.k + 1) // 2
         self.rows = -(-self.m // MR) * MR
         self.panels = -(-self.n // NR)
@@ -216,7 +224,8 @@ class Bf16DotGeneral:
         if self.k == 0:
             out[...] = 0
             return out
-        if not self.native:     # exact widening, float32 products, one rounding
+        if not self.native or _subnormal(lhs) or _subnormal(rhs):
+            # exact widening, float32 products (subnormals kept), one rounding
             out[...] = self.wide(lhs.astype(_F32), rhs.astype(_F32)).astype(_BF16)
             return out
         a = np.transpose(lhs, self.lperm).reshape(self.batch, self.m, self.k)

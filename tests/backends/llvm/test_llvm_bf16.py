@@ -322,3 +322,15 @@ def test_window_reductions_match_the_interpreter_bit_for_bit():
     for g, w in zip(got, want, strict=True):
         assert g.dtype == BF16
         np.testing.assert_array_equal(g, np.asarray(w))
+
+
+def test_subnormal_operands_keep_their_products(product_path):
+    """vdpbf16ps reads subnormal inputs as zero: operands holding one take the widening
+    path, so their products are within the same bound as any other."""
+    rng = np.random.default_rng(10)
+    lhs = (rng.standard_normal((8, 50)) * 2.0 ** -128).astype(BF16)
+    rhs = (rng.standard_normal((50, 70)) * 2.0 ** 12).astype(BF16)
+    assert (np.abs(lhs.astype(np.float32)) < 2.0 ** -126).any()
+    got = fc.jit(fnp.matmul)(lhs, rhs)
+    assert np.abs(got.astype(np.float32)).max() > 0
+    _assert_within_the_bound(got, lhs, rhs, (((1,), (0,)), ((), ())))
