@@ -25,6 +25,7 @@ from graph_builder import Builder
 import functorch_core as fc
 import functorch_core.numpy as fnp
 from functorch_core import lax
+from functorch_core.profiler import profile
 
 CPU = registry.get("cpu")
 TARGETS = [np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8,
@@ -334,3 +335,13 @@ def test_subnormal_operands_keep_their_products(product_path):
     got = fc.jit(fnp.matmul)(lhs, rhs)
     assert np.abs(got.astype(np.float32)).max() > 0
     _assert_within_the_bound(got, lhs, rhs, (((1,), (0,)), ((), ())))
+
+
+def test_the_profiler_names_a_bf16_products_path():
+    a = np.ones((300, 200), BF16)
+    f = fc.jit(fnp.matmul)
+    f(a, a.T)
+    with profile() as prof:
+        f(a, a.T)
+    names = {e.name for e in prof.events()}
+    assert f"dot_general (bf16: {bf16_gemm.path()})" in names
