@@ -12,7 +12,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from functorch_core.ir import dtypes
 from functorch_core.ir import primitives as P
+from functorch_core.ir.dtypes import dtype_kind
 from llvmlite import ir
 
 from ..planning.partition import SCANS
@@ -40,11 +42,11 @@ def _identity(prim, dt):
     if prim in (P.reduce_prod, P.mul):
         return 1
     big = prim in (P.reduce_min, P.min)
-    if dt.kind == "b":
+    if dtype_kind(dt) == "b":
         return big
-    if dt.kind == "f":
+    if dtype_kind(dt) == "f":
         return np.inf if big else -np.inf
-    if dt.kind == "c":         # below/above every value in NumPy's lexicographic order
+    if dtype_kind(dt) == "c":         # below/above every value in NumPy's lexicographic order
         return complex(np.inf, np.inf) if big else complex(-np.inf, -np.inf)
     info = np.iinfo(dt)
     return info.max if big else info.min
@@ -53,15 +55,15 @@ def _identity(prim, dt):
 def _scan_identity(prim, dt):
     """A scan's first output is its first element, as in NumPy's accumulate: so a float
     cumsum starts from -0.0 (-0.0 + x is x, +0.0 + -0.0 would not be)."""
-    if prim is P.cumsum and dt.kind in "fc":
-        return complex(-0.0, -0.0) if dt.kind == "c" else -0.0
+    if prim is P.cumsum and dtype_kind(dt) in "fc":
+        return complex(-0.0, -0.0) if dtype_kind(dt) == "c" else -0.0
     return _identity(prim, dt)
 
 
 def acc_dtype(prim, dt):
-    """Sums and products of float16 accumulate in float32 as NumPy's reductions do;
-    scans round every step (NumPy's accumulate stores each partial result)."""
-    if dt == np.float16 and prim in (P.reduce_sum, P.reduce_prod):
+    """Sums and products of float16 and bfloat16 accumulate in float32 as NumPy's reductions
+    do; float16 scans round every step (NumPy's accumulate stores each partial result)."""
+    if dt in dtypes.NARROW_FLOATS and prim in (P.reduce_sum, P.reduce_prod):
         return np.dtype(np.float32)
     return dt
 
@@ -114,7 +116,7 @@ class Accumulators:
         if self.block_level is not None:
             for r in k.reduces:
                 dt = acc_dtype(r.prim, r.in_dtype)
-                if r.axis is None and r.prim is P.reduce_sum and dt.kind in "fc" \
+                if r.axis is None and r.prim is P.reduce_sum and dtype_kind(dt) in "fc" \
                         and not r.ordered:
                     self.pairwise[id(r)] = b.alloca(
                         ir.ArrayType(compute_type(dt), _CASCADE))
@@ -242,7 +244,11 @@ class Accumulators:
         """A scan op's next value (``x`` its element here), kept in its accumulator."""
         b, e = self.em.b, self.em.e
         (ptr, dt, _), = self.acc[id(op)]
-        v = e.round16(dt, RULES[_COMBINE[op.prim]](e, dt, b.load(ptr, typ=compute_type(dt)), x))
+        v = RULES[_COMBINE[op.prim]](e, dt, b.load(ptr, typ=compute_type(dt)), x)
+        if dt == dtypes.bfloat16:     # runs in float32, each output rounded (interpreter)
+            b.store(v, ptr)
+            return e.round16(dt, v)
+        v = e.round16(dt, v)          # float16: NumPy's accumulate rounds every step
         b.store(v, ptr)
         return v
 
@@ -259,13 +265,13 @@ class Accumulators:
             elif r.axis is None and r.payload is None:
                 (ptr, dt, _), = self.acc[id(r)]
                 acc = b.load(ptr, typ=compute_type(dt))
-                if dt.kind == "c" and r.prim is P.reduce_sum:   # reassociated, as float sums
+                if dtype_kind(dt) == "c" and r.prim is P.reduce_sum:   # reassociated, as float sums
                     combined = complex_add(e, dt, acc, x, flags=("reassoc",))
                 else:
                     combined = RULES[_COMBINE[r.prim]](e, dt, acc, x)
                 # a product stays in NumPy's order: regrouped, inf * tiny * tiny is nan
                 # instead of inf, and a long product of numbers near 1 underflows early
-                if dt.kind == "f" and r.prim is P.reduce_sum and not r.ordered:
+                if dtype_kind(dt) == "f" and r.prim is P.reduce_sum and not r.ordered:
                     combined.flags.append("reassoc")
                 b.store(combined, ptr)
             elif r.payload is not None:
@@ -281,13 +287,13 @@ class Accumulators:
         b, e = self.em.b, self.em.e
         (vptr, dt, _), (iptr, _, _), *_ = self.acc[id(r)]
         best = b.load(vptr, typ=compute_type(dt))
-        if dt.kind == "f":
+        if dtype_kind(dt) == "f":
             beats = b.fcmp_ordered(">" if r.prim is P.argmax else "<", x, best)
             take = b.and_(b.not_(e.isnan(best)), b.or_(e.isnan(x), beats))
-        elif dt.kind == "b":
+        elif dtype_kind(dt) == "b":
             take = b.and_(x, b.not_(best)) if r.prim is P.argmax else b.and_(best, b.not_(x))
         else:
-            cmp = b.icmp_signed if dt.kind == "i" else b.icmp_unsigned
+            cmp = b.icmp_signed if dtype_kind(dt) == "i" else b.icmp_unsigned
             take = cmp(">" if r.prim is P.argmax else "<", x, best)
         if r.payload is not None:
             held = self.acc[id(r)][2][0]

@@ -52,6 +52,7 @@ import tempfile
 
 import functorch_core.backends.interpreter  # noqa: F401  (primitive impls for the partitioner)
 import numpy as np
+from functorch_core.ir import dtypes
 from llvmlite import binding as llvm
 from llvmlite import ir
 
@@ -115,6 +116,10 @@ def _check_native(plan):
                 raise NotNativeError("compile_library: conv_general_dilated needs NumPy's "
                                      "bundled ILP64 OpenBLAS, which this NumPy lacks")
         if isinstance(step, Blas):
+            if plan.slots[step.out][1] == dtypes.bfloat16:
+                raise NotNativeError("compile_library: a bfloat16 dot_general (its vdpbf16ps "
+                                     "kernel runs under jit only; store the product as "
+                                     "float32, or export with the interpreter)")
             if step.lhs[0] != "slot" or step.rhs[0] != "slot" or gemm_layout(
                     step.lhs[2], step.rhs[2], step.dimension_numbers) is None:
                 raise NotNativeError("compile_library: a dot_general whose operands need a "
@@ -434,7 +439,8 @@ def _emit_init(module, name, blas, pointers, ready):
 def _c_type(dtype) -> str:
     return {"bool": "bool", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t",
             "int64": "int64_t", "uint8": "uint8_t", "uint32": "uint32_t",
-            "float16": "uint16_t (IEEE half)", "float32": "float", "float64": "double",
+            "float16": "uint16_t (IEEE half)", "bfloat16": "uint16_t (bfloat16)",
+            "float32": "float", "float64": "double",
             "complex64": "float _Complex", "complex128": "double _Complex"}[np.dtype(dtype).name]
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 from functorch_core.ir import primitives as P
+from functorch_core.ir.dtypes import dtype_kind
 from llvmlite import ir
 
 from ..planning.partition import SCANS
@@ -36,7 +37,7 @@ def _leading_reduction(kernel: Kernel) -> bool:
     if not k.reduces or k.scatters or k.reverse or any(op.prim in SCANS for op in k.ops):
         return False
     if any(r.axis is not None or r.payload is not None or r.in_dtype != r.out_dtype
-           or r.out_dtype.kind not in "fiu" or acc_dtype(r.prim, r.in_dtype) != r.out_dtype
+           or dtype_kind(r.out_dtype) not in "fiu" or acc_dtype(r.prim, r.in_dtype) != r.out_dtype
            for r in k.reduces):
         return False
     dims = [d for d in range(len(k.shape)) if k.shape[d] != 1]
@@ -395,7 +396,7 @@ def _clamped_offset(b, indices, dtypes, bounds, strides):
     """sum_k clip(index_k, 0, bound_k) * stride_k: the runtime part of a dynamic address."""
     total = ir.Constant(I64, 0)
     for idx, dt, bound, stride in zip(indices, dtypes, bounds, strides, strict=True):
-        wide = idx if idx.type == I64 else (b.zext if dt.kind in "bu" else b.sext)(idx, I64)
+        wide = idx if idx.type == I64 else (b.zext if dtype_kind(dt) in "bu" else b.sext)(idx, I64)
         wide = b.select(b.icmp_signed("<", wide, ir.Constant(I64, 0)), ir.Constant(I64, 0), wide)
         wide = b.select(b.icmp_signed(">", wide, ir.Constant(I64, bound)),
                         ir.Constant(I64, bound), wide)

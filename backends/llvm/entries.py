@@ -15,6 +15,7 @@ from llvmlite import binding as llvm
 from llvmlite import ir
 
 from ..planning.plan import Blas, Plan
+from ..planning.products import BLAS_DTYPES as _GEMM_DTYPES
 from . import cache, engine, entry_codegen
 from .blas import GemmCall, blas_int_bits, gemm_address, gemm_layout, one_thread_each
 from .collectives import CollectiveCall
@@ -57,7 +58,8 @@ def gemm_call(step: Blas, plan: Plan, max_macs) -> GemmCall | None:
     """``step`` as a call inside the native graph entry, when its operands are slots already
     in a gemm layout and the product has at most ``max_macs`` multiply-adds (the entry holds
     the GIL); else None."""
-    if step.lhs[0] != "slot" or step.rhs[0] != "slot":
+    if step.lhs[0] != "slot" or step.rhs[0] != "slot" or \
+            plan.slots[step.out][1] not in _GEMM_DTYPES:     # bfloat16: bf16_gemm.py's step
         return None
     layout = gemm_layout(step.lhs[2], step.rhs[2], step.dimension_numbers)
     if layout is None or min(layout.batch, layout.m, layout.n, layout.k) == 0 or \

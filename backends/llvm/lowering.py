@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+from functorch_core.ir import dtypes
 from functorch_core.ir import primitives as P
 
 from ..planning import partition as planning
@@ -61,7 +62,8 @@ def lowering_gap(eqn) -> str | None:
     reason = unsupported(eqn)
     if reason is not None:
         return reason
-    if prim is P.conv_general_dilated and eqn.inputs[0].aval.dtype not in BLAS_DTYPES:
+    if prim is P.conv_general_dilated and eqn.inputs[0].aval.dtype not in \
+            (*BLAS_DTYPES, dtypes.bfloat16):        # bfloat16: widened to float32 gemms
         return "conv_general_dilated: BLAS has no integer or float16 gemm (interpreter)"
     if prim is P.conv_general_dilated and eqn.inputs[0].aval.ndim == 2:
         return "conv_general_dilated without spatial dimensions (a matmul; interpreter)"

@@ -21,6 +21,8 @@ from collections.abc import Callable
 import numpy as np
 from functorch_core.ir import primitives as P
 from functorch_core.ir.core import Primitive
+from functorch_core.ir.dtypes import bfloat16 as BF16
+from functorch_core.ir.dtypes import dtype_kind
 from functorch_core.ir.numerics import reduced_precision
 from functorch_core.ir.tables import Table
 from llvmlite import binding as llvm
@@ -34,7 +36,7 @@ from . import mathfuncs as M
 from . import scipy_calls
 from . import special_grads as SG
 from . import zeta as Z
-from .narrowing import f64_to_f16
+from .narrowing import bf16_bits, bf16_to_f32, f64_to_bf16, f64_to_f16, round_bf16
 
 I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
 F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
@@ -42,21 +44,23 @@ _INT_TYPES = {1: I8, 2: I16, 4: I32, 8: I64}
 
 
 def compute_type(dt: np.dtype):
-    if dt.kind == "c":
+    if dtype_kind(dt) == "c":
         return C.pair_type(dt)
-    if dt.kind == "b":
+    if dtype_kind(dt) == "b":
         return I1
-    if dt.kind in "iu":
+    if dtype_kind(dt) in "iu":
         return _INT_TYPES[dt.itemsize]
     return F64 if dt.itemsize == 8 else F32
 
 
 def storage_type(dt: np.dtype):
-    if dt.kind == "c":
+    if dtype_kind(dt) == "c":
         return C.pair_type(dt)
-    if dt.kind == "b":
+    if dtype_kind(dt) == "b":
         return I8
-    if dt.kind == "f":
+    if dt == BF16:              # its bits: loads widen and stores round with integer ops
+        return I16
+    if dtype_kind(dt) == "f":
         return {2: F16, 4: F32, 8: F64}[dt.itemsize]
     return _INT_TYPES[dt.itemsize]
 
@@ -70,12 +74,12 @@ class Emitter:
         self.libm_used: set[str] = set()
 
     def const(self, dt, value):
-        if dt.kind == "c":
+        if dtype_kind(dt) == "c":
             return C.const(dt, value)
         ty = compute_type(dt)
-        if dt.kind == "b":
+        if dtype_kind(dt) == "b":
             return ir.Constant(ty, int(bool(value)))
-        if dt.kind in "iu":
+        if dtype_kind(dt) in "iu":
             return ir.Constant(ty, int(value) & ((1 << ty.width) - 1))
         return ir.Constant(ty, float(value))
 
@@ -98,27 +102,34 @@ class Emitter:
         return self.b.call(self._declare(sym, ty, [ty] * len(args)), args)
 
     def round16(self, dt, value):
-        """Round a float compute value to float16 precision when dt is float16."""
-        if dt.itemsize != 2 or dt.kind != "f":
+        """Round a float compute value to float16 (bfloat16) precision when dt is float16
+        (bfloat16)."""
+        if dt == BF16:
+            return round_bf16(self.b, value)
+        if dt.itemsize != 2 or dtype_kind(dt) != "f":
             return value
         return self.b.fpext(self.b.fptrunc(value, F16), F32)
 
     def load(self, dt, ptr):
-        if dt.kind == "c":
+        if dtype_kind(dt) == "c":
             return C.load(self, dt, ptr)
         v = self.b.load(ptr, typ=storage_type(dt))
-        if dt.kind == "b":
+        if dtype_kind(dt) == "b":
             return self.b.icmp_unsigned("!=", v, ir.Constant(I8, 0))
-        if dt.kind == "f" and dt.itemsize == 2:
+        if dt == BF16:
+            return bf16_to_f32(self.b, v)
+        if dtype_kind(dt) == "f" and dt.itemsize == 2:
             return self.b.fpext(v, F32)
         return v
 
     def store(self, dt, value, ptr):
-        if dt.kind == "c":
+        if dtype_kind(dt) == "c":
             return C.store(self, dt, value, ptr)
-        if dt.kind == "b":
+        if dtype_kind(dt) == "b":
             value = self.b.zext(value, I8)
-        elif dt.kind == "f" and dt.itemsize == 2:
+        elif dt == BF16:
+            value = bf16_bits(self.b, value)
+        elif dtype_kind(dt) == "f" and dt.itemsize == 2:
             value = self.b.fptrunc(value, F16)
         self.b.store(value, ptr)
 
@@ -129,27 +140,27 @@ class Emitter:
 # --- unary -----------------------------------------------------------------
 
 def _neg(e, dt, x):
-    return e.b.fneg(x) if dt.kind == "f" else e.b.sub(ir.Constant(x.type, 0), x)
+    return e.b.fneg(x) if dtype_kind(dt) == "f" else e.b.sub(ir.Constant(x.type, 0), x)
 
 
 def _sign(e, dt, x):
     b = e.b
-    if dt.kind == "f":
+    if dtype_kind(dt) == "f":
         one, zero = ir.Constant(x.type, 1.0), ir.Constant(x.type, 0.0)
         s = b.select(b.fcmp_ordered(">", x, zero), one,
                      b.select(b.fcmp_ordered("<", x, zero), b.fneg(one), zero))
         return b.select(e.isnan(x), x, s)
     zero = ir.Constant(x.type, 0)
-    if dt.kind == "u":
+    if dtype_kind(dt) == "u":
         return b.zext(b.icmp_unsigned("!=", x, zero), x.type)
     return b.sub(b.zext(b.icmp_signed(">", x, zero), x.type),
                  b.zext(b.icmp_signed("<", x, zero), x.type))
 
 
 def _abs(e, dt, x):
-    if dt.kind == "f":
+    if dtype_kind(dt) == "f":
         return e.intrinsic("fabs", x)
-    if dt.kind != "i":
+    if dtype_kind(dt) != "i":
         return x
     neg = e.b.icmp_signed("<", x, ir.Constant(x.type, 0))
     return e.b.select(neg, e.b.sub(ir.Constant(x.type, 0), x), x)
@@ -160,7 +171,7 @@ def _is_finite(e, dt, x):
 
 
 def _not(e, dt, x):
-    return e.b.xor(x, ir.Constant(x.type, -1 if dt.kind != "b" else 1))
+    return e.b.xor(x, ir.Constant(x.type, -1 if dtype_kind(dt) != "b" else 1))
 
 
 def _cbrt(e, dt, x):
@@ -197,17 +208,17 @@ _LIBM = {p: _libm(p.spec.libm) for p in P.ALL.values() if p.spec.libm}
 
 def _by_kind(boolean, integer, floating):
     def rule(e, dt, x, y):
-        fn = boolean if dt.kind == "b" else floating if dt.kind == "f" else integer
+        fn = boolean if dtype_kind(dt) == "b" else floating if dtype_kind(dt) == "f" else integer
         return getattr(e.b, fn)(x, y)
     return rule
 
 
 def _floor_div(e, dt, x, y):
     b = e.b
-    if dt.kind == "f":
+    if dtype_kind(dt) == "f":
         return _float_divmod(e, x, y)[0]
     zero = ir.Constant(x.type, 0)
-    if dt.kind == "u":
+    if dtype_kind(dt) == "u":
         return _unsigned_by_nonzero(b, b.udiv, x, y)
     _, q, _, adjust = _floored_sdivrem(e, x, y)
     q = b.select(adjust, b.sub(q, ir.Constant(x.type, 1)), q)
@@ -243,9 +254,9 @@ def _unsigned_by_nonzero(b, op, x, y):
 
 def _rem(e, dt, x, y):
     b = e.b
-    if dt.kind == "f":
+    if dtype_kind(dt) == "f":
         return _float_divmod(e, x, y)[1]
-    if dt.kind == "u":
+    if dtype_kind(dt) == "u":
         return _unsigned_by_nonzero(b, b.urem, x, y)
     d, _, r, adjust = _floored_sdivrem(e, x, y)
     return b.select(adjust, b.add(r, d), r)
@@ -275,22 +286,22 @@ def _float_divmod(e, a, b_):
 def _minmax(is_max):
     def rule(e, dt, x, y):
         b = e.b
-        if dt.kind == "b":
+        if dtype_kind(dt) == "b":
             return b.or_(x, y) if is_max else b.and_(x, y)
-        if dt.kind == "f":
+        if dtype_kind(dt) == "f":
             better = b.fcmp_ordered(">" if is_max else "<", x, y)
             return b.select(b.or_(e.isnan(x), better), x, y)
-        cmp = b.icmp_signed if dt.kind == "i" else b.icmp_unsigned
+        cmp = b.icmp_signed if dtype_kind(dt) == "i" else b.icmp_unsigned
         return b.select(cmp(">" if is_max else "<", x, y), x, y)
     return rule
 
 
 def _compare(op, float_op):
     def rule(e, dt, x, y):
-        if dt.kind == "f":
+        if dtype_kind(dt) == "f":
             unordered = float_op.startswith("u")
             return (e.b.fcmp_unordered if unordered else e.b.fcmp_ordered)(op, x, y)
-        cmp = e.b.icmp_signed if dt.kind == "i" else e.b.icmp_unsigned
+        cmp = e.b.icmp_signed if dtype_kind(dt) == "i" else e.b.icmp_unsigned
         return cmp(op, x, y)
     return rule
 
@@ -307,35 +318,76 @@ def convert(e, src, dst, x):
     to = compute_type(dst)
     if src == dst:
         return x
-    if "c" in (src.kind, dst.kind):
+    if "c" in (dtype_kind(src), dtype_kind(dst)):
         return C.convert(e, src, dst, x, convert)
-    if dst.kind == "b":
-        if src.kind == "f":
+    if dtype_kind(dst) == "b":
+        if dtype_kind(src) == "f":
             return b.fcmp_unordered("!=", x, ir.Constant(x.type, 0.0))
         return b.icmp_unsigned("!=", x, ir.Constant(x.type, 0))
-    if src.kind in "bu" or src.kind == "i":
-        if dst.kind == "f":
-            conv = b.uitofp if src.kind in "bu" else b.sitofp
+    if dtype_kind(src) in "bu" or dtype_kind(src) == "i":
+        if dst == BF16 and src.itemsize >= 4:
+            return _int_to_bf16(e, src, x)
+        if dtype_kind(dst) == "f":
+            conv = b.uitofp if dtype_kind(src) in "bu" else b.sitofp
             return e.round16(dst, conv(x, to))
         if to.width == x.type.width:
             return x
         if to.width < x.type.width:
             return b.trunc(x, to)
-        return (b.zext if src.kind in "bu" else b.sext)(x, to)
-    if dst.kind == "f":        # float -> float
+        return (b.zext if dtype_kind(src) in "bu" else b.sext)(x, to)
+    if dtype_kind(dst) == "f":        # float -> float
         if src.itemsize == 8 and dst.itemsize == 2:
-            return f64_to_f16(e, x)
+            return (f64_to_bf16 if dst == BF16 else f64_to_f16)(e, x)
         if to == x.type:
             return e.round16(dst, x)
         return b.fpext(x, to) if to == F64 else b.fptrunc(x, to)
+    if src == BF16:
+        return _bf16_to_int(e, dst, x)
     # to uint32 through int64, as NumPy does on x86: 3e9 is in range
-    wide = I64 if dst.itemsize == 8 or (dst.kind == "u" and dst.itemsize == 4) else I32
+    wide = I64 if dst.itemsize == 8 or (dtype_kind(dst) == "u" and dst.itemsize == 4) else I32
     bound = float(2 ** (wide.width - 1))
     in_range = b.and_(b.fcmp_ordered(">=", x, ir.Constant(x.type, -bound)),
                       b.fcmp_ordered("<", x, ir.Constant(x.type, bound)))
     safe = b.select(in_range, x, ir.Constant(x.type, 0.0))
     r = b.select(in_range, b.fptosi(safe, wide), ir.Constant(wide, -(1 << (wide.width - 1))))
     return r if wide == to else b.trunc(r, to)
+
+
+def _int_to_bf16(e, src, x):
+    """An integer of 4 or 8 bytes to bfloat16 in one rounding, as ml_dtypes converts it: to
+    double (exact, but for a magnitude above 2**53 rounded to odd first), then to bf16."""
+    b = e.b
+    unsigned = dtype_kind(src) in "bu"
+    if src.itemsize == 4:
+        return f64_to_bf16(e, (b.uitofp if unsigned else b.sitofp)(x, F64))
+    zero = ir.Constant(I64, 0)
+    negative = b.icmp_signed("<", x, zero) if not unsigned else ir.Constant(I1, 0)
+    m = b.select(negative, b.sub(zero, x), x)         # |x| as unsigned (2**63 too)
+    lz = b.call(e._declare("llvm.ctlz.i64", I64, [I64, I1]), [m, ir.Constant(I1, 0)])
+    drop = b.select(b.icmp_unsigned("<", lz, ir.Constant(I64, 11)),
+                    b.sub(ir.Constant(I64, 11), lz), zero)    # bits beyond double's 53
+    mask = b.sub(b.shl(ir.Constant(I64, 1), drop), ir.Constant(I64, 1))
+    sticky = b.icmp_unsigned("!=", b.and_(m, mask), zero)
+    odd = b.or_(b.and_(m, b.not_(mask)), b.select(sticky, b.add(mask, ir.Constant(I64, 1)),
+                                                  zero))
+    r = f64_to_bf16(e, b.uitofp(odd, F64))
+    return b.select(negative, b.fneg(r), r)
+
+
+def _bf16_to_int(e, dst, x):
+    """bfloat16 (as a float) to an integer as ml_dtypes converts it: truncated where the
+    value lies in the integer's range, 0 elsewhere (NaN, inf and every value beyond)."""
+    b = e.b
+    to = compute_type(dst)
+    signed = dtype_kind(dst) == "i"
+    bits = 8 * dst.itemsize - signed
+    # a value below 0 but above -1 truncates to 0 whether in an unsigned range or not
+    above = b.fcmp_ordered(">=", x, ir.Constant(F32, -float(2 ** bits))) if signed else \
+        b.fcmp_ordered(">", x, ir.Constant(F32, -1.0))
+    in_range = b.and_(above, b.fcmp_ordered("<", x, ir.Constant(F32, float(2 ** bits))))
+    r = b.fptosi(b.select(in_range, x, ir.Constant(F32, 0.0)), I64)
+    r = r if to == I64 else b.trunc(r, to)
+    return b.select(in_range, r, ir.Constant(to, 0))
 
 
 def _rotl32(b, x, r):
@@ -436,7 +488,7 @@ def _real_or_complex(prim, real_rule):
     complex_rule = C.COMPLEX_RULES[prim]
 
     def rule(e, dt, *args, **params):
-        return (complex_rule if dt.kind == "c" else real_rule)(e, dt, *args, **params)
+        return (complex_rule if dtype_kind(dt) == "c" else real_rule)(e, dt, *args, **params)
     return rule
 
 

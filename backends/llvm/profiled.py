@@ -18,24 +18,27 @@ import copy
 import math
 
 import numpy as np
+from functorch_core.ir import dtypes
 
 from .. import profiling
 from ..planning import buffers
 from ..planning.plan import Blas, Conv, Fallback, Kernel, Loop, Sort, kernel_label
-from . import fft
+from . import bf16_gemm, fft
 from .steps import PARALLEL_MIN_POINTS, native_step, sort_step
 
 _MAX_NAMES = 6
 
 
-def step_name(step, native=False) -> tuple[str, str]:
+def step_name(step, native=False, dtype=None) -> tuple[str, str]:
     """(event name, category) of a plan step; ``native``: a conv compiled as a loop nest
-    (tinyconv.py)."""
+    (tinyconv.py); ``dtype``: the step's result dtype (a bf16 product names its path)."""
     if isinstance(step, Kernel):
         return kernel_label(step, _MAX_NAMES), "kernel"
     if isinstance(step, Sort):
         return "sort", "sort"
     if isinstance(step, Blas):
+        if dtype == dtypes.bfloat16:
+            return f"dot_general (bf16: {bf16_gemm.path()})", "blas"
         return "dot_general (blas)", "blas"
     if isinstance(step, Conv):
         return f"conv_general_dilated ({'native' if native else 'blas'})", "conv"
@@ -87,7 +90,8 @@ def _split_step(exe, plan_step, run, name, cat, args):
 def _twin(exe):
     twin = copy.copy(exe)
     plan = exe.plan
-    names = [step_name(s, id(s) in exe._fns) for s in plan.steps]
+    names = [step_name(s, id(s) in exe._fns, plan.slots[s.out][1] if isinstance(s, Blas)
+                       else None) for s in plan.steps]
     stacks = [plan.sources.get(id(s), ()) for s in plan.steps]
     args = [_args(s, stack) for s, stack in zip(plan.steps, stacks, strict=True)]
     twin.steps = [_wrap(_split_step(exe, s, run, name, cat, a), name, cat, a)

@@ -32,13 +32,14 @@ import ctypes
 import functools
 
 import numpy as np
+from functorch_core.ir import dtypes
 from functorch_core.ir import primitives as P
 from llvmlite import binding as llvm
 from llvmlite import ir
 
 from . import engine
 from .blas import _capsule_pointer
-from .narrowing import f64_to_f16
+from .narrowing import f64_to_bf16, f64_to_f16
 
 F32, F64, I32 = ir.FloatType(), ir.DoubleType(), ir.IntType(32)
 
@@ -155,6 +156,8 @@ def emit_call(e, prim, dt, *args):
         return r
     if dt == np.float16 and in_double:      # rounded once, as the float64 result cast to half
         return f64_to_f16(e, r)
+    if dt == dtypes.bfloat16 and in_double:     # SciPy's float64 loop, cast once (ml_dtypes)
+        return f64_to_bf16(e, r)
     return b.fptrunc(r, args[0].type)
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from functorch_core.ir.dtypes import dtype_kind
 from llvmlite import ir
 
 from ..planning.plan import Sort
@@ -59,9 +60,9 @@ def order_key(b, bits, dt: np.dtype):
     """An unsigned integer (of :func:`key_type`) whose order is NumPy's sort order of
     ``dt`` values with these bits."""
     width, kt = 8 * dt.itemsize, key_type(dt)
-    if dt.kind in "bu":
+    if dtype_kind(dt) in "bu":
         return bits if width == kt.width else b.zext(bits, kt)
-    if dt.kind == "f":
+    if dtype_kind(dt) == "f":
         t = bits.type
         mantissa = np.finfo(dt).nmant
         magnitude = b.and_(bits, ir.Constant(t, (1 << (width - 1)) - 1))

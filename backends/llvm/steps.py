@@ -8,10 +8,12 @@ from __future__ import annotations
 import operator
 
 import numpy as np
+from functorch_core.ir import dtypes
 from functorch_core.ir.eager import host_impl
 
 from ..planning.plan import Blas, Conv, Fallback, Plan, Sort
 from . import engine, threads
+from .bf16_gemm import Bf16DotGeneral
 from .blas import DotGeneral
 from .conv import Conv as ConvGemm
 
@@ -102,6 +104,10 @@ def _binary_step(op, lhs, rhs, out, arena: set):
 
 
 def blas_step(step: Blas, plan: Plan, arena: set):
+    if plan.slots[step.out][1] == dtypes.bfloat16:
+        dot = Bf16DotGeneral(ref_shape(step.lhs), ref_shape(step.rhs), step.dimension_numbers,
+                             parallel=threads.pool, workers=threads.workers)
+        return _binary_step(dot, step.lhs, step.rhs, step.out, arena)
     dot = DotGeneral(ref_shape(step.lhs), ref_shape(step.rhs), plan.slots[step.out][1],
                      step.dimension_numbers, parallel=threads.pool, workers=threads.workers)
     return _binary_step(dot, step.lhs, step.rhs, step.out, arena)
@@ -109,6 +115,15 @@ def blas_step(step: Blas, plan: Plan, arena: set):
 
 def conv_step(step: Conv, plan: Plan, arena: set):
     out_shape, dtype = plan.slots[step.out]
-    conv = ConvGemm(ref_shape(step.lhs), ref_shape(step.rhs), out_shape, dtype,
+    wide = dtypes.compute_dtype(dtype)
+    conv = ConvGemm(ref_shape(step.lhs), ref_shape(step.rhs), out_shape, wide,
                     **step.params, parallel=threads.pool, workers=threads.workers)
+    if wide != dtype:       # bfloat16: exactly widened, float32 gemms, rounded once
+        def narrow(lhs, rhs, out=None):
+            r = conv(lhs.astype(wide), rhs.astype(wide)).astype(dtype)
+            if out is None:
+                return r
+            out[...] = r
+            return out
+        return _binary_step(narrow, step.lhs, step.rhs, step.out, arena)
     return _binary_step(conv, step.lhs, step.rhs, step.out, arena)

@@ -24,7 +24,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from functorch_core.ir import dtypes
 from llvmlite import ir
+
+from .narrowing import bf16_bits, bf16_to_f32
 
 # the most multiply-adds of a conv run here. benchmarks/tinyconv.py (one process, OpenBLAS
 # at one thread): native / gemm modes 0.07 (cnn_digits' forward, 0.59M MACs), 0.16 (its
@@ -39,7 +42,10 @@ TINY_MAX_SCRATCH = 1 << 18
 
 _I64 = ir.IntType(64)
 _PTR = ir.PointerType()
-_TYPES = {np.dtype(np.float32): ir.FloatType(), np.dtype(np.float64): ir.DoubleType()}
+# bfloat16 computes in float: its input widens into the scratch copy, its result rounds once
+_TYPES = {np.dtype(np.float32): ir.FloatType(), np.dtype(np.float64): ir.DoubleType(),
+          dtypes.bfloat16: ir.FloatType()}
+_I16 = ir.IntType(16)
 
 
 def _c_strides(shape):
@@ -81,7 +87,8 @@ class TinyConv:
     @property
     def padded(self):
         """Whether the input goes through the padded, dilated scratch copy."""
-        return any(p != (0, 0) for p in self.padding) or any(d != 1 for d in self.lhs_dilation)
+        return any(p != (0, 0) for p in self.padding) or any(
+            d != 1 for d in self.lhs_dilation) or self.dtype == dtypes.bfloat16
 
     @property
     def scratch_bytes(self):
@@ -90,7 +97,7 @@ class TinyConv:
             return 0
         lspec = self.dimension_numbers[0]
         return self.lhs_shape[lspec[0]] * self.lhs_shape[lspec[1]] * math.prod(self.grid) * \
-            self.dtype.itemsize
+            dtypes.compute_dtype(self.dtype).itemsize
 
     @property
     def macs(self):
@@ -177,6 +184,20 @@ class _Emitter:
     def at(self, base, offset):
         return self.b.gep(base, [offset], source_etype=self.ft)
 
+    def read(self, base, offset):
+        """An operand's element (a bf16 one widened)."""
+        b = self.b
+        if self.conv.dtype != dtypes.bfloat16:
+            return b.load(self.at(base, offset), typ=self.ft)
+        return bf16_to_f32(b, b.load(b.gep(base, [offset], source_etype=_I16), typ=_I16))
+
+    def write(self, value, offset):
+        """A result element (a bf16 one rounded once)."""
+        b = self.b
+        if self.conv.dtype != dtypes.bfloat16:
+            return b.store(value, self.at(self.out, offset))
+        return b.store(bf16_bits(b, value), b.gep(self.out, [offset], source_etype=_I16))
+
     def emit(self):
         c = self.conv
         b = self.b
@@ -213,7 +234,7 @@ class _Emitter:
                         + [(lo, g) for (lo, _), g in zip(c.padding, gstr[2:], strict=True)]
                         + [(j, ld * g) for j, ld, g in zip(js, c.lhs_dilation, gstr[2:],
                                                             strict=True)])
-                    b.store(b.load(self.at(self.lhs, read), typ=self.ft), self.at(src, write))
+                    b.store(self.read(self.lhs, read), self.at(src, write))
                 self.loops([n_in, ch, *(hi - lo for lo, hi in zip(firsts, lasts, strict=True))],
                            copy)
             s_n, s_c, s_sp = gstr[0], gstr[1], gstr[2:]
@@ -247,7 +268,7 @@ class _Emitter:
                 else:
                     pos.append(b.mul(ks[-1], self.const(rdil[-1])))
                     step_src, step_w = strides[-1] * s_sp[-1], 0
-                    wv = b.load(self.at(self.rhs, w), typ=self.ft)
+                    wv = self.read(self.rhs, w)
                 base = self.offset([(image, s_n), (feature, s_c)]
                                    + [(p, s) for p, s in zip(pos, s_sp, strict=True)])
 
@@ -256,8 +277,7 @@ class _Emitter:
                     x = b.load(self.at(src, b.add(base, b.mul(q, self.const(step_src)))),
                                typ=self.ft)
                     if c.kernel_order:
-                        wq = b.load(self.at(self.rhs, b.add(w, b.mul(q, self.const(step_w)))),
-                                    typ=self.ft)
+                        wq = self.read(self.rhs, b.add(w, b.mul(q, self.const(step_w))))
                     else:
                         wq = wv
                     cell = self.at(acc, q)
@@ -270,12 +290,12 @@ class _Emitter:
                 total = b.load(self.at(acc, self.const(0)), typ=self.ft)
                 for q in range(1, row):
                     total = b.fadd(total, b.load(self.at(acc, self.const(q)), typ=self.ft))
-                b.store(total, self.at(self.out, self.offset(where)))
+                self.write(total, self.offset(where))
             else:
                 base = self.offset(where)
-                self.loops([row], lambda q: b.store(
+                self.loops([row], lambda q: self.write(
                     b.load(self.at(acc, q[0]), typ=self.ft),
-                    self.at(self.out, b.add(base, b.mul(q[0], self.const(o_sp[-1]))))))
+                    b.add(base, b.mul(q[0], self.const(o_sp[-1])))))
 
         self.loops([n_out, o_n, *(out_sp if c.kernel_order else out_sp[:-1])], output)
         b.ret_void()

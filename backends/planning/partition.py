@@ -25,6 +25,7 @@ import math
 import os
 
 import numpy as np
+from functorch_core.ir import dtypes
 from functorch_core.ir import primitives as P
 from functorch_core.ir.core import Graph, Lit, Var
 from functorch_core.ir.passes.precision import expand_precision
@@ -391,8 +392,9 @@ def numpy_gap(eqn) -> str | None:
         return "indexing an empty axis raises in NumPy"
     if prim is P.iota and eqn.params["dtype"].kind == "b":
         return "iota: NumPy rejects boolean ranges longer than 2"
-    if prim is P.reduce_window_sum and eqn.inputs[0].aval.dtype == np.float16:
-        return "reduce_window_sum: float16 sums round at each addition only in NumPy's loop"
+    if prim is P.reduce_window_sum and eqn.inputs[0].aval.dtype in dtypes.NARROW_FLOATS:
+        return ("reduce_window_sum: float16 and bfloat16 sums round at each addition only in "
+                "NumPy's (ml_dtypes') loop")
     if (prim in WINDOW_REDUCE or prim in _SELECT_WINDOW) and \
             0 in eqn.outputs[0].aval.shape + eqn.inputs[-1].aval.shape:
         return "an empty windowed reduction (interpreter)"

@@ -5,6 +5,7 @@ and one equation."""
 from __future__ import annotations
 
 import numpy as np
+from functorch_core.ir import dtypes
 from functorch_core.ir import primitives as P
 
 from .plan import (
@@ -20,7 +21,9 @@ BLAS_DTYPES = tuple(np.dtype(t) for t in (np.float32, np.float64, np.complex64, 
 
 
 def blas(planner, eqn):
-    if eqn.inputs[0].aval.dtype not in BLAS_DTYPES:
+    """A Blas step (bfloat16 too: the llvm backend's own kernel, backends/llvm/bf16_gemm.py),
+    or a loop nest for the dtypes BLAS lacks."""
+    if eqn.inputs[0].aval.dtype not in (*BLAS_DTYPES, dtypes.bfloat16):
         return contraction_loop(planner, eqn)
     lhs, rhs = (planner.array(a) for a in eqn.inputs)
     out = eqn.outputs[0]
@@ -45,7 +48,7 @@ def contraction_loop(planner, eqn):
     rs = (tuple(vr.strides[i] for i in rb) + (0,) * len(lfree)
           + tuple(vr.strides[i] for i in (*rfree, *rc)))
     dt = out.aval.dtype
-    half = dt == np.float16
+    half = dt in dtypes.NARROW_FLOATS
     acc = np.dtype(np.float32) if half else dt
     k = Kernel(space, axes=tuple(range(out.aval.ndim, len(space))), reverse=False)
     a = k.read(View(vl.slot, space, dt, vl.offset, ls))

@@ -14,6 +14,7 @@ from functorch_core.backends import registry
 from functorch_core.backends.llvm import lowering, scipy_calls, steps
 from functorch_core.backends.planning.partition import Fallback
 from functorch_core.ir import primitives as P
+from functorch_core.ir.dtypes import bfloat16 as BF16
 from graph_builder import Builder
 
 import functorch_core as fc
@@ -31,7 +32,7 @@ PRIMS = {P.igamma: ("gammainc", 2), P.igammac: ("gammaincc", 2), P.betainc: ("be
          P.bessel_yn: ("yn", 2), P.bessel_iv: ("iv", 2), P.bessel_ive: ("ive", 2),
          P.bessel_k0: ("k0", 1), P.bessel_k1: ("k1", 1), P.bessel_kv: ("kv", 2),
          P.bessel_kve: ("kve", 2)}
-DTYPES = [np.float64, np.float32, np.float16]
+DTYPES = [np.float64, np.float32, np.float16, BF16]
 
 
 def _operands(n, dtype, seed):

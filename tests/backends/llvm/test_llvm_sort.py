@@ -18,6 +18,8 @@ from functorch_core.backends.planning import partition as part
 from functorch_core.backends.planning.plan import Fallback, Sort
 from functorch_core.ir import primitives as P
 from functorch_core.ir.core import AbstractArray, Eqn, Lit, Var
+from functorch_core.ir.dtypes import bfloat16 as BF16
+from functorch_core.ir.dtypes import dtype_kind
 from graph_builder import Builder
 from hypothesis import given
 from hypothesis import strategies as st
@@ -27,7 +29,7 @@ import functorch_core.numpy as fnp
 
 CPU = registry.get("cpu")
 REALS = [np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8,
-                               np.float16, np.float32, np.float64)]
+                               BF16, np.float16, np.float32, np.float64)]
 CARRIED = REALS + [np.dtype(np.complex64), np.dtype(np.complex128)]
 
 
@@ -35,15 +37,15 @@ def pool_values(rng, shape, dtype):
     """Values drawn from a small pool (many duplicates), with the extremes and, for
     floats, NaN of both signs, infinities, -0.0, 0.0 and a subnormal."""
     dtype = np.dtype(dtype)
-    if dtype.kind == "b":
+    if dtype_kind(dtype) == "b":
         return rng.random(shape) < 0.5
-    if dtype.kind in "iu":
+    if dtype_kind(dtype) in "iu":
         info = np.iinfo(dtype)
         pool = np.array([info.min, info.max, 0, 1, 2, info.max - 1], dtype)
-        if dtype.kind == "i":
+        if dtype_kind(dtype) == "i":
             pool = np.concatenate([pool, np.array([-1, -2], dtype)])
         return rng.choice(pool, shape)
-    if dtype.kind == "c":
+    if dtype_kind(dtype) == "c":
         z = np.empty(shape, dtype)
         z.real, z.imag = (pool_values(rng, shape, z.real.dtype) for _ in range(2))
         return z
