@@ -385,7 +385,7 @@ def _conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation, rh
 def _window_reducer(reduce, fill):
     def impl(x, *, window_dimensions, **window):
         x = np.asarray(x)
-        win = _windows(x, fill(x.dtype), range(x.ndim), window_dimensions, **window)
+        win = _windows(_wide(x), fill(x.dtype), range(x.ndim), window_dimensions, **window)
         return reduce(win, axis=tuple(range(x.ndim, win.ndim))).astype(x.dtype, copy=False)
     return impl
 

@@ -435,11 +435,14 @@ _CORE = {
 def _reduce_precision(e, dt, x, exponent_bits, mantissa_bits):
     """XLA's ReducePrecision on the bits of ``dt`` (float16: its half bits, not the float
     it computes in), with ``ir/numerics.py``'s constants, as the interpreter."""
-    b, fi = e.b, np.finfo(dt)
+    # bfloat16 computes in float32 holding its value exactly (the low 16 bits zero), so
+    # float32's constants round it as its own 16 bits would be
+    b, fi = e.b, np.finfo(np.float32 if dt == BF16 else dt)
     c = reduced_precision(fi.nexp, fi.nmant, exponent_bits, mantissa_bits)
     it = ir.IntType(c.bits)
     k = lambda v: ir.Constant(it, v)     # noqa: E731
-    stored = b.fptrunc(x, F16) if dt.itemsize == 2 else x
+    half = dt.itemsize == 2 and dt != BF16
+    stored = b.fptrunc(x, F16) if half else x
     u = b.bitcast(stored, it)
     if c.shift:
         lsb = b.and_(b.lshr(u, k(c.shift)), k(1))
@@ -450,7 +453,7 @@ def _reduce_precision(e, dt, x, exponent_bits, mantissa_bits):
                      b.or_(sign, k(c.exponent_mask)),
                      b.select(b.icmp_unsigned("<=", field, k(c.min_field)), sign, u))
     out = b.bitcast(u, stored.type)
-    out = b.fpext(out, F32) if dt.itemsize == 2 else out
+    out = b.fpext(out, F32) if half else out
     return b.select(e.isnan(x), x, out) if c.keep_nan else out
 
 

@@ -393,8 +393,8 @@ def numpy_gap(eqn) -> str | None:
     if prim is P.iota and eqn.params["dtype"].kind == "b":
         return "iota: NumPy rejects boolean ranges longer than 2"
     if prim is P.reduce_window_sum and eqn.inputs[0].aval.dtype in dtypes.NARROW_FLOATS:
-        return ("reduce_window_sum: float16 and bfloat16 sums round at each addition only in "
-                "NumPy's (ml_dtypes') loop")
+        return ("reduce_window_sum: float16 sums round at each addition in NumPy's loop, "
+                "bfloat16 ones accumulate in float32 in the interpreter's")
     if (prim in WINDOW_REDUCE or prim in _SELECT_WINDOW) and \
             0 in eqn.outputs[0].aval.shape + eqn.inputs[-1].aval.shape:
         return "an empty windowed reduction (interpreter)"

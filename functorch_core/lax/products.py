@@ -14,6 +14,7 @@ import operator
 import numpy as np
 
 from functorch_core.ir import primitives as P
+from functorch_core.ir.dtypes import dtype_kind
 from functorch_core.ir.source import user_source
 
 from .._internal import matmul_precision
@@ -136,7 +137,7 @@ def reduce_precision(operand, exponent_bits, mantissa_bits):
         array([1.      , 3.140625], dtype=float32)
     """
     x = array_operand(operand)
-    if aval(x).dtype.kind != "f":
+    if dtype_kind(aval(x).dtype) != "f":
         raise TypeError(f"reduce_precision: operand of dtype {aval(x).dtype} (shape "
                         f"{aval(x).shape}) is not floating point (at {user_source()})")
     for arg, v, least in (("exponent_bits", exponent_bits, 1),

@@ -147,3 +147,19 @@ def test_softmax_and_layer_norm_run_in_bfloat16():
     assert s.dtype == BF16
     ref = np.exp(x.astype(F32)) / np.exp(x.astype(F32)).sum(-1, keepdims=True)
     np.testing.assert_allclose(s.astype(F32), ref, rtol=4 * 2.0 ** -8)
+
+
+@pytest.mark.parametrize("bits", [(8, 7), (5, 4), (8, 3), (4, 0), (5, 10)])
+def test_reduce_precision_of_bfloat16_is_its_float32_rounding(bits):
+    # every bf16 bit pattern; jit (llvm) and eager agree, and equal float32's rounding
+    x = np.arange(65536, dtype=np.uint16).view(BF16)
+    eb, mb = bits
+    eager = fc.lax.reduce_precision(x, eb, mb)
+    jitted = fc.jit(lambda v: fc.lax.reduce_precision(v, eb, mb))(x)
+    via32 = fc.lax.reduce_precision(x.astype(F32), eb, mb).astype(BF16)
+    # a NaN stays a NaN (its payload is free), except with no mantissa bits: XLA's inf
+    nan = np.isnan(x.astype(F32)) if mb else np.zeros(x.shape, bool)
+    for got in (eager, jitted):
+        assert got.dtype == BF16
+        np.testing.assert_array_equal(got.view(np.uint16)[~nan], via32.view(np.uint16)[~nan])
+        assert np.isnan(got[nan].astype(F32)).all()

@@ -122,6 +122,8 @@ def test_elementwise_ops_match_the_interpreter_bit_for_bit():
     for g, w in zip(got, want, strict=True):
         assert g.dtype == BF16
         np.testing.assert_array_equal(g, np.asarray(w))
+    wide = run_graph(graph, [x.astype(np.float32)])[0]
+    np.testing.assert_array_equal(want[0], np.asarray(wide).astype(BF16))
 
 
 # --- products ------------------------------------------------------------------------
@@ -304,8 +306,8 @@ def test_every_float_elementwise_primitive_runs_bf16_natively(prim):
 
 
 def test_window_reductions_match_the_interpreter_bit_for_bit():
-    """max/min windows natively; a bf16 window sum rounds at each addition in ml_dtypes'
-    loop, so it runs there (a reasoned fallback, as for float16)."""
+    """max/min windows natively; a bf16 window sum runs in the interpreter (float32
+    accumulation, one rounding: a reasoned fallback, as for float16)."""
     rng = np.random.default_rng(9)
     x = (rng.standard_normal((6, 40)) * 50).astype(BF16)
     window = dict(window_dimensions=(2, 16), window_strides=(1, 3), padding=((1, 0), (2, 1)),
