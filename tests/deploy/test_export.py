@@ -87,7 +87,13 @@ def test_loaded_export_runs_in_a_process_without_the_users_module(tmp_path):
                    timeout=300)
     got = np.load(tmp_path / "out.npy")
     want = np.concatenate([expected[0].ravel(), [expected[1][0]], expected[1][1].ravel()])
-    np.testing.assert_array_equal(got, want)
+    # the sum's additions are reassociated (vectorized) as LLVM unrolls them: the stored
+    # library (one module, the full pipeline) may add x's 12 elements in another order than
+    # the jit (small kernels: no unrolling), within the bound of any order of 12 additions
+    k = expected[0].size            # where the sum sits in the flat results
+    np.testing.assert_array_equal(np.delete(got, k), np.delete(want, k))
+    bound = (x.size - 1) * np.finfo(np.float64).eps * np.abs(x).sum()
+    assert abs(got[k] - want[k]) <= bound
 
 
 def test_dynamic_batch_substitutes_sizes_without_retracing(tmp_path):
