@@ -67,16 +67,6 @@ define internal i64 @field(ptr %state, i64 %i) {
   ret i64 %v
 }
 
-define internal i32 @finish(ptr %state, i32 %status, i32 %error) {
-  %sp = getelementptr i64, ptr %state, i64 F_STATUS
-  %s = sext i32 %status to i64
-  store i64 %s, ptr %sp
-  %ep = getelementptr i64, ptr %state, i64 F_ERROR
-  %e = sext i32 %error to i64
-  store i64 %e, ptr %ep
-  ret i32 %status
-}
-
 define i32 @NAME(i32 %kind, ptr %send, ptr %recv, i32 %count, H %datatype, H %op, H %comm,
                  ptr %state) {
 entry:
@@ -92,11 +82,7 @@ entry:
   store i64 %k64, ptr %kp
   %broken = call i64 @field(ptr %state, i64 F_BROKEN)
   %isbroken = icmp ne i64 %broken, 0
-  br i1 %isbroken, label %refuse, label %counting
-
-refuse:
-  %r0 = call i32 @finish(ptr %state, i32 S_BROKEN, i32 0)
-  ret i32 %r0
+  br i1 %isbroken, label %exit, label %counting
 
 counting:
   %cp = getelementptr i64, ptr %state, i64 F_CALLS
@@ -136,12 +122,7 @@ reducescatter:
 started:
   %rc = phi i32 [%rc0, %allreduce], [%rc1, %allgather], [%rc2, %reducescatter]
   %startbad = icmp ne i32 %rc, 0
-  br i1 %startbad, label %mpierror, label %clock
-
-mpierror:
-  %erc = phi i32 [%rc, %started], [%trc, %poll]
-  %r1 = call i32 @finish(ptr %state, i32 S_ERROR, i32 %erc)
-  ret i32 %r1
+  br i1 %startbad, label %exit, label %clock
 
 clock:
   %t0 = call i64 @now(ptr %ts)
@@ -161,16 +142,12 @@ poll:
   store i32 0, ptr %flag
   %trc = call i32 @fc_mpi_test(ptr %req, ptr %flag, ptr %status)
   %testbad = icmp ne i32 %trc, 0
-  br i1 %testbad, label %mpierror, label %tested
+  br i1 %testbad, label %exit, label %tested
 
 tested:
   %f = load i32, ptr %flag
   %done = icmp ne i32 %f, 0
-  br i1 %done, label %ok, label %waiting
-
-ok:
-  %r2 = call i32 @finish(ptr %state, i32 0, i32 0)
-  ret i32 %r2
+  br i1 %done, label %exit, label %waiting
 
 waiting:
   %now = call i64 @now(ptr %ts)
@@ -202,19 +179,24 @@ probe:
   %prc = call i32 @fc_mpi_iprobe(i32 %any, i32 %tag, H %sideh, ptr %flag, ptr %status)
   %pf = load i32, ptr %flag
   %reported = icmp ne i32 %pf, 0
-  br i1 %reported, label %failed, label %deadlinecheck
-
-failed:
-  %r3 = call i32 @finish(ptr %state, i32 S_FAILED, i32 0)
-  ret i32 %r3
+  br i1 %reported, label %exit, label %deadlinecheck
 
 deadlinecheck:
   %past = icmp sgt i64 %now, %deadline
-  br i1 %past, label %timedout, label %poll
+  br i1 %past, label %exit, label %poll
 
-timedout:
-  %r4 = call i32 @finish(ptr %state, i32 S_TIMEOUT, i32 0)
-  ret i32 %r4
+exit:
+  %outcome = phi i32 [S_BROKEN, %entry], [S_ERROR, %started], [S_ERROR, %poll], [0, %tested],
+                     [S_FAILED, %probe], [S_TIMEOUT, %deadlinecheck]
+  %code = phi i32 [0, %entry], [%rc, %started], [%trc, %poll], [0, %tested], [0, %probe],
+                  [0, %deadlinecheck]
+  %sp = getelementptr i64, ptr %state, i64 F_STATUS
+  %s64 = sext i32 %outcome to i64
+  store i64 %s64, ptr %sp
+  %ep = getelementptr i64, ptr %state, i64 F_ERROR
+  %e64 = sext i32 %code to i64
+  store i64 %e64, ptr %ep
+  ret i32 %outcome
 }
 """
 
