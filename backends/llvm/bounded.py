@@ -6,8 +6,9 @@ native graph entry (no Python per step) and still never hangs.
 ``MPI_Iallreduce``, 1: ``MPI_Iallgather``, 2: ``MPI_Ireduce_scatter_block``) does what
 ``backends/mpi.py``'s ``_run`` does around the call: it refuses an unusable world, counts
 the collective (and writes the launcher's watchdog counter), then calls ``MPI_Test`` in a
-loop, spinning with ``sched_yield`` for the first 10 ms and then sleeping from 50 us
-doubling up to 1 ms between polls, each of those also probing the side communicator for a
+loop: back to back for the first 100 us (as MPI's blocking calls poll: a wait that short
+should not give the core away), then with ``sched_yield`` between polls up to 10 ms (to
+ranks that share the core), then sleeping from 50 us doubling up to 1 ms between polls, each of those also probing the side communicator for a
 failed rank's report (``MPI_Iprobe``), until the request completes or the deadline
 (``clock_gettime(CLOCK_MONOTONIC)`` plus the timeout) passes. It returns
 ``mpi.NATIVE_DONE`` or the status that says why not, also stored in the state; only then
@@ -129,6 +130,7 @@ clock:
   %timeout = call i64 @field(ptr %state, i64 F_TIMEOUT)
   %deadline = add i64 %t0, %timeout
   %spinend = add i64 %t0, 10000000
+  %yieldfrom = add i64 %t0, 100000
   %side = call i64 @field(ptr %state, i64 F_SIDE)
   %hasside = icmp ne i64 %side, 0
   %sideh = TRUNC_SIDE
@@ -152,7 +154,11 @@ tested:
 waiting:
   %now = call i64 @now(ptr %ts)
   %late = icmp sgt i64 %now, %spinend
-  br i1 %late, label %backoff, label %spin
+  br i1 %late, label %backoff, label %spinning
+
+spinning:
+  %polite = icmp sgt i64 %now, %yieldfrom
+  br i1 %polite, label %spin, label %deadlinecheck
 
 spin:
   %y = call i32 @fc_sched_yield()

@@ -7,7 +7,9 @@ runtime replaces one over the world on a slot of a dtype MPI has by a
 :class:`CollectiveCall`: a ctypes call of the MPI library when the graph runs step by
 step, or a call inside the native graph entry (``entry_codegen``), so a jitted step
 whose kernels and products fit the entry runs its backward pass and its gradient
-reduction in one native call, with no Python in between.
+reduction in one native call, with no Python in between. Under a world's timeout (read
+when the call runs) each is instead ``bounded.py``'s non-blocking call polled to the
+deadline in native code; a failure there ends the entry with the error Python builds.
 
 The code names the functions and the handles by symbols (``fc_mpi_allreduce``..., the
 table ``fc_mpi_handles``: the communicator, ``MPI_IN_PLACE``, the ops, the datatypes),
