@@ -8,8 +8,9 @@ native graph entry (no Python per step) and still never hangs.
 the collective (and writes the launcher's watchdog counter), then calls ``MPI_Test`` in a
 loop: back to back for the first 100 us (as MPI's blocking calls poll: a wait that short
 should not give the core away), then with ``sched_yield`` between polls up to 10 ms (to
-ranks that share the core), then sleeping from 50 us doubling up to 1 ms between polls, each of those also probing the side communicator for a
-failed rank's report (``MPI_Iprobe``), until the request completes or the deadline
+ranks that share the core), then sleeping from 50 us doubling up to 1 ms between polls,
+each sleep followed by a probe of the side communicator for a failed rank's report
+(``MPI_Iprobe``), until the request completes or the deadline
 (``clock_gettime(CLOCK_MONOTONIC)`` plus the timeout) passes. It returns
 ``mpi.NATIVE_DONE`` or the status that says why not, also stored in the state; only then
 does Python run (``mpi.native_failure``) to build the error: the missing ranks, the failed

@@ -34,11 +34,15 @@ params0 = {k: np.array(v) for k, v in model.named_parameters()}
 buffers0 = {k: np.array(v) for k, v in model.named_buffers()}
 opt = optim.sgd(lr=0.1)
 
+def objective(p, b):
+    logits = fc.functional_call(model, (p, b), (x,))
+    return F.cross_entropy(logits, y), b
+
 @fc.jit
-def jstep(params, ost):
-    grads = fc.grad(lambda p: F.cross_entropy(
-        fc.functional_call(model, (p, buffers0), (x,)), y))(params)
-    return opt.update(grads, ost, params)
+def jstep(params, buffers, ost):
+    (_, buffers), grads = fc.value_and_grad(objective, has_aux=True)(params, buffers)
+    params, ost = opt.update(grads, ost, params)
+    return params, buffers, ost
 
 def mixed(a, b):
     return [lax.all_gather(a * 2, "world"), lax.psum_scatter(np.stack([b] * 2), "world"),
@@ -47,10 +51,10 @@ a = np.arange(7, dtype=np.float32) * (r + 1.5)
 b = (np.arange(6) * (3 * r + 1)).astype(np.int64)
 
 def train(steps=3):
-    params, ost = params0, opt.init(params0)
+    state = (params0, buffers0, opt.init(params0))
     for _ in range(steps):
-        params, ost = jstep(params, ost)
-    return np.concatenate([np.ravel(v) for v in params.values()])
+        state = jstep(*state)
+    return np.concatenate([np.ravel(v) for v in state[0].values()])
 
 def bits(arrays):
     return [np.ascontiguousarray(v).view(np.uint8).tobytes().hex() for v in arrays]
