@@ -7,6 +7,7 @@ is real ranks under ``mpiexec``, bounded by a timeout."""
 import time
 from pathlib import Path
 
+from functorch_core.backends.llvm import entry_codegen
 from mpirun import needs_mpi, run_ranks
 
 # the digits CNN's DDP step (as benchmarks/_distributed_ddp.py times it), and a graph
@@ -50,6 +51,15 @@ def mixed(a, b):
 a = np.arange(7, dtype=np.float32) * (r + 1.5)
 b = (np.arange(6) * (3 * r + 1)).astype(np.int64)
 
+def long(x):          # 160 native calls: the entry runs them in parts of PART_CALLS
+    m = np.eye(4, dtype=np.float32) * 0.5 + 0.1
+    for i in range(80):
+        x = np.sin(x @ m) * 1.01 + i
+        if i in (30, 70):
+            x = lax.psum(x, "world")
+    return x
+c = np.linspace(0, 1, 12, dtype=np.float32).reshape(3, 4) + r
+
 def train(steps=3):
     state = (params0, buffers0, opt.init(params0))
     for _ in range(steps):
@@ -59,13 +69,15 @@ def train(steps=3):
 def bits(arrays):
     return [np.ascontiguousarray(v).view(np.uint8).tobytes().hex() for v in arrays]
 
-free = bits([train()]) + bits(fc.jit(mixed)(a, b))
+free = bits([train()]) + bits(fc.jit(mixed)(a, b)) + bits([fc.jit(long)(c)])
 dist.init(timeout=30)         # the same compiled code, now bounded
 calls = int(mpi._calls[0])
 t = time.perf_counter()
-timed = bits([train()]) + bits(fc.jit(mixed)(a, b))
+timed = bits([train()]) + bits(fc.jit(mixed)(a, b)) + bits([fc.jit(long)(c)])
+parts = compile_graph(fc.make_graph(long)(c))
 report({"same": free == timed, "counted": int(mpi._calls[0]) - calls,
-        "entry": compile_graph(fc.make_graph(mixed)(a, b)).entry is not None})
+        "entry": compile_graph(fc.make_graph(mixed)(a, b)).entry is not None,
+        "parts": [parts.entry is not None, len(parts.plan.steps)]})
 '''
 
 
@@ -77,7 +89,8 @@ def test_the_bounded_jitted_step_equals_the_unbounded_one_bit_for_bit():
         assert rep["entry"] is True
         # every bounded collective counts (the names of a timeout compare the counts):
         # the DDP step's buckets and the four collectives of ``mixed``
-        assert rep["counted"] >= 3 + 4
+        assert rep["counted"] >= 3 + 4 + 2
+        assert rep["parts"][0] is True and rep["parts"][1] > entry_codegen.PART_CALLS
     assert out[0][0]["counted"] == out[1][0]["counted"]
 
 
@@ -107,8 +120,13 @@ def test_a_jitted_ddp_step_times_out_naming_the_sleeping_rank():
             jstep(w, x)
         except dist.DistributedTimeoutError as e:
             report([time.monotonic() - t, str(e)])
+        def long(x):        # in parts: the refusal ends the entry from inside one
+            m = np.eye(4, dtype=np.float32) * 0.5
+            for i in range(80):
+                x = np.sin(x @ m) + i
+            return lax.psum(x, "world")
         try:
-            jstep(w, x)
+            fc.jit(long)(x)
         except dist.DistributedError as e:
             report(str(e))
     ''', n=2, timeout=90)
