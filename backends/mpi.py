@@ -20,7 +20,9 @@ the ranks that did not reach the collective: on a timeout each rank tells the ot
 side communicator (a ``Dup`` of the world's) which collective it waits in, and those that do
 not answer within a short grace are the missing ones. In a job of several ranks an uncaught
 exception on one rank is sent to the others the same way before ``MPI_Abort``: a rank waiting
-in a bounded collective raises ``DistributedError`` with that message.
+in a bounded collective raises ``DistributedError`` with that message. A compiled graph's
+collectives do the same polling in native code (``backends/llvm/bounded.py``, sharing
+this module's state through :func:`native_state`) and come back here only to raise.
 """
 
 from __future__ import annotations

@@ -60,7 +60,8 @@ def emit_graph_entry(module: ir.Module, name: str, calls, n_args: int, none_symb
     table of its slots), a :class:`blas.GemmCall` or a :class:`collectives.CollectiveCall`
     (data pointers read here,
     at ``data_offset`` in the array object). Returns ``None`` (a new reference,
-    so incremented unless this CPython's None is immortal), or NULL for a wrong ``nargs``.
+    so incremented unless this CPython's None is immortal), or NULL for a wrong ``nargs``
+and, with the exception set, when a bounded collective failed (``bounded.py``).
     ``None`` is the external symbol ``none_symbol``: no address of this process is in the
     code, so its object code can be cached on disk. More than :data:`PART_CALLS` calls are
     made from internal functions of that many calls each.
