@@ -20,7 +20,9 @@ the ranks that did not reach the collective: on a timeout each rank tells the ot
 side communicator (a ``Dup`` of the world's) which collective it waits in, and those that do
 not answer within a short grace are the missing ones. In a job of several ranks an uncaught
 exception on one rank is sent to the others the same way before ``MPI_Abort``: a rank waiting
-in a bounded collective raises ``DistributedError`` with that message.
+in a bounded collective raises ``DistributedError`` with that message. A compiled graph's
+collectives do the same polling in native code (``backends/llvm/bounded.py``, sharing
+this module's state through :func:`native_state`) and come back here only to raise.
 """
 
 from __future__ import annotations
@@ -66,9 +68,32 @@ _yield = getattr(os, "sched_yield", lambda: None)
 _lock = threading.Lock()
 _world: World | None = None
 _broken: str | None = None      # why the world is unusable (a collective timed out), or None
-_calls = [0]                    # how many collectives this rank has entered
+# what native code reads and writes too (backends/llvm/bounded.py): the world's timeout in
+# ns (0: none), whether it is unusable, how many collectives this rank has entered, the
+# watchdog counters' address, this rank, the side communicator, MPI_ANY_SOURCE, the failed
+# rank's tag, and a native bounded call's outcome (its status and MPI's error code)
+STATE_FIELDS = ("timeout_ns", "broken", "calls", "beats", "rank", "side", "any_source",
+                "tag_failed", "status", "error", "kind")
+_state = np.zeros(len(STATE_FIELDS), np.int64)
+_calls = _state[2:3]            # how many collectives this rank has entered
 _TAG_WAITING, _TAG_FAILED, _TAG_ACK = 31001, 31002, 31003
 _GRACE_S = 1.0                  # how long a timed-out rank waits for the others' reports
+_state[STATE_FIELDS.index("tag_failed")] = _TAG_FAILED
+
+
+def _publish(w: World) -> World:
+    """``w`` as the world, its timeout where native code reads it."""
+    global _world
+    _world = w
+    _state[0] = 0 if w.timeout is None else max(1, int(w.timeout * 1e9))
+    return w
+
+
+def _break(why: str) -> None:
+    """Mark the world unusable (for Python and native code): ``why`` says since when."""
+    global _broken
+    _broken = why
+    _state[1] = 1
 
 
 def _mpi():
@@ -98,25 +123,23 @@ def init(timeout=None) -> World:
     ``timeout`` (seconds or a ``datetime.timedelta``) bounds every collective; None waits
     as long as MPI does. A later call with another timeout changes it.
     """
-    global _world
     timeout = seconds(timeout)
     with _lock:
         if _world is None:
-            _world = _connect(timeout)
+            _publish(_connect(timeout))
         elif timeout is not None and timeout != _world.timeout:
-            _world = World(_world.comm, _world.rank, _world.size, _world.local_rank,
-                           _world.local_size, timeout, _world.side)
+            _publish(World(_world.comm, _world.rank, _world.size, _world.local_rank,
+                           _world.local_size, timeout, _world.side))
         return _world
 
 
 def set_timeout(timeout) -> World:
     """Set (or, with None, lift) the world's timeout; it joins the world if need be."""
-    global _world
     timeout = seconds(timeout)
     w = init()
     with _lock:
-        _world = World(w.comm, w.rank, w.size, w.local_rank, w.local_size, timeout, w.side)
-        return _world
+        return _publish(World(w.comm, w.rank, w.size, w.local_rank, w.local_size, timeout,
+                              w.side))
 
 
 def _connect(timeout) -> World:
@@ -208,6 +231,22 @@ def _heartbeat(w: World) -> None:
         _beats[0][w.rank] = _calls[0]
 
 
+def native_state() -> np.ndarray:
+    """The state native bounded collectives share with this module (:data:`STATE_FIELDS`),
+    its watchdog, rank and side-communicator fields filled in (after :func:`native`)."""
+    w = world()
+    _heartbeat(w)       # opens the watchdog's counters, if the launcher keeps them
+    f = STATE_FIELDS.index
+    beats = _beats[0]
+    _state[f("beats")] = beats.ctypes.data if beats is not None and w.rank < beats.size else 0
+    _state[f("rank")] = w.rank
+    mpi = _mpi()
+    if w.side is not None:
+        _state[f("side")] = ctypes.c_int64(mpi._handleof(w.side)).value     # 2**64 wraps
+    _state[f("any_source")] = mpi.ANY_SOURCE
+    return _state
+
+
 def _run(w: World, name: str, what: str, blocking, nonblocking, args) -> None:
     """One MPI call: ``blocking(*args)`` without a timeout, else ``nonblocking(*args)``
     polled with a short backoff until the world's deadline."""
@@ -233,13 +272,35 @@ def _run(w: World, name: str, what: str, blocking, nonblocking, args) -> None:
         else:
             _yield()
         if now > deadline:
-            global _broken
-            _broken = (f"{name}{what} timed out after {w.timeout:g} s on rank {w.rank} of "
-                       f"{w.size}")
-            raise DistributedTimeoutError(
-                f"{name}{what} did not complete within {w.timeout:g} s on rank {w.rank} of "
-                f"{w.size}: {_missing(w)}; the world is unusable from now on: MPI cannot "
-                f"cancel a collective, so end the job")
+            _timed_out(w, name, what)
+
+
+def _timed_out(w: World, name: str, what: str):
+    _break(f"{name}{what} timed out after {w.timeout:g} s on rank {w.rank} of {w.size}")
+    raise DistributedTimeoutError(
+        f"{name}{what} did not complete within {w.timeout:g} s on rank {w.rank} of "
+        f"{w.size}: {_missing(w)}; the world is unusable from now on: MPI cannot "
+        f"cancel a collective, so end the job")
+
+
+# a native bounded call's outcomes (backends/llvm/bounded.py): done, past the deadline, a
+# failed rank's report waits on the side communicator, the world was unusable, MPI failed
+NATIVE_DONE, NATIVE_TIMEOUT, NATIVE_FAILED, NATIVE_BROKEN, NATIVE_ERROR = range(5)
+
+
+def native_failure(status: int, name: str, what: str = ""):
+    """Raise what a native bounded collective's ``status`` (not NATIVE_DONE) means, as the
+    Python path would have: the timeout naming the missing ranks, the failed rank's
+    message, the unusable world, or MPI's error code."""
+    w = world()
+    if status == NATIVE_BROKEN:
+        _usable(w, name, what)
+    elif status == NATIVE_TIMEOUT:
+        _timed_out(w, name, what)
+    elif status == NATIVE_FAILED:
+        _raise_if_failed(w, name, what)
+    raise DistributedError(f"{name}{what} on rank {w.rank} of {w.size}: MPI returned error "
+                           f"code {int(_state[STATE_FIELDS.index('error')])} (status {status})")
 
 
 def _raise_if_failed(w: World, name: str, what: str) -> None:
@@ -253,8 +314,7 @@ def _raise_if_failed(w: World, name: str, what: str) -> None:
     data = np.empty(status.Get_count(mpi.BYTE), np.uint8)
     w.side.Recv(data, source=status.Get_source(), tag=_TAG_FAILED)
     w.side.Isend(np.zeros(1, np.uint8), dest=status.Get_source(), tag=_TAG_ACK)
-    global _broken
-    _broken = f"rank {status.Get_source()} failed"     # the hook's test: "rank " starts it
+    _break(f"rank {status.Get_source()} failed")     # the hook's test: "rank " starts it
     raise DistributedError(f"{name}{what} on rank {w.rank} of {w.size}: rank "
                            f"{status.Get_source()} failed with "
                            f"{data.tobytes().decode('utf-8', 'replace')}")
@@ -474,7 +534,9 @@ NATIVE_DTYPES = {"f": "FLOAT", "d": "DOUBLE", "F": "C_FLOAT_COMPLEX", "D": "C_DO
                  "B": "UINT8_T", "H": "UINT16_T", "I": "UINT32_T", "L": "UINT64_T",
                  "Q": "UINT64_T", "?": "C_BOOL"}
 NATIVE_OPS = ("sum", "max", "min", "prod")
-NATIVE_FUNCTIONS = ("MPI_Allreduce", "MPI_Allgather", "MPI_Reduce_scatter_block")
+NATIVE_FUNCTIONS = ("MPI_Allreduce", "MPI_Allgather", "MPI_Reduce_scatter_block",
+                    "MPI_Iallreduce", "MPI_Iallgather", "MPI_Ireduce_scatter_block",
+                    "MPI_Test", "MPI_Iprobe")
 
 
 @dataclass(frozen=True)

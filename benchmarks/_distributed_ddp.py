@@ -114,9 +114,9 @@ def _ours(model_name, variant):
     from functorch_core.nn.parallel import DistributedDataParallel
 
     # unbounded (native MPI_Allreduce inside the jitted step) unless benchmarks/elastic.py
-    # asks for a timeout
+    # asks for a timeout ("alternate": _worker switches it between rounds)
     bound = os.environ.get("FC_BENCH_TIMEOUT", "none")
-    dist.init(timeout=None if bound == "none" else float(bound))
+    dist.init(timeout=None if bound in ("none", "alternate") else float(bound))
     fc.manual_seed(0)
     if model_name == "cnn":
         from cnn_digits import make_model
@@ -139,7 +139,15 @@ def _ours(model_name, variant):
 
     vg = fc.value_and_grad(loss_fn, has_aux=True)
 
-    if variant == "eager_after":
+    if variant == "psum_only":          # the step's reduction alone: one flat gradient
+        from functorch_core import lax
+        flat = np.concatenate([np.ravel(v) for v in params.values()])
+        reduce = fc.jit(lambda v: lax.psum(v, dist.WORLD))
+
+        def step(params, buffers, ost):
+            reduce(flat)
+            return params, buffers, ost
+    elif variant == "eager_after":
         grad_step = fc.jit(lambda p, b, x, y: vg(p, b, x, y))
         update = fc.jit(opt.update)
 
@@ -202,11 +210,39 @@ def _torch(model_name):
     return run, tdist.barrier, slowest
 
 
+def _alternating(run, barrier, slowest, steps, repeats):
+    """Rounds of ``steps`` steps with the world's timeout lifted and set to 30 s in turn
+    (the first of each pair alternates, against drift; both ranks switch between the same
+    two collectives): the medians of each and of each pair's ratio, with its quartiles."""
+    from functorch_core.backends import mpi
+    got = {None: [], 30.0: []}
+    for i in range(repeats):
+        for bound in ((None, 30.0) if i % 2 == 0 else (30.0, None)):
+            mpi.set_timeout(bound)
+            for _ in range(2):
+                run()
+            barrier()
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                run()
+            got[bound].append(slowest((time.perf_counter() - t0) / steps))
+    ratios = np.array(got[30.0]) / np.array(got[None])
+    return {"none": float(np.median(got[None])), "30": float(np.median(got[30.0])),
+            "ratio": float(np.median(ratios)),
+            "ratio_spread": [float(np.percentile(ratios, 25)),
+                             float(np.percentile(ratios, 75))]}
+
+
 def _worker(model_name, variant, steps, repeats):
     run, barrier, slowest = _torch(model_name) if variant == "torch" else _ours(model_name,
                                                                                  variant)
     for _ in range(3):
         run()                       # compiles, warms up
+    if os.environ.get("FC_BENCH_TIMEOUT") == "alternate":
+        result = _alternating(run, barrier, slowest, steps, repeats)
+        if int(os.environ.get("PMI_RANK", "0")) == 0:
+            print(json.dumps(result), flush=True)
+        return
     times = []
     for _ in range(repeats):
         barrier()

@@ -60,7 +60,8 @@ def emit_graph_entry(module: ir.Module, name: str, calls, n_args: int, none_symb
     table of its slots), a :class:`blas.GemmCall` or a :class:`collectives.CollectiveCall`
     (data pointers read here,
     at ``data_offset`` in the array object). Returns ``None`` (a new reference,
-    so incremented unless this CPython's None is immortal), or NULL for a wrong ``nargs``.
+    so incremented unless this CPython's None is immortal), or NULL for a wrong ``nargs``
+and, with the exception set, when a bounded collective failed (``bounded.py``).
     ``None`` is the external symbol ``none_symbol``: no address of this process is in the
     code, so its object code can be cached on disk. More than :data:`PART_CALLS` calls are
     made from internal functions of that many calls each.
@@ -73,29 +74,45 @@ def emit_graph_entry(module: ir.Module, name: str, calls, n_args: int, none_symb
     b.position_at_end(fail)
     b.ret(ir.Constant(_PTR, None))
     b.position_at_end(body)
+    def bail(bb):       # a collective failed with an exception set
+        bb.ret(ir.Constant(_PTR, None))
     if len(calls) <= PART_CALLS:
-        _emit_calls(module, b, args, calls, 0, data_offset)
+        _emit_calls(module, b, args, calls, 0, data_offset, bail)
     else:
-        part_type = ir.FunctionType(ir.VoidType(), [_PTR])
+        i1 = ir.IntType(1)
+        part_type = ir.FunctionType(i1, [_PTR])     # set: bail out
         for first in range(0, len(calls), PART_CALLS):
             part = ir.Function(module, part_type, f"{name}_part{first // PART_CALLS}")
             part.linkage = "internal"
             part.attributes.add("noinline")
             pb = ir.IRBuilder(part.append_basic_block("entry"))
             _emit_calls(module, pb, part.args[0], calls[first:first + PART_CALLS], first,
-                        data_offset)
-            pb.ret_void()
-            b.call(part, [args])
+                        data_offset, lambda bb: bb.ret(ir.Constant(i1, 1)))
+            pb.ret(ir.Constant(i1, 0))
+            failed = b.call(part, [args])
+            if any(isinstance(c, CollectiveCall) for c in calls[first:first + PART_CALLS]):
+                _bail_if(b, failed, bail)
     none = ir.GlobalVariable(module, I64, none_symbol)     # its reference count
     if incref_none:
         b.store(b.add(b.load(none, typ=I64), ir.Constant(I64, 1)), none)
     b.ret(b.bitcast(none, _PTR))
 
 
-def _emit_calls(module, b, args, calls, first, data_offset):
+def _bail_if(b, failed, bail):
+    """Go on at ``b`` unless ``failed`` (an i1) is set: then ``bail(builder)`` returns."""
+    out, on = b.append_basic_block("bail"), b.append_basic_block("on")
+    b.cbranch(failed, out, on)
+    b.position_at_end(out)
+    bail(b)
+    b.position_at_end(on)
+
+
+def _emit_calls(module, b, args, calls, first, data_offset, bail):
     """The calls of ``calls`` (the ``first``-th of the graph's onwards) at ``b``, each
     reading the array objects it takes from ``args`` right before it (values held across
-    many calls would make register allocation the bulk of the compile time)."""
+    many calls would make register allocation the bulk of the compile time); a
+    collective that fails (a bounded one: timed out, a failed rank) ends them with
+    ``bail(builder)``."""
     def obj(slot):
         return b.load(b.gep(args, [ir.Constant(I64, slot)], source_etype=_PTR), typ=_PTR)
 
@@ -108,7 +125,9 @@ def _emit_calls(module, b, args, calls, first, data_offset):
             emit_gemm(b, call, data)
             continue
         if isinstance(call, CollectiveCall):
-            emit_collective(b, call, data)
+            failed = emit_collective(b, call, data)
+            if failed is not None:
+                _bail_if(b, failed, bail)
             continue
         symbol, slots, lo, hi, packed = call
         bounds = [ir.Constant(I64, lo), ir.Constant(I64, hi)]
