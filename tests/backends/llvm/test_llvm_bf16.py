@@ -126,7 +126,7 @@ def test_elementwise_ops_match_the_interpreter_bit_for_bit():
     for g, w in zip(got, want, strict=True):
         assert g.dtype == BF16
         np.testing.assert_array_equal(g, np.asarray(w))
-    wide = run_graph(graph, [x.astype(np.float32)])[0]
+    wide = run_graph(graph, [x.astype(np.float32), y.astype(np.float32)])[0]
     np.testing.assert_array_equal(want[0], np.asarray(wide).astype(BF16))
 
 
