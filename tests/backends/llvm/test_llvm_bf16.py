@@ -130,6 +130,26 @@ def test_elementwise_ops_match_the_interpreter_bit_for_bit():
     np.testing.assert_array_equal(want[0], np.asarray(wide).astype(BF16))
 
 
+def test_exact_ops_on_rounded_values_and_constants_match_the_interpreter():
+    """max/min/abs/neg/floor/sign/select skip their rounding only on operands known to be
+    bf16 (loads, rounded results, bf16 constants); a chain through them stays bit for bit
+    the interpreter's, NaN, inf and subnormal results included."""
+    x = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(BF16)
+    y = np.random.default_rng(13).standard_normal(x.size).astype(BF16)
+
+    def chain(x, y):
+        s = fnp.maximum(x * y, 1e-5)                    # a weak float constant
+        t = fnp.minimum(fnp.abs(-(x + y)), 0.3) - fnp.floor(x / 3)
+        u = fnp.where(x > y, fnp.sign(t), s)
+        return s, t, u, fnp.maximum(u, t) * 2
+    got = fc.jit(chain)(x, y)
+    with np.errstate(all="ignore"):
+        want = fc.jit(chain, backend="interpreter")(x, y)
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == BF16
+        np.testing.assert_array_equal(g.view(np.uint16), np.asarray(w).view(np.uint16))
+
+
 # --- products ------------------------------------------------------------------------
 
 DOTS = [((3, 4), (4, 5), (((1,), (0,)), ((), ()))),
