@@ -131,7 +131,7 @@ def test_elementwise_ops_match_the_interpreter_bit_for_bit():
 
 
 def test_exact_ops_on_rounded_values_and_constants_match_the_interpreter():
-    """max/min/abs/neg/floor/sign/select skip their rounding only on operands known to be
+    """max/min/abs/neg/floor/ceil/sign/select skip their rounding only on operands known to be
     bf16 (loads, rounded results, bf16 constants); a chain through them stays bit for bit
     the interpreter's, NaN, inf and subnormal results included."""
     x = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(BF16)
@@ -139,7 +139,7 @@ def test_exact_ops_on_rounded_values_and_constants_match_the_interpreter():
 
     def chain(x, y):
         s = fnp.maximum(x * y, 1e-5)                    # a weak float constant
-        t = fnp.minimum(fnp.abs(-(x + y)), 0.3) - fnp.floor(x / 3)
+        t = fnp.minimum(fnp.abs(-(x + y)), 0.3) - fnp.floor(x / 3) + fnp.ceil(y * 5)
         u = fnp.where(x > y, fnp.sign(t), s)
         return s, t, u, fnp.maximum(u, t) * 2
     got = fc.jit(chain)(x, y)
