@@ -13,6 +13,7 @@ block sums pairwise, in an order fixed by the shape alone (``accumulators.py``).
 from __future__ import annotations
 
 import numpy as np
+from functorch_core.ir import dtypes
 from functorch_core.ir import primitives as P
 from functorch_core.ir.dtypes import dtype_kind
 from llvmlite import ir
@@ -26,6 +27,10 @@ from .ops import I64, RULES, Emitter, convert, storage_type
 _PTR = ir.PointerType()
 # innermost reduced loops of this many points compile without unrolling (unrolling_hurts)
 SHORT_INNER_REDUCTION = (32, 256)
+BF16 = dtypes.bfloat16
+# ops whose float32 result on bfloat16 operands is a bfloat16 value (or a NaN): no rounding
+EXACT_ON_BF16 = frozenset({P.max, P.min, P.neg, P.abs, P.copysign, P.select, P.sign,
+                           P.floor, P.ceil})
 def _leading_reduction(kernel: Kernel) -> bool:
     """Whether ``kernel`` reduces leading axes only (every reduced axis before every kept
     one, as a sum over the rows of a matrix), with plain reductions that accumulate in
@@ -297,6 +302,12 @@ class _KernelEmitter:
                 args = [value(r, dt) for r, dt in zip(op.args, _arg_dtypes(op), strict=True)]
                 if op.prim is P.convert:
                     v = convert(e, op.arg_dtype, op.dtype, args[0])
+                elif op.dtype == BF16 and op.prim in EXACT_ON_BF16 and all(
+                        e.exact_bf16(a) for a, dt in zip(args, _arg_dtypes(op), strict=True)
+                        if dt == BF16):
+                    # its result is one of its operands' values or an integer of at most
+                    # their magnitude + 1: a bfloat16, which rounding would leave as it is
+                    v = e.mark_bf16(RULES[op.prim](e, op.arg_dtype, *args, **op.params))
                 else:
                     v = e.round16(op.dtype, RULES[op.prim](e, op.arg_dtype, *args, **op.params))
             values.append(v)

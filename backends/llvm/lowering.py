@@ -97,7 +97,14 @@ HEAVY = frozenset(p for p in RULES if (p.spec is not None and p.spec.libm)) | {
 MAX_HEAVY_OPS = 16
 
 
+# bfloat16 products of at most this many multiply-adds widen to float32 (as the interpreter
+# computes them): a float32 product is a call the native graph entry makes (at most
+# runtime.GEMM_ENTRY_MAX_MACS), so a small bf16 graph runs in one native call; bigger ones
+# keep bf16_gemm.py's step (vdpbf16ps where the CPU has it)
+BF16_WIDEN_MACS = 1 << 21
+
+
 def partition(graph):
     """The CPU plan of ``graph`` (see :func:`backends.planning.partition.partition`)."""
     return planning.partition(graph, lowering_gap, lapack_steps.scratch_shapes, isolated,
-                              (HEAVY, MAX_HEAVY_OPS))
+                              (HEAVY, MAX_HEAVY_OPS), BF16_WIDEN_MACS)

@@ -53,6 +53,16 @@ def _bf16_of_f32_bits(b, bits):
     return b.trunc(b.select(nan, quiet, rounded), _I16)
 
 
+def exact_bf16_bits(b, x):
+    """:func:`bf16_bits` of a float known to hold a bfloat16 value or a NaN (a load, a
+    :func:`round_bf16`): its top half, NaN quieted as there (no rounding to do: the low
+    half of a non-NaN is zero, so the rounding add never carries)."""
+    bits = b.bitcast(x, _I32)
+    nan = b.icmp_unsigned(">", b.and_(bits, _c(0x7FFFFFFF)), _c(0x7F800000))
+    quiet = b.or_(b.and_(b.lshr(bits, _c(16)), _c(0x8000)), _c(0x7FC0))
+    return b.trunc(b.select(nan, quiet, b.lshr(bits, _c(16))), _I16)
+
+
 def bf16_to_f32(b, bits16):
     """The float a bfloat16's bits (i16) stand for, exactly."""
     return b.bitcast(b.shl(b.zext(bits16, _I32), ir.Constant(_I32, 16)), _F32)

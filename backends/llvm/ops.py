@@ -36,7 +36,14 @@ from . import mathfuncs as M
 from . import scipy_calls
 from . import special_grads as SG
 from . import zeta as Z
-from .narrowing import bf16_bits, bf16_to_f32, f64_to_bf16, f64_to_f16, round_bf16
+from .narrowing import (
+    bf16_bits,
+    bf16_to_f32,
+    exact_bf16_bits,
+    f64_to_bf16,
+    f64_to_f16,
+    round_bf16,
+)
 
 I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
 F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
@@ -72,6 +79,18 @@ class Emitter:
         self.b = builder
         self.module = builder.module
         self.libm_used: set[str] = set()
+        # id -> value of the float values known to hold a bfloat16 (or a NaN): loads,
+        # roundings, constants; their store needs no rounding (see :meth:`exact_bf16`)
+        self._bf16_exact: dict[int, object] = {}
+
+    def exact_bf16(self, value) -> bool:
+        """Whether ``value`` is known to hold a bfloat16 value (or a NaN) exactly."""
+        return self._bf16_exact.get(id(value)) is value
+
+    def mark_bf16(self, value):
+        """``value``, recorded as holding a bfloat16 value (or a NaN) exactly."""
+        self._bf16_exact[id(value)] = value
+        return value
 
     def const(self, dt, value):
         if dtype_kind(dt) == "c":
@@ -81,7 +100,11 @@ class Emitter:
             return ir.Constant(ty, int(bool(value)))
         if dtype_kind(dt) in "iu":
             return ir.Constant(ty, int(value) & ((1 << ty.width) - 1))
-        return ir.Constant(ty, float(value))
+        c = ir.Constant(ty, float(value))
+        v = float(value)
+        if dt == BF16 and (v != v or float(BF16.type(v)) == v):
+            self.mark_bf16(c)
+        return c
 
     def _declare(self, name, ret, args):
         fn = self.module.globals.get(name)
@@ -105,7 +128,7 @@ class Emitter:
         """Round a float compute value to float16 (bfloat16) precision when dt is float16
         (bfloat16)."""
         if dt == BF16:
-            return round_bf16(self.b, value)
+            return self.mark_bf16(round_bf16(self.b, value))
         if dt.itemsize != 2 or dtype_kind(dt) != "f":
             return value
         return self.b.fpext(self.b.fptrunc(value, F16), F32)
@@ -117,7 +140,7 @@ class Emitter:
         if dtype_kind(dt) == "b":
             return self.b.icmp_unsigned("!=", v, ir.Constant(I8, 0))
         if dt == BF16:
-            return bf16_to_f32(self.b, v)
+            return self.mark_bf16(bf16_to_f32(self.b, v))
         if dtype_kind(dt) == "f" and dt.itemsize == 2:
             return self.b.fpext(v, F32)
         return v
@@ -128,7 +151,7 @@ class Emitter:
         if dtype_kind(dt) == "b":
             value = self.b.zext(value, I8)
         elif dt == BF16:
-            value = bf16_bits(self.b, value)
+            value = (exact_bf16_bits if self.exact_bf16(value) else bf16_bits)(self.b, value)
         elif dtype_kind(dt) == "f" and dt.itemsize == 2:
             value = self.b.fptrunc(value, F16)
         self.b.store(value, ptr)

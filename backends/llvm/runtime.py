@@ -46,6 +46,7 @@ _CACHE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()   # graph ke
 _COMPILING = Once()
 ARENA_ALIGN = 64                  # bytes; every intermediate buffer starts on a cache line
 GEMM_ENTRY_MAX_MACS = 1 << 21   # bigger products run as their own (GIL-releasing) step
+# (lowering.BF16_WIDEN_MACS: the bf16 products widened to float32 ones, no bigger than this)
 
 
 def get_num_threads() -> int:

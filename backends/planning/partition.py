@@ -111,8 +111,10 @@ class _Room:
 class Partitioner:
     """One forward walk over ``graph``'s equations; see :func:`partition`."""
 
-    def __init__(self, graph: Graph, gap, scratch_shapes=None, isolated=None, heavy=None):
+    def __init__(self, graph: Graph, gap, scratch_shapes=None, isolated=None, heavy=None,
+                 widen_bf16_macs=0):
         self.graph = graph
+        self.widen_bf16_macs = widen_bf16_macs
         self.room = _Room(heavy)
         self.gap = gap
         self.scratch_shapes = scratch_shapes or _no_scratch
@@ -456,7 +458,8 @@ def _never(eqn):
     return False
 
 
-def partition(graph: Graph, gap, scratch_shapes=None, isolated=None, heavy=None) -> Plan:
+def partition(graph: Graph, gap, scratch_shapes=None, isolated=None, heavy=None,
+              widen_bf16_macs=0) -> Plan:
     """The plan of ``graph``: its values as numbered slots, its equations as steps.
 
     Args:
@@ -474,6 +477,11 @@ def partition(graph: Graph, gap, scratch_shapes=None, isolated=None, heavy=None)
         heavy: ``(primitives, n)``: a kernel holds fewer than ``n`` ops of those
             primitives (the backend's long inline code), so a long chain of them becomes
             several kernels of bounded size, most of them alike (default: no bound).
+        widen_bf16_macs: bfloat16 products of at most this many multiply-adds are planned
+            as the interpreter computes them: operands widened exactly to float32 (kernel
+            ops), a float32 :class:`Blas` step, its result rounded once to bfloat16 (an op
+            that fuses with its users), so a backend runs them with its float32 products
+            (default 0: every bfloat16 product is a bfloat16 :class:`Blas` step).
 
     Example::
 
@@ -484,4 +492,5 @@ def partition(graph: Graph, gap, scratch_shapes=None, isolated=None, heavy=None)
     """
     # reduced-precision products become reduce_precision and plain products here, once
     # for every compiling backend
-    return Partitioner(expand_precision(graph), gap, scratch_shapes, isolated, heavy).run()
+    return Partitioner(expand_precision(graph), gap, scratch_shapes, isolated, heavy,
+                       widen_bf16_macs).run()

@@ -8,6 +8,7 @@ import numpy as np
 from functorch_core.ir import dtypes
 from functorch_core.ir import primitives as P
 
+from .members import Member
 from .plan import (
     Blas,
     Conv,
@@ -25,11 +26,45 @@ def blas(planner, eqn):
     or a loop nest for the dtypes BLAS lacks."""
     if eqn.inputs[0].aval.dtype not in (*BLAS_DTYPES, dtypes.bfloat16):
         return contraction_loop(planner, eqn)
+    if eqn.inputs[0].aval.dtype == dtypes.bfloat16 and _macs(eqn) <= planner.widen_bf16_macs:
+        return widened_bf16_blas(planner, eqn)
     lhs, rhs = (planner.array(a) for a in eqn.inputs)
     out = eqn.outputs[0]
     slot = planner.new_slot(out.aval.shape, out.aval.dtype)
     planner.steps.append(Blas(lhs, rhs, slot, eqn.params["dimension_numbers"]))
     planner.loc[id(out)] = planner._buffer_view(slot, out.aval.shape, out.aval.dtype)
+
+
+def _macs(eqn) -> int:
+    """A dot_general's multiply-adds: its result's size times its contracted size."""
+    (lc, _), _ = eqn.params["dimension_numbers"]
+    lhs = eqn.inputs[0].aval
+    return int(np.prod(eqn.outputs[0].aval.shape, dtype=np.int64)) * \
+        int(np.prod([lhs.shape[i] for i in lc], dtype=np.int64))
+
+
+def widened_bf16_blas(planner, eqn):
+    """A bfloat16 product as the interpreter computes it: each operand widened exactly to
+    float32 (a convert op in its producer's kernel, stored), a float32 Blas step, and its
+    result rounded once to bfloat16 by a convert op in an open kernel its users join."""
+    f32, bf16 = np.dtype(np.float32), dtypes.bfloat16
+    wide = []
+    for atom in eqn.inputs:
+        shape = atom.aval.shape
+        k, (ref,) = planner.refs(shape, [atom])
+        k.ops.append(Op(P.convert, (ref,), {"new_dtype": f32}, f32, bf16))
+        slot = planner.new_slot(shape, f32)
+        k.stores.append((("op", len(k.ops) - 1), slot, f32))
+        planner.seal(k)
+        wide.append(("slot", slot, shape))
+    out = eqn.outputs[0]
+    shape = out.aval.shape
+    slot = planner.new_slot(shape, f32)
+    planner.steps.append(Blas(*wide, slot, eqn.params["dimension_numbers"]))
+    k = planner.open_kernel(shape)
+    ref = k.read(planner._buffer_view(slot, shape, f32))
+    k.ops.append(Op(P.convert, (ref,), {"new_dtype": bf16}, bf16, f32))
+    planner.loc[id(out)] = Member(k, ("op", len(k.ops) - 1))
 
 
 def contraction_loop(planner, eqn):

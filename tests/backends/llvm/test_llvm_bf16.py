@@ -10,12 +10,16 @@ most half an ulp, ``2^-8`` of the magnitude.
 
 from __future__ import annotations
 
+import ctypes
+import shutil
+
 import numpy as np
 import pytest
 from functorch_core.backends import registry
 from functorch_core.backends.interpreter import run_graph
-from functorch_core.backends.llvm import bf16_gemm, runtime
+from functorch_core.backends.llvm import bf16_gemm, entries, lowering, runtime
 from functorch_core.backends.llvm.aot import NotNativeError
+from functorch_core.backends.llvm.blas import blas_int_bits
 from functorch_core.backends.planning import partition as part
 from functorch_core.backends.planning.plan import Blas, Conv
 from functorch_core.ir import primitives as P
@@ -122,6 +126,28 @@ def test_elementwise_ops_match_the_interpreter_bit_for_bit():
     for g, w in zip(got, want, strict=True):
         assert g.dtype == BF16
         np.testing.assert_array_equal(g, np.asarray(w))
+    wide = run_graph(graph, [x.astype(np.float32), y.astype(np.float32)])[0]
+    np.testing.assert_array_equal(want[0], np.asarray(wide).astype(BF16))
+
+
+def test_exact_ops_on_rounded_values_and_constants_match_the_interpreter():
+    """max/min/abs/neg/floor/ceil/sign/select skip their rounding only on operands known to be
+    bf16 (loads, rounded results, bf16 constants); a chain through them stays bit for bit
+    the interpreter's, NaN, inf and subnormal results included."""
+    x = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(BF16)
+    y = np.random.default_rng(13).standard_normal(x.size).astype(BF16)
+
+    def chain(x, y):
+        s = fnp.maximum(x * y, 1e-5)                    # a weak float constant
+        t = fnp.minimum(fnp.abs(-(x + y)), 0.3) - fnp.floor(x / 3) + fnp.ceil(y * 5)
+        u = fnp.where(x > y, fnp.sign(t), s)
+        return s, t, u, fnp.maximum(u, t) * 2
+    got = fc.jit(chain)(x, y)
+    with np.errstate(all="ignore"):
+        want = fc.jit(chain, backend="interpreter")(x, y)
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == BF16
+        np.testing.assert_array_equal(g.view(np.uint16), np.asarray(w).view(np.uint16))
 
 
 # --- products ------------------------------------------------------------------------
@@ -163,11 +189,15 @@ def _assert_within_the_bound(got, lhs, rhs, dn):
     assert (err <= bound).all(), float(np.max(err - bound))
 
 
-@pytest.fixture(params=["native", "widened"])
+@pytest.fixture(params=["native", "widened", "planned"])
 def product_path(request, monkeypatch):
+    """The bf16 product step on vdpbf16ps or widened (every product a bf16 Blas step), or
+    as planned (small products widened to float32 ones in the plan, lowering.py)."""
     if request.param == "native" and not bf16_gemm.host_has_bf16():
         pytest.skip("this CPU has no AVX-512 BF16")
     monkeypatch.setattr(bf16_gemm, "force_widen", request.param == "widened")
+    if request.param != "planned":
+        monkeypatch.setattr(lowering, "BF16_WIDEN_MACS", 0)
     return request.param
 
 
@@ -249,11 +279,58 @@ def test_bf16_linalg_is_refused_clearly():
         fc.jit(fnp.linalg.inv)(np.eye(3, dtype=BF16))
 
 
-def test_compile_library_refuses_a_bf16_product_by_name(tmp_path):
-    a = np.ones((4, 6), BF16)
+def test_compile_library_refuses_a_big_bf16_product_by_name(tmp_path):
+    side = 1 + round(lowering.BF16_WIDEN_MACS ** (1 / 3))     # above the widened ones
+    a = np.ones((side, side), BF16)
     exp = fc.export(fnp.matmul, a, a.T.copy())
     with pytest.raises(NotNativeError, match="bfloat16 dot_general"):
         exp.compile_library(tmp_path / "l.so", "l")
+
+
+def _small_bf16_layer(x, w, bias):
+    """A linear layer (rhs transposed, as nn.Linear's) then ReLU, all in bfloat16."""
+    return fnp.maximum(lax.dot_general(x, w, (((1,), (1,)), ((), ()))) + bias, 0)
+
+
+def _layer_operands(rng):
+    x = rng.standard_normal((64, 256)).astype(BF16)
+    w = (rng.standard_normal((10, 256)) * 0.1).astype(BF16)
+    bias = rng.standard_normal(10).astype(BF16)
+    x[0, 0], x[1, 1], w[2, 2] = np.nan, np.inf, 2.0 ** -130     # a NaN, an inf, a subnormal
+    return x, w, bias
+
+
+def test_a_small_bf16_product_is_planned_as_the_interpreter_computes_it():
+    """Widened exactly, a float32 product, one rounding: the jit's results are the
+    interpreter's bit for bit, and the graph runs in one native entry call."""
+    x, w, bias = _layer_operands(np.random.default_rng(11))
+    jitted = fc.jit(_small_bf16_layer)
+    got = jitted(x, w, bias)
+    with np.errstate(all="ignore"):
+        want = fc.jit(_small_bf16_layer, backend="interpreter")(x, w, bias)
+    assert got.dtype == BF16
+    np.testing.assert_array_equal(got.view(np.uint16), np.asarray(want).view(np.uint16))
+    graph = fc.make_graph(_small_bf16_layer)(x, w, bias)
+    exe = CPU.compile(graph)
+    blas = [s for s in exe.plan.steps if isinstance(s, Blas)]
+    assert [exe.plan.slots[s.out][1] for s in blas] == [np.dtype(np.float32)]
+    if entries.graph_entry_supported():
+        assert exe.entry is not None
+    np.testing.assert_array_equal(exe([x, w, bias])[0].view(np.uint16), got.view(np.uint16))
+
+
+@pytest.mark.skipif(shutil.which("cc") is None or blas_int_bits() != 64,
+                    reason="a library with a product needs cc and NumPy's ILP64 OpenBLAS")
+def test_a_library_computes_a_small_bf16_product_as_the_jit_does(tmp_path):
+    x, w, bias = _layer_operands(np.random.default_rng(12))
+    exp = fc.export(_small_bf16_layer, x, w, bias)
+    exp.compile_library(tmp_path / "libl.so", "l")
+    lib = ctypes.CDLL(str(tmp_path / "libl.so"))
+    out = np.empty((64, 10), BF16)
+    ins = (ctypes.c_void_p * 3)(*[a.ctypes.data for a in (x, w, bias)])
+    assert lib.l(ins, (ctypes.c_void_p * 1)(out.ctypes.data)) == 0
+    want = fc.jit(_small_bf16_layer)(x, w, bias)
+    np.testing.assert_array_equal(out.view(np.uint16), want.view(np.uint16))
 
 
 def _ulps(a, b):
