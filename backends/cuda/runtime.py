@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+from functorch_core.ir import dtypes
 from functorch_core.ir import primitives as P
 from functorch_core.ir.core import Eqn, Graph, Var
 from functorch_core.ir.passes.precision import expand_precision
@@ -62,6 +63,8 @@ def lowering(eqn) -> tuple[str, str]:
     gap = device_gap(eqn)
     if gap is None:
         return "kernel", ""
+    if any(v.aval.dtype == dtypes.bfloat16 for v in (*eqn.inputs, *eqn.outputs)):
+        return "host", gap      # no kernel of any kind takes bfloat16 (nor does CuPy)
     if eqn.prim in indexing.RENDERED:
         return "indexing", f"{eqn.prim.name} kernel"
     if eqn.prim in calls.COMPLEX_HOST and any(v.aval.dtype.kind == "c" for v in eqn.outputs):

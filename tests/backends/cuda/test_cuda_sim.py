@@ -26,6 +26,7 @@ from backend_checks import assert_inputs_kept_and_outputs_fresh, assert_like_the
 from functorch_core.backends import registry
 from functorch_core.backends.cuda import emit, runtime
 from functorch_core.backends.cuda.ptx import compile_elsewhere, ptxas_path
+from functorch_core.ir import dtypes
 from functorch_core.ir import primitives as P
 from graph_builder import Builder
 from hypothesis import given, settings
@@ -217,3 +218,19 @@ def test_every_generated_kernel_compiles_to_ptx():
     assert len(records) == 2 * len(unique)
     if ptxas_path() is not None:
         assert all(r["registers"] is not None and r["spill_stores"] == 0 for r in records)
+
+
+def test_bfloat16_equations_stay_on_the_host_even_structural_ones():
+    # no device kernel takes bfloat16 (CuPy has no such arrays): gathers, slices and
+    # concatenations of it run on the host with the rest, next to float32 kernels
+    bf16 = dtypes.bfloat16
+    x = np.linspace(-2, 2, 24).astype(bf16).reshape(4, 6)
+    y = np.arange(12, dtype=np.float32)
+
+    def f(x, y):
+        z = fnp.concatenate([x[::2], x[1:3, ::-1]], axis=0)[:, [0, 2, 5]]
+        return z * 2, fnp.tanh(y) + 1
+    graph = fc.make_graph(f)(x, y)
+    run = check(graph, [x, y])
+    assert not any(bf16 in map(np.dtype, s.arg_dtypes) for s in run.kernel_sources)
+    assert run.kernel_sources        # the float32 part still runs as a kernel
