@@ -40,7 +40,7 @@ $(TDVENV)/.installed: pyproject.toml
 demo: $(VENV)/.installed
 	$(BIN)/python examples/quickstart.py
 
-# everything but the CUDA simulator's tests (~17 min on 2 cores)
+# everything but the CUDA simulator's tests (~21 min on 2 cores)
 test: $(VENV)/.installed-test
 	$(PYTEST) -m "not gpu_sim" --durations=15
 
