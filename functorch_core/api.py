@@ -145,7 +145,7 @@ _SCALAR_TYPES = (float, int, bool, complex)
 _FAST_ENTRIES = 64      # fast-path keys kept per jitted function
 _INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 _trace_get = CURRENT_TRACE.get     # current_trace() without a Python call
-_autocast_get = autocast.current
+_autocast_get, _precision_scoped = autocast.current, matmul_precision.is_scoped
 _ndarray = np.ndarray
 
 
@@ -271,7 +271,9 @@ class Jitted:
 
     def __call__(self, *args, **kwargs):
         fast = self._fast
-        if fast is not None and not kwargs and _autocast_get() is None:
+        # the fast path is keyed by arguments only: not inside a scoped setting products read
+        if fast is not None and not kwargs and _autocast_get() is None \
+                and not _precision_scoped():
             if len(args) == 1:      # one array: the commonest call, checked inline
                 a = args[0]
                 if type(a) is _ndarray and a.flags.c_contiguous:
@@ -333,7 +335,8 @@ class Jitted:
             static += (("the float32 matmul precision", matmul_precision.current()),)
         if autocast.current() is not None:     # products and reductions read it when traced
             static += (("autocast", str(autocast.current())),)
-            fkey = None                        # the fast path keys by arguments only
+        if autocast.current() is not None or matmul_precision.is_scoped():
+            fkey = None     # a scoped setting is not remembered by the fast path
         key = _signature(leaves, in_tree, static, fname)
         entry = self.cache.get(key)
         if entry is None:

@@ -72,10 +72,9 @@ def default_matmul_precision(precision):
         >>> fc.get_float32_matmul_precision()
         'highest'
     """
+    # per context (thread, task): jit's fast path is bypassed inside, not dropped
     token = _mp.scoped(_mp.canonical("default_matmul_precision", precision))
-    drop_fast_paths()
     try:
         yield
     finally:
         _mp.reset(token)
-        drop_fast_paths()

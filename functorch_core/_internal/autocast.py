@@ -42,9 +42,7 @@ def leave(token) -> None:
 def lowered(*xs):
     """``xs`` with float32 arrays cast to the autocast dtype (``xs`` itself when off)."""
     dt = _DTYPE.get()
-    if dt is None:
-        return xs
-    return tuple(x.astype(dt) if getattr(x, "dtype", None) == _F32 else x for x in xs)
+    return xs if dt is None else tuple(map(_lowered_to(dt), xs))
 
 
 def _widened(x):

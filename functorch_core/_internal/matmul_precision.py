@@ -65,6 +65,11 @@ def set_global(value: str) -> None:
     _global["precision"] = check_setting("set_float32_matmul_precision", value)
 
 
+def is_scoped() -> bool:
+    """Whether a ``default_matmul_precision`` block is in force in this context."""
+    return _scoped.get() is not None
+
+
 def scoped(value: str):
     """A token for ``_scoped.reset``: ``value`` in force in this context."""
     return _scoped.set(value)
