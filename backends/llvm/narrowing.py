@@ -47,10 +47,15 @@ def _c(v):
 def _bf16_of_f32_bits(b, bits):
     """bfloat16 bits (i16) of float bits (i32)."""
     lsb = b.and_(b.lshr(bits, _c(16)), _c(1))
-    rounded = b.lshr(b.add(bits, b.add(_c(0x7FFF), lsb)), _c(16))
+    return _nan_quieted(b, bits, b.lshr(b.add(bits, b.add(_c(0x7FFF), lsb)), _c(16)))
+
+
+def _nan_quieted(b, bits, top):
+    """``top`` (i32 holding bf16 bits) as an i16, or the quiet ``0x7fc0`` with its sign when
+    the float bits ``bits`` are a NaN."""
     nan = b.icmp_unsigned(">", b.and_(bits, _c(0x7FFFFFFF)), _c(0x7F800000))
     quiet = b.or_(b.and_(b.lshr(bits, _c(16)), _c(0x8000)), _c(0x7FC0))
-    return b.trunc(b.select(nan, quiet, rounded), _I16)
+    return b.trunc(b.select(nan, quiet, top), _I16)
 
 
 def exact_bf16_bits(b, x):
@@ -58,9 +63,7 @@ def exact_bf16_bits(b, x):
     :func:`round_bf16`): its top half, NaN quieted as there (no rounding to do: the low
     half of a non-NaN is zero, so the rounding add never carries)."""
     bits = b.bitcast(x, _I32)
-    nan = b.icmp_unsigned(">", b.and_(bits, _c(0x7FFFFFFF)), _c(0x7F800000))
-    quiet = b.or_(b.and_(b.lshr(bits, _c(16)), _c(0x8000)), _c(0x7FC0))
-    return b.trunc(b.select(nan, quiet, b.lshr(bits, _c(16))), _I16)
+    return _nan_quieted(b, bits, b.lshr(bits, _c(16)))
 
 
 def bf16_to_f32(b, bits16):
