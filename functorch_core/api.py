@@ -20,7 +20,7 @@ from functorch_core.ir.pytree import dict_keys, tree_leaves, tree_unflatten
 from functorch_core.ir.trace import CURRENT_TRACE
 
 from . import _donation
-from ._internal import autocast, axis_env, matmul_precision
+from ._internal import autocast, axis_env, matmul_precision, scopes
 from ._internal.random_scope import Scope
 from ._internal.tracing import (
     arg_paths,
@@ -145,7 +145,7 @@ _SCALAR_TYPES = (float, int, bool, complex)
 _FAST_ENTRIES = 64      # fast-path keys kept per jitted function
 _INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 _trace_get = CURRENT_TRACE.get     # current_trace() without a Python call
-_autocast_get, _precision_scoped = autocast.current, matmul_precision.is_scoped
+_scopes_open = scopes.OPEN       # [count]: autocast / matmul precision blocks open
 _ndarray = np.ndarray
 
 
@@ -271,9 +271,8 @@ class Jitted:
 
     def __call__(self, *args, **kwargs):
         fast = self._fast
-        # the fast path is keyed by arguments only: not inside a scoped setting products read
-        if fast is not None and not kwargs and _autocast_get() is None \
-                and not _precision_scoped():
+        # the fast path is keyed by arguments only: not while a scoped setting is open
+        if fast is not None and not kwargs and not _scopes_open[0]:
             if len(args) == 1:      # one array: the commonest call, checked inline
                 a = args[0]
                 if type(a) is _ndarray and a.flags.c_contiguous:

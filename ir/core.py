@@ -174,9 +174,6 @@ class Primitive:
     def __repr__(self):
         return self.name
 
-    def __hash__(self):
-        return id(self)
-
     def bind(self, *args, **params):
         from .trace import bind
         return bind(self, *args, **params)

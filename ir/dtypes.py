@@ -75,7 +75,8 @@ def convert_hint(dt) -> str:
 
 def dtype_kind(dt) -> str:
     """NumPy's ``dtype.kind``, except that bfloat16 is a float (``"f"``), not ``"V"``."""
-    return "f" if dt == bfloat16 else dt.kind
+    kind = dt.kind
+    return "f" if kind == "V" and dt == bfloat16 else kind
 
 
 def compute_dtype(dt) -> np.dtype:

@@ -238,7 +238,8 @@ IMPLS.register(P.scatter, _scatter_with(_overwrite))
 
 def _wide(x):
     """bfloat16 computed in float32 (NumPy's own float16 loops already are)."""
-    return x.astype(np.float32) if x.dtype == dtypes.bfloat16 else x
+    dt = x.dtype
+    return x.astype(np.float32) if dt.kind == "V" and dt == dtypes.bfloat16 else x
 
 
 def _reduction(fn):

@@ -21,6 +21,8 @@ import numpy as np
 
 from functorch_core.ir import dtypes
 
+from . import scopes
+
 _DTYPE: contextvars.ContextVar[np.dtype | None] = contextvars.ContextVar(
     "functorch_core autocast dtype", default=None)
 _F32 = dtypes.float32
@@ -32,11 +34,13 @@ def current() -> np.dtype | None:
 
 
 def enter(dtype):
+    scopes.opened()
     return _DTYPE.set(dtype)
 
 
 def leave(token) -> None:
     _DTYPE.reset(token)
+    scopes.closed()
 
 
 def lowered(*xs):

@@ -14,6 +14,8 @@ import enum
 from functorch_core.ir.passes.precision import PRECISIONS
 from functorch_core.ir.source import user_source
 
+from . import scopes
+
 __all__ = ["Precision", "current", "set_global", "scoped", "param", "canonical"]
 
 
@@ -71,12 +73,14 @@ def is_scoped() -> bool:
 
 
 def scoped(value: str):
-    """A token for ``_scoped.reset``: ``value`` in force in this context."""
+    """A token for ``reset``: ``value`` in force in this context."""
+    scopes.opened()
     return _scoped.set(value)
 
 
 def reset(token) -> None:
     _scoped.reset(token)
+    scopes.closed()
 
 
 def canonical(name: str, precision) -> str:

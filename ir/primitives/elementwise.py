@@ -18,9 +18,14 @@ from ..core import AbstractArray
 from ..specs import ELEMENTWISE, SPECIAL_FUNCTIONS
 from .checks import elementwise_shape, same_dtype
 
+
+def _same(dt):
+    return dt
+
+
 # a row's ``result``: its primitive's result dtype from its operands' dtype
 _RESULT = {
-    "same": lambda dt: dt,
+    "same": _same,
     "real": real_of,
     "bool": lambda dt: dtypes.bool_,
     "complex": complex_of,      # complex(re, im) = re + im * 1j, exactly
@@ -32,7 +37,7 @@ def _unary(spec):
 
     def rule(x):
         _kinds_check(name, [x], kinds)
-        dt = out_dtype(x.dtype)
+        dt = x.dtype if out_dtype is _same else out_dtype(x.dtype)
         return [AbstractArray(x.shape, dt, x.weak_type and dt == x.dtype)]
     return rule
 
@@ -44,7 +49,7 @@ def _binary(spec):
         _kinds_check(name, [x, y], kinds)
         dt = same_dtype(name, [x, y])
         shape = elementwise_shape(name, [x, y])
-        out = out_dtype(dt)
+        out = dt if out_dtype is _same else out_dtype(dt)
         return [AbstractArray(shape, out, x.weak_type and y.weak_type and out == dt)]
     return rule
 

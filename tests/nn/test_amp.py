@@ -8,6 +8,7 @@ import pytest
 import functorch_core as fc
 import functorch_core.numpy as fnp
 from functorch_core import amp, lax, nn, optim
+from functorch_core._internal import scopes
 from functorch_core.nn import functional as F
 
 BF16, F16, F32 = np.dtype(ml_dtypes.bfloat16), np.dtype(np.float16), np.dtype(np.float32)
@@ -124,6 +125,18 @@ def test_jit_compiles_once_per_autocast_state():
     assert f(A, B).dtype == F32
     with fc.autocast(dtype=np.float16):
         assert f(A, B).dtype == F16
+
+
+def test_scoped_blocks_close_on_every_exit_so_the_fast_path_returns():
+    # jit's fast path steps aside while any autocast / matmul precision block is open
+    f = fc.jit(lambda a, b: a @ b, **_interp)
+    with pytest.raises(ZeroDivisionError):
+        with fc.autocast(), fc.default_matmul_precision("high"):
+            assert scopes.OPEN[0] == 2
+            assert f(A, B).dtype == BF16
+            1 / 0
+    assert scopes.OPEN[0] == 0
+    assert f(A, B).dtype == F32 and f(A, B).dtype == F32
 
 
 def test_autocast_inside_a_jitted_function_and_as_a_decorator():
