@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+from functorch_core.backends.openblas import eager_product
 from functorch_core.ir import dtypes, eager
 from functorch_core.ir import primitives as P
 from functorch_core.ir.core import Graph, Lit, Primitive
@@ -333,7 +334,8 @@ def _dot_general(lhs, rhs, *, dimension_numbers):
     bshape = lhs.shape[:nb]
     lf, rf = lhs.shape[nb:lhs.ndim - len(lc)], rhs.shape[nb + len(rc):]
     m, n = int(np.prod(lf, dtype=np.int64)), int(np.prod(rf, dtype=np.int64))
-    out = np.matmul(_wide(lhs.reshape(bshape + (m, k))), _wide(rhs.reshape(bshape + (k, n))))
+    with eager_product(m * n * k):      # each batch is one gemm call of m n k
+        out = np.matmul(_wide(lhs.reshape(bshape + (m, k))), _wide(rhs.reshape(bshape + (k, n))))
     return out.reshape(bshape + tuple(lf) + tuple(rf))
 
 
@@ -374,11 +376,13 @@ def _conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation, rh
     w = w.reshape(g, o // g, i, *w.shape[2:])
     if batch_group_count > 1:
         win = win.reshape(g, n // g, c, *win.shape[2:])
-        out = np.einsum(f"gnc{sp}{kk},goc{kk}->ngo{sp}", win, w, optimize=True)
+        with eager_product(n // g * o * int(np.prod(out_sp)) * w[0, 0].size):
+            out = np.einsum(f"gnc{sp}{kk},goc{kk}->ngo{sp}", win, w, optimize=True)
         out = out.reshape(n // g, o, *out_sp)
     else:
         win = win.reshape(n, g, c // g, *win.shape[2:])
-        out = np.einsum(f"ngc{sp}{kk},goc{kk}->ngo{sp}", win, w, optimize=True)
+        with eager_product(n * o * int(np.prod(out_sp)) * w[0, 0].size):
+            out = np.einsum(f"ngc{sp}{kk},goc{kk}->ngo{sp}", win, w, optimize=True)
         out = out.reshape(n, o, *out_sp)
     return np.ascontiguousarray(np.transpose(out, np.argsort(ospec))).astype(dtype, copy=False)
 

@@ -47,7 +47,8 @@ from dataclasses import dataclass
 import numpy as np
 from llvmlite import ir
 
-from ..openblas import numpy_openblas_paths
+from .. import openblas
+from ..openblas import ONE_THREAD_MACS, OPENBLAS_THREADS_MACS
 from . import irloop, par_gemm
 from .par_gemm import COLUMN_ALIGN, COLUMN_PARTS
 
@@ -56,7 +57,7 @@ _GEMM_NAMES = {np.dtype(np.float32): "sgemm", np.dtype(np.float64): "dgemm",
 _PART = {np.dtype(np.float32): ctypes.c_float, np.dtype(np.float64): ctypes.c_double,
          np.dtype(np.complex64): ctypes.c_float, np.dtype(np.complex128): ctypes.c_double}
 _cache: dict = {}
-_numpy_lib: list = []     # [NumPy's OpenBLAS as a CDLL, or None] once looked for
+_numpy_lib = openblas.NUMPY_LIB     # [NumPy's OpenBLAS as a CDLL, or None] once looked for
 
 
 def _scalar(dtype, value):
@@ -100,17 +101,7 @@ def _cython_blas():
         return importlib.import_module(name)
 
 
-def _numpy_openblas():
-    """NumPy's bundled ILP64 OpenBLAS, the same library NumPy loaded (so dlopen only hands
-    back its handle), when every ?gemm is there: a CDLL, or None."""
-    for path in numpy_openblas_paths():
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        if all(hasattr(lib, f"scipy_{n}_64_") for n in _GEMM_NAMES.values()):
-            return lib
-    return None
+_numpy_openblas = openblas.find_numpy_lib
 
 
 def blas_int_bits() -> int:
@@ -375,20 +366,19 @@ MATMUL_MAX_MACS = 1 << 21
 # hand-over costs more than it saves: 256^3 f32, quiet: 0.15 ms on OpenBLAS's 2 threads,
 # 0.28 ms on one, 0.38 ms split)
 SPLIT_MACS = 1 << 25
-# OpenBLAS itself runs a gemm call of fewer multiply-adds on the calling thread (its
-# interface gives each thread at least 4 x 65536; measured: its workers take no CPU time
-# below 2^19, some from 2^19): holding it at one thread would change nothing
-OPENBLAS_THREADS_MACS = 1 << 19
-# a gemm call below ONE_THREAD_MACS multiply-adds runs with OpenBLAS held at one thread
-# whatever the load. benchmarks/blas_under_load.py --sweep, float32, 2 cores on a host at
-# a load of ~7, medians of two runs (ms, OpenBLAS's 2 threads / one thread): under two
-# more busy loops its threads wait on each other at their barriers (128x784x256:
+# OPENBLAS_THREADS_MACS (2^19, backends/openblas.py): OpenBLAS itself runs a gemm call of
+# fewer multiply-adds on the calling thread (its interface gives each thread at least
+# 4 x 65536; measured: its workers take no CPU time below 2^19, some from 2^19): holding
+# it at one thread would change nothing.
+# ONE_THREAD_MACS (2^28, backends/openblas.py): a gemm call below it runs with OpenBLAS
+# held at one thread whatever the load. benchmarks/blas_under_load.py --sweep, float32,
+# 2 cores on a host at a load of ~7, medians of two runs (ms, OpenBLAS's 2 threads / one
+# thread): under two more busy loops its threads wait on each other at their barriers (128x784x256:
 # 0.8-92 / 1.3; 512^3: 68-84 / 26-30; 256x1024x1024: 78 / 50-68), and quiet they gain at
 # most 1.5x below 2^28 (128x784x256: 0.8 / 1.2) and lose as often (512^3: 34 / 13-14);
 # from 2^29 they win (1024x1024x512: quiet 31-38 / 40-60, loaded 71-77 / 100-103).
-# Products this big split over the runtime's own threads (SPLIT_MACS) where they can
-ONE_THREAD_MACS = 1 << 28
-# while the machine is busy, a product from ONE_THREAD_MACS that does not split, and a
+# Products this big split over the runtime's own threads (SPLIT_MACS) where they can.
+# While the machine is busy, a product from ONE_THREAD_MACS that does not split, and a
 # split one below BUSY_SPLIT_MACS, runs on one OpenBLAS thread
 BUSY_SPLIT_MACS = 1 << 28
 # row blocks re-pack the right-hand operand per block: on a quiet machine OpenBLAS's own
@@ -578,25 +568,9 @@ def emit_gemm(b: ir.IRBuilder, call: GemmCall, data):
     irloop.close_loop(b, head, i, done, ir.Constant(i64, 1))
 
 
-_threads = {"lock": threading.Lock(), "inside": 0, "saved": None, "hold": threading.Lock(),
-            "held": False}
+_threads = openblas.THREADS
 _NOTHING = contextlib.nullcontext()
-
-
-class _OneThread:
-    """The context :func:`one_thread_each` returns (a class, not a generator: it wraps
-    every small product, where a generator-based context costs ~6 us a call)."""
-
-    __slots__ = ("lib",)
-
-    def __init__(self, lib):
-        self.lib = lib
-
-    def __enter__(self):
-        _one_thread(self.lib, 1)
-
-    def __exit__(self, *exc):
-        _one_thread(self.lib, -1)
+_OneThread, _one_thread = openblas.OneThread, openblas.one_thread
 
 
 def one_thread_each():
@@ -623,28 +597,6 @@ def one_thread_each():
 
 
 _contexts: dict = {}
-
-
-def _one_thread(lib, delta):
-    """One more (``delta`` 1) or one fewer (-1) holder of OpenBLAS's single thread."""
-    with _threads["lock"]:
-        if _threads["inside"] == 0 and delta > 0:
-            _threads["saved"] = lib.scipy_openblas_get_num_threads64_()
-            if _threads["saved"] != 1:
-                lib.scipy_openblas_set_num_threads64_(1)
-        _threads["inside"] += delta
-        if _threads["inside"] == 0 and _threads["saved"] != 1 and \
-                lib.scipy_openblas_get_num_threads64_() == 1:
-            lib.scipy_openblas_set_num_threads64_(_threads["saved"])
-
-
-def _after_fork_in_child():
-    """A forked child has only the forking thread: a lock another thread held stays held."""
-    _threads["lock"], _threads["hold"] = threading.Lock(), threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def hold_one_thread(hold: bool) -> bool:
