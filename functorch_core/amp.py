@@ -31,8 +31,10 @@ import numpy as np
 from functorch_core.ir import dtypes
 
 from ._internal import autocast as _state
+from .amp_scaler import GradScaler
 
-__all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype", "LOWERED", "FLOAT32"]
+__all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype", "GradScaler", "LOWERED",
+           "FLOAT32"]
 
 LOWERED = ("dot_general", "matmul", "dot", "einsum", "tensordot", "inner", "linear",
            "bilinear", "conv_general_dilated", "conv1d", "conv2d", "conv3d")
@@ -57,8 +59,7 @@ class autocast:
         cache_enabled: accepted for PyTorch compatibility; casts are traced, not cached.
 
     A context manager and a decorator. float16 needs a loss scale for its small range
-    (PyTorch's ``GradScaler``), which functorch_core does not have yet; bfloat16 has
-    float32's range and needs none.
+    (:class:`GradScaler`, as PyTorch's); bfloat16 has float32's range and needs none.
 
     Example::
 
