@@ -45,23 +45,29 @@ def _layout(x):
 
 
 def _stats(x, eps):
-    """``(xhat, mean, var, inv_std)`` in the accumulation dtype."""
+    """``(xhat, mean, var, inv_std)``: ``xhat`` in the input's precision, the per-channel
+    rest in the accumulation dtype. The mean is subtracted as a float32 pair (its rounding
+    and the rest), so ``x - mean`` keeps the float64 mean's accuracy in float32 code."""
     axes, bshape = _layout(x)
-    xa = fnp.asarray(x, accumulation_dtype(_stat_dtype(x)))
-    mean = fnp.mean(xa, axis=axes)
-    d = xa - fnp.reshape(mean, bshape)
-    var = fnp.mean(d * d, axis=axes)
+    dt = _stat_dtype(x)
+    acc = accumulation_dtype(dt)
+    xs = fnp.asarray(x, dt)
+    mean = fnp.mean(fnp.asarray(xs, acc), axis=axes)
+    hi = fnp.asarray(mean, dt)
+    d = xs - fnp.reshape(hi, bshape)
+    if acc != dt:
+        d = d - fnp.reshape(fnp.asarray(mean - fnp.asarray(hi, acc), dt), bshape)
+    da = fnp.asarray(d, acc)
+    var = fnp.mean(da * da, axis=axes)
     inv = 1.0 / fnp.sqrt(var + eps)
-    return d * fnp.reshape(inv, bshape), mean, var, inv
+    return d * fnp.reshape(fnp.asarray(inv, dt), bshape), mean, var, inv
 
 
-def _affine(xhat, weight, bias, bshape, acc):
+def _affine(xhat, weight, bias, bshape):
     out = xhat
     if weight is not None:
-        out = out * fnp.reshape(fnp.asarray(weight, acc), bshape)
-    if bias is not None:
-        out = out + fnp.reshape(fnp.asarray(bias, acc), bshape)
-    return out
+        out = out * fnp.reshape(weight, bshape)
+    return out if bias is None else out + fnp.reshape(bias, bshape)
 
 
 def _stat_dtype(x):
@@ -79,7 +85,7 @@ def _norm(eps):
     def batch_norm_train(x, weight, bias):
         xhat, mean, var, _ = _stats(x, eps)
         _, bshape = _layout(x)
-        out = _affine(xhat, weight, bias, bshape, xhat.dtype)
+        out = _affine(xhat, weight, bias, bshape)
         sd = _stat_dtype(x)
         return (fnp.asarray(out, _out_dtype(x, weight, bias)), fnp.asarray(mean, sd),
                 fnp.asarray(var, sd))
@@ -90,19 +96,27 @@ def _norm(eps):
         axes, bshape = _layout(x)
         outs = batch_norm_train(x, weight, bias)
         xhat, _, var, inv = _stats(x, eps)
-        acc = xhat.dtype
-        ta = fnp.asarray(tx, acc)
-        t_mean = fnp.mean(ta, axis=axes)
-        t_proj = fnp.mean(xhat * ta, axis=axes)       # mean(xhat * t) = inv * mean(d * t)
-        t_xhat = fnp.reshape(inv, bshape) * (ta - fnp.reshape(t_mean, bshape)
-                                             - xhat * fnp.reshape(t_proj, bshape))
-        t_out = t_xhat if weight is None else t_xhat * fnp.reshape(fnp.asarray(weight, acc),
-                                                                   bshape)
+        acc, dt = inv.dtype, xhat.dtype
+        n = xhat.size // xhat.shape[1]
+
+        def spread(v):
+            # a per-channel accumulator value over the whole input: broadcast first, then
+            # rounded, so that its transpose (a gradient's reduction) accumulates too
+            return fnp.asarray(fnp.broadcast_to(fnp.reshape(v, bshape), xhat.shape), dt)
+
+        def channel_mean(v):
+            return fnp.sum(fnp.asarray(v, acc), axis=axes) / n
+
+        tx = fnp.asarray(tx, dt)
+        t_mean = channel_mean(tx)
+        t_proj = channel_mean(xhat * tx)               # mean(xhat * t) = inv * mean(d * t)
+        scale = fnp.asarray(inv, dt) if weight is None else fnp.asarray(inv, dt) * weight
+        t_out = (tx - spread(t_mean) - xhat * spread(t_proj)) * fnp.reshape(scale, bshape)
         if weight is not None:
-            t_out = t_out + xhat * fnp.reshape(fnp.asarray(tw, acc), bshape)
+            t_out = t_out + xhat * spread(fnp.asarray(tw, acc))
         if bias is not None:
-            t_out = t_out + fnp.reshape(fnp.asarray(tb, acc), bshape)
-        t_var = 2.0 * t_proj * fnp.sqrt(var + eps)     # 2 mean(d * t)
+            t_out = t_out + spread(fnp.asarray(tb, acc))
+        t_var = 2.0 * t_proj / inv                      # 2 mean(d * t)
         return outs, (fnp.asarray(t_out, outs[0].dtype), fnp.asarray(t_mean, outs[1].dtype),
                       fnp.asarray(t_var, outs[2].dtype))
 
