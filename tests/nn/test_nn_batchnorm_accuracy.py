@@ -190,3 +190,5 @@ def test_running_stats_update_and_dtypes_unchanged():
     np.testing.assert_allclose(rv, 0.75 + 0.25 * var, rtol=8 * U)
     assert F.batch_norm(x.astype(np.float16), None, None, training=True).dtype == np.float16
     assert F.batch_norm(x, None, None, np.ones(3), None, training=True).dtype == np.float64
+    lists = F.batch_norm([[1.0, 2.0], [3.0, 6.0]], None, None, training=True)
+    np.testing.assert_allclose(lists, [[-1.0, -1.0], [1.0, 1.0]], rtol=1e-5)

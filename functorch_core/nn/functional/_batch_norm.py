@@ -127,4 +127,4 @@ def train_norm(x, weight, bias, eps):
     """``((x - mean) / sqrt(var + eps) * weight + bias, mean, var)`` over every axis of
     ``x`` but 1, with the batch's mean and biased variance (``weight``/``bias`` may be
     None)."""
-    return _norm(float(eps))(x, weight, bias)
+    return _norm(float(eps))(fnp.asarray(x), weight, bias)
