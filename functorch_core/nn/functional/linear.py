@@ -16,6 +16,7 @@ from functorch_core.transforms import stop_gradient
 from functorch_core.transforms.vmap import is_batched
 
 from ..module import shape_of
+from ._batch_norm import train_norm
 
 __all__ = ["batch_norm", "bilinear", "dropout", "dropout1d", "dropout2d", "embedding",
            "embedding_bag", "layer_norm", "linear", "one_hot"]
@@ -382,8 +383,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         if n <= 1:
             raise ValueError(f"batch_norm: expected more than 1 value per channel when "
                              f"training, got input of shape {tuple(shape)}")
-        mean = fnp.mean(input, axis=axes)
-        var = fnp.mean(fnp.square(input - fnp.reshape(mean, bshape)), axis=axes)
+        out, mean, var = train_norm(input, weight, bias, eps)
         if running_mean is not None:
             _write_stat("running_mean", running_mean,
                         stop_gradient((1 - momentum) * running_mean + momentum * mean))
@@ -391,8 +391,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             _write_stat("running_var", running_var,
                         stop_gradient((1 - momentum) * running_var
                                       + momentum * var * (n / (n - 1))))
-    else:
-        mean, var = stop_gradient(running_mean), stop_gradient(running_var)
+        return out
+    mean, var = stop_gradient(running_mean), stop_gradient(running_var)
     out = (input - fnp.reshape(mean, bshape)) / fnp.sqrt(fnp.reshape(var, bshape) + eps)
     if weight is not None:
         out = out * fnp.reshape(weight, bshape)
