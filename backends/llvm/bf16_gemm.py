@@ -33,7 +33,7 @@ import numpy as np
 from functorch_core.ir import dtypes
 from llvmlite import binding as llvm
 
-from . import engine
+from . import bf16_cast, engine
 from .blas import DotGeneral, run_in_turn
 
 MR, NV = 4, 4           # register tile: 4 rows x 64 columns, 16 zmm accumulators
@@ -226,8 +226,7 @@ class Bf16DotGeneral:
             return out
         if not self.native or _subnormal(lhs) or _subnormal(rhs):
             # exact widening, float32 products (subnormals kept), one rounding
-            out[...] = self.wide(lhs.astype(_F32), rhs.astype(_F32)).astype(_BF16)
-            return out
+            return bf16_cast.narrow(self.wide(bf16_cast.widen(lhs), bf16_cast.widen(rhs)), out)
         a = np.transpose(lhs, self.lperm).reshape(self.batch, self.m, self.k)
         if self.rows != self.m or self.k % 2 or not a.flags.c_contiguous:
             padded = np.zeros((self.batch, self.rows, 2 * self.k_pairs), _BF16)

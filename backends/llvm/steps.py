@@ -12,7 +12,7 @@ from functorch_core.ir import dtypes
 from functorch_core.ir.eager import host_impl
 
 from ..planning.plan import Blas, Conv, Fallback, Plan, Sort
-from . import engine, threads
+from . import bf16_cast, engine, threads
 from .bf16_gemm import Bf16DotGeneral
 from .blas import DotGeneral
 from .conv import Conv as ConvGemm
@@ -120,10 +120,6 @@ def conv_step(step: Conv, plan: Plan, arena: set):
                     **step.params, parallel=threads.pool, workers=threads.workers)
     if wide != dtype:       # bfloat16: exactly widened, float32 gemms, rounded once
         def narrow(lhs, rhs, out=None):
-            r = conv(lhs.astype(wide), rhs.astype(wide)).astype(dtype)
-            if out is None:
-                return r
-            out[...] = r
-            return out
+            return bf16_cast.narrow(conv(bf16_cast.widen(lhs), bf16_cast.widen(rhs)), out)
         return _binary_step(narrow, step.lhs, step.rhs, step.out, arena)
     return _binary_step(conv, step.lhs, step.rhs, step.out, arena)
