@@ -104,7 +104,7 @@ MAX_HEAVY_OPS = 16
 BF16_WIDEN_MACS = 1 << 21
 
 
-def partition(graph):
+def partition(graph, input_strides=None):
     """The CPU plan of ``graph`` (see :func:`backends.planning.partition.partition`)."""
     return planning.partition(graph, lowering_gap, lapack_steps.scratch_shapes, isolated,
-                              (HEAVY, MAX_HEAVY_OPS), BF16_WIDEN_MACS)
+                              (HEAVY, MAX_HEAVY_OPS), BF16_WIDEN_MACS, input_strides)

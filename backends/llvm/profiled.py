@@ -109,6 +109,7 @@ def _twin(exe):
                 entry(*bufs)
         twin.entry = run_entry
     twin.trusted = twin.trusted_one = None
+    twin.instrumented = True
     twin.arena_peak_bytes = arena_peak(exe)
     return twin
 

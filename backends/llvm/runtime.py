@@ -46,6 +46,12 @@ _CACHE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()   # graph ke
 _COMPILING = Once()
 ARENA_ALIGN = 64                  # bytes; every intermediate buffer starts on a cache line
 GEMM_ENTRY_MAX_MACS = 1 << 21   # bigger products run as their own (GIL-releasing) step
+# a non-C-contiguous argument of at least this many elements is read where it lies, by an
+# executable planned for its strides, instead of being copied first (a copy of a transposed
+# matrix walks memory by columns: more than the kernel reading it); each executable plans
+# for at most STRIDED_LAYOUTS layouts, then copies
+STRIDED_MIN_POINTS = 1 << 16
+STRIDED_LAYOUTS = 8
 # (lowering.BF16_WIDEN_MACS: the bf16 products widened to float32 ones, no bigger than this)
 
 
@@ -77,12 +83,17 @@ class Executable:
     executable :meth:`donating` returns, whose results may live in donated inputs.
     """
 
-    def __init__(self, graph: Graph, loop_body: bool = False, donate: tuple = ()):
+    def __init__(self, graph: Graph, loop_body: bool = False, donate: tuple = (),
+                 input_strides: tuple | None = None):
         # bounds checks fused, their flags as the last results (a loop body keeps the
         # interpreter's check: a native loop runs its entry, never this object's call)
         fused, self.checks = (graph, 0) if loop_body else bounds.with_flags(graph)
         with profiling.span("partition", "compile"):
-            self.plan = plan = partition(fused)
+            self.plan = plan = partition(fused, input_strides)
+        # input_strides: the element strides of the arguments read where they lie (see
+        # strided_layout); those are passed as they are, the others made C-contiguous
+        self.input_strides = input_strides
+        self._layouts = None if loop_body or donate or input_strides else {}
         self.graph, self.loop_body = graph, loop_body
         # donated inputs: {input: result living in its memory}, inputs returned as they are
         self.donations, self.passthrough = buffers.donations(plan, donate) if donate else \
@@ -153,7 +164,8 @@ class Executable:
         # results taken as they are (no copy, no reshape): a list of slots, else None
         self._plain_outputs = [ref[1] for _, ref in self.outputs] if all(
             not copy and ref[2] == plan.slots[ref[1]][0] for copy, ref in self.outputs) else None
-        self._in_dtypes = list(enumerate(self.in_dtypes))
+        self._in_dtypes = [(i, dt) for i, dt in enumerate(self.in_dtypes)
+                           if not input_strides or input_strides[i] is None]
         self._no_inputs = [None] * plan.n_inputs
         self._results = sorted(results)     # with the inputs, cleared after each call
         self.template = [plan.consts.get(i) for i in range(len(plan.slots))]
@@ -186,6 +198,9 @@ class Executable:
             self.trusted, self.trusted_one = self.__call__, None
             return
         self._donated = ()
+        if input_strides:       # called only by the executable that planned it
+            self.trusted, self.trusted_one = self.__call__, None
+            return
         self.trusted, self.trusted_one = fastpath.trusted_calls(self)
 
     @property
@@ -197,12 +212,18 @@ class Executable:
             return None
         return self._entry_keep[0].ml_meth
 
-    def profiled(self, args):
-        """``self(args)`` with a profiler event per step (see ``profiled.py``)."""
+    instrumented = False        # profiled.py's twins say True
+
+    def twin(self):
+        """This executable with a profiler event per step (see ``profiled.py``), made once."""
         twin = self.__dict__.get("_twin")
         if twin is None:
             twin = self._twin = profiled.instrumented(self)
-        return profiled.run(twin, args)
+        return twin
+
+    def profiled(self, args):
+        """``self(args)`` with a profiler event per step (see ``profiled.py``)."""
+        return profiled.run(self.twin(), args)
 
     def _checked(self, outs, args):
         """The results without the bounds checks' flags; raises if a flag is set."""
@@ -276,6 +297,9 @@ class Executable:
                 a = bufs[i]
                 if type(a) is not np.ndarray or (a.dtype is not dt and a.dtype != dt) \
                         or not a.flags.c_contiguous:
+                    if type(a) is np.ndarray and a.size >= STRIDED_MIN_POINTS and \
+                            (planned := strided_executable(self, args)) is not None:
+                        return planned(args)
                     bufs[i] = np.ascontiguousarray(a, dtype=dt)
             for s, shape, dtype in self.fresh:
                 bufs[s] = np.empty(shape, dtype)
@@ -298,6 +322,46 @@ class Executable:
                 bufs[s] = None
             if len(self._free) <= threads.workers:
                 self._free.append(bufs)
+
+
+def strided_executable(exe: Executable, args) -> Executable | None:
+    """The executable of ``exe``'s graph planned for the strides of ``args`` (see
+    :func:`strided_layout`), or None where they are all to be copied (or ``exe`` already
+    plans for STRIDED_LAYOUTS layouts, or is a loop body's or a donating one)."""
+    layouts = exe._layouts
+    layout = None if layouts is None else strided_layout(args, exe.in_dtypes)
+    if layout is None:
+        return None
+    planned = layouts.get(layout)
+    if planned is None:
+        if len(layouts) >= STRIDED_LAYOUTS:
+            return None
+
+        def make():
+            return Executable(exe.graph, input_strides=layout)
+        try:
+            key = ("strided", layout, graph_key(exe.graph))
+            hash(key)
+        except TypeError:
+            planned = make()
+        else:
+            planned = _COMPILING.get(_CACHE, key, make)
+        layouts[layout] = planned
+    return planned.twin() if exe.instrumented else planned
+
+
+def strided_layout(args, dtypes) -> tuple | None:
+    """Per argument, the element strides it is read with where it lies, or None (it is
+    C-contiguous, or is copied: not an aligned ndarray of its input dtype with strides in
+    whole elements and at least STRIDED_MIN_POINTS elements); None when all are None."""
+    layout = []
+    for a, dt in zip(args, dtypes, strict=True):
+        item = dt.itemsize
+        fits = type(a) is np.ndarray and not a.flags.c_contiguous and a.dtype == dt and \
+            a.flags.aligned and a.size >= STRIDED_MIN_POINTS and \
+            all(st % item == 0 for st in a.strides)
+        layout.append(tuple(st // item for st in a.strides) if fits else None)
+    return tuple(layout) if any(s is not None for s in layout) else None
 
 
 def graph_key(graph: Graph):

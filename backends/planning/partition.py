@@ -112,7 +112,7 @@ class Partitioner:
     """One forward walk over ``graph``'s equations; see :func:`partition`."""
 
     def __init__(self, graph: Graph, gap, scratch_shapes=None, isolated=None, heavy=None,
-                 widen_bf16_macs=0):
+                 widen_bf16_macs=0, input_strides=None):
         self.graph = graph
         self.widen_bf16_macs = widen_bf16_macs
         self.room = _Room(heavy)
@@ -127,9 +127,12 @@ class Partitioner:
         self.open: dict[Kernel, None] = {}
         self.roomy: dict[Kernel, None] = {}
         self.loc: dict[int, object] = {}     # id(var) -> View | Member | Reduced | Lit
-        for v in graph.inputs:
-            self.loc[id(v)] = self._buffer_view(self.new_slot(v.aval.shape, v.aval.dtype),
-                                                v.aval.shape, v.aval.dtype)
+        for i, v in enumerate(graph.inputs):
+            shape, dtype = v.aval.shape, v.aval.dtype
+            view = self._buffer_view(self.new_slot(shape, dtype), shape, dtype)
+            if input_strides and input_strides[i] is not None:
+                view = View(view.slot, view.shape, view.dtype, 0, tuple(input_strides[i]))
+            self.loc[id(v)] = view
 
     # -- slots and views ---------------------------------------------------
     def new_slot(self, shape, dtype) -> int:
@@ -459,7 +462,7 @@ def _never(eqn):
 
 
 def partition(graph: Graph, gap, scratch_shapes=None, isolated=None, heavy=None,
-              widen_bf16_macs=0) -> Plan:
+              widen_bf16_macs=0, input_strides=None) -> Plan:
     """The plan of ``graph``: its values as numbered slots, its equations as steps.
 
     Args:
@@ -482,6 +485,11 @@ def partition(graph: Graph, gap, scratch_shapes=None, isolated=None, heavy=None,
             ops), a float32 :class:`Blas` step, its result rounded once to bfloat16 (an op
             that fuses with its users), so a backend runs them with its float32 products
             (default 0: every bfloat16 product is a bfloat16 :class:`Blas` step).
+        input_strides: per graph input, None (a C-contiguous buffer) or the element strides
+            its buffer is read with from its first element (a transposed, sliced or
+            reversed array passed as it is): kernels read it through that view, and any
+            other consumer (a product, a fallback, a reshape that needs C order, a result)
+            gets a C-contiguous copy a kernel makes (default: all C-contiguous).
 
     Example::
 
@@ -493,4 +501,4 @@ def partition(graph: Graph, gap, scratch_shapes=None, isolated=None, heavy=None,
     # reduced-precision products become reduce_precision and plain products here, once
     # for every compiling backend
     return Partitioner(expand_precision(graph), gap, scratch_shapes, isolated, heavy,
-                       widen_bf16_macs).run()
+                       widen_bf16_macs, input_strides).run()
