@@ -10,15 +10,21 @@ changes a module's parameters, buffers, submodules, hooks or other attributes bu
 
 from __future__ import annotations
 
+import itertools
 from collections import OrderedDict
 
 # the current epoch, read directly on the fast path (one list item, no call)
 EPOCH = [0]
+_TICKS = itertools.count(1)
 
 
 def bump():
-    """Move the epoch: every cached module structure is stale from now on."""
-    EPOCH[0] += 1
+    """Move the epoch: every cached module structure is stale from now on.
+
+    Call it after the change: a cache filled from the epoch it sets then holds the new
+    structure. Each value is drawn once (``next`` of a counter is atomic), so concurrent
+    bumps never restore a value some cache was filled at."""
+    EPOCH[0] = next(_TICKS)
 
 
 class Table(OrderedDict):
@@ -28,33 +34,39 @@ class Table(OrderedDict):
     __slots__ = ()
 
     def __setitem__(self, key, value):
-        EPOCH[0] += 1
         OrderedDict.__setitem__(self, key, value)
+        bump()
 
     def __delitem__(self, key):
-        EPOCH[0] += 1
         OrderedDict.__delitem__(self, key)
+        bump()
 
     def pop(self, *args):
-        EPOCH[0] += 1
-        return OrderedDict.pop(self, *args)
+        try:
+            return OrderedDict.pop(self, *args)
+        finally:
+            bump()
 
     def popitem(self, last=True):
-        EPOCH[0] += 1
-        return OrderedDict.popitem(self, last)
+        try:
+            return OrderedDict.popitem(self, last)
+        finally:
+            bump()
 
     def setdefault(self, key, default=None):
-        EPOCH[0] += 1
-        return OrderedDict.setdefault(self, key, default)
+        try:
+            return OrderedDict.setdefault(self, key, default)
+        finally:
+            bump()
 
     def update(self, *args, **kwargs):
-        EPOCH[0] += 1
         OrderedDict.update(self, *args, **kwargs)
+        bump()
 
     def clear(self):
-        EPOCH[0] += 1
         OrderedDict.clear(self)
+        bump()
 
     def move_to_end(self, key, last=True):
-        EPOCH[0] += 1
         OrderedDict.move_to_end(self, key, last)
+        bump()

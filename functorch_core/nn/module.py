@@ -21,7 +21,7 @@ import numpy as np
 from functorch_core.ir.pytree import register_pytree_node
 from functorch_core.numpy.internal import is_tracer
 
-from .epoch import EPOCH, Table, bump
+from .epoch import Table, bump
 from .module_fast import module_fast_flatten
 from .module_modes import ModuleModes
 from .module_state import ModuleState
@@ -98,7 +98,12 @@ class Module(ModuleTraversal, ModuleState, ModuleModes):
                                  f"(in {type(self).__name__}.__init__)")
 
     def __setattr__(self, name, value):
-        EPOCH[0] += 1       # the static part may change: jit's cached structures are stale
+        try:
+            self._store_attribute(name, value)
+        finally:
+            bump()      # the static part may have changed: jit's cached structures are stale
+
+    def _store_attribute(self, name, value):
         d = self.__dict__
         if isinstance(value, Parameter):
             self._check_init("parameters")
@@ -140,12 +145,14 @@ class Module(ModuleTraversal, ModuleState, ModuleModes):
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __delattr__(self, name):
-        bump()
-        for own in OWN:
-            if name in self.__dict__.get(own, ()):
-                del self.__dict__[own][name]
-                return
-        object.__delattr__(self, name)
+        try:
+            for own in OWN:
+                if name in self.__dict__.get(own, ()):
+                    del self.__dict__[own][name]
+                    return
+            object.__delattr__(self, name)
+        finally:
+            bump()
 
     def register_buffer(self, name, tensor, persistent=True):
         """Register an array as a buffer (state that is not a parameter).

@@ -36,9 +36,9 @@ class Parameter(np.ndarray):
         self.__dict__["requires_grad"] = getattr(obj, "requires_grad", True)
 
     def __setattr__(self, name, value):
+        np.ndarray.__setattr__(self, name, value)
         if name == "requires_grad":     # a module's static part holds it (frozen or not)
             bump()
-        np.ndarray.__setattr__(self, name, value)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         inputs = tuple(_plain(x) for x in inputs)
