@@ -16,7 +16,7 @@ from functorch_core.ir import Graph, check_graph, current_trace, eval_graph, pas
 from functorch_core.ir import primitives as P
 from functorch_core.ir.core import on_device
 from functorch_core.ir.once import Once
-from functorch_core.ir.pytree import dict_keys, tree_leaves, tree_unflatten
+from functorch_core.ir.pytree import FAST_FLATTEN, dict_keys, tree_leaves, tree_unflatten
 from functorch_core.ir.trace import CURRENT_TRACE
 
 from . import _donation
@@ -147,33 +147,36 @@ _INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 _trace_get = CURRENT_TRACE.get     # current_trace() without a Python call
 _scopes_open = scopes.OPEN       # [count]: autocast / matmul precision blocks open
 _ndarray = np.ndarray
+_fast_flatten_get = FAST_FLATTEN.get
 
 
 def _fast_key(args):
     """A cheap cache key and the flat leaves of the positional arguments, or None.
 
     Arguments may be C-contiguous ndarrays, Python scalars and tuples, lists, dicts
-    and None nesting them. Each array gives its shape and dtype, each scalar its type
-    (which fixes its weak dtype), each container its type and length or keys; the
-    leaves come in ``tree_flatten``'s order. None (take the general path) for anything
+    and None nesting them, and pytree nodes registered with a ``fast_flatten`` (modules).
+    Each array gives its shape and dtype, each scalar its type (which fixes its weak
+    dtype), each container its type and length or keys, a fast-flattened node its part;
+    the leaves come in ``tree_flatten``'s order. None (take the general path) for anything
     else: other types, ints outside int64, non-contiguous arrays, and several arrays
-    that might share memory (the same array twice, or arrays that do not own their
-    data), whose overlap the signature records.
+    that might share memory (the same array twice, arrays that do not own their data,
+    or leaves of nodes that lie in one array), whose overlap the signature records.
     """
     if len(args) == 1 and type(args[0]) is np.ndarray:     # the commonest call, inlined
         a = args[0]
         return ((a.shape, a.dtype), args) if a.flags.c_contiguous else None
-    key, leaves = [], []
-    if not _walk(args, key, leaves):
+    key, leaves, owners = [], [], []
+    if not _walk(args, key, leaves, owners):
         return None
-    arrays = [a for a in leaves if type(a) is np.ndarray]
-    if len(arrays) > 1:
-        if not all(a.flags.owndata for a in arrays) or len({id(a) for a in arrays}) < len(arrays):
+    if len(owners) > 1:
+        if len({id(a) for a in owners}) < len(owners):
+            return None
+        if not all(a.flags.owndata for a in owners):
             return None
     return tuple(key), leaves
 
 
-def _walk(items, key, leaves):
+def _walk(items, key, leaves, owners):
     for a in items:
         t = type(a)
         if t is np.ndarray:
@@ -182,6 +185,7 @@ def _walk(items, key, leaves):
             key.append(a.shape)
             key.append(a.dtype)
             leaves.append(a)
+            owners.append(a)
         elif t in _SCALAR_TYPES:
             if t is int and not _INT64_MIN <= a <= _INT64_MAX:
                 return False
@@ -189,17 +193,23 @@ def _walk(items, key, leaves):
             leaves.append(a)
         elif t is tuple or t is list:
             key.append((t, len(a)))
-            if not _walk(a, key, leaves):
+            if not _walk(a, key, leaves, owners):
                 return False
         elif t is dict:
             keys = tuple(dict_keys(a))
             key.append((dict, tuple(a)))    # as inserted: the function may observe it
-            if not _walk([a[k] for k in keys], key, leaves):
+            if not _walk([a[k] for k in keys], key, leaves, owners):
                 return False
         elif a is None:
             key.append(None)
         else:
-            return False
+            fast = _fast_flatten_get(t)
+            found = None if fast is None else fast(a)
+            if found is None:
+                return False
+            key.append(found[0])
+            leaves.extend(found[1])
+            owners.extend(found[2])
     return True
 
 

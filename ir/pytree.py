@@ -25,19 +25,29 @@ class _NodeType(NamedTuple):
 
 
 _registry: dict[type, _NodeType] = {}
+# cls -> its fast_flatten, for the classes registered with one (read by jit's fast path)
+FAST_FLATTEN: dict[type, Callable[[Any], Any]] = {}
 
 
-def register_pytree_node(cls, flatten, unflatten):
+def register_pytree_node(cls, flatten, unflatten, fast_flatten=None):
     """Register ``cls`` as a container.
 
     Args:
         cls: the class.
         flatten: ``obj -> (children, aux)``; ``aux`` must be hashable and comparable.
         unflatten: ``(aux, children) -> obj``.
+        fast_flatten: optional, for ``jit``'s fast call path: ``obj -> (part, leaves,
+            owners)`` or ``None`` (take the general path). ``leaves`` are ``obj``'s leaves
+            in ``flatten``'s order, C-contiguous NumPy arrays; ``part`` is hashable
+            and equal for two objects only when their structures and leaves' shapes and
+            dtypes are; ``owners`` are distinct arrays that own their data, one per leaf:
+            the memory each leaf lies in. Default ``None``.
     """
     if cls in _registry:
         raise ValueError(f"{cls.__name__} is already registered as a pytree node")
     _registry[cls] = _NodeType(flatten, unflatten)
+    if fast_flatten is not None:
+        FAST_FLATTEN[cls] = fast_flatten
     return cls
 
 

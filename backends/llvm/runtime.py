@@ -195,6 +195,12 @@ class Executable:
             self.fresh = [f for f in self.fresh if f[0] not in taken]
             self._donated = [(i, r) for i, r in self.donations.items()]
             self._consts = [c for c in plan.consts.values() if isinstance(c, np.ndarray)]
+            # the arrays owning the constants' memory; constants whose memory no array
+            # owns (a view of a foreign buffer) are checked against each call's arguments
+            owners = [_owner(c) for c in self._consts]
+            self._const_owners = {id(o) for o in owners if o is not None}
+            self._loose_consts = [c for c, o in zip(self._consts, owners, strict=True)
+                                  if o is None]
             self.trusted, self.trusted_one = self.__call__, None
             return
         self._donated = ()
@@ -260,13 +266,22 @@ class Executable:
         """Whether the arguments this executable would write into are fit for it: owned
         by this call alone (C-contiguous, writable arrays of the input dtype that share no
         memory with another argument or a constant of the graph)."""
+        arrays = [b for b in args if isinstance(b, np.ndarray)]
+        # distinct arrays that own their memory cannot share any (the common call: no
+        # pairwise bounds checks, which cost a Python call per pair)
+        owned = len({id(b) for b in arrays}) == len(arrays) and \
+            all(b.flags.owndata for b in arrays)
         for i in self.reused:
             a = args[i]
             if type(a) is not np.ndarray or a.dtype != self.in_dtypes[i] or \
                     not a.flags.c_contiguous or not a.flags.writeable:
                 return False
-            if any(j != i and isinstance(b, np.ndarray) and np.may_share_memory(a, b)
-                   for j, b in enumerate(args)) or \
+            if owned:
+                if id(a) in self._const_owners or \
+                        any(np.may_share_memory(a, c) for c in self._loose_consts):
+                    return False
+            elif any(j != i and isinstance(b, np.ndarray) and np.may_share_memory(a, b)
+                     for j, b in enumerate(args)) or \
                     any(np.may_share_memory(a, c) for c in self._consts):
                 return False
         return True
@@ -401,3 +416,13 @@ def clear_cache():
     native code nothing references any more."""
     _CACHE.clear()
     engine.retire_engine()
+
+
+def _owner(a):
+    """The array that owns ``a``'s memory (``a`` itself, or the end of its ``base`` chain),
+    or None when no array does (a view of a bytes object, an mmap...)."""
+    while not a.flags.owndata:
+        a = a.base
+        if not isinstance(a, np.ndarray):
+            return None
+    return a

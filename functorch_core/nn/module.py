@@ -15,13 +15,14 @@ flatten/unflatten is ``module_tree.py``, ``Parameter`` is ``parameter.py``.
 from __future__ import annotations
 
 import itertools
-from collections import OrderedDict
 
 import numpy as np
 
 from functorch_core.ir.pytree import register_pytree_node
 from functorch_core.numpy.internal import is_tracer
 
+from .epoch import Table, bump
+from .module_fast import module_fast_flatten
 from .module_modes import ModuleModes
 from .module_state import ModuleState
 from .module_traversal import ModuleTraversal
@@ -75,18 +76,19 @@ class Module(ModuleTraversal, ModuleState, ModuleModes):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        register_pytree_node(cls, module_flatten, module_unflatten)   # every layer a pytree
+        register_pytree_node(cls, module_flatten, module_unflatten,   # every layer a pytree
+                             module_fast_flatten)
 
     def __init__(self):
         d = self.__dict__
         d["training"] = True
-        d["_parameters"] = OrderedDict()
-        d["_buffers"] = OrderedDict()
-        d["_modules"] = OrderedDict()
+        d["_parameters"] = Table()
+        d["_buffers"] = Table()
+        d["_modules"] = Table()
         d["_non_persistent_buffers"] = frozenset()
         d["_frozen"] = frozenset()
-        d["_forward_hooks"] = OrderedDict()
-        d["_forward_pre_hooks"] = OrderedDict()
+        d["_forward_hooks"] = Table()
+        d["_forward_pre_hooks"] = Table()
 
     # --- attribute registration ---------------------------------------------------------
 
@@ -96,6 +98,12 @@ class Module(ModuleTraversal, ModuleState, ModuleModes):
                                  f"(in {type(self).__name__}.__init__)")
 
     def __setattr__(self, name, value):
+        try:
+            self._store_attribute(name, value)
+        finally:
+            bump()      # the static part may have changed: jit's cached structures are stale
+
+    def _store_attribute(self, name, value):
         d = self.__dict__
         if isinstance(value, Parameter):
             self._check_init("parameters")
@@ -137,11 +145,14 @@ class Module(ModuleTraversal, ModuleState, ModuleModes):
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __delattr__(self, name):
-        for own in OWN:
-            if name in self.__dict__.get(own, ()):
-                del self.__dict__[own][name]
-                return
-        object.__delattr__(self, name)
+        try:
+            for own in OWN:
+                if name in self.__dict__.get(own, ()):
+                    del self.__dict__[own][name]
+                    return
+            object.__delattr__(self, name)
+        finally:
+            bump()
 
     def register_buffer(self, name, tensor, persistent=True):
         """Register an array as a buffer (state that is not a parameter).
@@ -164,6 +175,7 @@ class Module(ModuleTraversal, ModuleState, ModuleModes):
         npb = set(self._non_persistent_buffers)
         (npb.discard if persistent else npb.add)(name)
         self.__dict__["_non_persistent_buffers"] = frozenset(npb)
+        bump()
 
     def register_parameter(self, name, param):
         """Register ``param`` (a :class:`Parameter` or ``None``) as parameter ``name``."""
@@ -254,7 +266,7 @@ def _is_array(x):
     return isinstance(x, np.ndarray) or is_tracer(x)
 
 
-register_pytree_node(Module, module_flatten, module_unflatten)
+register_pytree_node(Module, module_flatten, module_unflatten, module_fast_flatten)
 
 
 def shape_of(x):

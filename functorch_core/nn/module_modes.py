@@ -9,6 +9,7 @@ from functorch_core.backends import devices
 from functorch_core.ir import dtypes
 from functorch_core.ir.dtypes import dtype_kind
 
+from .epoch import bump
 from .parameter import Parameter
 
 
@@ -21,6 +22,7 @@ class ModuleModes:
             raise ValueError("training mode is expected to be boolean")
         for m in self.modules():
             m.__dict__["training"] = mode
+        bump()
         return self
 
     def eval(self):
@@ -41,6 +43,7 @@ class ModuleModes:
                 p.requires_grad = bool(requires_grad)
         for m in self.modules():
             m.__dict__["_frozen"] = frozenset() if requires_grad else frozenset(m._parameters)
+        bump()
         return self
 
     def to(self, *args, **kwargs):
@@ -92,6 +95,7 @@ class ModuleModes:
                         frozen.add(name)           # a device array has no requires_grad
                     d[own][name] = new
             d["_frozen"] = frozenset(frozen)
+        bump()
         return self
 
     def cpu(self):

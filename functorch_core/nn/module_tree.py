@@ -3,13 +3,12 @@ other attributes and submodule structure the static part (``Module`` registers t
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 import numpy as np
 
 from functorch_core.numpy.internal import is_tracer
 from functorch_core.transforms import stop_gradient
 
+from .epoch import Table
 from .parameter import _plain
 
 # a module's own tables: its parameters, buffers and children
@@ -146,11 +145,11 @@ def module_unflatten(tree, children):
     for m, (static, pslots, bslots, mslots) in zip(built, tree.nodes, strict=True):
         pn, bn, mn = static.names
         d = m.__dict__
-        d["_parameters"] = OrderedDict(
+        d["_parameters"] = Table(
             (k, None if j < 0 else leaves[j]) for k, j in zip(pn, pslots, strict=True))
-        d["_buffers"] = OrderedDict(
+        d["_buffers"] = Table(
             (k, None if j < 0 else leaves[j]) for k, j in zip(bn, bslots, strict=True))
-        d["_modules"] = OrderedDict(
+        d["_modules"] = Table(
             (k, None if j < 0 else built[j]) for k, j in zip(mn, mslots, strict=True))
         d["_frozen"] = static.frozen
         for k in static.frozen:

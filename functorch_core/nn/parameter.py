@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .epoch import bump
+
 __all__ = ["Parameter"]
 
 
@@ -31,7 +33,12 @@ class Parameter(np.ndarray):
         return obj
 
     def __array_finalize__(self, obj):
-        self.requires_grad = getattr(obj, "requires_grad", True)
+        self.__dict__["requires_grad"] = getattr(obj, "requires_grad", True)
+
+    def __setattr__(self, name, value):
+        np.ndarray.__setattr__(self, name, value)
+        if name == "requires_grad":     # a module's static part holds it (frozen or not)
+            bump()
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         inputs = tuple(_plain(x) for x in inputs)

@@ -148,6 +148,27 @@ def test_unfit_donated_arrays_are_ignored_with_a_warning(case):
     _same((w, g), keep)                                # nothing was overwritten
 
 
+@pytest.mark.parametrize("case", ["viewed by a constant", "a view of a constant",
+                                  "a constant's view of an argument's view"])
+def test_donation_next_to_constants_sharing_an_arguments_memory(case):
+    # the check of a call whose arrays all own their memory reads the constants' owners
+    base = W.copy()
+    if case == "viewed by a constant":
+        w, const = base, base.reshape(-1)[::-1].reshape(base.shape)
+    elif case == "a view of a constant":
+        w, const = base.reshape(-1).reshape(base.shape), base
+    else:
+        w, const = base[:, :], base[:, :]
+    f = lambda w, g: w * 2 + g + const      # noqa: E731
+    want, keep = f(w, G), base.copy()
+    jitted = fc.jit(f, donate_argnums=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(2):      # the general path, then the fast path
+            base[...] = keep    # what a donated call leaves in its argument is undefined
+            _same(jitted(w, G), want)
+
+
 def test_an_argument_the_function_writes_into_is_not_donated():
     def f(w, g):
         w += g                       # written back to the caller, as eagerly
