@@ -263,28 +263,9 @@ class Executable:
                                                               inputs))
 
     def accepts_donation(self, args) -> bool:
-        """Whether the arguments this executable would write into are fit for it: owned
-        by this call alone (C-contiguous, writable arrays of the input dtype that share no
-        memory with another argument or a constant of the graph)."""
-        arrays = [b for b in args if isinstance(b, np.ndarray)]
-        # distinct arrays that own their memory cannot share any (the common call: no
-        # pairwise bounds checks, which cost a Python call per pair)
-        owned = len({id(b) for b in arrays}) == len(arrays) and \
-            all(b.flags.owndata for b in arrays)
-        for i in self.reused:
-            a = args[i]
-            if type(a) is not np.ndarray or a.dtype != self.in_dtypes[i] or \
-                    not a.flags.c_contiguous or not a.flags.writeable:
-                return False
-            if owned:
-                if id(a) in self._const_owners or \
-                        any(np.may_share_memory(a, c) for c in self._loose_consts):
-                    return False
-            elif any(j != i and isinstance(b, np.ndarray) and np.may_share_memory(a, b)
-                     for j, b in enumerate(args)) or \
-                    any(np.may_share_memory(a, c) for c in self._consts):
-                return False
-        return True
+        """Whether the arguments this executable would write into are fit for it (see
+        :func:`donation_fits`)."""
+        return donation_fits(self, args)
 
     def new_arena(self) -> list:
         """A buffer list for one call: constants, and the arena's views for intermediates."""
@@ -337,6 +318,31 @@ class Executable:
                 bufs[s] = None
             if len(self._free) <= threads.workers:
                 self._free.append(bufs)
+
+
+def donation_fits(exe: Executable, args) -> bool:
+    """Whether the arguments ``exe`` would write into are fit for it: owned
+    by this call alone (C-contiguous, writable arrays of the input dtype that share no
+    memory with another argument or a constant of the graph)."""
+    arrays = [b for b in args if isinstance(b, np.ndarray)]
+    # distinct arrays that own their memory cannot share any (the common call: no
+    # pairwise bounds checks, which cost a Python call per pair)
+    owned = len({id(b) for b in arrays}) == len(arrays) and \
+        all(b.flags.owndata for b in arrays)
+    for i in exe.reused:
+        a = args[i]
+        if type(a) is not np.ndarray or a.dtype != exe.in_dtypes[i] or \
+                not a.flags.c_contiguous or not a.flags.writeable:
+            return False
+        if owned:
+            if id(a) in exe._const_owners or \
+                    any(np.may_share_memory(a, c) for c in exe._loose_consts):
+                return False
+        elif any(j != i and isinstance(b, np.ndarray) and np.may_share_memory(a, b)
+                 for j, b in enumerate(args)) or \
+                any(np.may_share_memory(a, c) for c in exe._consts):
+            return False
+    return True
 
 
 def strided_executable(exe: Executable, args) -> Executable | None:
