@@ -4,8 +4,10 @@ Same process, same inputs; medians over repeats; ratios against functorch_core's
     python benchmarks/transforms.py [--quick]
 """
 
+import functools
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -261,6 +263,108 @@ def _torch_hessian_affine(a, x):
         return None
 
 
+# --- jacrev(jacrev) against hessian (jacfwd(jacrev)): second derivatives by reverse mode twice -
+
+def _first_and_warm(make, arg, sync=lambda r: r):
+    """(first-call seconds, median warm seconds, result) of ``make()(arg)``: the first call
+    of a freshly built transform traces, transforms (and under jit compiles) it."""
+    fn = make()
+    t0 = time.perf_counter()
+    out = sync(fn(arg))
+    first = time.perf_counter() - t0
+    return first, median_time(lambda: sync(fn(arg)), REPEATS), out
+
+
+def _second_order_problems(rng):
+    """name -> (scalar function of an array library's namespace, input): the MLP loss
+    48-24-10 (batch 32) of a flat parameter vector, and an elementwise sum."""
+    nin, nh, nout, batch = (16, 8, 10, 16) if QUICK else (48, 24, 10, 32)
+    shapes = [(nin, nh), (nh,), (nh, nout), (nout,)]
+    sizes = [int(np.prod(s)) for s in shapes]
+    theta = rng.normal(size=sum(sizes)) / np.sqrt(nin)
+    x = rng.normal(size=(batch, nin))
+    y = np.eye(nout)[rng.integers(0, nout, batch)]
+
+    def mlp(lib, t):
+        parts, off = [], 0
+        for s, k in zip(shapes, sizes, strict=True):
+            parts.append(t[off:off + k].reshape(s))
+            off += k
+        w1, b1, w2, b2 = parts
+        logits = lib.tanh(lib.asarray(x) @ w1 + b1) @ w2 + b2
+        m = lib.max(logits, axis=1, keepdims=True)
+        lse = lib.log(lib.sum(lib.exp(logits - m), axis=1)) + m[:, 0]
+        return lib.mean(lse - lib.sum(logits * lib.asarray(y), axis=1))
+
+    def elementwise(lib, z):
+        return lib.sum(lib.sin(z) * z ** 2 + lib.exp(-z * z))
+    return {f"MLP {nin}-{nh}-{nout} loss, {theta.size} params": (mlp, theta),
+            f"sum(sin(x) x^2 + exp(-x^2)), n={128 if QUICK else 1024}":
+                (elementwise, rng.normal(size=128 if QUICK else 1024))}
+
+
+def bench_jacrev_jacrev(rng):
+    """jacrev(jacrev(f)) and hessian(f) = jacfwd(jacrev(f)) on the same scalar f, first call
+    and warm, with JAX's and torch.func's same pairs."""
+    for title, (f, arg) in _second_order_problems(rng).items():
+        _bench_second_order(title, f, arg)
+
+
+def _bench_second_order(title, f, arg):
+    def fresh(transform):       # a new function each time: nothing cached from a past call
+        return lambda: transform(lambda a: f(np, a))
+    runs = {"hessian": fresh(fc.hessian),
+            "jacrev(jacrev)": fresh(lambda g: fc.jacrev(fc.jacrev(g)))}
+    runs = {**{f"functorch_core jit({k})": (lambda m=m: fc.jit(m())) for k, m in runs.items()},
+            **{f"functorch_core {k} (eager)": m for k, m in runs.items()}}
+    got = {k: _first_and_warm(m, arg) for k, m in runs.items()}
+    ref = got["functorch_core jit(hessian)"][2]
+    err = max(float(np.max(np.abs(g[2] - ref))) for g in got.values())
+    jax, torch = optional_import("jax"), optional_import("torch")
+    if jax is not None:
+        import jax.numpy as jnp
+        with jax.enable_x64(True):
+            jf = functools.partial(f, jnp)
+            for k, m in (("hessian", jax.hessian), ("jacrev(jacrev)", _jax_jacrev2)):
+                got[f"JAX jit({k})"] = _first_and_warm(
+                    lambda m=m: jax.jit(m(jf)), jnp.asarray(arg), jax.block_until_ready)
+    if torch is not None:
+        from torch.func import hessian, jacrev
+        tf = functools.partial(f, _TorchNumpy(torch))
+        for k, m in (("hessian", hessian), ("jacrev(jacrev)", lambda g: jacrev(jacrev(g)))):
+            got[f"torch.func {k}"] = _first_and_warm(lambda m=m: m(tf), torch.from_numpy(arg))
+    print(f"\n{title}, float64: first call")
+    for k, (first, _, _) in got.items():
+        print(f"  {k:<38} {1e3 * first:10.1f} ms")
+    report(f"{title}, float64: warm (max |difference| {err:.1e})",
+           {k: g[1] for k, g in got.items()}, "functorch_core jit(hessian)")
+    result(f"jit(jacrev(jacrev)), {title}, f64", got["functorch_core jit(jacrev(jacrev))"][1],
+           jax=got.get("JAX jit(jacrev(jacrev))", (None, None))[1],
+           torch=got.get("torch.func jacrev(jacrev)", (None, None))[1])
+
+
+def _jax_jacrev2(f):
+    jax = optional_import("jax")
+    return jax.jacrev(jax.jacrev(f))
+
+
+class _TorchNumpy:
+    """The few NumPy names the second-order problems call, on torch tensors."""
+
+    def __init__(self, torch):
+        self.tanh, self.log, self.exp, self.sin = torch.tanh, torch.log, torch.exp, torch.sin
+        self.asarray, self.torch = torch.as_tensor, torch
+
+    def max(self, a, axis, keepdims):
+        return self.torch.amax(a, dim=axis, keepdim=keepdims)
+
+    def sum(self, a, axis=None):
+        return self.torch.sum(a) if axis is None else self.torch.sum(a, dim=axis)
+
+    def mean(self, a):
+        return self.torch.mean(a)
+
+
 def main():
     rng = np.random.default_rng(0)
     print(f"backend: {fc.default_backend()}; numpy {np.__version__}")
@@ -269,6 +373,7 @@ def main():
     bench_hessian(rng)
     bench_hessian_affine(rng, np.float32)
     bench_hessian_affine(rng, np.float64)
+    bench_jacrev_jacrev(rng)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..core import Eqn, Graph, Lit, Var
 from ..eager import host_impl
-from ..primitives import call, custom_jvp_call, custom_vjp_call
+from ..primitives import call, custom_jvp_call, custom_vjp_call, transpose
 from .algebra import simplify_products
 from .products import rewrite_products
 from .scan_outputs import forward_scan_outputs
@@ -174,7 +174,13 @@ def simplify(graph: Graph, *, grow=True) -> Graph:
     """inline, rewrite products (``ir.passes.products``), then fold constants, CSE and DCE, forward
     scan outputs that need no loop (``ir.passes.scan_outputs``), and rewrite products once more:
     a transposed product whose other uses CSE merged or DCE dropped folds only then (the
-    symmetrised Hessian of ``hessian``, for one). ``grow`` as in :func:`fold_constants`."""
+    symmetrised Hessian of ``hessian``, for one). ``ir.passes.algebra`` runs again too while a
+    transpose is left: one that CSE and DCE left the only use of an elementwise result moves
+    into it only then. ``grow`` as in :func:`fold_constants`."""
     graph = rewrite_products(inline(graph))
     graph = dce(cse(fold_constants(simplify_products(graph), grow=grow)))
+    if any(e.prim is transpose for e in graph.eqns):
+        # a transpose of what CSE and DCE left with one use moves into it only now
+        # (hessian's columns-to-rows transpose of an elementwise second derivative)
+        graph = dce(simplify_products(graph))
     return rewrite_products(forward_scan_outputs(graph))

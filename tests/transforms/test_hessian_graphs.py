@@ -521,3 +521,18 @@ def test_identity_like_products_match_the_product(data, n, rest, scale, eye_firs
     graph = _product_graph(Lit(eye), xa, dn) if eye_first else _product_graph(xa, Lit(eye), dn)
     with np.errstate(all="ignore"):
         _assert_products_rewritten_exactly(graph, [x])
+
+
+def test_hessian_of_elementwise_sum_leaves_no_transposed_copy():
+    # jacfwd's columns-to-rows transpose meets an elementwise result that CSE and DCE leave
+    # with one use; it must move into that result's loop, not copy the d x d second derivative
+    x = np.random.default_rng(5).normal(size=24)
+
+    def f(x):
+        return np.sum(np.sin(x) * x ** 2 + np.exp(-x * x))
+    jitted = fc.jit(fc.hessian(f))
+    d2 = (2 - x * x) * np.sin(x) + 4 * x * np.cos(x) + (4 * x * x - 2) * np.exp(-x * x)
+    np.testing.assert_allclose(jitted(x), np.diag(d2), rtol=1e-12, atol=1e-14)
+    assert "transpose" not in _prims(_graph_of(jitted, x))
+    np.testing.assert_allclose(fc.jit(fc.hessian(f), backend="interpreter")(x), np.diag(d2),
+                               rtol=1e-12, atol=1e-14)
