@@ -17,7 +17,7 @@ from llvmlite import ir
 from ..planning.plan import Blas, Plan
 from ..planning.products import BLAS_DTYPES as _GEMM_DTYPES
 from . import cache, engine, entry_codegen
-from .blas import GemmCall, blas_int_bits, gemm_address, gemm_layout, one_thread_each
+from .blas import GemmCall, blas_int_bits, gemm_address, gemm_layout, gemv_form, one_thread_each
 from .collectives import CollectiveCall
 from .kernels import MAX_DIRECT_ARGS, PackedKernel
 
@@ -66,12 +66,14 @@ def gemm_call(step: Blas, plan: Plan, max_macs) -> GemmCall | None:
             layout.batch * layout.m * layout.n * layout.k > max_macs:
         return None
     dtype = plan.slots[step.out][1]
-    symbol = f"fc_{dtype.char}gemm"
+    symbols = {routine: f"fc_{dtype.char}{routine}" for routine in ("gemm", "gemv")}
     with engine.lock:
-        if symbol not in _gemm_symbols:
-            llvm.add_symbol(symbol, gemm_address(dtype))
-            _gemm_symbols.add(symbol)
-    return GemmCall(symbol, dtype, step.lhs[1], step.rhs[1], step.out, layout)
+        for routine, symbol in symbols.items():
+            if symbol not in _gemm_symbols:
+                llvm.add_symbol(symbol, gemm_address(dtype, routine))
+                _gemm_symbols.add(symbol)
+    return GemmCall(symbols["gemm"], dtype, step.lhs[1], step.rhs[1], step.out, layout,
+                    symbols["gemv"])
 
 
 def graph_entry_supported() -> bool:
@@ -122,6 +124,22 @@ def table_entry(calls, n_args):
     records, keep = [n_args, len(calls)], []
     blas_int = np.int64 if blas_int_bits() == 64 else np.int32
     for call in calls:
+        form = gemv_form(call.layout) if isinstance(call, GemmCall) else None
+        if form is not None:
+            lay, dtype, item = call.layout, call.dtype, call.dtype.itemsize
+            ints = np.array([form.rows, form.cols, form.ld, 1], blas_int)
+            scalars = np.array([1.0, 0.0], dtype)
+            chars = np.array([ord("T" if form.trans else "N")], np.uint8)
+            keep += [ints, scalars, chars]
+            i, f, size = ints.ctypes.data, scalars.ctypes.data, ints.itemsize
+            steps = {"lhs": lay.m * lay.k * item, "rhs": lay.k * lay.n * item}
+            mat, vec = ("rhs", "lhs") if form.matrix == "rhs" else ("lhs", "rhs")
+            records += [entry_codegen.RECORD_GEMV, gemm_address(dtype, "gemv"), lay.batch, 0,
+                        entry_codegen.GEMV_FIELDS, chars.ctypes.data, i, i + size, f,
+                        i + 2 * size, i + 3 * size, f + item, getattr(call, mat),
+                        getattr(call, vec), call.out, steps[mat], steps[vec],
+                        lay.m * lay.n * item]
+            continue
         if isinstance(call, GemmCall):
             lay, dtype = call.layout, call.dtype
             ints = np.array([lay.n, lay.m, lay.k, lay.ldb, lay.lda, max(lay.n, 1)], blas_int)

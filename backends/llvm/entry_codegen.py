@@ -244,9 +244,10 @@ def emit_loop_entry(module: ir.Module, name: str, loop: NativeLoop, none_symbol:
 
 
 # the records of a table entry (see emit_table_entry): kind, address, two arguments, count
-RECORD_KERNEL, RECORD_PACKED, RECORD_GEMM = 0, 1, 2
+RECORD_KERNEL, RECORD_PACKED, RECORD_GEMM, RECORD_GEMV = 0, 1, 2, 3
 RECORD_HEAD = 5
 GEMM_FIELDS = 16
+GEMV_FIELDS = 13
 
 
 def emit_table_entry(module: ir.Module, name: str, none_symbol: str, incref_none: bool,
@@ -262,7 +263,9 @@ def emit_table_entry(module: ir.Module, name: str, none_symbol: str, incref_none
     - ``RECORD_GEMM``: ?gemm at ``address``, ``a`` times (the batch): values
       ``[&transa, &transb, &n, &m, &k, &alpha, &ldb, &lda, &beta, &ldc, rhs, lhs, out,
       rhs step, lhs step, out step]`` (pointers to the scalar arguments, the operands'
-      slots and their byte steps per batch), as :func:`blas.emit_gemm` calls it.
+      slots and their byte steps per batch), as :func:`blas.emit_gemm` calls it;
+    - ``RECORD_GEMV``: ?gemv at ``address``, ``a`` times: values ``[&trans, &rows, &cols,
+      &alpha, &ld, &inc, &beta, matrix, vector, out, their steps]`` (``blas.GemvForm``).
 
     A graph's entry is then a table (data) instead of code: its cost does not grow the
     native code LLVM compiles. Returns ``None`` as :func:`emit_graph_entry` does.
@@ -292,9 +295,11 @@ def emit_table_entry(module: ir.Module, name: str, none_symbol: str, incref_none
     values = b.gep(table, [b.add(p, c(RECORD_HEAD))], source_etype=I64)
     b.store(b.add(p, b.add(count, c(RECORD_HEAD))), pos)
     next_call = fn.append_basic_block("next_call")
-    kernel, packed, gemm = (fn.append_basic_block(n) for n in ("kernel", "packed", "gemm"))
+    kernel, packed, gemm, gemv = (fn.append_basic_block(n)
+                                  for n in ("kernel", "packed", "gemm", "gemv"))
     switch = b.switch(kind, next_call)
-    for value, block in ((RECORD_KERNEL, kernel), (RECORD_PACKED, packed), (RECORD_GEMM, gemm)):
+    for value, block in ((RECORD_KERNEL, kernel), (RECORD_PACKED, packed), (RECORD_GEMM, gemm),
+                         (RECORD_GEMV, gemv)):
         switch.add_case(c(value), block)
 
     def value(j):
@@ -330,6 +335,18 @@ def emit_table_entry(module: ir.Module, name: str, none_symbol: str, incref_none
     ta, tb, n_, m, k, alpha, ldb, lda, beta, ldc = pointers
     b.call(gemm_fn, [ta, tb, n_, m, k, alpha, rhs, ldb, lhs, lda, beta, out, ldc])
     irloop.close_loop(b, g_head, i, g_done, c(1))
+    b.branch(next_call)
+    b.position_at_end(gemv)
+    trans, rows, cols, alpha, ld, inc, beta = (b.inttoptr(value(j), _PTR) for j in range(7))
+    data = [b.load(b.gep(obj(j), [c(data_offset)], source_etype=i8), typ=_PTR)
+            for j in (7, 8, 9)]
+    steps = [value(j) for j in (10, 11, 12)]
+    gemv_fn = b.inttoptr(address, ir.PointerType(ir.FunctionType(ir.VoidType(), [_PTR] * 11)))
+    v_head, i, v_done = irloop.open_loop(b, c(0), lo, ("gemv_head", "gemv_body", "gemv_done"))
+    mat, vec, out = (b.gep(d, [b.mul(i, s)], source_etype=i8)
+                     for d, s in zip(data, steps, strict=True))
+    b.call(gemv_fn, [trans, rows, cols, alpha, mat, ld, vec, inc, beta, out, inc])
+    irloop.close_loop(b, v_head, i, v_done, c(1))
     b.branch(next_call)
     b.position_at_end(next_call)
     irloop.close_loop(b, head, counter, done, c(1))

@@ -124,7 +124,10 @@ _ENTRY_CHECK = textwrap.dedent("""
     def hook(*args):
         seen.append(lib.scipy_openblas_get_num_threads64_())
         real(*args)
-    native_entries.gemm_address = lambda dtype: ctypes.cast(hook, ctypes.c_void_p).value
+    address = native_entries.gemm_address
+    native_entries.gemm_address = lambda dtype, routine="gemm": (
+        ctypes.cast(hook, ctypes.c_void_p).value if routine == "gemm"
+        else address(dtype, routine))
     rng = np.random.default_rng(0)
     x = rng.standard_normal((64, 128)).astype(np.float32)
     w = rng.standard_normal((128, 128)).astype(np.float32)
