@@ -3,6 +3,7 @@ the machine-readable result lines ``run_all.py`` gathers into one table."""
 
 import ctypes
 import json
+import multiprocessing
 import os
 import sys
 import time
@@ -99,3 +100,33 @@ def result(workload, functorch_core, *, numpy=None, jax=None, torch=None, unit="
     peers = dict(zip(PEERS, (numpy, jax, torch), strict=True))
     print(RESULT_MARK + json.dumps({"workload": workload, "functorch_core": functorch_core,
                                     "peers": peers, "unit": unit}), flush=True)
+
+
+def _busy_loop(deadline):
+    while time.time() < deadline:
+        pass
+
+
+class Load:
+    """``processes`` busy-looping processes beside the ``with`` block, each ending by itself
+    after ``seconds`` whatever happens here: the synthetic load of the "loaded" figures."""
+
+    def __init__(self, processes=2, seconds=120):
+        self.processes, self.seconds = processes, seconds
+
+    def __enter__(self):
+        methods = multiprocessing.get_all_start_methods()
+        ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+        deadline = time.time() + self.seconds
+        self.procs = [ctx.Process(target=_busy_loop, args=(deadline,), daemon=True)
+                      for _ in range(self.processes)]
+        for p in self.procs:
+            p.start()
+        time.sleep(0.5)      # let them reach the loop
+        return self
+
+    def __exit__(self, *exc):
+        for p in self.procs:
+            p.terminate()
+        for p in self.procs:
+            p.join(5)

@@ -21,7 +21,6 @@ OpenBLAS at one thread whatever the load.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import sys
 import time
@@ -31,42 +30,14 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import _timing
+from _timing import Load
 from functorch_core.backends.llvm import blas
 
 import functorch_core as fc
 
 QUICK = "--quick" in sys.argv
-BUSY_PROCESSES = 2
-BUSY_SECONDS = 120          # a busy loop ends by itself after this, whatever happens here
 SIZES = (784, 256, 10)
 LR = np.float32(0.1)
-
-
-def _busy_loop(deadline):
-    while time.time() < deadline:
-        pass
-
-
-class Load:
-    """``BUSY_PROCESSES`` busy-looping processes for the ``with`` block (at most
-    ``BUSY_SECONDS``)."""
-
-    def __enter__(self):
-        methods = multiprocessing.get_all_start_methods()
-        ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-        deadline = time.time() + BUSY_SECONDS
-        self.procs = [ctx.Process(target=_busy_loop, args=(deadline,), daemon=True)
-                      for _ in range(BUSY_PROCESSES)]
-        for p in self.procs:
-            p.start()
-        time.sleep(0.5)      # let them reach the loop
-        return self
-
-    def __exit__(self, *exc):
-        for p in self.procs:
-            p.terminate()
-        for p in self.procs:
-            p.join(5)
 
 
 # -- the MLP -----------------------------------------------------------------------
