@@ -3,8 +3,8 @@ the machine-readable result lines ``run_all.py`` gathers into one table."""
 
 import ctypes
 import json
-import multiprocessing
 import os
+import subprocess
 import sys
 import time
 
@@ -102,26 +102,19 @@ def result(workload, functorch_core, *, numpy=None, jax=None, torch=None, unit="
                                     "peers": peers, "unit": unit}), flush=True)
 
 
-def _busy_loop(deadline):
-    while time.time() < deadline:
-        pass
-
-
 class Load:
     """``processes`` busy-looping processes beside the ``with`` block, each ending by itself
-    after ``seconds`` whatever happens here: the synthetic load of the "loaded" figures."""
+    after ``seconds`` whatever happens here: the synthetic load of the "loaded" figures.
+    Fresh interpreters, not forks (forking a process that runs JAX's threads can deadlock)."""
 
     def __init__(self, processes=2, seconds=120):
         self.processes, self.seconds = processes, seconds
 
     def __enter__(self):
-        methods = multiprocessing.get_all_start_methods()
-        ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-        deadline = time.time() + self.seconds
-        self.procs = [ctx.Process(target=_busy_loop, args=(deadline,), daemon=True)
+        loop = (f"import time\nend = time.time() + {self.seconds}\n"
+                "while time.time() < end:\n    pass")
+        self.procs = [subprocess.Popen([sys.executable, "-c", loop])
                       for _ in range(self.processes)]
-        for p in self.procs:
-            p.start()
         time.sleep(0.5)      # let them reach the loop
         return self
 
@@ -129,4 +122,4 @@ class Load:
         for p in self.procs:
             p.terminate()
         for p in self.procs:
-            p.join(5)
+            p.wait(5)
