@@ -323,31 +323,35 @@ def emit_table_entry(module: ir.Module, name: str, none_symbol: str, incref_none
             ir.VoidType(), [_PTR] * n + [I64, I64])))
         b.call(callee, [obj(j) for j in range(n)] + [lo, hi])
         b.branch(next_call)
-    b.position_at_end(gemm)
-    pointers = [b.inttoptr(value(j), _PTR) for j in range(10)]
-    data = [b.load(b.gep(obj(j), [c(data_offset)], source_etype=i8), typ=_PTR)
-            for j in (10, 11, 12)]
-    steps = [value(j) for j in (13, 14, 15)]
-    gemm_fn = b.inttoptr(address, ir.PointerType(ir.FunctionType(ir.VoidType(), [_PTR] * 13)))
-    g_head, i, g_done = irloop.open_loop(b, c(0), lo, ("gemm_head", "gemm_body", "gemm_done"))
-    rhs, lhs, out = (b.gep(d, [b.mul(i, s)], source_etype=i8)
-                     for d, s in zip(data, steps, strict=True))
-    ta, tb, n_, m, k, alpha, ldb, lda, beta, ldc = pointers
-    b.call(gemm_fn, [ta, tb, n_, m, k, alpha, rhs, ldb, lhs, lda, beta, out, ldc])
-    irloop.close_loop(b, g_head, i, g_done, c(1))
-    b.branch(next_call)
-    b.position_at_end(gemv)
-    trans, rows, cols, alpha, ld, inc, beta = (b.inttoptr(value(j), _PTR) for j in range(7))
-    data = [b.load(b.gep(obj(j), [c(data_offset)], source_etype=i8), typ=_PTR)
-            for j in (7, 8, 9)]
-    steps = [value(j) for j in (10, 11, 12)]
-    gemv_fn = b.inttoptr(address, ir.PointerType(ir.FunctionType(ir.VoidType(), [_PTR] * 11)))
-    v_head, i, v_done = irloop.open_loop(b, c(0), lo, ("gemv_head", "gemv_body", "gemv_done"))
-    mat, vec, out = (b.gep(d, [b.mul(i, s)], source_etype=i8)
-                     for d, s in zip(data, steps, strict=True))
-    b.call(gemv_fn, [trans, rows, cols, alpha, mat, ld, vec, inc, beta, out, inc])
-    irloop.close_loop(b, v_head, i, v_done, c(1))
-    b.branch(next_call)
+    def blas_call(block, name, n_scalars, arguments):
+        """At ``block``: the BLAS routine at ``address`` once per batch (``lo`` times) on
+        the record's three slots, each stepped per batch; ``arguments(scalars, slots)``
+        orders the call's arguments."""
+        b.position_at_end(block)
+        scalars = [b.inttoptr(value(j), _PTR) for j in range(n_scalars)]
+        data = [b.load(b.gep(obj(j), [c(data_offset)], source_etype=i8), typ=_PTR)
+                for j in range(n_scalars, n_scalars + 3)]
+        steps = [value(j) for j in range(n_scalars + 3, n_scalars + 6)]
+        args = arguments(scalars, [None] * 3)
+        routine = b.inttoptr(address, ir.PointerType(ir.FunctionType(ir.VoidType(),
+                                                                      [_PTR] * len(args))))
+        loop_head, i, loop_done = irloop.open_loop(b, c(0), lo, tuple(
+            f"{name}_{part}" for part in ("head", "body", "done")))
+        slots = [b.gep(d, [b.mul(i, s)], source_etype=i8) for d, s in zip(data, steps,
+                                                                            strict=True)]
+        b.call(routine, arguments(scalars, slots))
+        irloop.close_loop(b, loop_head, i, loop_done, c(1))
+        b.branch(next_call)
+
+    def gemm_arguments(scalars, slots):
+        (ta, tb, n_, m, k, alpha, ldb, lda, beta, ldc), (rhs, lhs, out) = scalars, slots
+        return [ta, tb, n_, m, k, alpha, rhs, ldb, lhs, lda, beta, out, ldc]
+
+    def gemv_arguments(scalars, slots):
+        (trans, rows, cols, alpha, ld, inc, beta), (mat, vec, out) = scalars, slots
+        return [trans, rows, cols, alpha, mat, ld, vec, inc, beta, out, inc]
+    blas_call(gemm, "gemm", 10, gemm_arguments)
+    blas_call(gemv, "gemv", 7, gemv_arguments)
     b.position_at_end(next_call)
     irloop.close_loop(b, head, counter, done, c(1))
     none = ir.GlobalVariable(module, I64, none_symbol)
