@@ -10,19 +10,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..datapipe import IterDataPipe, functional_datapipe
-from ._pipeutil import check_positive
+from ._pipeutil import LazyModule, check_positive
 
-try:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-except ImportError:  # the optional arrow extra
-    pa = pq = None
+pa, pq = LazyModule("pyarrow"), LazyModule("pyarrow.parquet")    # the optional arrow extra
 
 __all__ = ["DataFrameMaker", "ParquetDataFrameLoader"]
 
 
 def _need_pyarrow(call: str) -> None:
-    if pa is None:
+    if not pa.available():
         raise ModuleNotFoundError(f"{call} needs the optional package pyarrow "
                                   "(pip install 'functorch_core[arrow]')")
 

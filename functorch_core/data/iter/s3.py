@@ -12,18 +12,16 @@ import fnmatch
 import io
 
 from ..datapipe import IterDataPipe, functional_datapipe
+from ._pipeutil import LazyModule
 
-try:
-    import s3fs
-except ImportError:  # the optional s3 extra
-    s3fs = None
+s3fs = LazyModule("s3fs")       # the optional s3 extra
 
 __all__ = ["S3FileLister", "S3FileLoader"]
 
 
 def _connection(pipe, call: str, source, request_timeout_ms, region, kwargs: dict) -> None:
     """Check that s3fs is there and keep what a pipe connects with (not a connection)."""
-    if s3fs is None:
+    if not s3fs.available():
         raise ModuleNotFoundError(f"{call} needs the optional packages fsspec and s3fs "
                                   "(pip install 'functorch_core[s3]')")
     pipe.source_datapipe = source

@@ -14,25 +14,26 @@ import struct
 import numpy as np
 
 from ..datapipe import IterDataPipe, functional_datapipe
+from ._pipeutil import LazyModule
 from .crc32c import masked_crc32c
 
-try:
-    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-except ImportError:  # the optional tfrecord extra
-    descriptor_pb2 = None
+# the optional tfrecord extra
+descriptor_pb2, descriptor_pool, message_factory = (
+    LazyModule(f"google.protobuf.{name}")
+    for name in ("descriptor_pb2", "descriptor_pool", "message_factory"))
 
 __all__ = ["TFRecordLoader"]
 
-_F = descriptor_pb2.FieldDescriptorProto if descriptor_pb2 is not None else None
 
 
 def _need_protobuf(call: str) -> None:
-    if descriptor_pb2 is None:
+    if not descriptor_pb2.available():
         raise ModuleNotFoundError(f"{call} needs the optional package protobuf "
                                   "(pip install 'functorch_core[tfrecord]')")
 
 
 def _message(file, name, fields, entries=()):
+    _F = descriptor_pb2.FieldDescriptorProto
     msg = file.message_type.add(name=name)
     for entry_name, value_type in entries:
         entry = msg.nested_type.add(name=entry_name)
@@ -54,6 +55,7 @@ def _build_classes() -> dict:
     """tensorflow/core/example/{feature,example}.proto's messages, as protobuf classes."""
     file = descriptor_pb2.FileDescriptorProto(name="functorch_core_tfrecord_example.proto",
                                               package="tensorflow", syntax="proto3")
+    _F = descriptor_pb2.FieldDescriptorProto
     rep, opt = _F.LABEL_REPEATED, _F.LABEL_OPTIONAL
     _message(file, "BytesList", [("value", 1, _F.TYPE_BYTES, rep)])
     _message(file, "FloatList", [("value", 1, _F.TYPE_FLOAT, rep)])
