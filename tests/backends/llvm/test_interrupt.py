@@ -15,7 +15,10 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
 
 _CHILD = r"""
-import sys, time
+import signal, sys, time
+# Ctrl-C raises KeyboardInterrupt even when this was started with SIGINT ignored (a
+# background job of a non-interactive shell, as a CI script may start the suite)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import numpy as np
 import functorch_core as fc
 from functorch_core import lax
